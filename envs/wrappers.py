@@ -1,0 +1,194 @@
+"""Training wrappers over any env that follows Brax's reset/step/State convention.
+
+Brax's and MuJoCo Playground's own training wrappers were not reused because (a) they mark
+time-limit truncation only inside `done` + `info["truncation"]` but do not keep the final
+observation of an episode, so a truncated transition bootstraps from the *reset* observation;
+(b) their auto-reset returns every env to the one cached initial state instead of a fresh
+random reset; and (c) they keep no completed-episode return/length statistics. Ours do all three
+and work for the Brax, Playground and pure-JAX families alike.
+
+Order (see `envs.registry.make_vec`): base -> ActionRepeat -> EpisodeWrapper -> VmapWrapper ->
+AutoResetWrapper. Auto-reset sits outside vmap so that the reset is computed only on steps
+where some env finished (`lax.cond` on any(done)).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+
+class Wrapper:
+    def __init__(self, env: Any):
+        self.env = env
+
+    @property
+    def observation_size(self) -> int:
+        return self.env.observation_size
+
+    @property
+    def action_size(self) -> int:
+        return self.env.action_size
+
+    @property
+    def unwrapped(self) -> Any:
+        return getattr(self.env, "unwrapped", self.env)
+
+    def reset(self, key: jax.Array):
+        return self.env.reset(key)
+
+    def step(self, state, action: jax.Array):
+        return self.env.step(state, action)
+
+
+class ActionRepeat(Wrapper):
+    """Applies each action `repeat` times and sums the rewards; stops at termination."""
+
+    def __init__(self, env: Any, repeat: int):
+        super().__init__(env)
+        if repeat < 1:
+            raise ValueError(f"action_repeat must be >= 1, got {repeat}")
+        self.repeat = repeat
+
+    def step(self, state, action: jax.Array):
+        if self.repeat == 1:
+            return self.env.step(state, action)
+
+        def body(carry, _):
+            state, total = carry
+            stepped = self.env.step(state, action)
+            # An env that terminated mid-repeat stays frozen at its terminal state.
+            stepped = jax.tree.map(lambda new, old: jnp.where(state.done, old, new), stepped, state)
+            total = total + jnp.where(state.done, 0.0, stepped.reward)
+            return (stepped, total), None
+
+        start = state.replace(done=jnp.zeros_like(state.done))
+        (state, total), _ = jax.lax.scan(body, (start, jnp.zeros_like(state.reward)), None, self.repeat)
+        return state.replace(reward=total)
+
+
+class EpisodeWrapper(Wrapper):
+    """Time limit and episode statistics for one (unbatched) env.
+
+    `done` = terminated or truncated; `info["truncation"]` is 1 only when the time limit ended an
+    episode that did not terminate, so a learner bootstraps through it. `info["episode_return"]`
+    and `info["episode_length"]` accumulate over the running episode (length in agent steps).
+    """
+
+    def __init__(self, env: Any, episode_length: int):
+        super().__init__(env)
+        if episode_length < 1:
+            raise ValueError(f"episode_length must be >= 1, got {episode_length}")
+        self.episode_length = episode_length
+
+    def reset(self, key: jax.Array):
+        state = self.env.reset(key)
+        zero = jnp.zeros((), jnp.float32)
+        info = dict(state.info)
+        info.update(
+            truncation=zero,
+            episode_return=zero,
+            episode_length=jnp.zeros((), jnp.int32),
+        )
+        return state.replace(
+            obs=jnp.asarray(state.obs, jnp.float32),
+            reward=zero,
+            done=zero,
+            info=info,
+        )
+
+    def step(self, state, action: jax.Array):
+        stepped = self.env.step(state, action)
+        length = state.info["episode_length"] + 1
+        terminated = jnp.asarray(stepped.done, jnp.float32)
+        truncated = (1.0 - terminated) * (length >= self.episode_length)
+        reward = jnp.asarray(stepped.reward, jnp.float32)
+        info = dict(stepped.info)
+        info.update(
+            truncation=truncated,
+            episode_return=state.info["episode_return"] + reward,
+            episode_length=length,
+        )
+        return stepped.replace(
+            obs=jnp.asarray(stepped.obs, jnp.float32),
+            reward=reward,
+            done=jnp.maximum(terminated, truncated),
+            info=info,
+        )
+
+
+class VmapWrapper(Wrapper):
+    """`num_envs` copies of an env: reset takes one key, step takes actions [N, A]."""
+
+    def __init__(self, env: Any, num_envs: int):
+        super().__init__(env)
+        if num_envs < 1:
+            raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+        self.num_envs = num_envs
+
+    def reset(self, key: jax.Array):
+        return jax.vmap(self.env.reset)(jax.random.split(key, self.num_envs))
+
+    def step(self, state, action: jax.Array):
+        return jax.vmap(self.env.step)(state, action)
+
+
+class AutoResetWrapper(Wrapper):
+    """Resets finished envs of a batched env with fresh random initial states.
+
+    After a step, `info["final_obs"]` holds the observation the step really reached (the one to
+    bootstrap from), while `obs` is already the next episode's first observation for envs that
+    finished. `info["finished_return"]` / `info["finished_length"]` give each finished episode's
+    statistics (valid where `done` is 1).
+    """
+
+    def reset(self, key: jax.Array):
+        reset_key, key = jax.random.split(key)
+        state = self.env.reset(reset_key)
+        info = dict(state.info)
+        info.update(
+            autoreset_key=key,
+            final_obs=state.obs,
+            finished_return=state.info["episode_return"],
+            finished_length=state.info["episode_length"],
+        )
+        return state.replace(info=info)
+
+    def step(self, state, action: jax.Array):
+        key = state.info["autoreset_key"]
+        inner = state.replace(info=_without(state.info, _OWN_KEYS))
+        stepped = self.env.step(inner, action)
+        done = stepped.done
+
+        def reset_finished(key):
+            key, reset_key = jax.random.split(key)
+            fresh = self.env.reset(reset_key)
+            def select(new, old):
+                mask = done.reshape(done.shape + (1,) * (old.ndim - done.ndim)) > 0
+                return jnp.where(mask, new, old)
+
+            merged = jax.tree.map(select, fresh, stepped)
+            # The transition's own reward, done and truncation flag stay.
+            info = dict(merged.info)
+            info["truncation"] = stepped.info["truncation"]
+            return merged.replace(reward=stepped.reward, done=done, info=info), key
+
+        # Skip the reset entirely on steps where no env finished.
+        nxt, key = jax.lax.cond(jnp.any(done > 0), reset_finished, lambda k: (stepped, k), key)
+        info = dict(nxt.info)
+        info.update(
+            autoreset_key=key,
+            final_obs=stepped.obs,
+            finished_return=stepped.info["episode_return"],
+            finished_length=stepped.info["episode_length"],
+        )
+        return nxt.replace(info=info)
+
+
+_OWN_KEYS = ("autoreset_key", "final_obs", "finished_return", "finished_length")
+
+
+def _without(info: dict, keys: tuple[str, ...]) -> dict:
+    return {k: v for k, v in info.items() if k not in keys}

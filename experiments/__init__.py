@@ -1,0 +1,1 @@
+"""Presets (algorithm x task hyperparameters) and experiment scripts over the public API."""

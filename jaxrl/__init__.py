@@ -1,0 +1,28 @@
+"""jaxrl: JAX-accelerated, massively parallel reinforcement learning.
+
+Functional API:
+    config = jaxrl.TrainConfig(env="classic/pendulum", total_steps=16_000, ...)
+    trainer = jaxrl.make_train(config, jaxrl.sac.make(jaxrl.SACConfig()))
+    state, metrics = jax.jit(trainer.train)(jax.random.PRNGKey(0))
+Host driver with logging and checkpoints: `jaxrl.train(config, agent_config, out_dir)`.
+"""
+
+import envs
+from jaxrl import agents, replay
+from jaxrl.agents import ALGORITHMS, Agent
+from jaxrl.agents import sac
+from jaxrl.agents.sac import SACConfig
+from jaxrl.config import ConfigError, TrainConfig
+from jaxrl.driver import RunResult, load_checkpoint, train
+from jaxrl.loop import LoopState, Trainer, make_train
+from jaxrl.types import Batch, Transition
+
+make_env = envs.make
+make_vec_env = envs.make_vec
+list_envs = envs.list_envs
+
+__all__ = [
+    "ALGORITHMS", "Agent", "Batch", "ConfigError", "LoopState", "RunResult", "SACConfig",
+    "TrainConfig", "Trainer", "Transition", "agents", "envs", "list_envs", "load_checkpoint",
+    "make_env", "make_train", "make_vec_env", "replay", "sac", "train",
+]

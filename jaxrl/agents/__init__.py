@@ -1,0 +1,38 @@
+"""Agent registry: name -> (config class, make(config) -> Agent)."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from jaxrl.agents import sac
+from jaxrl.agents.base import Agent
+
+
+class AlgorithmSpec(NamedTuple):
+    config_cls: type
+    make: Callable[[Any], Agent]
+    description: str
+
+
+ALGORITHMS: dict[str, AlgorithmSpec] = {
+    "sac": AlgorithmSpec(sac.SACConfig, sac.make, "Soft Actor-Critic, learned temperature"),
+}
+
+
+class UnknownAlgorithmError(ValueError):
+    pass
+
+
+def get(name: str) -> AlgorithmSpec:
+    if name not in ALGORITHMS:
+        close = difflib.get_close_matches(name, ALGORITHMS, n=3, cutoff=0.4)
+        hint = f" Did you mean {', '.join(close)}?" if close else ""
+        raise UnknownAlgorithmError(
+            f"Unknown algorithm {name!r}.{hint} Available: {', '.join(ALGORITHMS)}."
+        )
+    return ALGORITHMS[name]
+
+
+__all__ = ["ALGORITHMS", "Agent", "AlgorithmSpec", "UnknownAlgorithmError", "get"]

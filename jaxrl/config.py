@@ -1,0 +1,75 @@
+"""The run configuration shared by every algorithm (the agent's own config is separate)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+
+class ConfigError(ValueError):
+    """An inconsistent or out-of-range setting, found before anything is compiled."""
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainConfig:
+    env: str = "classic/pendulum"
+    algo: str = "sac"
+    seed: int = 0
+    total_steps: int = 50_000  # env steps (transitions collected), all envs together
+    num_envs: int = 16
+    env_options: dict[str, Any] = dataclasses.field(default_factory=dict)
+    episode_length: int | None = None  # None: the task's own time limit
+    action_repeat: int | None = None  # None: the task's own
+    batch_size: int = 256
+    # Gradient updates per loop iteration (one iteration = one step of all num_envs envs), so
+    # the classic single-env update-to-data ratio is updates_per_step / num_envs.
+    updates_per_step: int = 1
+    buffer_size: int = 1_000_000
+    learning_starts: int = 5_000  # env steps of uniform random actions before any update
+    eval_every: int = 5_000  # env steps between deterministic evaluations (one chunk)
+    eval_envs: int = 16
+    normalize_observations: bool = False
+
+    def __post_init__(self):
+        positive = (
+            "total_steps", "num_envs", "batch_size", "updates_per_step", "buffer_size",
+            "eval_every", "eval_envs",
+        )
+        for name in positive:
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+        for name in ("episode_length", "action_repeat"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ConfigError(f"{name} must be a positive integer or unset, got {value!r}")
+        if self.learning_starts < 0:
+            raise ConfigError(f"learning_starts must be >= 0, got {self.learning_starts}")
+        if self.batch_size > self.buffer_size:
+            raise ConfigError(
+                f"batch_size {self.batch_size} is larger than the replay buffer "
+                f"(buffer_size {self.buffer_size}); raise buffer_size or lower batch_size."
+            )
+        if self.num_envs > self.buffer_size:
+            raise ConfigError(
+                f"num_envs {self.num_envs} exceeds buffer_size {self.buffer_size}: one step of "
+                "all envs would not fit in the replay buffer; raise buffer_size."
+            )
+        if self.learning_starts >= self.total_steps:
+            raise ConfigError(
+                f"learning_starts {self.learning_starts} >= total_steps {self.total_steps}: "
+                "no gradient update would ever run; lower learning_starts or raise total_steps."
+            )
+
+    @property
+    def iterations_per_chunk(self) -> int:
+        return max(1, self.eval_every // self.num_envs)
+
+    @property
+    def num_chunks(self) -> int:
+        per_chunk = self.iterations_per_chunk * self.num_envs
+        return -(-self.total_steps // per_chunk)
+
+    @property
+    def env_steps_per_chunk(self) -> int:
+        return self.iterations_per_chunk * self.num_envs

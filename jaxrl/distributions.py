@@ -1,0 +1,52 @@
+"""Tanh-squashed diagonal Gaussian, as pure functions over (mean, log_std).
+
+Own code rather than distrax/TFP: neither is a dependency (TFP pulls TensorFlow-probability's
+large substrate, distrax is in maintenance mode), and the agent needs only sample, log-prob
+and mode with the numerically stable tanh correction below.
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+
+_LOG_2PI = math.log(2 * math.pi)
+
+
+def _log_abs_det_tanh(u: jax.Array) -> jax.Array:
+    # log(1 - tanh(u)^2) = 2 (log 2 - u - softplus(-2u)), exact and stable for large |u|.
+    return 2.0 * (math.log(2.0) - u - jax.nn.softplus(-2.0 * u))
+
+
+def gaussian_log_prob(u: jax.Array, mean: jax.Array, log_std: jax.Array) -> jax.Array:
+    """Log-density of a diagonal Gaussian, summed over the last axis."""
+    z = (u - mean) * jnp.exp(-log_std)
+    return jnp.sum(-0.5 * z**2 - log_std - 0.5 * _LOG_2PI, axis=-1)
+
+
+def tanh_gaussian_sample(
+    key: jax.Array, mean: jax.Array, log_std: jax.Array
+) -> tuple[jax.Array, jax.Array]:
+    """Reparameterised sample a = tanh(u), u ~ N(mean, std), and log pi(a). Shapes [..., A]."""
+    u = mean + jnp.exp(log_std) * jax.random.normal(key, mean.shape, mean.dtype)
+    return jnp.tanh(u), tanh_gaussian_log_prob_pre_tanh(u, mean, log_std)
+
+
+def tanh_gaussian_log_prob_pre_tanh(u: jax.Array, mean: jax.Array, log_std: jax.Array) -> jax.Array:
+    """log pi(tanh(u)) = log N(u) - sum log(1 - tanh(u)^2)."""
+    return gaussian_log_prob(u, mean, log_std) - jnp.sum(_log_abs_det_tanh(u), axis=-1)
+
+
+def tanh_gaussian_log_prob(
+    action: jax.Array, mean: jax.Array, log_std: jax.Array, eps: float = 1e-6
+) -> jax.Array:
+    """log pi(action) for an action already in (-1, 1) (clipped by eps before atanh)."""
+    u = jnp.arctanh(jnp.clip(action, -1.0 + eps, 1.0 - eps))
+    return tanh_gaussian_log_prob_pre_tanh(u, mean, log_std)
+
+
+def tanh_gaussian_mode(mean: jax.Array) -> jax.Array:
+    """The deterministic action used for evaluation."""
+    return jnp.tanh(mean)

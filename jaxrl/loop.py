@@ -1,0 +1,201 @@
+"""The off-policy training loop as one compiled program (see DESIGN.md).
+
+`make_train(config, agent)` composes an env and an agent into pure functions:
+
+- `init(key) -> LoopState`: agent, envs, empty replay buffer, observation statistics;
+- `chunk(state) -> (state, metrics)`: `iterations_per_chunk` loop iterations in one `lax.scan`
+  (act, step all envs, insert, `updates_per_step` gradient updates), then one deterministic
+  evaluation, all inside the same program;
+- `train(key) -> (state, metrics)`: the whole run, `num_chunks` chunks in one more scan, so
+  `jax.vmap(train)` trains several seeds at once.
+
+The host driver (`jaxrl.driver`) jits `chunk` once, donates its state, and only logs,
+checkpoints and checks for NaNs between chunks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import flax.struct
+import jax
+import jax.numpy as jnp
+
+import envs
+from jaxrl import normalization, replay
+from jaxrl.agents.base import Agent
+from jaxrl.config import TrainConfig
+from jaxrl.types import Transition
+
+
+@flax.struct.dataclass
+class LoopState:
+    agent: Any
+    env_state: Any
+    buffer: replay.ReplayBuffer
+    obs_stats: normalization.RunningStats
+    key: jax.Array
+    iteration: jax.Array  # int32 loop iterations done (env steps = iteration * num_envs)
+
+
+class Trainer(NamedTuple):
+    config: TrainConfig
+    agent: Agent
+    env: Any
+    eval_env: Any
+    init: Callable[[jax.Array], LoopState]
+    chunk: Callable[[LoopState], tuple[LoopState, dict]]
+    evaluate: Callable[[Any, normalization.RunningStats, jax.Array], dict]
+    train: Callable[[jax.Array], tuple[LoopState, dict]]
+
+
+def make_env(config: TrainConfig, num_envs: int, auto_reset: bool = True):
+    return envs.make_vec(
+        config.env,
+        num_envs,
+        episode_length=config.episode_length,
+        action_repeat=config.action_repeat,
+        auto_reset=auto_reset,
+        **config.env_options,
+    )
+
+
+def make_train(config: TrainConfig, agent: Agent) -> Trainer:
+    env = make_env(config, config.num_envs)
+    eval_env = make_env(config, config.eval_envs, auto_reset=False)
+    num_envs, action_size = config.num_envs, env.action_size
+    batch_rows = config.batch_size * config.updates_per_step
+    learn_after = max(config.learning_starts, config.batch_size)
+
+    def observe(stats, obs):
+        return normalization.normalize(stats, obs) if config.normalize_observations else obs
+
+    def init(key: jax.Array) -> LoopState:
+        key, agent_key, env_key = jax.random.split(key, 3)
+        env_state = env.reset(env_key)
+        example = Transition(
+            obs=env_state.obs[0],
+            action=jnp.zeros((action_size,), jnp.float32),
+            reward=env_state.reward[0],
+            next_obs=env_state.obs[0],
+            terminated=env_state.reward[0],
+        )
+        stats = normalization.init(env.observation_size)
+        if config.normalize_observations:
+            stats = normalization.update(stats, env_state.obs)
+        return LoopState(
+            agent=agent.init(agent_key, env.observation_size, action_size),
+            env_state=env_state,
+            buffer=replay.init(example, config.buffer_size),
+            obs_stats=stats,
+            key=key,
+            iteration=jnp.zeros((), jnp.int32),
+        )
+
+    def learn(agent_state, buffer, stats, key):
+        sample_key, update_key = jax.random.split(key)
+        # One gather for all updates of this iteration, sliced per update inside the scan.
+        batch = replay.sample(buffer, sample_key, batch_rows)
+        batch = batch._replace(obs=observe(stats, batch.obs), next_obs=observe(stats, batch.next_obs))
+        batches = jax.tree.map(
+            lambda x: x.reshape((config.updates_per_step, config.batch_size) + x.shape[1:]), batch
+        )
+        keys = jax.random.split(update_key, config.updates_per_step)
+
+        def one_update(agent_state, xs):
+            return agent.update(agent_state, *xs)
+
+        agent_state, metrics = jax.lax.scan(one_update, agent_state, (batches, keys))
+        return agent_state, jax.tree.map(jnp.mean, metrics)
+
+    def iteration(state: LoopState, _):
+        key, act_key, random_key, learn_key = jax.random.split(state.key, 4)
+        obs = state.env_state.obs
+        policy_action = agent.act(state.agent, observe(state.obs_stats, obs), act_key, True)
+        random_action = jax.random.uniform(random_key, (num_envs, action_size), minval=-1, maxval=1)
+        warming_up = state.iteration * num_envs < config.learning_starts
+        action = jnp.where(warming_up, random_action, policy_action)
+
+        env_state = env.step(state.env_state, action)
+        info = env_state.info
+        terminated = env_state.done * (1.0 - info["truncation"])
+        buffer = replay.add(
+            state.buffer, Transition(obs, action, env_state.reward, info["final_obs"], terminated)
+        )
+        stats = state.obs_stats
+        if config.normalize_observations:
+            stats = normalization.update(stats, info["final_obs"])
+
+        ready = buffer.size >= learn_after
+        metric_shapes = jax.eval_shape(lambda a: learn(a, buffer, stats, learn_key)[1], state.agent)
+        skip = lambda agent_state: (
+            agent_state, jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), metric_shapes)
+        )
+        agent_state, update_metrics = jax.lax.cond(
+            ready, lambda a: learn(a, buffer, stats, learn_key), skip, state.agent
+        )
+        done = env_state.done
+        metrics = {
+            **update_metrics,
+            "updated": ready.astype(jnp.float32),
+            "episodes": done.sum(),
+            "episode_return_sum": (done * info["finished_return"]).sum(),
+            "episode_length_sum": (done * info["finished_length"]).sum(),
+        }
+        new_state = LoopState(agent_state, env_state, buffer, stats, key, state.iteration + 1)
+        return new_state, metrics
+
+    def evaluate(agent_state, stats, key: jax.Array) -> dict:
+        """Mean undiscounted return of `eval_envs` deterministic episodes (no auto-reset)."""
+        env_key, act_key = jax.random.split(key)
+        start = eval_env.reset(env_key)
+        zeros = jnp.zeros(config.eval_envs)
+
+        def cond(carry):
+            alive, t = carry[2], carry[4]
+            return jnp.any(alive > 0) & (t < eval_env.episode_length)
+
+        def body(carry):
+            env_state, episode_return, alive, length, t = carry
+            action = agent.act(agent_state, observe(stats, env_state.obs), act_key, False)
+            env_state = eval_env.step(env_state, action)
+            # where, not multiply: a finished env may step into NaN physics.
+            episode_return = episode_return + jnp.where(alive > 0, env_state.reward, 0.0)
+            length = length + alive
+            alive = alive * (1.0 - env_state.done)
+            return env_state, episode_return, alive, length, t + 1
+
+        carry = (start, zeros, zeros + 1, zeros, 0)
+        _, episode_return, _, length, _ = jax.lax.while_loop(cond, body, carry)
+        return {
+            "eval_return": episode_return.mean(),
+            "eval_return_std": episode_return.std(),
+            "eval_length": length.mean(),
+        }
+
+    def chunk(state: LoopState) -> tuple[LoopState, dict]:
+        state, metrics = jax.lax.scan(iteration, state, None, config.iterations_per_chunk)
+        key, eval_key = jax.random.split(state.key)
+        state = state.replace(key=key)
+        updated = metrics.pop("updated")
+        summary = {
+            # Loss metrics averaged over the iterations that ran updates.
+            k: (v * updated).sum() / jnp.maximum(updated.sum(), 1.0)
+            for k, v in metrics.items()
+            if not k.startswith("episode")
+        }
+        summary.update(
+            updates=updated.sum() * config.updates_per_step,
+            episodes=metrics["episodes"].sum(),
+            episode_return_sum=metrics["episode_return_sum"].sum(),
+            episode_length_sum=metrics["episode_length_sum"].sum(),
+            iteration=state.iteration,
+        )
+        summary.update(evaluate(state.agent, state.obs_stats, eval_key))
+        return state, summary
+
+    def train(key: jax.Array) -> tuple[LoopState, dict]:
+        return jax.lax.scan(lambda s, _: chunk(s), init(key), None, config.num_chunks)
+
+    return Trainer(config, agent, env, eval_env, init, chunk, evaluate, train)

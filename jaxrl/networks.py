@@ -1,0 +1,82 @@
+"""Networks shared by the agents: MLP, Q-networks and their vmapped ensembles, actor heads."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+
+class MLP(nn.Module):
+    """Dense layers with ReLU, each hidden layer optionally followed by LayerNorm."""
+
+    hidden: Sequence[int]
+    out: int | None = None
+    layer_norm: bool = False
+
+    @nn.compact
+    def __call__(self, x: jax.Array) -> jax.Array:
+        for width in self.hidden:
+            x = nn.Dense(width)(x)
+            if self.layer_norm:
+                x = nn.LayerNorm()(x)
+            x = nn.relu(x)
+        if self.out is not None:
+            x = nn.Dense(self.out)(x)
+        return x
+
+
+class QNetwork(nn.Module):
+    """Q(s, a) -> [...]: one critic."""
+
+    hidden: Sequence[int]
+    layer_norm: bool = False
+
+    @nn.compact
+    def __call__(self, obs: jax.Array, action: jax.Array) -> jax.Array:
+        x = jnp.concatenate([obs, action], axis=-1)
+        return MLP(self.hidden, out=1, layer_norm=self.layer_norm)(x)[..., 0]
+
+
+class QEnsemble(nn.Module):
+    """`num_critics` independently initialised critics as one vmapped module: params are stacked
+    along a leading axis [E] and the output is [E, ...]."""
+
+    hidden: Sequence[int]
+    num_critics: int = 2
+    layer_norm: bool = False
+
+    @nn.compact
+    def __call__(self, obs: jax.Array, action: jax.Array) -> jax.Array:
+        ensemble = nn.vmap(
+            QNetwork,
+            variable_axes={"params": 0},
+            split_rngs={"params": True},
+            in_axes=None,
+            out_axes=0,
+            axis_size=self.num_critics,
+        )
+        return ensemble(self.hidden, self.layer_norm, name="critics")(obs, action)
+
+
+class GaussianActor(nn.Module):
+    """obs -> (mean, log_std) of a diagonal Gaussian over pre-tanh actions, each [..., A].
+
+    log_std is squashed smoothly into [log_std_min, log_std_max] (a hard clip would zero its
+    gradient outside the range).
+    """
+
+    action_size: int
+    hidden: Sequence[int]
+    layer_norm: bool = False
+    log_std_min: float = -5.0
+    log_std_max: float = 2.0
+
+    @nn.compact
+    def __call__(self, obs: jax.Array) -> tuple[jax.Array, jax.Array]:
+        x = MLP(self.hidden, out=2 * self.action_size, layer_norm=self.layer_norm)(obs)
+        mean, raw = jnp.split(x, 2, axis=-1)
+        log_std = self.log_std_min + 0.5 * (self.log_std_max - self.log_std_min) * (jnp.tanh(raw) + 1)
+        return mean, log_std

@@ -1,0 +1,34 @@
+"""Running observation statistics held in the train state (pure init / update / normalize)."""
+
+from __future__ import annotations
+
+import flax.struct
+import jax
+import jax.numpy as jnp
+
+
+@flax.struct.dataclass
+class RunningStats:
+    mean: jax.Array  # [obs_size]
+    var: jax.Array  # [obs_size]
+    count: jax.Array  # scalar float32
+
+
+def init(size: int) -> RunningStats:
+    return RunningStats(jnp.zeros(size), jnp.ones(size), jnp.zeros(()))
+
+
+def update(stats: RunningStats, batch: jax.Array) -> RunningStats:
+    """Merges a batch [N, obs_size] into the statistics (Chan et al. parallel variance)."""
+    n = jnp.asarray(batch.shape[0], jnp.float32)
+    batch_mean = batch.mean(0)
+    batch_var = batch.var(0)
+    total = stats.count + n
+    delta = batch_mean - stats.mean
+    mean = stats.mean + delta * n / total
+    m2 = stats.var * stats.count + batch_var * n + delta**2 * stats.count * n / total
+    return RunningStats(mean, m2 / total, total)
+
+
+def normalize(stats: RunningStats, obs: jax.Array, clip: float = 10.0) -> jax.Array:
+    return jnp.clip((obs - stats.mean) / jnp.sqrt(stats.var + 1e-8), -clip, clip)

@@ -1,0 +1,58 @@
+"""Device-resident replay ring buffer as pure functions: init / add / sample.
+
+Written here rather than taken from Brax (`brax.training.replay_buffers`) because Brax's
+UniformSamplingQueue flattens every transition into one float row, rolls the whole buffer when it
+overflows (O(capacity) per insert) and keeps sampling keys outside the state; this one writes the
+N new rows in place (O(N) scatter at a wrapping position), keeps pytree structure and dtypes, and
+samples only written slots. Donate the carry that holds it (the training loop does) and XLA
+updates it in place.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import flax.struct
+import jax
+import jax.numpy as jnp
+
+
+@flax.struct.dataclass
+class ReplayBuffer:
+    data: Any  # pytree of arrays with leading axis [capacity]
+    position: jax.Array  # int32, next slot to write
+    size: jax.Array  # int32, number of written slots (<= capacity)
+
+    @property
+    def capacity(self) -> int:
+        return jax.tree.leaves(self.data)[0].shape[0]
+
+
+def init(example: Any, capacity: int) -> ReplayBuffer:
+    """An empty buffer shaped like `example` (one row, no leading axis) times `capacity`."""
+    if capacity < 1:
+        raise ValueError(f"replay capacity must be >= 1, got {capacity}")
+    data = jax.tree.map(lambda x: jnp.zeros((capacity,) + jnp.shape(x), jnp.asarray(x).dtype), example)
+    zero = jnp.zeros((), jnp.int32)
+    return ReplayBuffer(data=data, position=zero, size=zero)
+
+
+def add(buffer: ReplayBuffer, rows: Any) -> ReplayBuffer:
+    """Writes rows (leading axis [N], N <= capacity) at the write position, wrapping around."""
+    capacity = buffer.capacity
+    count = jax.tree.leaves(rows)[0].shape[0]
+    if count > capacity:
+        raise ValueError(f"cannot add {count} rows to a buffer of capacity {capacity}")
+    index = (buffer.position + jnp.arange(count)) % capacity
+    data = jax.tree.map(lambda store, new: store.at[index].set(new.astype(store.dtype)), buffer.data, rows)
+    return buffer.replace(
+        data=data,
+        position=(buffer.position + count) % capacity,
+        size=jnp.minimum(buffer.size + count, capacity),
+    )
+
+
+def sample(buffer: ReplayBuffer, key: jax.Array, batch_size: int) -> Any:
+    """Draws `batch_size` rows uniformly, with replacement, from the written slots only."""
+    index = jax.random.randint(key, (batch_size,), 0, jnp.maximum(buffer.size, 1))
+    return jax.tree.map(lambda store: store[index], buffer.data)
