@@ -101,7 +101,9 @@ class MountainCarContinuous:
     def step(self, state: State, action: jax.Array) -> State:
         position, velocity = state.pipeline_state[0], state.pipeline_state[1]
         force = jnp.clip(action[0], -1.0, 1.0)
-        velocity = jnp.clip(velocity + force * self.power - 0.0025 * jnp.cos(3 * position), -0.07, 0.07)
+        velocity = jnp.clip(
+            velocity + force * self.power - 0.0025 * jnp.cos(3 * position), -0.07, 0.07
+        )
         position = jnp.clip(position + velocity, -1.2, 0.6)
         velocity = jnp.where((position <= -1.2) & (velocity < 0), 0.0, velocity)
         goal = position >= 0.45

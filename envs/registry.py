@@ -102,7 +102,9 @@ def _make_brax(task: str, options: dict):
     from brax import envs as brax_envs
 
     env_cls = brax_envs._envs[task]
-    allowed = [p for p in inspect.signature(env_cls.__init__).parameters if p not in ("self", "kwargs")]
+    allowed = [
+        p for p in inspect.signature(env_cls.__init__).parameters if p not in ("self", "kwargs")
+    ]
     allowed = sorted(set(allowed) | {"backend"})
     _check_options(f"brax/{task}", options, allowed)
     backend = options.get("backend", "generalized")

@@ -65,7 +65,9 @@ class ActionRepeat(Wrapper):
             return (stepped, total), None
 
         start = state.replace(done=jnp.zeros_like(state.done))
-        (state, total), _ = jax.lax.scan(body, (start, jnp.zeros_like(state.reward)), None, self.repeat)
+        (state, total), _ = jax.lax.scan(
+            body, (start, jnp.zeros_like(state.reward)), None, self.repeat
+        )
         return state.replace(reward=total)
 
 
@@ -165,6 +167,7 @@ class AutoResetWrapper(Wrapper):
         def reset_finished(key):
             key, reset_key = jax.random.split(key)
             fresh = self.env.reset(reset_key)
+
             def select(new, old):
                 mask = done.reshape(done.shape + (1,) * (old.ndim - done.ndim)) > 0
                 return jnp.where(mask, new, old)

@@ -13,7 +13,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "algo": "sac",
         "train": {
             "env": "classic/pendulum",
-            "total_steps": 16_000,
+            "total_steps": 20_000,
             "num_envs": 16,
             "updates_per_step": 8,
             "learning_starts": 1_000,
@@ -26,7 +26,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "algo": "sac",
         "train": {
             "env": "brax/inverted_pendulum",
-            "total_steps": 40_000,
+            "total_steps": 24_576,
             "num_envs": 32,
             "updates_per_step": 16,
             "learning_starts": 1_000,
@@ -34,7 +34,13 @@ PRESETS: dict[str, dict[str, Any]] = {
             "buffer_size": 200_000,
             "normalize_observations": True,
         },
-        "agent": {"actor_lr": 1e-3, "critic_lr": 1e-3, "alpha_lr": 1e-3},
+        "agent": {
+            "actor_hidden": (64, 64),
+            "critic_hidden": (64, 64),
+            "actor_lr": 1e-3,
+            "critic_lr": 1e-3,
+            "alpha_lr": 1e-3,
+        },
     },
     # Brax SAC as MuJoCo Playground runs it on the DM Control Suite (ALGORITHMS.md): 128 envs,
     # batch 512, 8 updates per step, replay 4M (min 8192), lr 1e-3, gamma 0.99, LayerNorm Q.

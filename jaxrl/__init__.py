@@ -9,8 +9,7 @@ Host driver with logging and checkpoints: `jaxrl.train(config, agent_config, out
 
 import envs
 from jaxrl import agents, replay
-from jaxrl.agents import ALGORITHMS, Agent
-from jaxrl.agents import sac
+from jaxrl.agents import ALGORITHMS, Agent, sac
 from jaxrl.agents.sac import SACConfig
 from jaxrl.config import ConfigError, TrainConfig
 from jaxrl.driver import RunResult, load_checkpoint, train
@@ -22,7 +21,24 @@ make_vec_env = envs.make_vec
 list_envs = envs.list_envs
 
 __all__ = [
-    "ALGORITHMS", "Agent", "Batch", "ConfigError", "LoopState", "RunResult", "SACConfig",
-    "TrainConfig", "Trainer", "Transition", "agents", "envs", "list_envs", "load_checkpoint",
-    "make_env", "make_train", "make_vec_env", "replay", "sac", "train",
+    "ALGORITHMS",
+    "Agent",
+    "Batch",
+    "ConfigError",
+    "LoopState",
+    "RunResult",
+    "SACConfig",
+    "TrainConfig",
+    "Trainer",
+    "Transition",
+    "agents",
+    "envs",
+    "list_envs",
+    "load_checkpoint",
+    "make_env",
+    "make_train",
+    "make_vec_env",
+    "replay",
+    "sac",
+    "train",
 ]

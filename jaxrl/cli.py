@@ -74,7 +74,11 @@ def _add_config_flags(group, cls: type, skip: tuple[str, ...] = ()) -> None:
         kind = hints[field.name]
         default = field.default if field.default is not dataclasses.MISSING else None
         help_text = f"(default: {default})"
-        kwargs: dict[str, Any] = {"dest": field.name, "default": argparse.SUPPRESS, "help": help_text}
+        kwargs: dict[str, Any] = {
+            "dest": field.name,
+            "default": argparse.SUPPRESS,
+            "help": help_text,
+        }
         if kind is bool:
             group.add_argument(flag, action=argparse.BooleanOptionalAction, **kwargs)
         elif kind in (int, float, str):
@@ -91,15 +95,26 @@ def _train_parser(algo: str) -> argparse.ArgumentParser:
     spec = agents.get(algo)
     parser = _Parser(prog="jaxrl train", description="Train an agent; every option has a flag.")
     parser.add_argument("--algo", default=argparse.SUPPRESS, choices=list(agents.ALGORITHMS))
-    parser.add_argument("--preset", default=None, help="start from a preset in experiments/presets.py")
-    parser.add_argument("--out", default=None, help="run folder (default: runs/ALGO-ENV-sSEED-TIME)")
     parser.add_argument(
-        "--env-option", action="append", type=_env_option, default=[], metavar="KEY=VALUE",
+        "--preset", default=None, help="start from a preset in experiments/presets.py"
+    )
+    parser.add_argument(
+        "--out", default=None, help="run folder (default: runs/ALGO-ENV-sSEED-TIME)"
+    )
+    parser.add_argument(
+        "--env-option",
+        action="append",
+        type=_env_option,
+        default=[],
+        metavar="KEY=VALUE",
         help="an option of the env family, e.g. backend=mjx for brax/*; repeatable",
     )
-    parser.add_argument("--checkpoint-every", type=int, default=0, help="chunks between checkpoints")
     parser.add_argument(
-        "--no-compile-cache", action="store_true",
+        "--checkpoint-every", type=int, default=0, help="chunks between checkpoints"
+    )
+    parser.add_argument(
+        "--no-compile-cache",
+        action="store_true",
         help="turn off JAX's persistent compilation cache (~/.cache/jaxrl/xla)",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
@@ -121,7 +136,9 @@ def build_configs(argv: list[str]) -> tuple[TrainConfig, Any, argparse.Namespace
         if known.preset not in PRESETS:
             close = difflib.get_close_matches(known.preset, PRESETS, n=3)
             hint = f" Did you mean {', '.join(close)}?" if close else ""
-            raise ConfigError(f"Unknown preset {known.preset!r}.{hint} Available: {', '.join(PRESETS)}.")
+            raise ConfigError(
+                f"Unknown preset {known.preset!r}.{hint} Available: {', '.join(PRESETS)}."
+            )
         preset = PRESETS[known.preset]
     algo = known.algo or preset.get("algo", "sac")
     if preset and known.algo and known.algo != preset["algo"]:
@@ -131,10 +148,16 @@ def build_configs(argv: list[str]) -> tuple[TrainConfig, Any, argparse.Namespace
     flags = vars(args)
     train_names = {f.name for f in dataclasses.fields(TrainConfig)}
     agent_names = {f.name for f in dataclasses.fields(spec.config_cls)}
-    train_kwargs = {**preset.get("train", {}), **{k: v for k, v in flags.items() if k in train_names}}
+    train_kwargs = {
+        **preset.get("train", {}),
+        **{k: v for k, v in flags.items() if k in train_names},
+    }
     env_options = {**train_kwargs.pop("env_options", {}), **dict(args.env_option)}
     train_config = TrainConfig(algo=algo, env_options=env_options, **train_kwargs)
-    agent_kwargs = {**preset.get("agent", {}), **{k: v for k, v in flags.items() if k in agent_names}}
+    agent_kwargs = {
+        **preset.get("agent", {}),
+        **{k: v for k, v in flags.items() if k in agent_names},
+    }
     try:
         agent_config = spec.config_cls(**agent_kwargs)
     except ValueError as error:
@@ -151,7 +174,8 @@ def cmd_train(argv: list[str]) -> int:
     out = args.out
     if out is None:
         stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-        out = f"runs/{train_config.algo}-{train_config.env.replace('/', '-')}-s{train_config.seed}-{stamp}"
+        env = train_config.env.replace("/", "-")
+        out = f"runs/{train_config.algo}-{env}-s{train_config.seed}-{stamp}"
     result = driver.train(
         train_config,
         agent_config,
@@ -194,23 +218,33 @@ COMMANDS = {"train": cmd_train, "list": cmd_list}
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if not argv or argv[0] in ("-h", "--help"):
-        print("usage: jaxrl {train,list} ...\n  train  train an agent (jaxrl train --help)\n"
-              "  list   list algorithms, presets and environments")
+        print(
+            "usage: jaxrl {train,list} ...\n  train  train an agent (jaxrl train --help)\n"
+            "  list   list algorithms, presets and environments"
+        )
         return 0 if argv else 2
     command, rest = argv[0], argv[1:]
     if command not in COMMANDS:
         close = difflib.get_close_matches(command, COMMANDS, n=1)
         hint = f" Did you mean {close[0]!r}?" if close else ""
-        print(f"jaxrl: unknown command {command!r}.{hint} Commands: {', '.join(COMMANDS)}.",
-              file=sys.stderr)
+        print(
+            f"jaxrl: unknown command {command!r}.{hint} Commands: {', '.join(COMMANDS)}.",
+            file=sys.stderr,
+        )
         return 2
     import envs
     from jaxrl import driver
 
     try:
         return COMMANDS[command](rest)
-    except (ConfigError, envs.UnknownEnvError, envs.EnvOptionError, agents.UnknownAlgorithmError,
-            driver.RunDirError, driver.NonFiniteError) as error:
+    except (
+        ConfigError,
+        envs.UnknownEnvError,
+        envs.EnvOptionError,
+        agents.UnknownAlgorithmError,
+        driver.RunDirError,
+        driver.NonFiniteError,
+    ) as error:
         print(f"jaxrl {command}: error: {error}", file=sys.stderr)
         return 2
 

@@ -32,8 +32,13 @@ class TrainConfig:
 
     def __post_init__(self):
         positive = (
-            "total_steps", "num_envs", "batch_size", "updates_per_step", "buffer_size",
-            "eval_every", "eval_envs",
+            "total_steps",
+            "num_envs",
+            "batch_size",
+            "updates_per_step",
+            "buffer_size",
+            "eval_every",
+            "eval_envs",
         )
         for name in positive:
             value = getattr(self, name)

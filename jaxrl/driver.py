@@ -72,7 +72,9 @@ def check_run_dir(out_dir: str | os.PathLike | None) -> pathlib.Path | None:
     path = pathlib.Path(out_dir)
     if path.exists() and not path.is_dir():
         raise RunDirError(f"--out {path} is a file, not a folder; pick another --out.")
-    held = [name for name in ("config.json", "metrics.jsonl", "checkpoints") if (path / name).exists()]
+    held = [
+        name for name in ("config.json", "metrics.jsonl", "checkpoints") if (path / name).exists()
+    ]
     if held:
         raise RunDirError(
             f"{path} already holds a run ({', '.join(held)}); pick another --out or remove "
@@ -168,7 +170,8 @@ def train(
     agent_config = spec.config_cls() if agent_config is None else agent_config
     if not isinstance(agent_config, spec.config_cls):
         raise ConfigError(
-            f"algo {config.algo!r} takes a {spec.config_cls.__name__}, got {type(agent_config).__name__}"
+            f"algo {config.algo!r} takes a {spec.config_cls.__name__}, "
+            f"got {type(agent_config).__name__}"
         )
     envs.check_name(config.env)
     out_path = check_run_dir(out_dir)

@@ -97,7 +97,9 @@ def make_train(config: TrainConfig, agent: Agent) -> Trainer:
         sample_key, update_key = jax.random.split(key)
         # One gather for all updates of this iteration, sliced per update inside the scan.
         batch = replay.sample(buffer, sample_key, batch_rows)
-        batch = batch._replace(obs=observe(stats, batch.obs), next_obs=observe(stats, batch.next_obs))
+        batch = batch._replace(
+            obs=observe(stats, batch.obs), next_obs=observe(stats, batch.next_obs)
+        )
         batches = jax.tree.map(
             lambda x: x.reshape((config.updates_per_step, config.batch_size) + x.shape[1:]), batch
         )
@@ -130,7 +132,8 @@ def make_train(config: TrainConfig, agent: Agent) -> Trainer:
         ready = buffer.size >= learn_after
         metric_shapes = jax.eval_shape(lambda a: learn(a, buffer, stats, learn_key)[1], state.agent)
         skip = lambda agent_state: (
-            agent_state, jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), metric_shapes)
+            agent_state,
+            jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), metric_shapes),
         )
         agent_state, update_metrics = jax.lax.cond(
             ready, lambda a: learn(a, buffer, stats, learn_key), skip, state.agent

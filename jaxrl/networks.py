@@ -78,5 +78,7 @@ class GaussianActor(nn.Module):
     def __call__(self, obs: jax.Array) -> tuple[jax.Array, jax.Array]:
         x = MLP(self.hidden, out=2 * self.action_size, layer_norm=self.layer_norm)(obs)
         mean, raw = jnp.split(x, 2, axis=-1)
-        log_std = self.log_std_min + 0.5 * (self.log_std_max - self.log_std_min) * (jnp.tanh(raw) + 1)
+        log_std = self.log_std_min + 0.5 * (self.log_std_max - self.log_std_min) * (
+            jnp.tanh(raw) + 1
+        )
         return mean, log_std

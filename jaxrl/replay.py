@@ -32,7 +32,9 @@ def init(example: Any, capacity: int) -> ReplayBuffer:
     """An empty buffer shaped like `example` (one row, no leading axis) times `capacity`."""
     if capacity < 1:
         raise ValueError(f"replay capacity must be >= 1, got {capacity}")
-    data = jax.tree.map(lambda x: jnp.zeros((capacity,) + jnp.shape(x), jnp.asarray(x).dtype), example)
+    data = jax.tree.map(
+        lambda x: jnp.zeros((capacity,) + jnp.shape(x), jnp.asarray(x).dtype), example
+    )
     zero = jnp.zeros((), jnp.int32)
     return ReplayBuffer(data=data, position=zero, size=zero)
 
@@ -44,7 +46,9 @@ def add(buffer: ReplayBuffer, rows: Any) -> ReplayBuffer:
     if count > capacity:
         raise ValueError(f"cannot add {count} rows to a buffer of capacity {capacity}")
     index = (buffer.position + jnp.arange(count)) % capacity
-    data = jax.tree.map(lambda store, new: store.at[index].set(new.astype(store.dtype)), buffer.data, rows)
+    data = jax.tree.map(
+        lambda store, new: store.at[index].set(new.astype(store.dtype)), buffer.data, rows
+    )
     return buffer.replace(
         data=data,
         position=(buffer.position + count) % capacity,

@@ -16,7 +16,9 @@ def test_tanh_gaussian_log_prob_matches_numerical_density():
     # Numerical reference: p(a) = N(atanh a) * |d atanh(a) / da|, derivative by central difference.
     h = 1e-4
     u = np.arctanh(np.asarray(actions[:, 0], np.float64))
-    du = (np.arctanh(np.asarray(actions[:, 0]) + h) - np.arctanh(np.asarray(actions[:, 0]) - h)) / (2 * h)
+    du = (np.arctanh(np.asarray(actions[:, 0]) + h) - np.arctanh(np.asarray(actions[:, 0]) - h)) / (
+        2 * h
+    )
     std = math.exp(-0.5)
     normal = np.exp(-0.5 * ((u - 0.3) / std) ** 2) / (std * math.sqrt(2 * math.pi))
     np.testing.assert_allclose(np.exp(log_prob), normal * du, rtol=2e-3)
@@ -39,5 +41,7 @@ def test_sample_log_prob_agrees_with_log_prob_of_sample_and_is_stable():
         log_prob, distributions.tanh_gaussian_log_prob(action, mean, log_std), rtol=1e-3, atol=1e-3
     )
     # Far in the tail tanh saturates; the pre-tanh form stays finite.
-    far = distributions.tanh_gaussian_log_prob_pre_tanh(jnp.array([[30.0]]), jnp.zeros((1, 1)), jnp.zeros((1, 1)))
+    far = distributions.tanh_gaussian_log_prob_pre_tanh(
+        jnp.array([[30.0]]), jnp.zeros((1, 1)), jnp.zeros((1, 1))
+    )
     assert np.isfinite(far).all()

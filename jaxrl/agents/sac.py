@@ -40,7 +40,9 @@ class SACConfig:
         for name in ("actor_hidden", "critic_hidden"):
             widths = getattr(self, name)
             if not widths or any(w < 1 for w in widths):
-                raise ValueError(f"{name} must be a non-empty list of positive widths, got {widths}")
+                raise ValueError(
+                    f"{name} must be a non-empty list of positive widths, got {widths}"
+                )
         if self.num_critics < 1:
             raise ValueError(f"num_critics must be >= 1, got {self.num_critics}")
         for name in ("actor_lr", "critic_lr", "alpha_lr", "init_alpha"):
@@ -142,7 +144,12 @@ def make(config: SACConfig = SACConfig()) -> Agent:
         next_action, next_log_prob = distributions.tanh_gaussian_sample(next_key, mean, log_std)
         next_q = critic_net.apply(state.target_critic_params, batch.next_obs, next_action)
         target = critic_target(
-            config.reward_scale * batch.reward, batch.terminated, next_q, next_log_prob, alpha, config.gamma
+            config.reward_scale * batch.reward,
+            batch.terminated,
+            next_q,
+            next_log_prob,
+            alpha,
+            config.gamma,
         )
 
         def critic_objective(params):
@@ -159,11 +166,15 @@ def make(config: SACConfig = SACConfig()) -> Agent:
             q_pi = critic_net.apply(critic.params, batch.obs, action)
             return actor_loss(q_pi, log_prob, alpha), log_prob
 
-        (a_loss, log_prob), grads = jax.value_and_grad(actor_objective, has_aux=True)(state.actor.params)
+        (a_loss, log_prob), grads = jax.value_and_grad(actor_objective, has_aux=True)(
+            state.actor.params
+        )
         actor = apply_gradients(state.actor, grads, actor_opt)
 
         # Temperature.
-        t_loss, grads = jax.value_and_grad(alpha_loss)(state.log_alpha.params, log_prob, target_entropy)
+        t_loss, grads = jax.value_and_grad(alpha_loss)(
+            state.log_alpha.params, log_prob, target_entropy
+        )
         log_alpha = apply_gradients(state.log_alpha, grads, alpha_opt)
 
         new_state = SACState(
@@ -184,4 +195,3 @@ def make(config: SACConfig = SACConfig()) -> Agent:
         return new_state, metrics
 
     return Agent(init=init, act=act, update=update)
-

@@ -3,7 +3,6 @@ import math
 import chex
 import jax
 import jax.numpy as jnp
-import numpy as np
 import pytest
 
 from jaxrl.agents import sac
@@ -26,8 +25,9 @@ def test_critic_target_by_hand():
 
 def test_truncated_step_still_bootstraps():
     # A time-limit truncation is stored with terminated = 0: the target keeps gamma * V(s').
-    target = sac.critic_target(jnp.array([0.0]), jnp.array([0.0]), jnp.array([[4.0], [6.0]]),
-                               jnp.array([0.0]), 1.0, 0.5)
+    target = sac.critic_target(
+        jnp.array([0.0]), jnp.array([0.0]), jnp.array([[4.0], [6.0]]), jnp.array([0.0]), 1.0, 0.5
+    )
     chex.assert_trees_all_close(target, jnp.array([2.0]))
 
 
@@ -72,7 +72,9 @@ def _batch(key, size=32, obs_size=3, action_size=2):
 def test_init_act_update_shapes_and_determinism():
     agent = sac.make(sac.SACConfig(actor_hidden=(16,), critic_hidden=(16, 16), num_critics=3))
     state = agent.init(jax.random.PRNGKey(0), 3, 2)
-    chex.assert_shape(state.critic.params["params"]["critics"]["MLP_0"]["Dense_0"]["kernel"], (3, 5, 16))
+    chex.assert_shape(
+        state.critic.params["params"]["critics"]["MLP_0"]["Dense_0"]["kernel"], (3, 5, 16)
+    )
     obs = jnp.zeros((7, 3))
     explore = agent.act(state, obs, jax.random.PRNGKey(1), True)
     greedy = agent.act(state, obs, jax.random.PRNGKey(1), False)
@@ -87,8 +89,9 @@ def test_init_act_update_shapes_and_determinism():
     assert set(metrics) == {"critic_loss", "actor_loss", "alpha_loss", "alpha", "q_mean", "entropy"}
     # Targets moved by tau towards the updated critics, not onto them.
     tau = sac.SACConfig().tau
-    expected = jax.tree.map(lambda t, o: (1 - tau) * t + tau * o, state.target_critic_params,
-                            new_state.critic.params)
+    expected = jax.tree.map(
+        lambda t, o: (1 - tau) * t + tau * o, state.target_critic_params, new_state.critic.params
+    )
     chex.assert_trees_all_close(new_state.target_critic_params, expected, atol=1e-6)
 
 
@@ -103,8 +106,10 @@ def test_repeated_updates_fit_a_fixed_batch():
     assert float(metrics["critic_loss"]) < 0.2 * float(first["critic_loss"])
 
 
-@pytest.mark.parametrize("bad", [{"num_critics": 0}, {"critic_lr": 0.0}, {"actor_hidden": ()},
-                                 {"gamma": 1.5}, {"tau": 0.0}])
+@pytest.mark.parametrize(
+    "bad",
+    [{"num_critics": 0}, {"critic_lr": 0.0}, {"actor_hidden": ()}, {"gamma": 1.5}, {"tau": 0.0}],
+)
 def test_config_rejects_bad_values(bad):
     with pytest.raises(ValueError, match=next(iter(bad))):
         sac.SACConfig(**bad)

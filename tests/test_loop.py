@@ -1,0 +1,126 @@
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxrl import driver, sac
+from jaxrl.agents.sac import SACConfig
+from jaxrl.config import ConfigError, TrainConfig
+from jaxrl.loop import make_train
+
+TINY_AGENT = SACConfig(actor_hidden=(16,), critic_hidden=(16,))
+
+
+def _tiny(**overrides):
+    base = dict(
+        env="classic/pendulum",
+        total_steps=256,
+        num_envs=4,
+        batch_size=16,
+        updates_per_step=2,
+        buffer_size=512,
+        learning_starts=64,
+        eval_every=128,
+        eval_envs=2,
+    )
+    return TrainConfig(**{**base, **overrides})
+
+
+def test_vmap_over_seeds_matches_runs_one_by_one():
+    trainer = make_train(_tiny(), sac.make(TINY_AGENT))
+    keys = jnp.stack([jax.random.PRNGKey(0), jax.random.PRNGKey(1)])
+    _, together = jax.jit(jax.vmap(trainer.train))(keys)
+    train = jax.jit(trainer.train)
+    for i in range(2):
+        _, alone = train(keys[i])
+        chex.assert_trees_all_close(
+            jax.tree.map(lambda x, i=i: x[i], together), alone, rtol=1e-4, atol=1e-4
+        )
+    assert not np.allclose(together["critic_loss"][0], together["critic_loss"][1])
+
+
+def test_chunk_counts_steps_updates_and_episodes():
+    config = _tiny(total_steps=1600, eval_every=800)  # 200 iterations per chunk, 2 chunks
+    trainer = make_train(config, sac.make(TINY_AGENT))
+    state = jax.jit(trainer.init)(jax.random.PRNGKey(0))
+    chunk = jax.jit(trainer.chunk)
+    state, first = chunk(state)
+    state, second = chunk(state)
+    assert int(second["iteration"]) * config.num_envs == 1600
+    # Updates start once 64 rows (learning_starts) are stored: after iteration 16 of 200.
+    assert int(first["updates"]) == (200 - 15) * 2
+    assert int(second["updates"]) == 200 * 2
+    # Pendulum episodes are 200 steps: each env finishes one episode per chunk.
+    assert int(first["episodes"]) == 4 and int(second["episodes"]) == 4
+    assert int(state.buffer.size) == 512 and int(state.agent.step) == (185 + 200) * 2
+
+
+def test_replay_holds_true_next_obs_and_termination_flags():
+    # Pendulum only truncates; inverted pendulum terminates when the pole passes 0.2 rad.
+    for env, expect_terminal in (("classic/pendulum", False), ("brax/inverted_pendulum", True)):
+        config = _tiny(env=env, total_steps=400, eval_every=400, learning_starts=399)
+        trainer = make_train(config, sac.make(TINY_AGENT))
+        state, _ = jax.jit(trainer.chunk)(jax.jit(trainer.init)(jax.random.PRNGKey(0)))
+        data = jax.device_get(state.buffer.data)
+        if expect_terminal:
+            fallen = np.abs(data.next_obs[:, 1]) > 0.2
+            assert fallen.any()
+            np.testing.assert_array_equal(data.terminated, fallen.astype(np.float32))
+        else:
+            np.testing.assert_array_equal(data.terminated, 0.0)
+        # Transitions chain within each env: obs of step t+1 is next_obs of step t unless the
+        # episode ended in between (then it is a fresh reset).
+        obs = data.obs.reshape(-1, 4, data.obs.shape[-1])
+        nxt = data.next_obs.reshape(-1, 4, data.obs.shape[-1])
+        same = np.isclose(obs[1:], nxt[:-1], atol=1e-6).all(-1)
+        assert same.mean() > 0.5
+
+
+def test_normalised_observations_are_tracked():
+    config = _tiny(normalize_observations=True, total_steps=512, eval_every=512)
+    trainer = make_train(config, sac.make(TINY_AGENT))
+    state, metrics = jax.jit(trainer.chunk)(jax.jit(trainer.init)(jax.random.PRNGKey(0)))
+    assert float(state.obs_stats.count) == 4 + 512
+    obs = np.asarray(state.buffer.data.next_obs)
+    np.testing.assert_allclose(state.obs_stats.mean, obs.mean(0), atol=0.05)
+    assert np.isfinite(float(metrics["critic_loss"]))
+
+
+def test_same_seed_same_metrics(tmp_path):
+    config = _tiny(total_steps=512)
+    first = driver.train(config, TINY_AGENT, tmp_path / "a", progress=None)
+    second = driver.train(config, TINY_AGENT, tmp_path / "b", progress=None)
+    strip = lambda rows: [{k: v for k, v in r.items() if "second" not in k} for r in rows]
+    assert strip(first.history) == strip(second.history)
+    third = driver.train(_tiny(total_steps=512, seed=1), TINY_AGENT, None, progress=None)
+    assert strip(third.history) != strip(first.history)
+
+
+def test_checkpoint_round_trip(tmp_path):
+    result = driver.train(_tiny(), TINY_AGENT, tmp_path / "run", progress=None)
+    saved = tmp_path / "run" / "checkpoints" / "256"
+    restored = driver.load_checkpoint(saved, result.state)
+    chex.assert_trees_all_close(restored["agent"], result.state.agent)
+    assert int(restored["iteration"]) == 64
+
+
+def test_non_finite_training_stops_with_a_clear_error(tmp_path):
+    config = _tiny(env_options={"max_speed": float("nan")})
+    with pytest.raises(driver.NonFiniteError, match="non-finite .*chunk 0"):
+        driver.train(config, TINY_AGENT, tmp_path / "nan", progress=None)
+
+
+@pytest.mark.parametrize(
+    "overrides,message",
+    [
+        ({"num_envs": 0}, "num_envs must be a positive integer"),
+        ({"batch_size": 1024}, "batch_size 1024 is larger than the replay buffer"),
+        ({"num_envs": 1024}, "num_envs 1024 exceeds buffer_size"),
+        ({"learning_starts": 256}, "no gradient update would ever run"),
+        ({"episode_length": 0}, "episode_length must be a positive integer"),
+    ],
+)
+def test_inconsistent_sizes_fail_before_compilation(overrides, message):
+    with pytest.raises(ConfigError, match=message):
+        _tiny(**overrides)
