@@ -9,7 +9,13 @@ import inspect
 from typing import Any
 
 from envs import classic
-from envs.wrappers import ActionRepeat, AutoResetWrapper, EpisodeWrapper, VmapWrapper
+from envs.wrappers import (
+    ActionRepeat,
+    AutoResetWrapper,
+    EpisodeWrapper,
+    VmapWrapper,
+    require_positive,
+)
 
 FAMILIES = ("brax", "playground", "classic")
 BRAX_BACKENDS = ("mjx", "generalized", "positional", "spring")
@@ -201,8 +207,7 @@ def make_vec(
 ):
     """A batched training env: `num_envs` copies with time limit, episode statistics, action
     repeat and (optionally) auto-reset. Sizes default to the task's own."""
-    if num_envs < 1:
-        raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+    require_positive("num_envs", num_envs)  # before building the (slow) base env
     base = make(name, **options)
     episode_length = episode_length or base.episode_length
     action_repeat = action_repeat or base.action_repeat

@@ -20,6 +20,11 @@ import jax
 import jax.numpy as jnp
 
 
+def require_positive(name: str, value: int) -> None:
+    if value < 1:
+        raise ValueError(f"{name} must be >= 1, got {value}")
+
+
 class Wrapper:
     def __init__(self, env: Any):
         self.env = env
@@ -48,8 +53,7 @@ class ActionRepeat(Wrapper):
 
     def __init__(self, env: Any, repeat: int):
         super().__init__(env)
-        if repeat < 1:
-            raise ValueError(f"action_repeat must be >= 1, got {repeat}")
+        require_positive("action_repeat", repeat)
         self.repeat = repeat
 
     def step(self, state, action: jax.Array):
@@ -81,8 +85,7 @@ class EpisodeWrapper(Wrapper):
 
     def __init__(self, env: Any, episode_length: int):
         super().__init__(env)
-        if episode_length < 1:
-            raise ValueError(f"episode_length must be >= 1, got {episode_length}")
+        require_positive("episode_length", episode_length)
         self.episode_length = episode_length
 
     def reset(self, key: jax.Array):
@@ -126,8 +129,7 @@ class VmapWrapper(Wrapper):
 
     def __init__(self, env: Any, num_envs: int):
         super().__init__(env)
-        if num_envs < 1:
-            raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+        require_positive("num_envs", num_envs)
         self.num_envs = num_envs
 
     def reset(self, key: jax.Array):
@@ -149,14 +151,7 @@ class AutoResetWrapper(Wrapper):
     def reset(self, key: jax.Array):
         reset_key, key = jax.random.split(key)
         state = self.env.reset(reset_key)
-        info = dict(state.info)
-        info.update(
-            autoreset_key=key,
-            final_obs=state.obs,
-            finished_return=state.info["episode_return"],
-            finished_length=state.info["episode_length"],
-        )
-        return state.replace(info=info)
+        return _with_own_keys(state, state, key)
 
     def step(self, state, action: jax.Array):
         key = state.info["autoreset_key"]
@@ -180,17 +175,23 @@ class AutoResetWrapper(Wrapper):
 
         # Skip the reset entirely on steps where no env finished.
         nxt, key = jax.lax.cond(jnp.any(done > 0), reset_finished, lambda k: (stepped, k), key)
-        info = dict(nxt.info)
-        info.update(
-            autoreset_key=key,
-            final_obs=stepped.obs,
-            finished_return=stepped.info["episode_return"],
-            finished_length=stepped.info["episode_length"],
-        )
-        return nxt.replace(info=info)
+        return _with_own_keys(nxt, stepped, key)
 
 
 _OWN_KEYS = ("autoreset_key", "final_obs", "finished_return", "finished_length")
+
+
+def _with_own_keys(state, reached, key: jax.Array):
+    """`state` with this wrapper's info: the key for later resets, and the observation and
+    episode statistics of `reached`, the state the last step arrived at before any reset."""
+    info = dict(state.info)
+    info.update(
+        autoreset_key=key,
+        final_obs=reached.obs,
+        finished_return=reached.info["episode_return"],
+        finished_length=reached.info["episode_length"],
+    )
+    return state.replace(info=info)
 
 
 def _without(info: dict, keys: tuple[str, ...]) -> dict:
