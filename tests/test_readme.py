@@ -14,8 +14,8 @@ def test_readme_api_example_runs_and_learns():
     namespace: dict = {}
     exec(compile(blocks[0], "README.md", "exec"), namespace)
     returns = np.asarray(namespace["metrics"]["eval_return"])
-    assert returns.shape == (10,)
-    assert returns.max() >= -250.0 and returns[0] < -900.0
+    assert returns.shape == (4,)  # 20,000 steps, an evaluation every 5,000
+    assert returns.max() >= -250.0 and returns[0] < -700.0
     assert namespace["action"].shape == (16, 1)
     assert np.isfinite(float(namespace["final"]["eval_return"]))
 
