@@ -9,6 +9,7 @@ from envs.registry import (
     list_envs,
     make,
     make_vec,
+    wrap,
 )
 from envs.wrappers import ActionRepeat, AutoResetWrapper, EpisodeWrapper, VmapWrapper
 
@@ -25,4 +26,5 @@ __all__ = [
     "list_envs",
     "make",
     "make_vec",
+    "wrap",
 ]

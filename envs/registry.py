@@ -209,6 +209,25 @@ def make_vec(
     repeat and (optionally) auto-reset. Sizes default to the task's own."""
     require_positive("num_envs", num_envs)  # before building the (slow) base env
     base = make(name, **options)
+    return wrap(
+        base,
+        num_envs,
+        episode_length=episode_length,
+        action_repeat=action_repeat,
+        auto_reset=auto_reset,
+    )
+
+
+def wrap(
+    base,
+    num_envs: int,
+    *,
+    episode_length: int | None = None,
+    action_repeat: int | None = None,
+    auto_reset: bool = True,
+):
+    """The training wrappers around an env made by `make` (one base env can serve several
+    batched envs, e.g. for training and for evaluation)."""
     episode_length = episode_length or base.episode_length
     action_repeat = action_repeat or base.action_repeat
     env = EpisodeWrapper(ActionRepeat(base, action_repeat), episode_length)

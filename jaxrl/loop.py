@@ -50,20 +50,11 @@ class Trainer(NamedTuple):
     train: Callable[[jax.Array], tuple[LoopState, dict]]
 
 
-def make_env(config: TrainConfig, num_envs: int, auto_reset: bool = True):
-    return envs.make_vec(
-        config.env,
-        num_envs,
-        episode_length=config.episode_length,
-        action_repeat=config.action_repeat,
-        auto_reset=auto_reset,
-        **config.env_options,
-    )
-
-
 def make_train(config: TrainConfig, agent: Agent) -> Trainer:
-    env = make_env(config, config.num_envs)
-    eval_env = make_env(config, config.eval_envs, auto_reset=False)
+    base = envs.make(config.env, **config.env_options)
+    sizes = dict(episode_length=config.episode_length, action_repeat=config.action_repeat)
+    env = envs.wrap(base, config.num_envs, **sizes)
+    eval_env = envs.wrap(base, config.eval_envs, auto_reset=False, **sizes)
     num_envs, action_size = config.num_envs, env.action_size
     batch_rows = config.batch_size * config.updates_per_step
     learn_after = max(config.learning_starts, config.batch_size)
