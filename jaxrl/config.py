@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+EXPLORATION_MODES = ("fixed", "uniform", "linspace")
+
 
 class ConfigError(ValueError):
     """An inconsistent or out-of-range setting, found before anything is compiled."""
@@ -30,6 +32,16 @@ class TrainConfig:
     eval_every: int = 5_000  # env steps between deterministic evaluations (one chunk)
     eval_envs: int = 16
     normalize_observations: bool = False
+    gamma: float = 0.99  # discount, for 1-step and n-step bootstrapped targets alike
+    n_step: int = 1  # n-step returns, summed at sampling time (stopping at episode ends)
+    # Per-env exploration noise scale (1 = the agent's own noise, 0 = deterministic):
+    # "fixed" 1 for every env; "uniform": drawn from U[noise_scale_min, noise_scale_max] per env,
+    # redrawn when its episode ends (FastTD3); "linspace": spaced evenly over that range (PQL).
+    exploration: str = "fixed"
+    noise_scale_min: float = 1.0
+    noise_scale_max: float = 1.0
+    # Iterations the acting parameters lag the learners (PQL's asynchronous actor); 0: none.
+    acting_lag: int = 0
 
     def __post_init__(self):
         positive = (
@@ -49,6 +61,21 @@ class TrainConfig:
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise ConfigError(f"{name} must be a positive integer or unset, got {value!r}")
+        if self.n_step < 1:
+            raise ConfigError(f"n_step must be a positive integer, got {self.n_step!r}")
+        if not 0 <= self.gamma <= 1:
+            raise ConfigError(f"gamma must be in [0, 1], got {self.gamma}")
+        if self.exploration not in EXPLORATION_MODES:
+            raise ConfigError(
+                f"unknown exploration {self.exploration!r}; choose one of {EXPLORATION_MODES}"
+            )
+        if not 0 <= self.noise_scale_min <= self.noise_scale_max:
+            raise ConfigError(
+                f"need 0 <= noise_scale_min <= noise_scale_max, got {self.noise_scale_min} "
+                f"and {self.noise_scale_max}"
+            )
+        if self.acting_lag < 0:
+            raise ConfigError(f"acting_lag must be >= 0, got {self.acting_lag}")
         if self.learning_starts < 0:
             raise ConfigError(f"learning_starts must be >= 0, got {self.learning_starts}")
         if self.batch_size > self.buffer_size:
@@ -61,11 +88,22 @@ class TrainConfig:
                 f"num_envs {self.num_envs} exceeds buffer_size {self.buffer_size}: one step of "
                 "all envs would not fit in the replay buffer; raise buffer_size."
             )
+        if self.n_step * self.num_envs > self.buffer_size:
+            raise ConfigError(
+                f"n_step {self.n_step} x num_envs {self.num_envs} rows do not fit in buffer_size "
+                f"{self.buffer_size}; raise buffer_size."
+            )
         if self.learning_starts >= self.total_steps:
             raise ConfigError(
                 f"learning_starts {self.learning_starts} >= total_steps {self.total_steps}: "
                 "no gradient update would ever run; lower learning_starts or raise total_steps."
             )
+
+    @property
+    def replay_capacity(self) -> int:
+        """buffer_size rounded down to whole loop iterations, so that row i + num_envs is
+        always the same env's next step (n-step returns rely on it)."""
+        return self.buffer_size - self.buffer_size % self.num_envs
 
     @property
     def num_chunks(self) -> int:

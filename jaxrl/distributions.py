@@ -47,6 +47,17 @@ def tanh_gaussian_log_prob(
     return tanh_gaussian_log_prob_pre_tanh(u, mean, log_std)
 
 
+def tanh_gaussian_act(
+    key: jax.Array, mean: jax.Array, log_std: jax.Array, noise_scale: jax.Array | float
+) -> jax.Array:
+    """An acting sample tanh(mean + noise_scale * std * eps); noise_scale is a scalar or one
+    value per row ([N] for [N, A] means), and 0 gives the mode tanh(mean)."""
+    scale = jnp.expand_dims(jnp.asarray(noise_scale, mean.dtype), -1)
+    return jnp.tanh(
+        mean + scale * jnp.exp(log_std) * jax.random.normal(key, mean.shape, mean.dtype)
+    )
+
+
 def tanh_gaussian_mode(mean: jax.Array) -> jax.Array:
     """The deterministic action used for evaluation."""
     return jnp.tanh(mean)

@@ -26,7 +26,7 @@ import envs
 from jaxrl import normalization, replay
 from jaxrl.agents.base import Agent
 from jaxrl.config import TrainConfig
-from jaxrl.types import Transition
+from jaxrl.types import Batch, Transition
 
 
 @flax.struct.dataclass
@@ -37,6 +37,8 @@ class LoopState:
     obs_stats: normalization.RunningStats
     key: jax.Array
     iteration: jax.Array  # int32 loop iterations done (env steps = iteration * num_envs)
+    noise_scale: jax.Array  # [N] per-env exploration noise scale
+    acting_agent: Any  # the agent state used to act: lags `agent` when config.acting_lag > 0
 
 
 class Trainer(NamedTuple):
@@ -57,13 +59,21 @@ def make_train(config: TrainConfig, agent: Agent) -> Trainer:
     eval_env = envs.wrap(base, config.eval_envs, auto_reset=False, **sizes)
     num_envs, action_size = config.num_envs, env.action_size
     batch_rows = config.batch_size * config.updates_per_step
-    learn_after = max(config.learning_starts, config.batch_size)
+    learn_after = max(config.learning_starts, config.batch_size, config.n_step * num_envs)
+
+    def noise_scales(key: jax.Array) -> jax.Array:
+        low, high = config.noise_scale_min, config.noise_scale_max
+        if config.exploration == "linspace":
+            return jnp.linspace(low, high, num_envs)
+        if config.exploration == "uniform":
+            return jax.random.uniform(key, (num_envs,), minval=low, maxval=high)
+        return jnp.ones(num_envs)
 
     def observe(stats, obs):
         return normalization.normalize(stats, obs) if config.normalize_observations else obs
 
     def init(key: jax.Array) -> LoopState:
-        key, agent_key, env_key = jax.random.split(key, 3)
+        key, agent_key, env_key, noise_key = jax.random.split(key, 4)
         env_state = env.reset(env_key)
         example = Transition(
             obs=env_state.obs[0],
@@ -71,23 +81,40 @@ def make_train(config: TrainConfig, agent: Agent) -> Trainer:
             reward=env_state.reward[0],
             next_obs=env_state.obs[0],
             terminated=env_state.reward[0],
+            done=env_state.reward[0],
         )
         stats = normalization.init(env.observation_size)
         if config.normalize_observations:
             stats = normalization.update(stats, env_state.obs)
+        agent_state = agent.init(agent_key, env.observation_size, action_size)
         return LoopState(
-            agent=agent.init(agent_key, env.observation_size, action_size),
+            agent=agent_state,
             env_state=env_state,
-            buffer=replay.init(example, config.buffer_size),
+            buffer=replay.init(example, config.replay_capacity),
             obs_stats=stats,
             key=key,
             iteration=jnp.zeros((), jnp.int32),
+            noise_scale=noise_scales(noise_key),
+            acting_agent=agent_state if config.acting_lag else None,
         )
+
+    def sample(buffer, key) -> Batch:
+        if config.n_step == 1:
+            rows = replay.sample(buffer, key, batch_rows)
+            return Batch(
+                rows.obs,
+                rows.action,
+                rows.reward,
+                rows.next_obs,
+                rows.terminated,
+                jnp.full_like(rows.reward, config.gamma),
+            )
+        return replay.sample_n_step(buffer, key, batch_rows, config.n_step, num_envs, config.gamma)
 
     def learn(agent_state, buffer, stats, key):
         sample_key, update_key = jax.random.split(key)
         # One gather for all updates of this iteration, sliced per update inside the scan.
-        batch = replay.sample(buffer, sample_key, batch_rows)
+        batch = sample(buffer, sample_key)
         batch = batch._replace(
             obs=observe(stats, batch.obs), next_obs=observe(stats, batch.next_obs)
         )
@@ -103,9 +130,10 @@ def make_train(config: TrainConfig, agent: Agent) -> Trainer:
         return agent_state, jax.tree.map(jnp.mean, metrics)
 
     def iteration(state: LoopState, _):
-        key, act_key, random_key, learn_key = jax.random.split(state.key, 4)
+        key, act_key, random_key, learn_key, noise_key = jax.random.split(state.key, 5)
         obs = state.env_state.obs
-        policy_action = agent.act(state.agent, observe(state.obs_stats, obs), act_key, True)
+        acting = state.agent if config.acting_lag == 0 else state.acting_agent
+        policy_action = agent.act(acting, observe(state.obs_stats, obs), act_key, state.noise_scale)
         random_action = jax.random.uniform(random_key, (num_envs, action_size), minval=-1, maxval=1)
         warming_up = state.iteration * num_envs < config.learning_starts
         action = jnp.where(warming_up, random_action, policy_action)
@@ -113,9 +141,10 @@ def make_train(config: TrainConfig, agent: Agent) -> Trainer:
         env_state = env.step(state.env_state, action)
         info = env_state.info
         terminated = env_state.done * (1.0 - info["truncation"])
-        buffer = replay.add(
-            state.buffer, Transition(obs, action, env_state.reward, info["final_obs"], terminated)
+        transition = Transition(
+            obs, action, env_state.reward, info["final_obs"], terminated, env_state.done
         )
+        buffer = replay.add(state.buffer, transition)
         stats = state.obs_stats
         if config.normalize_observations:
             stats = normalization.update(stats, info["final_obs"])
@@ -137,7 +166,23 @@ def make_train(config: TrainConfig, agent: Agent) -> Trainer:
             "episode_return_sum": (done * info["finished_return"]).sum(),
             "episode_length_sum": (done * info["finished_length"]).sum(),
         }
-        new_state = LoopState(agent_state, env_state, buffer, stats, key, state.iteration + 1)
+        noise_scale = state.noise_scale
+        if config.exploration == "uniform":  # redrawn for envs whose episode just ended
+            noise_scale = jnp.where(env_state.done > 0, noise_scales(noise_key), noise_scale)
+        acting_agent = state.acting_agent
+        if config.acting_lag:
+            refresh = (state.iteration + 1) % config.acting_lag == 0
+            acting_agent = jax.lax.cond(refresh, lambda: agent_state, lambda: acting_agent)
+        new_state = LoopState(
+            agent_state,
+            env_state,
+            buffer,
+            stats,
+            key,
+            state.iteration + 1,
+            noise_scale,
+            acting_agent,
+        )
         return new_state, metrics
 
     def evaluate(agent_state, stats, key: jax.Array) -> dict:
@@ -152,7 +197,7 @@ def make_train(config: TrainConfig, agent: Agent) -> Trainer:
 
         def body(carry):
             env_state, episode_return, alive, length, t = carry
-            action = agent.act(agent_state, observe(stats, env_state.obs), act_key, False)
+            action = agent.act(agent_state, observe(stats, env_state.obs), act_key, 0.0)
             env_state = eval_env.step(env_state, action)
             # where, not multiply: a finished env may step into NaN physics.
             episode_return = episode_return + jnp.where(alive > 0, env_state.reward, 0.0)

@@ -16,6 +16,8 @@ import flax.struct
 import jax
 import jax.numpy as jnp
 
+from jaxrl.types import Batch, Transition
+
 
 @flax.struct.dataclass
 class ReplayBuffer:
@@ -60,3 +62,38 @@ def sample(buffer: ReplayBuffer, key: jax.Array, batch_size: int) -> Any:
     """Draws `batch_size` rows uniformly, with replacement, from the written slots only."""
     index = jax.random.randint(key, (batch_size,), 0, jnp.maximum(buffer.size, 1))
     return jax.tree.map(lambda store: store[index], buffer.data)
+
+
+def sample_n_step(
+    buffer: ReplayBuffer, key: jax.Array, batch_size: int, n_step: int, stride: int, gamma: float
+) -> Batch:
+    """Draws `batch_size` n-step returns from a buffer of `Transition` rows written `stride` at a
+    time (one row per env per loop iteration), so row i + stride is the same env's next step.
+    The capacity must be a multiple of `stride`.
+
+    Each return sums gamma^j r_j over up to `n_step` steps, stopping after the step that ended
+    the episode; `next_obs`/`terminated` come from the last step summed and `discount` is
+    gamma ** (steps summed). Starts are drawn only where all n_step steps are written.
+    """
+    capacity = buffer.capacity
+    reach = (n_step - 1) * stride
+    # Age 0 is the newest row; a start needs (n_step - 1) newer rows of the same env.
+    age = jax.random.randint(key, (batch_size,), reach, jnp.maximum(buffer.size, reach + 1))
+    start = (buffer.position - 1 - age) % capacity
+    index = (start[:, None] + stride * jnp.arange(n_step)) % capacity  # [B, n]
+    data: Transition = buffer.data
+    reward, done = data.reward[index], data.done[index]
+    # alive[:, j] = 1 while no earlier step of the n ended the episode.
+    alive = jnp.cumprod(jnp.concatenate([jnp.ones_like(done[:, :1]), 1.0 - done[:, :-1]], 1), 1)
+    steps = alive.sum(1).astype(jnp.int32)  # in [1, n_step]
+    last = jnp.take_along_axis(index, (steps - 1)[:, None], 1)[:, 0]
+    powers = gamma ** jnp.arange(n_step, dtype=jnp.float32)
+    first = index[:, 0]
+    return Batch(
+        obs=data.obs[first],
+        action=data.action[first],
+        reward=(alive * reward * powers).sum(1),
+        next_obs=data.next_obs[last],
+        terminated=data.terminated[last],
+        discount=gamma ** steps.astype(jnp.float32),
+    )

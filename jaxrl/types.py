@@ -8,10 +8,11 @@ import jax
 
 
 class Transition(NamedTuple):
-    """One env step per row. Leading axes: [N] envs when collected, [B] in a batch.
+    """One env step per row, as stored in replay. Leading axes: [N] envs when collected.
 
-    `terminated` zeroes the bootstrap; a time-limit truncation does not, so it is not stored:
-    `next_obs` is the observation the step truly reached, even where the env was reset after.
+    `terminated` zeroes the bootstrap; a time-limit truncation does not: `next_obs` is the
+    observation the step truly reached, even where the env was reset after it. `done` (ended
+    by termination or truncation) stops n-step returns at episode boundaries.
     """
 
     obs: jax.Array  # [..., obs_size]
@@ -19,6 +20,20 @@ class Transition(NamedTuple):
     reward: jax.Array  # [...]
     next_obs: jax.Array  # [..., obs_size]
     terminated: jax.Array  # [...], 1.0 where the episode ended in a terminal state
+    done: jax.Array  # [...], 1.0 where the episode ended (terminated or truncated)
 
 
-Batch = Transition
+class Batch(NamedTuple):
+    """What an agent learns from, [B] rows: the target is
+    reward + discount * (1 - terminated) * V(next_obs).
+
+    For 1-step returns `discount` is gamma; for n-step returns `reward` is the discounted sum of
+    up to n rewards (stopping where the episode ended) and `discount` is gamma ** (steps taken).
+    """
+
+    obs: jax.Array  # [B, obs_size]
+    action: jax.Array  # [B, action_size]
+    reward: jax.Array  # [B]
+    next_obs: jax.Array  # [B, obs_size]
+    terminated: jax.Array  # [B]
+    discount: jax.Array  # [B]

@@ -124,3 +124,45 @@ def test_non_finite_training_stops_with_a_clear_error(tmp_path):
 def test_inconsistent_sizes_fail_before_compilation(overrides, message):
     with pytest.raises(ConfigError, match=message):
         _tiny(**overrides)
+
+
+def test_per_env_noise_scales():
+    linspace = make_train(
+        _tiny(exploration="linspace", noise_scale_min=0.05, noise_scale_max=0.8),
+        sac.make(TINY_AGENT),
+    )
+    state = jax.jit(linspace.init)(jax.random.PRNGKey(0))
+    chex.assert_trees_all_close(state.noise_scale, jnp.array([0.05, 0.3, 0.55, 0.8]), atol=1e-6)
+    # Uniform scales are redrawn when an episode ends (pendulum: every 10 steps here).
+    config = _tiny(
+        exploration="uniform",
+        noise_scale_min=0.001,
+        noise_scale_max=0.4,
+        episode_length=10,
+        total_steps=40,
+        eval_every=40,
+        learning_starts=0,
+    )
+    uniform = make_train(config, sac.make(TINY_AGENT))
+    state = jax.jit(uniform.init)(jax.random.PRNGKey(0))
+    first = np.asarray(state.noise_scale)
+    assert ((first >= 0.001) & (first <= 0.4)).all() and np.unique(first).size == 4
+    state, _ = jax.jit(uniform.chunk)(state)  # exactly one episode per env
+    assert not np.isin(np.asarray(state.noise_scale), first).any()
+
+
+def test_acting_parameters_lag_the_learners():
+    config = _tiny(acting_lag=5, learning_starts=16, total_steps=48, eval_every=48)  # 12 its
+    trainer = make_train(config, sac.make(TINY_AGENT))
+    state, _ = jax.jit(trainer.chunk)(jax.jit(trainer.init)(jax.random.PRNGKey(0)))
+    # Updates ran from the 4th iteration on (16 rows stored): 9 iterations x 2 updates. The
+    # acting copy was last refreshed after the 10th iteration, 7 iterations of updates in.
+    assert int(state.agent.step) == 18 and int(state.acting_agent.step) == 14
+
+
+def test_n_step_loop_trains():
+    config = _tiny(n_step=3, total_steps=512)
+    trainer = make_train(config, sac.make(TINY_AGENT))
+    _, metrics = jax.jit(trainer.train)(jax.random.PRNGKey(0))
+    assert np.isfinite(np.asarray(metrics["critic_loss"])).all()
+    assert float(metrics["updates"].sum()) > 0

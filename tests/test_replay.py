@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from jaxrl import replay
+from jaxrl.types import Transition
 
 
 def _rows(start, count):
@@ -52,3 +53,60 @@ def test_add_is_in_place_when_donated():
 def test_add_rejects_more_rows_than_capacity():
     with pytest.raises(ValueError, match="capacity 2"):
         replay.add(_empty(2), _rows(0, 3))
+
+
+def _write_iterations(capacity, rewards, dones):
+    """Two envs, one row per env per iteration; obs = (iteration, env), next_obs = (it + 1, env)."""
+    example = Transition(jnp.zeros(2), jnp.zeros(1), 0.0, jnp.zeros(2), 0.0, 0.0)
+    buffer = replay.init(jax.tree.map(jnp.asarray, example), capacity)
+    for t, (reward, done) in enumerate(zip(rewards, dones, strict=True)):
+        env = jnp.arange(2.0)
+        buffer = replay.add(
+            buffer,
+            Transition(
+                obs=jnp.stack([jnp.full(2, t), env], 1),
+                action=jnp.zeros((2, 1)),
+                reward=jnp.asarray(reward, jnp.float32),
+                next_obs=jnp.stack([jnp.full(2, t + 1), env], 1),
+                terminated=jnp.asarray(done, jnp.float32),
+                done=jnp.asarray(done, jnp.float32),
+            ),
+        )
+    return buffer
+
+
+def _by_start(batch):
+    out = {}
+    for i in range(batch.obs.shape[0]):
+        start = tuple(int(v) for v in batch.obs[i])
+        out[start] = (
+            float(batch.reward[i]),
+            tuple(int(v) for v in batch.next_obs[i]),
+            float(batch.terminated[i]),
+            float(batch.discount[i]),
+        )
+    return out
+
+
+def test_n_step_returns_by_hand_stop_at_episode_end():
+    # env 0 rewards 1, 2, 3, 4; env 1 rewards 10, 20, 30, 40 and terminates at its 2nd step.
+    buffer = _write_iterations(
+        8, [[1, 10], [2, 20], [3, 30], [4, 40]], [[0, 0], [0, 1], [0, 0], [0, 0]]
+    )
+    batch = replay.sample_n_step(buffer, jax.random.PRNGKey(0), 512, n_step=3, stride=2, gamma=0.5)
+    got = _by_start(batch)
+    assert set(got) == {(0, 0), (0, 1), (1, 0), (1, 1)}  # starts with 2 newer steps written
+    assert got[(0, 0)] == (1 + 0.5 * 2 + 0.25 * 3, (3, 0), 0.0, 0.125)
+    assert got[(1, 0)] == (2 + 0.5 * 3 + 0.25 * 4, (4, 0), 0.0, 0.125)
+    assert got[(0, 1)] == (10 + 0.5 * 20, (2, 1), 1.0, 0.25)  # stops at the termination
+    assert got[(1, 1)] == (20.0, (2, 1), 1.0, 0.5)
+
+
+def test_n_step_follows_each_env_across_the_wrap():
+    rewards = [[100 * t, 100 * t + 1] for t in range(6)]
+    buffer = _write_iterations(8, rewards, [[0, 0]] * 6)  # iterations 4 and 5 overwrote 0 and 1
+    got = _by_start(replay.sample_n_step(buffer, jax.random.PRNGKey(1), 512, 3, 2, 1.0))
+    assert set(got) == {(2, 0), (2, 1), (3, 0), (3, 1)}
+    for (t, env), (reward, next_obs, _, discount) in got.items():
+        assert reward == sum(100 * k + env for k in (t, t + 1, t + 2))
+        assert next_obs == (t + 3, env) and discount == 1.0

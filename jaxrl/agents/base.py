@@ -16,11 +16,13 @@ Metrics = dict[str, jax.Array]
 
 
 class Agent(NamedTuple):
-    """init(key, obs_size, action_size) -> state; act(state, obs [N, O], key, explore) -> [N, A]
-    in [-1, 1]; update(state, batch [B], key) -> (state, metrics). All pure and jit/vmap-safe."""
+    """init(key, obs_size, action_size) -> state;
+    act(state, obs [N, O], key, noise_scale) -> actions [N, A] in [-1, 1], where noise_scale
+    ([N] or scalar) scales the agent's exploration noise: 1 its own, 0 deterministic (eval);
+    update(state, batch [B], key) -> (state, metrics). All pure and jit/vmap-safe."""
 
     init: Callable[[jax.Array, int, int], AgentState]
-    act: Callable[[AgentState, jax.Array, jax.Array, bool], jax.Array]
+    act: Callable[[AgentState, jax.Array, jax.Array, jax.Array | float], jax.Array]
     update: Callable[[AgentState, Batch, jax.Array], tuple[AgentState, Metrics]]
 
 

@@ -29,7 +29,6 @@ class SACConfig:
     actor_lr: float = 3e-4
     critic_lr: float = 3e-4
     alpha_lr: float = 3e-4
-    gamma: float = 0.99
     tau: float = 0.005
     init_alpha: float = 1.0
     # Target entropy = -target_entropy_scale * |A|: 1.0 in the paper, 0.5 in Brax's SAC.
@@ -48,8 +47,6 @@ class SACConfig:
         for name in ("actor_lr", "critic_lr", "alpha_lr", "init_alpha"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
-        if not 0 <= self.gamma <= 1:
-            raise ValueError(f"gamma must be in [0, 1], got {self.gamma}")
         if not 0 < self.tau <= 1:
             raise ValueError(f"tau must be in (0, 1], got {self.tau}")
 
@@ -72,12 +69,13 @@ def critic_target(
     next_q: jax.Array,
     next_log_prob: jax.Array,
     alpha: jax.Array,
-    gamma: float,
+    discount: jax.Array,
 ) -> jax.Array:
-    """y = r + gamma (1 - terminated) (min_i Q'_i(s', a') - alpha log pi(a'|s')), [B].
-    Truncation is not termination: a time-limited step still bootstraps."""
+    """y = r + discount (1 - terminated) (min_i Q'_i(s', a') - alpha log pi(a'|s')), [B];
+    discount is gamma, or gamma^k for a k-step return. Truncation is not termination: a
+    time-limited step still bootstraps."""
     soft_value = next_q.min(axis=0) - alpha * next_log_prob
-    return reward + gamma * (1.0 - terminated) * soft_value
+    return reward + discount * (1.0 - terminated) * soft_value
 
 
 def critic_loss(q: jax.Array, target: jax.Array) -> jax.Array:
@@ -123,15 +121,12 @@ def make(config: SACConfig = SACConfig()) -> Agent:
     def _policy(params, obs, action_size):
         return actor_module(action_size).apply(params, obs)
 
-    def act(state: SACState, obs: jax.Array, key: jax.Array, explore: bool = True) -> jax.Array:
+    def act(state: SACState, obs: jax.Array, key: jax.Array, noise_scale=1.0) -> jax.Array:
         # The output layer holds mean and log-std: 2 * |A| units (a static shape under jit).
         output_layer = state.actor.params["params"]["MLP_0"][f"Dense_{len(config.actor_hidden)}"]
         action_size = output_layer["bias"].shape[-1] // 2
         mean, log_std = _policy(state.actor.params, obs, action_size)
-        if not explore:
-            return distributions.tanh_gaussian_mode(mean)
-        action, _ = distributions.tanh_gaussian_sample(key, mean, log_std)
-        return action
+        return distributions.tanh_gaussian_act(key, mean, log_std, noise_scale)
 
     def update(state: SACState, batch: Batch, key: jax.Array):
         action_size = batch.action.shape[-1]
@@ -149,7 +144,7 @@ def make(config: SACConfig = SACConfig()) -> Agent:
             next_q,
             next_log_prob,
             alpha,
-            config.gamma,
+            batch.discount,
         )
 
         def critic_objective(params):

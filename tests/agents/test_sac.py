@@ -17,7 +17,7 @@ def test_critic_target_by_hand():
         next_q=jnp.array([[2.0, 3.0], [1.0, 5.0]]),  # [E=2, B=2]: min over critics = [1, 3]
         next_log_prob=jnp.array([0.5, -1.0]),
         alpha=0.2,
-        gamma=0.9,
+        discount=0.9,
     )
     # y0 = 1 + 0.9 * (1 - 0.2 * 0.5) = 1.81; y1 = 0 (terminated).
     chex.assert_trees_all_close(target, jnp.array([1.81, 0.0]), atol=1e-6)
@@ -66,6 +66,7 @@ def _batch(key, size=32, obs_size=3, action_size=2):
         reward=jax.random.normal(k3, (size,)),
         next_obs=jax.random.normal(k4, (size, obs_size)),
         terminated=jnp.zeros(size),
+        discount=jnp.full(size, 0.99),
     )
 
 
@@ -76,8 +77,8 @@ def test_init_act_update_shapes_and_determinism():
         state.critic.params["params"]["critics"]["MLP_0"]["Dense_0"]["kernel"], (3, 5, 16)
     )
     obs = jnp.zeros((7, 3))
-    explore = agent.act(state, obs, jax.random.PRNGKey(1), True)
-    greedy = agent.act(state, obs, jax.random.PRNGKey(1), False)
+    explore = agent.act(state, obs, jax.random.PRNGKey(1), 1.0)
+    greedy = agent.act(state, obs, jax.random.PRNGKey(1), 0.0)
     chex.assert_shape([explore, greedy], (7, 2))
     assert float(jnp.abs(explore).max()) <= 1.0
     update = jax.jit(agent.update)
@@ -108,7 +109,7 @@ def test_repeated_updates_fit_a_fixed_batch():
 
 @pytest.mark.parametrize(
     "bad",
-    [{"num_critics": 0}, {"critic_lr": 0.0}, {"actor_hidden": ()}, {"gamma": 1.5}, {"tau": 0.0}],
+    [{"num_critics": 0}, {"critic_lr": 0.0}, {"actor_hidden": ()}, {"tau": 0.0}],
 )
 def test_config_rejects_bad_values(bad):
     with pytest.raises(ValueError, match=next(iter(bad))):
