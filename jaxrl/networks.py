@@ -10,16 +10,20 @@ import jax.numpy as jnp
 
 
 class MLP(nn.Module):
-    """Dense layers with ReLU, each hidden layer optionally followed by LayerNorm."""
+    """Dense layers with ReLU; each hidden layer is Dense -> [Dropout] -> [LayerNorm] -> ReLU
+    (DroQ's order). Dropout is active only when `train` is true and a "dropout" rng is given."""
 
     hidden: Sequence[int]
     out: int | None = None
     layer_norm: bool = False
+    dropout: float = 0.0
 
     @nn.compact
-    def __call__(self, x: jax.Array) -> jax.Array:
+    def __call__(self, x: jax.Array, train: bool = False) -> jax.Array:
         for width in self.hidden:
             x = nn.Dense(width)(x)
+            if self.dropout > 0:
+                x = nn.Dropout(self.dropout, deterministic=not train)(x)
             if self.layer_norm:
                 x = nn.LayerNorm()(x)
             x = nn.relu(x)
@@ -33,11 +37,12 @@ class QNetwork(nn.Module):
 
     hidden: Sequence[int]
     layer_norm: bool = False
+    dropout: float = 0.0
 
     @nn.compact
-    def __call__(self, obs: jax.Array, action: jax.Array) -> jax.Array:
+    def __call__(self, obs: jax.Array, action: jax.Array, train: bool = False) -> jax.Array:
         x = jnp.concatenate([obs, action], axis=-1)
-        return MLP(self.hidden, out=1, layer_norm=self.layer_norm)(x)[..., 0]
+        return MLP(self.hidden, 1, self.layer_norm, self.dropout)(x, train)[..., 0]
 
 
 class QEnsemble(nn.Module):
@@ -47,18 +52,20 @@ class QEnsemble(nn.Module):
     hidden: Sequence[int]
     num_critics: int = 2
     layer_norm: bool = False
+    dropout: float = 0.0
 
     @nn.compact
-    def __call__(self, obs: jax.Array, action: jax.Array) -> jax.Array:
+    def __call__(self, obs: jax.Array, action: jax.Array, train: bool = False) -> jax.Array:
         ensemble = nn.vmap(
             QNetwork,
             variable_axes={"params": 0},
-            split_rngs={"params": True},
+            split_rngs={"params": True, "dropout": True},
             in_axes=None,
             out_axes=0,
             axis_size=self.num_critics,
         )
-        return ensemble(self.hidden, self.layer_norm, name="critics")(obs, action)
+        critics = ensemble(self.hidden, self.layer_norm, self.dropout, name="critics")
+        return critics(obs, action, train)
 
 
 class GaussianActor(nn.Module):
@@ -82,3 +89,15 @@ class GaussianActor(nn.Module):
             jnp.tanh(raw) + 1
         )
         return mean, log_std
+
+
+class DeterministicActor(nn.Module):
+    """obs -> tanh(MLP(obs)): an action in [-1, 1]^A."""
+
+    action_size: int
+    hidden: Sequence[int]
+    layer_norm: bool = False
+
+    @nn.compact
+    def __call__(self, obs: jax.Array) -> jax.Array:
+        return jnp.tanh(MLP(self.hidden, out=self.action_size, layer_norm=self.layer_norm)(obs))

@@ -6,7 +6,7 @@ import difflib
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from jaxrl.agents import sac
+from jaxrl.agents import droq, redq, sac, td3
 from jaxrl.agents.base import Agent
 
 
@@ -18,6 +18,11 @@ class AlgorithmSpec(NamedTuple):
 
 ALGORITHMS: dict[str, AlgorithmSpec] = {
     "sac": AlgorithmSpec(sac.SACConfig, sac.make, "Soft Actor-Critic, learned temperature"),
+    "redq": AlgorithmSpec(
+        redq.REDQConfig, redq.make, "REDQ: 10 critics, random-subset target min, mean actor"
+    ),
+    "droq": AlgorithmSpec(droq.DroQConfig, droq.make, "DroQ: dropout + LayerNorm critics"),
+    "td3": AlgorithmSpec(td3.TD3Config, td3.make, "TD3: clipped double Q, smoothing, delay"),
 }
 
 

@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from jaxrl import distributions
+from jaxrl import distributions, losses
 from jaxrl.agents.base import Agent, Learner, apply_gradients, learner, polyak
 from jaxrl.networks import GaussianActor, QEnsemble
 from jaxrl.types import Batch
@@ -34,6 +34,11 @@ class SACConfig:
     # Target entropy = -target_entropy_scale * |A|: 1.0 in the paper, 0.5 in Brax's SAC.
     target_entropy_scale: float = 1.0
     reward_scale: float = 1.0
+    # REDQ / DroQ knobs (off by default, i.e. plain SAC):
+    num_target_critics: int | None = None  # min over a random subset of this many (REDQ: 2)
+    actor_q: str = "min"  # "min" over critics (SAC) or "mean" (REDQ)
+    critic_dropout: float = 0.0  # dropout in each critic hidden layer (DroQ: 0.01, with LN)
+    policy_delay: int = 1  # critic updates per actor + temperature update
 
     def __post_init__(self):
         for name in ("actor_hidden", "critic_hidden"):
@@ -44,6 +49,19 @@ class SACConfig:
                 )
         if self.num_critics < 1:
             raise ValueError(f"num_critics must be >= 1, got {self.num_critics}")
+        if self.num_target_critics is not None and not (
+            1 <= self.num_target_critics <= self.num_critics
+        ):
+            raise ValueError(
+                f"num_target_critics must be in [1, num_critics={self.num_critics}], "
+                f"got {self.num_target_critics}"
+            )
+        if self.actor_q not in ("min", "mean"):
+            raise ValueError(f"actor_q must be 'min' or 'mean', got {self.actor_q!r}")
+        if not 0 <= self.critic_dropout < 1:
+            raise ValueError(f"critic_dropout must be in [0, 1), got {self.critic_dropout}")
+        if self.policy_delay < 1:
+            raise ValueError(f"policy_delay must be >= 1, got {self.policy_delay}")
         for name in ("actor_lr", "critic_lr", "alpha_lr", "init_alpha"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
@@ -71,22 +89,29 @@ def critic_target(
     alpha: jax.Array,
     discount: jax.Array,
 ) -> jax.Array:
-    """y = r + discount (1 - terminated) (min_i Q'_i(s', a') - alpha log pi(a'|s')), [B];
-    discount is gamma, or gamma^k for a k-step return. Truncation is not termination: a
-    time-limited step still bootstraps."""
+    """y = r + discount (1 - terminated) (min_i Q'_i(s', a') - alpha log pi(a'|s')), [B]."""
     soft_value = next_q.min(axis=0) - alpha * next_log_prob
-    return reward + discount * (1.0 - terminated) * soft_value
+    return losses.bootstrap_target(reward, terminated, discount, soft_value)
 
 
-def critic_loss(q: jax.Array, target: jax.Array) -> jax.Array:
-    """Sum over critics of 0.5 * mean squared TD error; the target carries no gradient."""
-    td = q - jax.lax.stop_gradient(target)[None]
-    return 0.5 * (td**2).mean(axis=-1).sum()
+critic_loss = losses.critic_mse
 
 
-def actor_loss(q: jax.Array, log_prob: jax.Array, alpha: jax.Array) -> jax.Array:
-    """E[alpha log pi(a|s) - min_i Q_i(s, a)], a ~ pi(s)."""
-    return (alpha * log_prob - q.min(axis=0)).mean()
+def target_subset(key: jax.Array, next_q: jax.Array, size: int | None) -> jax.Array:
+    """REDQ: the rows of `size` critics drawn without replacement ([E, B] -> [size, B]); all
+    of them when size is None."""
+    if size is None or size == next_q.shape[0]:
+        return next_q
+    return next_q[jax.random.choice(key, next_q.shape[0], (size,), replace=False)]
+
+
+def actor_loss(
+    q: jax.Array, log_prob: jax.Array, alpha: jax.Array, reduce: str = "min"
+) -> jax.Array:
+    """E[alpha log pi(a|s) - Q(s, a)], a ~ pi(s), with Q the min (SAC) or the mean (REDQ) over
+    the critics."""
+    q = q.min(axis=0) if reduce == "min" else q.mean(axis=0)
+    return (alpha * log_prob - q).mean()
 
 
 def alpha_loss(log_alpha: jax.Array, log_prob: jax.Array, target_entropy: float) -> jax.Array:
@@ -95,7 +120,9 @@ def alpha_loss(log_alpha: jax.Array, log_prob: jax.Array, target_entropy: float)
 
 
 def make(config: SACConfig = SACConfig()) -> Agent:
-    critic_net = QEnsemble(config.critic_hidden, config.num_critics, config.critic_layer_norm)
+    critic_net = QEnsemble(
+        config.critic_hidden, config.num_critics, config.critic_layer_norm, config.critic_dropout
+    )
     actor_opt = optax.adam(config.actor_lr)
     critic_opt = optax.adam(config.critic_lr)
     alpha_opt = optax.adam(config.alpha_lr)
@@ -128,49 +155,69 @@ def make(config: SACConfig = SACConfig()) -> Agent:
         mean, log_std = _policy(state.actor.params, obs, action_size)
         return distributions.tanh_gaussian_act(key, mean, log_std, noise_scale)
 
+    def critic_apply(params, obs, action, key):
+        # Dropout (DroQ) is on in every critic pass of an update, target pass included.
+        return critic_net.apply(params, obs, action, True, rngs={"dropout": key})
+
     def update(state: SACState, batch: Batch, key: jax.Array):
         action_size = batch.action.shape[-1]
         target_entropy = -config.target_entropy_scale * action_size
-        next_key, actor_key = jax.random.split(key)
+        keys = jax.random.split(key, 6)
         alpha = jnp.exp(state.log_alpha.params)
 
         # Critic.
         mean, log_std = _policy(state.actor.params, batch.next_obs, action_size)
-        next_action, next_log_prob = distributions.tanh_gaussian_sample(next_key, mean, log_std)
-        next_q = critic_net.apply(state.target_critic_params, batch.next_obs, next_action)
+        next_action, next_log_prob = distributions.tanh_gaussian_sample(keys[0], mean, log_std)
+        next_q = critic_apply(state.target_critic_params, batch.next_obs, next_action, keys[1])
         target = critic_target(
             config.reward_scale * batch.reward,
             batch.terminated,
-            next_q,
+            target_subset(keys[2], next_q, config.num_target_critics),
             next_log_prob,
             alpha,
             batch.discount,
         )
 
         def critic_objective(params):
-            q = critic_net.apply(params, batch.obs, batch.action)
+            q = critic_apply(params, batch.obs, batch.action, keys[3])
             return critic_loss(q, target), q
 
         (c_loss, q), grads = jax.value_and_grad(critic_objective, has_aux=True)(state.critic.params)
         critic = apply_gradients(state.critic, grads, critic_opt)
 
-        # Actor, against the freshly updated critics.
+        # Actor and temperature, against the freshly updated critics, every policy_delay steps.
         def actor_objective(params):
             mean, log_std = _policy(params, batch.obs, action_size)
-            action, log_prob = distributions.tanh_gaussian_sample(actor_key, mean, log_std)
-            q_pi = critic_net.apply(critic.params, batch.obs, action)
-            return actor_loss(q_pi, log_prob, alpha), log_prob
+            action, log_prob = distributions.tanh_gaussian_sample(keys[4], mean, log_std)
+            q_pi = critic_apply(critic.params, batch.obs, action, keys[5])
+            return actor_loss(q_pi, log_prob, alpha, config.actor_q), log_prob
 
-        (a_loss, log_prob), grads = jax.value_and_grad(actor_objective, has_aux=True)(
-            state.actor.params
-        )
-        actor = apply_gradients(state.actor, grads, actor_opt)
+        def update_actor(_):
+            (a_loss, log_prob), grads = jax.value_and_grad(actor_objective, has_aux=True)(
+                state.actor.params
+            )
+            t_loss, t_grads = jax.value_and_grad(alpha_loss)(
+                state.log_alpha.params, log_prob, target_entropy
+            )
+            actor = apply_gradients(state.actor, grads, actor_opt)
+            return (
+                actor,
+                apply_gradients(state.log_alpha, t_grads, alpha_opt),
+                a_loss,
+                t_loss,
+                log_prob,
+            )
 
-        # Temperature.
-        t_loss, grads = jax.value_and_grad(alpha_loss)(
-            state.log_alpha.params, log_prob, target_entropy
-        )
-        log_alpha = apply_gradients(state.log_alpha, grads, alpha_opt)
+        def hold(_):
+            a_loss, log_prob = actor_objective(state.actor.params)
+            t_loss = alpha_loss(state.log_alpha.params, log_prob, target_entropy)
+            return state.actor, state.log_alpha, a_loss, t_loss, log_prob
+
+        if config.policy_delay == 1:
+            actor, log_alpha, a_loss, t_loss, log_prob = update_actor(None)
+        else:
+            due = state.step % config.policy_delay == 0
+            actor, log_alpha, a_loss, t_loss, log_prob = jax.lax.cond(due, update_actor, hold, None)
 
         new_state = SACState(
             actor=actor,

@@ -1,0 +1,25 @@
+"""DroQ (Hiraoka et al. 2022): REDQ made cheap. Two critics whose hidden layers are
+Dense -> Dropout(0.01) -> LayerNorm -> ReLU, the target the min of the two target critics,
+and a high update-to-data ratio (the loop's `updates_per_step`). Dropout is on in every update
+(its keys threaded through `update`) and off when acting and evaluating, where the critic is
+not used at all.
+
+Only the defaults differ from SAC; the mechanism lives in `jaxrl.agents.sac`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from jaxrl.agents import sac
+
+
+@dataclasses.dataclass(frozen=True)
+class DroQConfig(sac.SACConfig):
+    num_critics: int = 2
+    critic_dropout: float = 0.01  # paper; SBX's default too
+    critic_layer_norm: bool = True
+    policy_delay: int = 20  # SBX README: policy_delay 20 with gradient_steps 20
+
+
+make = sac.make
