@@ -113,3 +113,41 @@ PRESETS["droq_published"] = {
     "train": {**_PUBLISHED, "updates_per_step": 20, "learning_starts": 5_000},
     "agent": {},
 }
+
+# FastTD3: per-env noise std U[0.001, 0.4] redrawn at reset, observation normalisation, C51.
+_FAST_TD3_LOOP = {
+    "exploration": "uniform",
+    "noise_scale_min": 0.001,
+    "noise_scale_max": 0.4,
+    "normalize_observations": True,
+}
+_FAST_TD3_SMALL = {**_SMALL, "tau": 0.05}
+PRESETS["fast_td3_pendulum"] = {
+    "algo": "fast_td3",
+    "train": {**_PENDULUM, **_FAST_TD3_LOOP},
+    # Returns in [-1600, 0]: scaled by 0.1 onto a support of [-200, 10].
+    "agent": {**_FAST_TD3_SMALL, "reward_scale": 0.1, "v_min": -200.0, "v_max": 10.0},
+}
+PRESETS["fast_td3_inverted_pendulum"] = {
+    "algo": "fast_td3",
+    "train": {**_INVERTED_PENDULUM, **_FAST_TD3_LOOP},
+    "agent": {**_FAST_TD3_SMALL, "v_min": -10.0, "v_max": 110.0},  # returns in [0, 100]
+}
+# The public implementation's MuJoCo Playground settings (ALGORITHMS.md): 1024 envs, batch
+# 32,768, 2 updates per step, gamma 0.97, support [-10, 10] (for a GPU).
+PRESETS["fast_td3_playground"] = {
+    "algo": "fast_td3",
+    "train": {
+        "env": "playground/CheetahRun",
+        "total_steps": 20_000_000,
+        "num_envs": 1024,
+        "batch_size": 32_768,
+        "updates_per_step": 2,
+        "gamma": 0.97,
+        "buffer_size": 1024 * 1000,
+        "learning_starts": 1024 * 10,
+        "eval_every": 200_000,
+        **_FAST_TD3_LOOP,
+    },
+    "agent": {"v_min": -10.0, "v_max": 10.0},
+}

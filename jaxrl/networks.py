@@ -33,16 +33,18 @@ class MLP(nn.Module):
 
 
 class QNetwork(nn.Module):
-    """Q(s, a) -> [...]: one critic."""
+    """Q(s, a) -> [...]: one critic; with `outputs` set, [..., outputs] (e.g. C51 logits)."""
 
     hidden: Sequence[int]
     layer_norm: bool = False
     dropout: float = 0.0
+    outputs: int | None = None
 
     @nn.compact
     def __call__(self, obs: jax.Array, action: jax.Array, train: bool = False) -> jax.Array:
         x = jnp.concatenate([obs, action], axis=-1)
-        return MLP(self.hidden, 1, self.layer_norm, self.dropout)(x, train)[..., 0]
+        out = MLP(self.hidden, self.outputs or 1, self.layer_norm, self.dropout)(x, train)
+        return out if self.outputs else out[..., 0]
 
 
 class QEnsemble(nn.Module):
@@ -53,6 +55,7 @@ class QEnsemble(nn.Module):
     num_critics: int = 2
     layer_norm: bool = False
     dropout: float = 0.0
+    outputs: int | None = None
 
     @nn.compact
     def __call__(self, obs: jax.Array, action: jax.Array, train: bool = False) -> jax.Array:
@@ -64,7 +67,7 @@ class QEnsemble(nn.Module):
             out_axes=0,
             axis_size=self.num_critics,
         )
-        critics = ensemble(self.hidden, self.layer_norm, self.dropout, name="critics")
+        critics = ensemble(self.hidden, self.layer_norm, self.dropout, self.outputs, name="critics")
         return critics(obs, action, train)
 
 

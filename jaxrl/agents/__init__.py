@@ -6,7 +6,7 @@ import difflib
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from jaxrl.agents import droq, redq, sac, td3
+from jaxrl.agents import droq, fast_td3, redq, sac, td3
 from jaxrl.agents.base import Agent
 
 
@@ -23,6 +23,9 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
     ),
     "droq": AlgorithmSpec(droq.DroQConfig, droq.make, "DroQ: dropout + LayerNorm critics"),
     "td3": AlgorithmSpec(td3.TD3Config, td3.make, "TD3: clipped double Q, smoothing, delay"),
+    "fast_td3": AlgorithmSpec(
+        fast_td3.FastTD3Config, fast_td3.make, "FastTD3: C51 twin critic, per-env noise, AdamW"
+    ),
 }
 
 

@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from jaxrl import losses
+from jaxrl import distributional, losses
 from jaxrl.agents.base import Agent, Learner, apply_gradients, learner, polyak
 from jaxrl.networks import DeterministicActor, QEnsemble
 from jaxrl.types import Batch
@@ -35,6 +35,14 @@ class TD3Config:
     policy_delay: int = 2  # critic updates per actor (and target) update
     target_actor: bool = True  # False: bootstrap with the online actor (PQL)
     reward_scale: float = 1.0
+    # "double_q": scalar critics, target min over critics; "c51": categorical critics over
+    # num_atoms atoms in [v_min, v_max], the target the projected next distribution of the
+    # critic with the lower expected value (FastTD3, PQL-D).
+    critic: str = "double_q"
+    num_atoms: int = 101
+    v_min: float = -250.0
+    v_max: float = 250.0
+    weight_decay: float = 0.0  # > 0: AdamW for actor and critic (FastTD3: 0.1)
 
     def __post_init__(self):
         for name in ("actor_hidden", "critic_hidden"):
@@ -51,7 +59,14 @@ class TD3Config:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
         if not 0 < self.tau <= 1:
             raise ValueError(f"tau must be in (0, 1], got {self.tau}")
-        for name in ("exploration_noise", "target_noise", "target_noise_clip"):
+        if self.critic not in ("double_q", "c51"):
+            raise ValueError(f"critic must be 'double_q' or 'c51', got {self.critic!r}")
+        if self.critic == "c51" and (self.num_atoms < 2 or self.v_min >= self.v_max):
+            raise ValueError(
+                f"c51 needs num_atoms >= 2 and v_min < v_max, got {self.num_atoms}, "
+                f"[{self.v_min}, {self.v_max}]"
+            )
+        for name in ("exploration_noise", "target_noise", "target_noise_clip", "weight_decay"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
 
@@ -86,10 +101,44 @@ def actor_loss(q: jax.Array) -> jax.Array:
     return -q[0].mean()
 
 
+def c51_target(next_logits: jax.Array, reward, terminated, discount, atoms: jax.Array) -> jax.Array:
+    """Clipped double Q on distributions: per sample, the next distribution of the critic whose
+    expected value is lowest, projected through r + discount (1 - terminated) z. [E, B, K] ->
+    [B, K]."""
+    next_values = distributional.expected_value(next_logits, atoms)  # [E, B]
+    pick = jnp.argmin(next_values, axis=0)  # [B]
+    probs = jax.nn.softmax(jnp.take_along_axis(next_logits, pick[None, :, None], 0)[0], -1)
+    return distributional.categorical_projection(
+        probs, reward, discount * (1.0 - terminated), atoms
+    )
+
+
+def c51_critic_loss(logits: jax.Array, target: jax.Array) -> jax.Array:
+    """Sum over critics of the mean cross-entropy to the projected target. logits [E, B, K]."""
+    return distributional.cross_entropy(target[None], logits).mean(axis=-1).sum()
+
+
 def make(config: TD3Config = TD3Config()) -> Agent:
-    critic_net = QEnsemble(config.critic_hidden, config.num_critics, config.critic_layer_norm)
-    actor_opt = optax.adam(config.actor_lr)
-    critic_opt = optax.adam(config.critic_lr)
+    c51 = config.critic == "c51"
+    critic_net = QEnsemble(
+        config.critic_hidden,
+        config.num_critics,
+        config.critic_layer_norm,
+        outputs=config.num_atoms if c51 else None,
+    )
+    atoms = distributional.support(config.num_atoms, config.v_min, config.v_max)
+
+    def optimizer(lr: float) -> optax.GradientTransformation:
+        if config.weight_decay > 0:
+            return optax.adamw(lr, weight_decay=config.weight_decay)
+        return optax.adam(lr)
+
+    actor_opt = optimizer(config.actor_lr)
+    critic_opt = optimizer(config.critic_lr)
+
+    def q_values(critic_out: jax.Array) -> jax.Array:
+        """[E, B] values: the critics' outputs, or their expected values for C51."""
+        return distributional.expected_value(critic_out, atoms) if c51 else critic_out
 
     def actor_net(action_size: int) -> DeterministicActor:
         return DeterministicActor(action_size, config.actor_hidden)
@@ -125,22 +174,25 @@ def make(config: TD3Config = TD3Config()) -> Agent:
             config.target_noise,
             config.target_noise_clip,
         )
-        next_q = critic_net.apply(state.target_critic_params, batch.next_obs, next_action)
-        target = critic_target(
-            config.reward_scale * batch.reward, batch.terminated, batch.discount, next_q
-        )
+        next_out = critic_net.apply(state.target_critic_params, batch.next_obs, next_action)
+        reward = config.reward_scale * batch.reward
+        if c51:
+            target = c51_target(next_out, reward, batch.terminated, batch.discount, atoms)
+        else:
+            target = critic_target(reward, batch.terminated, batch.discount, next_out)
 
         def critic_objective(params):
-            q = critic_net.apply(params, batch.obs, batch.action)
-            return critic_loss(q, target), q
+            out = critic_net.apply(params, batch.obs, batch.action)
+            loss = c51_critic_loss(out, target) if c51 else critic_loss(out, target)
+            return loss, q_values(out)
 
         (c_loss, q), grads = jax.value_and_grad(critic_objective, has_aux=True)(state.critic.params)
         critic = apply_gradients(state.critic, grads, critic_opt)
 
         def actor_objective(params):
-            return actor_loss(
-                critic_net.apply(critic.params, batch.obs, policy.apply(params, batch.obs))
-            )
+            out = critic_net.apply(critic.params, batch.obs, policy.apply(params, batch.obs))
+            # C51 (FastTD3): the min of the critics' expected values; TD3: the first critic.
+            return -q_values(out).min(axis=0).mean() if c51 else actor_loss(out)
 
         def update_actor_and_targets(_):
             a_loss, grads = jax.value_and_grad(actor_objective)(state.actor.params)
