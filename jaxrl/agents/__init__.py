@@ -6,7 +6,7 @@ import difflib
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from jaxrl.agents import droq, fast_td3, redq, sac, td3
+from jaxrl.agents import droq, fast_td3, pql, redq, sac, td3
 from jaxrl.agents.base import Agent
 
 
@@ -25,6 +25,9 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
     "td3": AlgorithmSpec(td3.TD3Config, td3.make, "TD3: clipped double Q, smoothing, delay"),
     "fast_td3": AlgorithmSpec(
         fast_td3.FastTD3Config, fast_td3.make, "FastTD3: C51 twin critic, per-env noise, AdamW"
+    ),
+    "pql": AlgorithmSpec(
+        pql.PQLConfig, pql.make, "Parallel Q-Learning: mixed exploration, n-step, no target actor"
     ),
 }
 

@@ -1,0 +1,33 @@
+"""Parallel Q-Learning (PQL, Li et al. ICML 2023) on one device.
+
+PQL runs an actor (simulation and exploration), a V-learner (critic) and a P-learner (policy)
+concurrently and keeps their rates fixed: critic updates per env step of all envs (the loop's
+`updates_per_step`, 8 in the paper's runs) and critic:actor updates (`policy_delay`, 2). Here
+the three share one compiled program, with what made PQL's scheme work kept as options of the
+shared loop and of TD3: mixed exploration (per-env noise std spaced evenly over [0.05, 0.8],
+`exploration="linspace"`), n-step returns (`n_step=3`), no target actor, a double-Q or C51
+critic ("PQL-D": `critic="c51"`), and an acting policy that may lag the learners by
+`acting_lag` iterations as PQL's asynchronous actor does. Running actor and learners on
+separate devices belongs to the scale-out work.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from jaxrl.agents import td3
+
+
+@dataclasses.dataclass(frozen=True)
+class PQLConfig(td3.TD3Config):
+    # Defaults of the public implementation (ALGORITHMS.md, "impl").
+    actor_lr: float = 5e-4
+    critic_lr: float = 5e-4
+    tau: float = 0.05
+    policy_delay: int = 2  # critic:actor update ratio
+    target_actor: bool = False
+    # Per-env std comes from the loop's noise scale, linspace(0.05, 0.8): the base std is 1.
+    exploration_noise: float = 1.0
+
+
+make = td3.make
