@@ -17,9 +17,14 @@ class MLP(nn.Module):
     out: int | None = None
     layer_norm: bool = False
     dropout: float = 0.0
+    # Residual LayerNorm blocks (SimBa / BRO style) for wide, deep critics: a projection to
+    # hidden[0], then per entry x + Dense(w)(relu(Dense(4w)(LayerNorm(x)))), a final LayerNorm.
+    residual: bool = False
 
     @nn.compact
     def __call__(self, x: jax.Array, train: bool = False) -> jax.Array:
+        if self.residual:
+            return self._residual(x)
         for width in self.hidden:
             x = nn.Dense(width)(x)
             if self.dropout > 0:
@@ -31,6 +36,17 @@ class MLP(nn.Module):
             x = nn.Dense(self.out)(x)
         return x
 
+    def _residual(self, x: jax.Array) -> jax.Array:
+        if len(set(self.hidden)) != 1:
+            raise ValueError(f"residual blocks need equal widths, got {tuple(self.hidden)}")
+        width = self.hidden[0]
+        x = nn.Dense(width)(x)
+        for _ in self.hidden:
+            y = nn.Dense(4 * width)(nn.LayerNorm()(x))
+            x = x + nn.Dense(width)(nn.relu(y))
+        x = nn.LayerNorm()(x)
+        return nn.Dense(self.out)(x) if self.out is not None else x
+
 
 class QNetwork(nn.Module):
     """Q(s, a) -> [...]: one critic; with `outputs` set, [..., outputs] (e.g. C51 logits)."""
@@ -39,11 +55,13 @@ class QNetwork(nn.Module):
     layer_norm: bool = False
     dropout: float = 0.0
     outputs: int | None = None
+    residual: bool = False
 
     @nn.compact
     def __call__(self, obs: jax.Array, action: jax.Array, train: bool = False) -> jax.Array:
         x = jnp.concatenate([obs, action], axis=-1)
-        out = MLP(self.hidden, self.outputs or 1, self.layer_norm, self.dropout)(x, train)
+        mlp = MLP(self.hidden, self.outputs or 1, self.layer_norm, self.dropout, self.residual)
+        out = mlp(x, train)
         return out if self.outputs else out[..., 0]
 
 
@@ -56,6 +74,7 @@ class QEnsemble(nn.Module):
     layer_norm: bool = False
     dropout: float = 0.0
     outputs: int | None = None
+    residual: bool = False
 
     @nn.compact
     def __call__(self, obs: jax.Array, action: jax.Array, train: bool = False) -> jax.Array:
@@ -67,7 +86,9 @@ class QEnsemble(nn.Module):
             out_axes=0,
             axis_size=self.num_critics,
         )
-        critics = ensemble(self.hidden, self.layer_norm, self.dropout, self.outputs, name="critics")
+        critics = ensemble(
+            self.hidden, self.layer_norm, self.dropout, self.outputs, self.residual, name="critics"
+        )
         return critics(obs, action, train)
 
 

@@ -26,6 +26,7 @@ class SACConfig:
     critic_hidden: tuple[int, ...] = (256, 256)
     num_critics: int = 2
     critic_layer_norm: bool = False  # MuJoCo Playground's Brax SAC runs use LayerNorm
+    critic_residual: bool = False  # residual LayerNorm blocks (BRO/SimBa); equal widths
     actor_lr: float = 3e-4
     critic_lr: float = 3e-4
     alpha_lr: float = 3e-4
@@ -41,6 +42,10 @@ class SACConfig:
     policy_delay: int = 1  # critic updates per actor + temperature update
 
     def __post_init__(self):
+        if self.critic_residual and len(set(self.critic_hidden)) != 1:
+            raise ValueError(
+                f"critic_residual needs equal critic_hidden widths, got {self.critic_hidden}"
+            )
         for name in ("actor_hidden", "critic_hidden"):
             widths = getattr(self, name)
             if not widths or any(w < 1 for w in widths):
@@ -121,7 +126,11 @@ def alpha_loss(log_alpha: jax.Array, log_prob: jax.Array, target_entropy: float)
 
 def make(config: SACConfig = SACConfig()) -> Agent:
     critic_net = QEnsemble(
-        config.critic_hidden, config.num_critics, config.critic_layer_norm, config.critic_dropout
+        config.critic_hidden,
+        config.num_critics,
+        config.critic_layer_norm,
+        config.critic_dropout,
+        residual=config.critic_residual,
     )
     actor_opt = optax.adam(config.actor_lr)
     critic_opt = optax.adam(config.critic_lr)

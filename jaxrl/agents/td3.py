@@ -26,6 +26,7 @@ class TD3Config:
     critic_hidden: tuple[int, ...] = (256, 256)
     num_critics: int = 2
     critic_layer_norm: bool = False
+    critic_residual: bool = False  # residual LayerNorm blocks (BRO/SimBa); equal widths
     actor_lr: float = 3e-4
     critic_lr: float = 3e-4
     tau: float = 0.005
@@ -45,6 +46,10 @@ class TD3Config:
     weight_decay: float = 0.0  # > 0: AdamW for actor and critic (FastTD3: 0.1)
 
     def __post_init__(self):
+        if self.critic_residual and len(set(self.critic_hidden)) != 1:
+            raise ValueError(
+                f"critic_residual needs equal critic_hidden widths, got {self.critic_hidden}"
+            )
         for name in ("actor_hidden", "critic_hidden"):
             widths = getattr(self, name)
             if not widths or any(w < 1 for w in widths):
@@ -125,6 +130,7 @@ def make(config: TD3Config = TD3Config()) -> Agent:
         config.num_critics,
         config.critic_layer_norm,
         outputs=config.num_atoms if c51 else None,
+        residual=config.critic_residual,
     )
     atoms = distributional.support(config.num_atoms, config.v_min, config.v_max)
 

@@ -86,3 +86,21 @@ def test_redq_and_droq_defaults_and_registry():
     assert agents.get("droq").config_cls is droq.DroQConfig
     with pytest.raises(ValueError, match="num_target_critics"):
         redq.REDQConfig(num_critics=2, num_target_critics=3)
+
+
+def test_residual_layer_norm_critic_blocks():
+    ensemble = QEnsemble((32, 32, 32), num_critics=2, residual=True)
+    obs, action = jnp.ones((5, 3)), jnp.zeros((5, 1))
+    params = ensemble.init(jax.random.PRNGKey(0), obs, action)
+    mlp = params["params"]["critics"]["MLP_0"]
+    # Input projection + 2 Dense per block x 3 blocks + output; LayerNorm per block + final.
+    assert len([k for k in mlp if k.startswith("Dense")]) == 1 + 2 * 3 + 1
+    assert len([k for k in mlp if k.startswith("LayerNorm")]) == 3 + 1
+    chex.assert_shape(mlp["Dense_1"]["kernel"], (2, 32, 128))
+    chex.assert_shape(ensemble.apply(params, obs, action), (2, 5))
+    with pytest.raises(ValueError, match="equal critic_hidden widths"):
+        sac.SACConfig(critic_hidden=(64, 32), critic_residual=True)
+    agent = sac.make(sac.SACConfig(critic_hidden=(16, 16), actor_hidden=(8,), critic_residual=True))
+    state = agent.init(jax.random.PRNGKey(0), 3, 1)
+    _, metrics = agent.update(state, sac_batch(), jax.random.PRNGKey(1))
+    assert np.isfinite(float(metrics["critic_loss"]))
