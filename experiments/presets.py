@@ -189,3 +189,19 @@ PRESETS["pql_published"] = {
     },
     "agent": {},
 }
+
+# CrossQ on CPU: a 256-wide critic (2,048 in the paper) and BatchRenorm's warm-up shortened to
+# 2,000 updates to match runs of a few thousand updates; no target network, Adam beta1 0.5.
+_CROSSQ_SMALL = {"actor_hidden": (64, 64), "critic_hidden": (256, 256), "bn_warmup_steps": 2_000}
+PRESETS["crossq_pendulum"] = {"algo": "crossq", "train": dict(_PENDULUM), "agent": _CROSSQ_SMALL}
+PRESETS["crossq_inverted_pendulum"] = {
+    "algo": "crossq",
+    "train": dict(_INVERTED_PENDULUM),
+    "agent": dict(_CROSSQ_SMALL),
+}
+# The authors' settings (one env, UTD 1, 2,048-wide critic, policy delay 3: the defaults).
+PRESETS["crossq_published"] = {
+    "algo": "crossq",
+    "train": {**_PUBLISHED, "learning_starts": 5_000},
+    "agent": {},
+}

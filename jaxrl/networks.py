@@ -92,11 +92,15 @@ class QEnsemble(nn.Module):
         return critics(obs, action, train)
 
 
+def squash_log_std(raw: jax.Array, low: float, high: float) -> jax.Array:
+    """Maps raw outputs smoothly into [low, high] (a hard clip would zero the gradient)."""
+    return low + 0.5 * (high - low) * (jnp.tanh(raw) + 1)
+
+
 class GaussianActor(nn.Module):
     """obs -> (mean, log_std) of a diagonal Gaussian over pre-tanh actions, each [..., A].
 
-    log_std is squashed smoothly into [log_std_min, log_std_max] (a hard clip would zero its
-    gradient outside the range).
+    log_std is squashed smoothly into [log_std_min, log_std_max].
     """
 
     action_size: int
@@ -109,10 +113,7 @@ class GaussianActor(nn.Module):
     def __call__(self, obs: jax.Array) -> tuple[jax.Array, jax.Array]:
         x = MLP(self.hidden, out=2 * self.action_size, layer_norm=self.layer_norm)(obs)
         mean, raw = jnp.split(x, 2, axis=-1)
-        log_std = self.log_std_min + 0.5 * (self.log_std_max - self.log_std_min) * (
-            jnp.tanh(raw) + 1
-        )
-        return mean, log_std
+        return mean, squash_log_std(raw, self.log_std_min, self.log_std_max)
 
 
 class DeterministicActor(nn.Module):
@@ -125,3 +126,115 @@ class DeterministicActor(nn.Module):
     @nn.compact
     def __call__(self, obs: jax.Array) -> jax.Array:
         return jnp.tanh(MLP(self.hidden, out=self.action_size, layer_norm=self.layer_norm)(obs))
+
+
+class BatchRenorm(nn.Module):
+    """Batch Renormalisation (Ioffe 2017) over the leading axes, as CrossQ uses it.
+
+    flax.linen has BatchNorm but no BatchRenorm. In training it normalises with the batch
+    statistics corrected towards the running ones by r = std_B / std_run (clipped to
+    [1/r_max, r_max]) and d = (mean_B - mean_run) / std_run (clipped to [-d_max, d_max]); for
+    the first `warmup_steps` updates r = 1, d = 0 (plain batch norm). With
+    `use_running_average` it normalises with the running statistics (acting, evaluation).
+    Running statistics and the step count live in the "batch_stats" collection.
+    """
+
+    use_running_average: bool = False
+    momentum: float = 0.99
+    epsilon: float = 1e-3
+    warmup_steps: int = 100_000
+    r_max: float = 3.0
+    d_max: float = 5.0
+
+    @nn.compact
+    def __call__(self, x: jax.Array) -> jax.Array:
+        features = x.shape[-1]
+        axes = tuple(range(x.ndim - 1))
+        running_mean = self.variable("batch_stats", "mean", jnp.zeros, (features,))
+        running_var = self.variable("batch_stats", "var", jnp.ones, (features,))
+        steps = self.variable("batch_stats", "steps", lambda: jnp.zeros((), jnp.int32))
+        scale = self.param("scale", nn.initializers.ones, (features,))
+        bias = self.param("bias", nn.initializers.zeros, (features,))
+        if self.use_running_average:
+            mean, var = running_mean.value, running_var.value
+        else:
+            batch_mean, batch_var = x.mean(axes), x.var(axes)
+            batch_std = jnp.sqrt(batch_var + self.epsilon)
+            running_std = jnp.sqrt(running_var.value + self.epsilon)
+            r = jax.lax.stop_gradient(jnp.clip(batch_std / running_std, 1 / self.r_max, self.r_max))
+            d = jax.lax.stop_gradient(
+                jnp.clip((batch_mean - running_mean.value) / running_std, -self.d_max, self.d_max)
+            )
+            warming_up = steps.value < self.warmup_steps
+            r = jnp.where(warming_up, 1.0, r)
+            d = jnp.where(warming_up, 0.0, d)
+            # (x - mean_B) / std_B * r + d, written as a normalisation by (mean, var):
+            mean = batch_mean - d * batch_std / r
+            var = (batch_std / r) ** 2 - self.epsilon
+            if not self.is_initializing():
+                m = self.momentum
+                running_mean.value = m * running_mean.value + (1 - m) * jax.lax.stop_gradient(
+                    batch_mean
+                )
+                running_var.value = m * running_var.value + (1 - m) * jax.lax.stop_gradient(
+                    batch_var
+                )
+                steps.value = steps.value + 1
+        return (x - mean) / jnp.sqrt(var + self.epsilon) * scale + bias
+
+
+class BRNMLP(nn.Module):
+    """CrossQ's network body: BatchRenorm on the input, then Dense -> BatchRenorm -> ReLU per
+    hidden layer, then a Dense output."""
+
+    hidden: Sequence[int]
+    out: int
+    momentum: float = 0.99
+    warmup_steps: int = 100_000
+
+    @nn.compact
+    def __call__(self, x: jax.Array, train: bool = False) -> jax.Array:
+        norm = lambda: BatchRenorm(not train, self.momentum, warmup_steps=self.warmup_steps)
+        x = norm()(x)
+        for width in self.hidden:
+            x = nn.relu(norm()(nn.Dense(width)(x)))
+        return nn.Dense(self.out)(x)
+
+
+class BRNQEnsemble(nn.Module):
+    """`num_critics` BatchRenorm critics, vmapped: params and batch statistics stacked [E]."""
+
+    hidden: Sequence[int]
+    num_critics: int = 2
+    momentum: float = 0.99
+    warmup_steps: int = 100_000
+
+    @nn.compact
+    def __call__(self, obs: jax.Array, action: jax.Array, train: bool = False) -> jax.Array:
+        ensemble = nn.vmap(
+            BRNMLP,
+            variable_axes={"params": 0, "batch_stats": 0},
+            split_rngs={"params": True},
+            in_axes=None,
+            out_axes=0,
+            axis_size=self.num_critics,
+        )
+        critics = ensemble(self.hidden, 1, self.momentum, self.warmup_steps, name="critics")
+        return critics(jnp.concatenate([obs, action], -1), train)[..., 0]
+
+
+class BRNGaussianActor(nn.Module):
+    """CrossQ's actor: a BatchRenorm body with GaussianActor's (mean, log_std) head."""
+
+    action_size: int
+    hidden: Sequence[int]
+    momentum: float = 0.99
+    warmup_steps: int = 100_000
+    log_std_min: float = -5.0
+    log_std_max: float = 2.0
+
+    @nn.compact
+    def __call__(self, obs: jax.Array, train: bool = False) -> tuple[jax.Array, jax.Array]:
+        x = BRNMLP(self.hidden, 2 * self.action_size, self.momentum, self.warmup_steps)(obs, train)
+        mean, raw = jnp.split(x, 2, axis=-1)
+        return mean, squash_log_std(raw, self.log_std_min, self.log_std_max)

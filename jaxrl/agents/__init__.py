@@ -6,7 +6,7 @@ import difflib
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from jaxrl.agents import droq, fast_td3, pql, redq, sac, td3
+from jaxrl.agents import crossq, droq, fast_td3, pql, redq, sac, td3
 from jaxrl.agents.base import Agent
 
 
@@ -22,6 +22,9 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
         redq.REDQConfig, redq.make, "REDQ: 10 critics, random-subset target min, mean actor"
     ),
     "droq": AlgorithmSpec(droq.DroQConfig, droq.make, "DroQ: dropout + LayerNorm critics"),
+    "crossq": AlgorithmSpec(
+        crossq.CrossQConfig, crossq.make, "CrossQ: BatchRenorm, joint pass, no target network"
+    ),
     "td3": AlgorithmSpec(td3.TD3Config, td3.make, "TD3: clipped double Q, smoothing, delay"),
     "fast_td3": AlgorithmSpec(
         fast_td3.FastTD3Config, fast_td3.make, "FastTD3: C51 twin critic, per-env noise, AdamW"

@@ -1,0 +1,187 @@
+"""CrossQ (Bhatt et al. ICLR 2024): SAC without target networks, made stable by Batch
+Renormalisation in critic and actor and by ONE joint critic pass over (s, a) and (s', a'), so
+the batch statistics cover both distributions. Running statistics are agent state: used
+(train=False) when acting, evaluating and in the actor's critic pass, and checkpointed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import flax.struct
+import jax
+import jax.numpy as jnp
+import optax
+
+from jaxrl import distributions, losses
+from jaxrl.agents import sac
+from jaxrl.agents.base import Agent, Learner, apply_gradients, learner
+from jaxrl.networks import BRNGaussianActor, BRNQEnsemble
+from jaxrl.types import Batch
+
+
+@dataclasses.dataclass(frozen=True)
+class CrossQConfig:
+    # Authors' defaults (ALGORITHMS.md) unless noted.
+    actor_hidden: tuple[int, ...] = (256, 256)
+    critic_hidden: tuple[int, ...] = (2048, 2048)  # SBX uses 1024
+    num_critics: int = 2
+    actor_lr: float = 1e-3
+    critic_lr: float = 1e-3
+    alpha_lr: float = 1e-3
+    adam_b1: float = 0.5
+    policy_delay: int = 3
+    bn_momentum: float = 0.99
+    bn_warmup_steps: int = 100_000  # BatchRenorm acts as BatchNorm for this many updates
+    init_alpha: float = 1.0
+    target_entropy_scale: float = 1.0
+    reward_scale: float = 1.0
+
+    def __post_init__(self):
+        for name in ("actor_hidden", "critic_hidden"):
+            widths = getattr(self, name)
+            if not widths or any(w < 1 for w in widths):
+                raise ValueError(
+                    f"{name} must be a non-empty list of positive widths, got {widths}"
+                )
+        for name in ("num_critics", "policy_delay"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        for name in ("actor_lr", "critic_lr", "alpha_lr", "init_alpha"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
+        if not 0 <= self.adam_b1 < 1 or not 0 < self.bn_momentum < 1:
+            raise ValueError("adam_b1 must be in [0, 1) and bn_momentum in (0, 1)")
+
+
+@flax.struct.dataclass
+class CrossQState:
+    actor: Learner
+    actor_stats: dict  # BatchRenorm running statistics of the actor
+    critic: Learner
+    critic_stats: dict  # ... of the critics, stacked [E]
+    log_alpha: Learner
+    step: jax.Array
+
+
+def joint_critic_pass(apply, obs, action, next_obs, next_action):
+    """Q over the concatenation [(s, a); (s', a')] in one training-mode pass, split back:
+    (q [E, B], next_q [E, B], new batch statistics)."""
+    q_all, stats = apply(jnp.concatenate([obs, next_obs]), jnp.concatenate([action, next_action]))
+    q, next_q = jnp.split(q_all, 2, axis=-1)
+    return q, next_q, stats
+
+
+def make(config: CrossQConfig = CrossQConfig()) -> Agent:
+    critic_net = BRNQEnsemble(
+        config.critic_hidden, config.num_critics, config.bn_momentum, config.bn_warmup_steps
+    )
+    actor_opt = optax.adam(config.actor_lr, b1=config.adam_b1)
+    critic_opt = optax.adam(config.critic_lr, b1=config.adam_b1)
+    alpha_opt = optax.adam(config.alpha_lr, b1=config.adam_b1)
+
+    def actor_net(action_size: int) -> BRNGaussianActor:
+        return BRNGaussianActor(
+            action_size, config.actor_hidden, config.bn_momentum, config.bn_warmup_steps
+        )
+
+    def init(key: jax.Array, obs_size: int, action_size: int) -> CrossQState:
+        actor_key, critic_key = jax.random.split(key)
+        obs, action = jnp.zeros((2, obs_size)), jnp.zeros((2, action_size))
+        actor_vars = actor_net(action_size).init(actor_key, obs)
+        critic_vars = critic_net.init(critic_key, obs, action)
+        return CrossQState(
+            actor=learner(actor_vars["params"], actor_opt),
+            actor_stats=actor_vars["batch_stats"],
+            critic=learner(critic_vars["params"], critic_opt),
+            critic_stats=critic_vars["batch_stats"],
+            log_alpha=learner(jnp.asarray(jnp.log(config.init_alpha), jnp.float32), alpha_opt),
+            step=jnp.zeros((), jnp.int32),
+        )
+
+    def policy(params, stats, obs, action_size, train=False):
+        variables = {"params": params, "batch_stats": stats}
+        if train:
+            return actor_net(action_size).apply(variables, obs, True, mutable=["batch_stats"])
+        return actor_net(action_size).apply(variables, obs)
+
+    def act(state: CrossQState, obs: jax.Array, key: jax.Array, noise_scale=1.0) -> jax.Array:
+        action_size = state.actor.params["BRNMLP_0"][f"Dense_{len(config.actor_hidden)}"]
+        action_size = action_size["bias"].shape[-1] // 2
+        mean, log_std = policy(state.actor.params, state.actor_stats, obs, action_size)
+        return distributions.tanh_gaussian_act(key, mean, log_std, noise_scale)
+
+    def update(state: CrossQState, batch: Batch, key: jax.Array):
+        action_size = batch.action.shape[-1]
+        target_entropy = -config.target_entropy_scale * action_size
+        next_key, actor_key = jax.random.split(key)
+        alpha = jnp.exp(state.log_alpha.params)
+        mean, log_std = policy(state.actor.params, state.actor_stats, batch.next_obs, action_size)
+        next_action, next_log_prob = distributions.tanh_gaussian_sample(next_key, mean, log_std)
+
+        def critic_objective(params):
+            def apply(obs, action):
+                variables = {"params": params, "batch_stats": state.critic_stats}
+                q, updates = critic_net.apply(variables, obs, action, True, mutable=["batch_stats"])
+                return q, updates["batch_stats"]
+
+            q, next_q, stats = joint_critic_pass(
+                apply, batch.obs, batch.action, batch.next_obs, next_action
+            )
+            # No target network: the target is the stop-gradient of the same joint pass.
+            target = sac.critic_target(
+                config.reward_scale * batch.reward,
+                batch.terminated,
+                jax.lax.stop_gradient(next_q),
+                next_log_prob,
+                alpha,
+                batch.discount,
+            )
+            return losses.critic_mse(q, target), (q, stats)
+
+        (c_loss, (q, critic_stats)), grads = jax.value_and_grad(critic_objective, has_aux=True)(
+            state.critic.params
+        )
+        critic = apply_gradients(state.critic, grads, critic_opt)
+
+        def actor_objective(params):
+            (mean, log_std), updates = policy(
+                params, state.actor_stats, batch.obs, action_size, True
+            )
+            action, log_prob = distributions.tanh_gaussian_sample(actor_key, mean, log_std)
+            variables = {"params": critic.params, "batch_stats": critic_stats}
+            q_pi = critic_net.apply(variables, batch.obs, action)  # running statistics
+            return sac.actor_loss(q_pi, log_prob, alpha), (log_prob, updates["batch_stats"])
+
+        def update_actor(_):
+            (a_loss, (log_prob, stats)), grads = jax.value_and_grad(actor_objective, has_aux=True)(
+                state.actor.params
+            )
+            t_loss, t_grads = jax.value_and_grad(sac.alpha_loss)(
+                state.log_alpha.params, log_prob, target_entropy
+            )
+            actor = apply_gradients(state.actor, grads, actor_opt)
+            log_alpha = apply_gradients(state.log_alpha, t_grads, alpha_opt)
+            return actor, stats, log_alpha, a_loss, t_loss, log_prob
+
+        def hold(_):
+            a_loss, (log_prob, _) = actor_objective(state.actor.params)
+            t_loss = sac.alpha_loss(state.log_alpha.params, log_prob, target_entropy)
+            return state.actor, state.actor_stats, state.log_alpha, a_loss, t_loss, log_prob
+
+        due = state.step % config.policy_delay == 0
+        actor, actor_stats, log_alpha, a_loss, t_loss, log_prob = jax.lax.cond(
+            due, update_actor, hold, None
+        )
+        new_state = CrossQState(actor, actor_stats, critic, critic_stats, log_alpha, state.step + 1)
+        metrics = {
+            "critic_loss": c_loss,
+            "actor_loss": a_loss,
+            "alpha_loss": t_loss,
+            "alpha": alpha,
+            "q_mean": q.mean(),
+            "entropy": -log_prob.mean(),
+        }
+        return new_state, metrics
+
+    return Agent(init=init, act=act, update=update)
