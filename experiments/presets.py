@@ -196,7 +196,8 @@ _CROSSQ_SMALL = {"actor_hidden": (64, 64), "critic_hidden": (256, 256), "bn_warm
 PRESETS["crossq_pendulum"] = {"algo": "crossq", "train": dict(_PENDULUM), "agent": _CROSSQ_SMALL}
 PRESETS["crossq_inverted_pendulum"] = {
     "algo": "crossq",
-    "train": dict(_INVERTED_PENDULUM),
+    # 2 of 2 seeds reached 1,000 at the first evaluation after learning (4,096 steps).
+    "train": {**_INVERTED_PENDULUM, "total_steps": 10_240},
     "agent": dict(_CROSSQ_SMALL),
 }
 # The authors' settings (one env, UTD 1, 2,048-wide critic, policy delay 3: the defaults).
