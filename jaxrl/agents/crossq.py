@@ -15,7 +15,7 @@ import optax
 
 from jaxrl import distributions, losses
 from jaxrl.agents import sac
-from jaxrl.agents.base import Agent, Learner, apply_gradients, learner
+from jaxrl.agents.base import Agent, Learner, apply_gradients, check_network_config, learner
 from jaxrl.networks import BRNGaussianActor, BRNQEnsemble
 from jaxrl.types import Batch
 
@@ -38,18 +38,7 @@ class CrossQConfig:
     reward_scale: float = 1.0
 
     def __post_init__(self):
-        for name in ("actor_hidden", "critic_hidden"):
-            widths = getattr(self, name)
-            if not widths or any(w < 1 for w in widths):
-                raise ValueError(
-                    f"{name} must be a non-empty list of positive widths, got {widths}"
-                )
-        for name in ("num_critics", "policy_delay"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        for name in ("actor_lr", "critic_lr", "alpha_lr", "init_alpha"):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
+        check_network_config(self)
         if not 0 <= self.adam_b1 < 1 or not 0 < self.bn_momentum < 1:
             raise ValueError("adam_b1 must be in [0, 1) and bn_momentum in (0, 1)")
 
@@ -174,14 +163,6 @@ def make(config: CrossQConfig = CrossQConfig()) -> Agent:
             due, update_actor, hold, None
         )
         new_state = CrossQState(actor, actor_stats, critic, critic_stats, log_alpha, state.step + 1)
-        metrics = {
-            "critic_loss": c_loss,
-            "actor_loss": a_loss,
-            "alpha_loss": t_loss,
-            "alpha": alpha,
-            "q_mean": q.mean(),
-            "entropy": -log_prob.mean(),
-        }
-        return new_state, metrics
+        return new_state, sac.update_metrics(c_loss, a_loss, t_loss, alpha, q, log_prob)
 
     return Agent(init=init, act=act, update=update)

@@ -14,7 +14,14 @@ import jax.numpy as jnp
 import optax
 
 from jaxrl import distributions, losses
-from jaxrl.agents.base import Agent, Learner, apply_gradients, learner, polyak
+from jaxrl.agents.base import (
+    Agent,
+    Learner,
+    apply_gradients,
+    check_network_config,
+    learner,
+    polyak,
+)
 from jaxrl.networks import GaussianActor, QEnsemble
 from jaxrl.types import Batch
 
@@ -42,18 +49,7 @@ class SACConfig:
     policy_delay: int = 1  # critic updates per actor + temperature update
 
     def __post_init__(self):
-        if self.critic_residual and len(set(self.critic_hidden)) != 1:
-            raise ValueError(
-                f"critic_residual needs equal critic_hidden widths, got {self.critic_hidden}"
-            )
-        for name in ("actor_hidden", "critic_hidden"):
-            widths = getattr(self, name)
-            if not widths or any(w < 1 for w in widths):
-                raise ValueError(
-                    f"{name} must be a non-empty list of positive widths, got {widths}"
-                )
-        if self.num_critics < 1:
-            raise ValueError(f"num_critics must be >= 1, got {self.num_critics}")
+        check_network_config(self, residual=self.critic_residual)
         if self.num_target_critics is not None and not (
             1 <= self.num_target_critics <= self.num_critics
         ):
@@ -65,13 +61,6 @@ class SACConfig:
             raise ValueError(f"actor_q must be 'min' or 'mean', got {self.actor_q!r}")
         if not 0 <= self.critic_dropout < 1:
             raise ValueError(f"critic_dropout must be in [0, 1), got {self.critic_dropout}")
-        if self.policy_delay < 1:
-            raise ValueError(f"policy_delay must be >= 1, got {self.policy_delay}")
-        for name in ("actor_lr", "critic_lr", "alpha_lr", "init_alpha"):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
-        if not 0 < self.tau <= 1:
-            raise ValueError(f"tau must be in (0, 1], got {self.tau}")
 
 
 @flax.struct.dataclass
@@ -122,6 +111,18 @@ def actor_loss(
 def alpha_loss(log_alpha: jax.Array, log_prob: jax.Array, target_entropy: float) -> jax.Array:
     """-log_alpha * E[log pi + target_entropy]: raises alpha when entropy is below target."""
     return -(log_alpha * jax.lax.stop_gradient(log_prob + target_entropy)).mean()
+
+
+def update_metrics(critic_loss, actor_loss, temperature_loss, alpha, q, log_prob) -> dict:
+    """The metrics every SAC-style update reports."""
+    return {
+        "critic_loss": critic_loss,
+        "actor_loss": actor_loss,
+        "alpha_loss": temperature_loss,
+        "alpha": alpha,
+        "q_mean": q.mean(),
+        "entropy": -log_prob.mean(),
+    }
 
 
 def make(config: SACConfig = SACConfig()) -> Agent:
@@ -235,14 +236,6 @@ def make(config: SACConfig = SACConfig()) -> Agent:
             log_alpha=log_alpha,
             step=state.step + 1,
         )
-        metrics = {
-            "critic_loss": c_loss,
-            "actor_loss": a_loss,
-            "alpha_loss": t_loss,
-            "alpha": alpha,
-            "q_mean": q.mean(),
-            "entropy": -log_prob.mean(),
-        }
-        return new_state, metrics
+        return new_state, update_metrics(c_loss, a_loss, t_loss, alpha, q, log_prob)
 
     return Agent(init=init, act=act, update=update)

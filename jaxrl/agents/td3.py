@@ -14,7 +14,14 @@ import jax.numpy as jnp
 import optax
 
 from jaxrl import distributional, losses
-from jaxrl.agents.base import Agent, Learner, apply_gradients, learner, polyak
+from jaxrl.agents.base import (
+    Agent,
+    Learner,
+    apply_gradients,
+    check_network_config,
+    learner,
+    polyak,
+)
 from jaxrl.networks import DeterministicActor, QEnsemble
 from jaxrl.types import Batch
 
@@ -46,24 +53,7 @@ class TD3Config:
     weight_decay: float = 0.0  # > 0: AdamW for actor and critic (FastTD3: 0.1)
 
     def __post_init__(self):
-        if self.critic_residual and len(set(self.critic_hidden)) != 1:
-            raise ValueError(
-                f"critic_residual needs equal critic_hidden widths, got {self.critic_hidden}"
-            )
-        for name in ("actor_hidden", "critic_hidden"):
-            widths = getattr(self, name)
-            if not widths or any(w < 1 for w in widths):
-                raise ValueError(
-                    f"{name} must be a non-empty list of positive widths, got {widths}"
-                )
-        for name in ("num_critics", "policy_delay"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        for name in ("actor_lr", "critic_lr"):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
-        if not 0 < self.tau <= 1:
-            raise ValueError(f"tau must be in (0, 1], got {self.tau}")
+        check_network_config(self, residual=self.critic_residual)
         if self.critic not in ("double_q", "c51"):
             raise ValueError(f"critic must be 'double_q' or 'c51', got {self.critic!r}")
         if self.critic == "c51" and (self.num_atoms < 2 or self.v_min >= self.v_max):
