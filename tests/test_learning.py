@@ -4,13 +4,12 @@ Thresholds and budgets (presets in experiments/presets.py; seeds checked on a 2-
 - classic/pendulum: eval return >= -250 within 20,000 env steps (random play: about -1,200).
   SAC: 4 of 4 seeds crossed -250 by 16,000 steps; REDQ and DroQ: 2 of 2 by 10,000;
   TD3: 4 of 4 by 14,000; FastTD3: 2 of 2 by 8,000; PQL: 2 of 2 by 6,000;
-  CrossQ: 2 of 2 by 14,000.
+  CrossQ: 2 of 2 by 14,000; DSAC-T: 4 of 4 by 12,000.
 - brax/inverted_pendulum: eval return >= 900 (1,000 is the maximum) within 24,576 env steps.
   SAC: 4 of 4 seeds reached 1,000 by 12,300 steps; REDQ: 2 of 2 by 8,200; DroQ: 2 of 2 by
   12,300; FastTD3: 4 of 4 by 8,200; PQL (budget 32,768): 4 of 4 by 22,500;
-  CrossQ (budget 10,240): 2 of 2 by 4,100. TD3 has no case
-  here: with its scalar critic 1 of 4 seeds stays below 400 in this budget (see the
-  td3_inverted_pendulum preset).
+  CrossQ (budget 10,240): 2 of 2 by 4,100; TD3 (tau 0.05): 6 of 6 by 12,300;
+  DSAC-T: 4 of 4 by 16,400.
 """
 
 import json
@@ -32,11 +31,11 @@ CLI_CASES = (
     CASES
     + [
         (f"{algo}_pendulum", PENDULUM)
-        for algo in ("td3", "redq", "droq", "crossq", "fast_td3", "pql")
+        for algo in ("td3", "redq", "droq", "crossq", "fast_td3", "pql", "dsac_t")
     ]
     + [
         pytest.param(f"{algo}_inverted_pendulum", INVERTED_PENDULUM, marks=pytest.mark.slow)
-        for algo in ("redq", "droq", "crossq", "fast_td3", "pql")
+        for algo in ("td3", "redq", "droq", "crossq", "fast_td3", "pql", "dsac_t")
     ]
 )
 

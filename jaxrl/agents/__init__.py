@@ -6,7 +6,7 @@ import difflib
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from jaxrl.agents import crossq, droq, fast_td3, pql, redq, sac, td3
+from jaxrl.agents import crossq, droq, dsac_t, fast_td3, pql, redq, sac, td3
 from jaxrl.agents.base import Agent
 
 
@@ -24,6 +24,9 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
     "droq": AlgorithmSpec(droq.DroQConfig, droq.make, "DroQ: dropout + LayerNorm critics"),
     "crossq": AlgorithmSpec(
         crossq.CrossQConfig, crossq.make, "CrossQ: BatchRenorm, joint pass, no target network"
+    ),
+    "dsac_t": AlgorithmSpec(
+        dsac_t.DSACTConfig, dsac_t.make, "DSAC-T: Gaussian distributional twin critics, SAC"
     ),
     "td3": AlgorithmSpec(td3.TD3Config, td3.make, "TD3: clipped double Q, smoothing, delay"),
     "fast_td3": AlgorithmSpec(

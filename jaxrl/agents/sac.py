@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from jaxrl import distributions, losses
+from jaxrl import distributional, distributions, losses
 from jaxrl.agents.base import (
     Agent,
     Learner,
@@ -47,6 +47,13 @@ class SACConfig:
     actor_q: str = "min"  # "min" over critics (SAC) or "mean" (REDQ)
     critic_dropout: float = 0.0  # dropout in each critic hidden layer (DroQ: 0.01, with LN)
     policy_delay: int = 1  # critic updates per actor + temperature update
+    # "mse": scalar critics regressed on the soft target (SAC, REDQ, DroQ). "gaussian": each
+    # critic predicts a Gaussian return N(Q, sigma^2), trained with DSAC-T's refinements
+    # (jaxrl.distributional.gaussian_critic_loss); the actor and targets use the means.
+    critic: str = "mse"
+    td_bound: float = 3.0  # gaussian: target samples clipped to Q +- td_bound * mean std
+    std_bias: float = 0.1  # gaussian: keeps 1 / (sigma^2 + bias) finite
+    std_tau: float = 0.005  # gaussian: rate of each critic's running mean of its std
 
     def __post_init__(self):
         check_network_config(self, residual=self.critic_residual)
@@ -59,6 +66,13 @@ class SACConfig:
             )
         if self.actor_q not in ("min", "mean"):
             raise ValueError(f"actor_q must be 'min' or 'mean', got {self.actor_q!r}")
+        if self.critic not in ("mse", "gaussian"):
+            raise ValueError(f"critic must be 'mse' or 'gaussian', got {self.critic!r}")
+        if self.td_bound <= 0 or self.std_bias <= 0 or not 0 < self.std_tau <= 1:
+            raise ValueError(
+                f"need td_bound > 0, std_bias > 0 and std_tau in (0, 1], got {self.td_bound}, "
+                f"{self.std_bias}, {self.std_tau}"
+            )
         if not 0 <= self.critic_dropout < 1:
             raise ValueError(f"critic_dropout must be in [0, 1), got {self.critic_dropout}")
 
@@ -70,6 +84,7 @@ class SACState:
     target_critic_params: dict
     log_alpha: Learner  # params: scalar log temperature
     step: jax.Array
+    mean_std: jax.Array  # [E] running mean of each critic's predicted std (gaussian critic)
 
 
 # --- Losses, as the paper writes them. Shapes: Q [E, B], log-probs [B]. -------------------------
@@ -125,12 +140,19 @@ def update_metrics(critic_loss, actor_loss, temperature_loss, alpha, q, log_prob
     }
 
 
+def gaussian_heads(out: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """A Gaussian critic's [..., 2] output -> (mean, std), std = softplus(raw) >= 0."""
+    return out[..., 0], jax.nn.softplus(out[..., 1])
+
+
 def make(config: SACConfig = SACConfig()) -> Agent:
+    gaussian = config.critic == "gaussian"
     critic_net = QEnsemble(
         config.critic_hidden,
         config.num_critics,
         config.critic_layer_norm,
         config.critic_dropout,
+        outputs=2 if gaussian else None,
         residual=config.critic_residual,
     )
     actor_opt = optax.adam(config.actor_lr)
@@ -153,6 +175,7 @@ def make(config: SACConfig = SACConfig()) -> Agent:
             target_critic_params=critic_params,
             log_alpha=learner(log_alpha, alpha_opt),
             step=jnp.zeros((), jnp.int32),
+            mean_std=jnp.zeros(config.num_critics, jnp.float32),
         )
 
     def _policy(params, obs, action_size):
@@ -169,37 +192,57 @@ def make(config: SACConfig = SACConfig()) -> Agent:
         # Dropout (DroQ) is on in every critic pass of an update, target pass included.
         return critic_net.apply(params, obs, action, True, rngs={"dropout": key})
 
+    def q_values(out: jax.Array) -> jax.Array:
+        """[E, B] action values: the critics' outputs, or their means (gaussian)."""
+        return gaussian_heads(out)[0] if gaussian else out
+
     def update(state: SACState, batch: Batch, key: jax.Array):
         action_size = batch.action.shape[-1]
         target_entropy = -config.target_entropy_scale * action_size
-        keys = jax.random.split(key, 6)
+        keys = jax.random.split(key, 7)
         alpha = jnp.exp(state.log_alpha.params)
 
         # Critic.
         mean, log_std = _policy(state.actor.params, batch.next_obs, action_size)
         next_action, next_log_prob = distributions.tanh_gaussian_sample(keys[0], mean, log_std)
-        next_q = critic_apply(state.target_critic_params, batch.next_obs, next_action, keys[1])
-        target = critic_target(
-            config.reward_scale * batch.reward,
-            batch.terminated,
-            target_subset(keys[2], next_q, config.num_target_critics),
-            next_log_prob,
-            alpha,
-            batch.discount,
-        )
+        next_out = critic_apply(state.target_critic_params, batch.next_obs, next_action, keys[1])
+        next_out = target_subset(keys[2], next_out, config.num_target_critics)
+        reward = config.reward_scale * batch.reward
+        if gaussian:
+            next_mean, next_std = gaussian_heads(next_out)
+            noise = jnp.clip(jax.random.normal(keys[6], reward.shape), -3.0, 3.0)
+            bootstrap = batch.discount * (1.0 - batch.terminated)
+            targets = distributional.gaussian_targets(
+                reward, bootstrap, next_mean, next_std, next_log_prob, alpha, noise
+            )
+        else:
+            target = critic_target(
+                reward, batch.terminated, next_out, next_log_prob, alpha, batch.discount
+            )
 
         def critic_objective(params):
-            q = critic_apply(params, batch.obs, batch.action, keys[3])
-            return critic_loss(q, target), q
+            out = critic_apply(params, batch.obs, batch.action, keys[3])
+            if not gaussian:
+                return critic_loss(out, target), (out, state.mean_std)
+            q, std = gaussian_heads(out)
+            mean_std = distributional.update_mean_std(
+                state.mean_std, std, config.std_tau, state.step == 0
+            )
+            loss = distributional.gaussian_critic_loss(
+                q, std, *targets, mean_std, config.td_bound, config.std_bias
+            )
+            return loss, (q, mean_std)
 
-        (c_loss, q), grads = jax.value_and_grad(critic_objective, has_aux=True)(state.critic.params)
+        (c_loss, (q, mean_std)), grads = jax.value_and_grad(critic_objective, has_aux=True)(
+            state.critic.params
+        )
         critic = apply_gradients(state.critic, grads, critic_opt)
 
         # Actor and temperature, against the freshly updated critics, every policy_delay steps.
         def actor_objective(params):
             mean, log_std = _policy(params, batch.obs, action_size)
             action, log_prob = distributions.tanh_gaussian_sample(keys[4], mean, log_std)
-            q_pi = critic_apply(critic.params, batch.obs, action, keys[5])
+            q_pi = q_values(critic_apply(critic.params, batch.obs, action, keys[5]))
             return actor_loss(q_pi, log_prob, alpha, config.actor_q), log_prob
 
         def update_actor(_):
@@ -235,7 +278,11 @@ def make(config: SACConfig = SACConfig()) -> Agent:
             target_critic_params=polyak(state.target_critic_params, critic.params, config.tau),
             log_alpha=log_alpha,
             step=state.step + 1,
+            mean_std=mean_std,
         )
-        return new_state, update_metrics(c_loss, a_loss, t_loss, alpha, q, log_prob)
+        metrics = update_metrics(c_loss, a_loss, t_loss, alpha, q, log_prob)
+        if gaussian:
+            metrics["q_std"] = mean_std.mean()
+        return new_state, metrics
 
     return Agent(init=init, act=act, update=update)
