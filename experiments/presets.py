@@ -219,3 +219,96 @@ PRESETS["crossq_published"] = {
     "train": {**_PUBLISHED, "learning_starts": 5_000},
     "agent": {},
 }
+
+# PPO. CPU settings that the learning tests use, then MuJoCo Playground's GPU presets.
+PRESETS["ppo_inverted_pendulum"] = {
+    "algo": "ppo",
+    "train": {
+        "env": "brax/inverted_pendulum",
+        "total_steps": 102_400,
+        "num_envs": 64,
+        "unroll_length": 32,
+        "eval_every": 10_240,
+        "gamma": 0.97,
+        "normalize_observations": True,
+    },
+    "agent": {
+        "actor_hidden": (32, 32),
+        "critic_hidden": (64, 64),
+        "learning_rate": 1e-3,
+        "num_epochs": 4,
+        "num_minibatches": 8,
+    },
+}
+PRESETS["ppo_cartpole_balance"] = {
+    "algo": "ppo",
+    "train": {
+        "env": "playground/CartpoleBalance",
+        "total_steps": 430_080,
+        "num_envs": 256,
+        "unroll_length": 30,
+        "eval_every": 53_760,
+        "eval_envs": 8,
+        "gamma": 0.995,
+        "normalize_observations": True,
+    },
+    "agent": {
+        "actor_hidden": (32, 32, 32, 32),
+        "critic_hidden": (128, 128),
+        "learning_rate": 1e-3,
+        "num_epochs": 8,
+        "num_minibatches": 16,
+        "clip_epsilon": 0.3,
+        "reward_scale": 10.0,
+    },
+}
+# MuJoCo Playground's DM Control PPO (ALGORITHMS.md): 2048 envs, 32 minibatches of 1024
+# unrolls of 30 steps, 16 epochs, gamma 0.995, lr 1e-3, reward scaling 10, 60M steps. Brax
+# collects those 32 x 1024 unrolls as 16 rollouts of 2048 envs; here that is one rollout of
+# 16 x 30 = 480 steps per env (GAE then runs over 480 steps instead of 30-step segments).
+PRESETS["ppo_dmc"] = {
+    "algo": "ppo",
+    "train": {
+        "env": "playground/CheetahRun",
+        "total_steps": 60_000_000,
+        "num_envs": 2048,
+        "unroll_length": 480,
+        "eval_every": 1_000_000,
+        "eval_envs": 128,
+        "gamma": 0.995,
+        "normalize_observations": True,
+    },
+    "agent": {
+        "learning_rate": 1e-3,
+        "num_epochs": 16,
+        "num_minibatches": 32,
+        "clip_epsilon": 0.3,
+        "reward_scale": 10.0,
+    },
+}
+# MuJoCo Playground's locomotion PPO (ALGORITHMS.md): 8192 envs, 32 minibatches of 256
+# unrolls of 20 steps (one rollout of all envs), 4 epochs, gamma 0.97, lr 3e-4, entropy 1e-2,
+# gradient-norm clip 1.0. Its robots need the Menagerie assets (not installable offline), so
+# the preset runs Brax's ant; pass --env for another task.
+PRESETS["ppo_locomotion"] = {
+    "algo": "ppo",
+    "train": {
+        "env": "brax/ant",
+        "total_steps": 100_000_000,
+        "num_envs": 8192,
+        "unroll_length": 20,
+        "eval_every": 5_000_000,
+        "eval_envs": 128,
+        "gamma": 0.97,
+        "normalize_observations": True,
+    },
+    "agent": {
+        "actor_hidden": (512, 256, 128),
+        "critic_hidden": (512, 256, 128),
+        "learning_rate": 3e-4,
+        "num_epochs": 4,
+        "num_minibatches": 32,
+        "entropy_coef": 1e-2,
+        "max_grad_norm": 1.0,
+    },
+}

@@ -9,12 +9,13 @@ Host driver with logging and checkpoints: `jaxrl.train(config, agent_config, out
 
 import envs
 from jaxrl import agents, replay
-from jaxrl.agents import ALGORITHMS, Agent, sac
+from jaxrl.agents import ALGORITHMS, Agent, ppo, sac
+from jaxrl.agents.ppo import PPOConfig
 from jaxrl.agents.sac import SACConfig
 from jaxrl.config import ConfigError, TrainConfig
 from jaxrl.driver import RunResult, load_checkpoint, train
 from jaxrl.loop import LoopState, Trainer, make_train
-from jaxrl.types import Batch, Transition
+from jaxrl.types import Batch, Rollout, Transition
 
 make_env = envs.make
 make_vec_env = envs.make_vec
@@ -26,6 +27,8 @@ __all__ = [
     "Batch",
     "ConfigError",
     "LoopState",
+    "PPOConfig",
+    "Rollout",
     "RunResult",
     "SACConfig",
     "TrainConfig",
@@ -38,6 +41,7 @@ __all__ = [
     "make_env",
     "make_train",
     "make_vec_env",
+    "ppo",
     "replay",
     "sac",
     "train",

@@ -42,6 +42,10 @@ class TrainConfig:
     noise_scale_max: float = 1.0
     # Iterations the acting parameters lag the learners (PQL's asynchronous actor); 0: none.
     acting_lag: int = 0
+    # On-policy algorithms (PPO): steps of every env per rollout, one update per rollout. The
+    # replay fields above (batch_size, updates_per_step, buffer_size, learning_starts, n_step,
+    # exploration, acting_lag) are off-policy only.
+    unroll_length: int = 20
 
     def __post_init__(self):
         positive = (
@@ -52,6 +56,7 @@ class TrainConfig:
             "buffer_size",
             "eval_every",
             "eval_envs",
+            "unroll_length",
         )
         for name in positive:
             value = getattr(self, name)
@@ -93,7 +98,7 @@ class TrainConfig:
                 f"n_step {self.n_step} x num_envs {self.num_envs} rows do not fit in buffer_size "
                 f"{self.buffer_size}; raise buffer_size."
             )
-        if self.learning_starts >= self.total_steps:
+        if not self.on_policy and self.learning_starts >= self.total_steps:
             raise ConfigError(
                 f"learning_starts {self.learning_starts} >= total_steps {self.total_steps}: "
                 "no gradient update would ever run; lower learning_starts or raise total_steps."
@@ -106,15 +111,30 @@ class TrainConfig:
         return self.buffer_size - self.buffer_size % self.num_envs
 
     @property
+    def on_policy(self) -> bool:
+        from jaxrl import agents  # the registry knows which algorithms learn on-policy
+
+        spec = agents.ALGORITHMS.get(self.algo)
+        return spec is not None and spec.on_policy
+
+    @property
+    def iteration_unit(self) -> int:
+        """Steps of all envs per loop iteration: one rollout of unroll_length for on-policy
+        algorithms, one step for off-policy ones."""
+        return self.unroll_length if self.on_policy else 1
+
+    @property
     def num_chunks(self) -> int:
         return -(-self.total_steps // self.eval_every)
 
     @property
     def iterations_per_chunk(self) -> int:
-        """Loop iterations per chunk, spread so the run ends at the first multiple of
-        num_envs * num_chunks at or above total_steps (an evaluation about every eval_every)."""
-        iterations = -(-self.total_steps // self.num_envs)
-        return -(-iterations // self.num_chunks)
+        """Steps of all envs per chunk, spread so the run ends at the first multiple of
+        num_envs * num_chunks (times unroll_length, on-policy) at or above total_steps: an
+        evaluation about every eval_every env steps."""
+        unit = self.num_envs * self.iteration_unit
+        iterations = -(-self.total_steps // unit)
+        return -(-iterations // self.num_chunks) * self.iteration_unit
 
     @property
     def env_steps_per_chunk(self) -> int:

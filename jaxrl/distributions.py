@@ -47,6 +47,15 @@ def tanh_gaussian_log_prob(
     return tanh_gaussian_log_prob_pre_tanh(u, mean, log_std)
 
 
+def tanh_gaussian_entropy(key: jax.Array, mean: jax.Array, log_std: jax.Array) -> jax.Array:
+    """Entropy of tanh(u), u ~ N(mean, std): the Gaussian's closed form plus a one-sample
+    estimate of E[log(1 - tanh(u)^2)] (it has no closed form; Brax's PPO estimates it the same
+    way). Summed over the last axis, [..., A] -> [...]."""
+    u = mean + jnp.exp(log_std) * jax.random.normal(key, mean.shape, mean.dtype)
+    gaussian = jnp.sum(log_std + 0.5 * (1.0 + _LOG_2PI), axis=-1)
+    return gaussian + jnp.sum(_log_abs_det_tanh(u), axis=-1)
+
+
 def tanh_gaussian_act(
     key: jax.Array, mean: jax.Array, log_std: jax.Array, noise_scale: jax.Array | float
 ) -> jax.Array:

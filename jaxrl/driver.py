@@ -173,6 +173,9 @@ def train(
             f"algo {config.algo!r} takes a {spec.config_cls.__name__}, "
             f"got {type(agent_config).__name__}"
         )
+    cross_check = getattr(agent_config, "check_train", None)
+    if cross_check is not None:  # sizes the agent needs of the run (PPO: minibatches)
+        cross_check(config)
     envs.check_name(config.env)
     out_path = check_run_dir(out_dir)
     configure_compile_cache(compile_cache)

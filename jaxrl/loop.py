@@ -52,11 +52,93 @@ class Trainer(NamedTuple):
     train: Callable[[jax.Array], tuple[LoopState, dict]]
 
 
-def make_train(config: TrainConfig, agent: Agent) -> Trainer:
+def make_envs(config: TrainConfig) -> tuple[Any, Any]:
+    """The training envs (auto-reset) and the evaluation envs, over one base env."""
     base = envs.make(config.env, **config.env_options)
     sizes = dict(episode_length=config.episode_length, action_repeat=config.action_repeat)
     env = envs.wrap(base, config.num_envs, **sizes)
-    eval_env = envs.wrap(base, config.eval_envs, auto_reset=False, **sizes)
+    return env, envs.wrap(base, config.eval_envs, auto_reset=False, **sizes)
+
+
+def make_observe(config: TrainConfig) -> Callable:
+    def observe(stats, obs):
+        return normalization.normalize(stats, obs) if config.normalize_observations else obs
+
+    return observe
+
+
+def make_evaluate(config: TrainConfig, agent: Agent, eval_env: Any) -> Callable:
+    """evaluate(agent_state, obs_stats, key) -> mean undiscounted return (and its spread and
+    episode length) of `eval_envs` deterministic episodes, without auto-reset."""
+    observe = make_observe(config)
+
+    def evaluate(agent_state, stats, key: jax.Array) -> dict:
+        env_key, act_key = jax.random.split(key)
+        start = eval_env.reset(env_key)
+        zeros = jnp.zeros(config.eval_envs)
+
+        def cond(carry):
+            alive, t = carry[2], carry[4]
+            return jnp.any(alive > 0) & (t < eval_env.episode_length)
+
+        def body(carry):
+            env_state, episode_return, alive, length, t = carry
+            action = agent.act(agent_state, observe(stats, env_state.obs), act_key, 0.0)
+            env_state = eval_env.step(env_state, action)
+            # where, not multiply: a finished env may step into NaN physics.
+            episode_return = episode_return + jnp.where(alive > 0, env_state.reward, 0.0)
+            length = length + alive
+            alive = alive * (1.0 - env_state.done)
+            return env_state, episode_return, alive, length, t + 1
+
+        carry = (start, zeros, zeros + 1, zeros, 0)
+        _, episode_return, _, length, _ = jax.lax.while_loop(cond, body, carry)
+        return {
+            "eval_return": episode_return.mean(),
+            "eval_return_std": episode_return.std(),
+            "eval_length": length.mean(),
+        }
+
+    return evaluate
+
+
+def episode_metrics(env_state) -> dict:
+    """Sums over the envs whose episode ended at this step (auto-reset's finished stats)."""
+    done, info = env_state.done, env_state.info
+    return {
+        "episodes": done.sum(),
+        "episode_return_sum": (done * info["finished_return"]).sum(),
+        "episode_length_sum": (done * info["finished_length"]).sum(),
+    }
+
+
+def summarize_chunk(metrics: dict, updates_per_iteration: int, iteration: jax.Array) -> dict:
+    """One row from a chunk's per-iteration metrics: losses averaged over the iterations that
+    ran updates (flag "updated"), episode statistics and update counts summed."""
+    updated = metrics.pop("updated")
+    summary = {
+        k: (v * updated).sum() / jnp.maximum(updated.sum(), 1.0)
+        for k, v in metrics.items()
+        if not k.startswith("episode")
+    }
+    summary.update(
+        updates=updated.sum() * updates_per_iteration,
+        episodes=metrics["episodes"].sum(),
+        episode_return_sum=metrics["episode_return_sum"].sum(),
+        episode_length_sum=metrics["episode_length_sum"].sum(),
+        iteration=iteration,
+    )
+    return summary
+
+
+def make_train(config: TrainConfig, agent: Agent) -> Trainer:
+    """The training program of `agent` on `config.env`: the replay loop below for off-policy
+    agents, `jaxrl.onpolicy` for on-policy ones (those with `explore`)."""
+    if agent.on_policy:
+        from jaxrl import onpolicy
+
+        return onpolicy.make_train(config, agent)
+    env, eval_env = make_envs(config)
     num_envs, action_size = config.num_envs, env.action_size
     batch_rows = config.batch_size * config.updates_per_step
     learn_after = max(config.learning_starts, config.batch_size, config.n_step * num_envs)
@@ -69,8 +151,8 @@ def make_train(config: TrainConfig, agent: Agent) -> Trainer:
             return jax.random.uniform(key, (num_envs,), minval=low, maxval=high)
         return jnp.ones(num_envs)
 
-    def observe(stats, obs):
-        return normalization.normalize(stats, obs) if config.normalize_observations else obs
+    observe = make_observe(config)
+    evaluate = make_evaluate(config, agent, eval_env)
 
     def init(key: jax.Array) -> LoopState:
         key, agent_key, env_key, noise_key = jax.random.split(key, 4)
@@ -158,13 +240,10 @@ def make_train(config: TrainConfig, agent: Agent) -> Trainer:
         agent_state, update_metrics = jax.lax.cond(
             ready, lambda a: learn(a, buffer, stats, learn_key), skip, state.agent
         )
-        done = env_state.done
         metrics = {
             **update_metrics,
             "updated": ready.astype(jnp.float32),
-            "episodes": done.sum(),
-            "episode_return_sum": (done * info["finished_return"]).sum(),
-            "episode_length_sum": (done * info["finished_length"]).sum(),
+            **episode_metrics(env_state),
         }
         noise_scale = state.noise_scale
         if config.exploration == "uniform":  # redrawn for envs whose episode just ended
@@ -185,52 +264,11 @@ def make_train(config: TrainConfig, agent: Agent) -> Trainer:
         )
         return new_state, metrics
 
-    def evaluate(agent_state, stats, key: jax.Array) -> dict:
-        """Mean undiscounted return of `eval_envs` deterministic episodes (no auto-reset)."""
-        env_key, act_key = jax.random.split(key)
-        start = eval_env.reset(env_key)
-        zeros = jnp.zeros(config.eval_envs)
-
-        def cond(carry):
-            alive, t = carry[2], carry[4]
-            return jnp.any(alive > 0) & (t < eval_env.episode_length)
-
-        def body(carry):
-            env_state, episode_return, alive, length, t = carry
-            action = agent.act(agent_state, observe(stats, env_state.obs), act_key, 0.0)
-            env_state = eval_env.step(env_state, action)
-            # where, not multiply: a finished env may step into NaN physics.
-            episode_return = episode_return + jnp.where(alive > 0, env_state.reward, 0.0)
-            length = length + alive
-            alive = alive * (1.0 - env_state.done)
-            return env_state, episode_return, alive, length, t + 1
-
-        carry = (start, zeros, zeros + 1, zeros, 0)
-        _, episode_return, _, length, _ = jax.lax.while_loop(cond, body, carry)
-        return {
-            "eval_return": episode_return.mean(),
-            "eval_return_std": episode_return.std(),
-            "eval_length": length.mean(),
-        }
-
     def chunk(state: LoopState) -> tuple[LoopState, dict]:
         state, metrics = jax.lax.scan(iteration, state, None, config.iterations_per_chunk)
         key, eval_key = jax.random.split(state.key)
         state = state.replace(key=key)
-        updated = metrics.pop("updated")
-        summary = {
-            # Loss metrics averaged over the iterations that ran updates.
-            k: (v * updated).sum() / jnp.maximum(updated.sum(), 1.0)
-            for k, v in metrics.items()
-            if not k.startswith("episode")
-        }
-        summary.update(
-            updates=updated.sum() * config.updates_per_step,
-            episodes=metrics["episodes"].sum(),
-            episode_return_sum=metrics["episode_return_sum"].sum(),
-            episode_length_sum=metrics["episode_length_sum"].sum(),
-            iteration=state.iteration,
-        )
+        summary = summarize_chunk(metrics, config.updates_per_step, state.iteration)
         summary.update(evaluate(state.agent, state.obs_stats, eval_key))
         return state, summary
 

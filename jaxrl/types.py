@@ -37,3 +37,21 @@ class Batch(NamedTuple):
     next_obs: jax.Array  # [B, obs_size]
     terminated: jax.Array  # [B]
     discount: jax.Array  # [B]
+
+
+class Rollout(NamedTuple):
+    """What an on-policy agent learns from: T steps of N envs, [T, N] leading axes.
+
+    `next_obs` is the observation each step truly reached (before any auto-reset), so GAE
+    bootstraps truncated episodes from V(next_obs) and stops only at terminations. Observations
+    are stored as the policy saw them (normalised with the statistics it acted under).
+    """
+
+    obs: jax.Array  # [T, N, obs_size]
+    reward: jax.Array  # [T, N]
+    next_obs: jax.Array  # [T, N, obs_size]
+    terminated: jax.Array  # [T, N]
+    done: jax.Array  # [T, N], terminated or truncated: advantages do not flow across it
+    discount: jax.Array  # [T, N], gamma
+    extras: dict  # what the agent's explore() returned besides the action, [T, N, ...]
+    progress: jax.Array  # scalar in [0, 1]: fraction of the run done (learning-rate schedules)

@@ -22,7 +22,7 @@ import jaxrl
 from experiments.presets import PRESETS
 from jaxrl import cli
 
-PENDULUM, INVERTED_PENDULUM = -250.0, 900.0
+PENDULUM, INVERTED_PENDULUM, CARTPOLE_BALANCE = -250.0, 900.0, 900.0
 CASES = [
     ("sac_pendulum", PENDULUM),
     pytest.param("sac_inverted_pendulum", INVERTED_PENDULUM, marks=pytest.mark.slow),
@@ -37,6 +37,7 @@ CLI_CASES = (
         pytest.param(f"{algo}_inverted_pendulum", INVERTED_PENDULUM, marks=pytest.mark.slow)
         for algo in ("td3", "redq", "droq", "crossq", "fast_td3", "pql", "dsac_t")
     ]
+    + [pytest.param("ppo_cartpole_balance", CARTPOLE_BALANCE, marks=pytest.mark.slow)]
 )
 
 

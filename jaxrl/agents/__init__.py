@@ -6,7 +6,7 @@ import difflib
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from jaxrl.agents import crossq, droq, dsac_t, fast_td3, pql, redq, sac, td3
+from jaxrl.agents import crossq, droq, dsac_t, fast_td3, ppo, pql, redq, sac, td3
 from jaxrl.agents.base import Agent
 
 
@@ -14,6 +14,7 @@ class AlgorithmSpec(NamedTuple):
     config_cls: type
     make: Callable[[Any], Agent]
     description: str
+    on_policy: bool = False  # trained by the on-policy loop (rollouts) instead of replay
 
 
 ALGORITHMS: dict[str, AlgorithmSpec] = {
@@ -34,6 +35,9 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
     ),
     "pql": AlgorithmSpec(
         pql.PQLConfig, pql.make, "Parallel Q-Learning: mixed exploration, n-step, no target actor"
+    ),
+    "ppo": AlgorithmSpec(
+        ppo.PPOConfig, ppo.make, "PPO: clipped surrogate, GAE, on-policy rollouts", on_policy=True
     ),
 }
 

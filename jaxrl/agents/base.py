@@ -9,8 +9,6 @@ import flax.struct
 import jax
 import optax
 
-from jaxrl.types import Batch
-
 AgentState = Any
 Metrics = dict[str, jax.Array]
 
@@ -19,11 +17,21 @@ class Agent(NamedTuple):
     """init(key, obs_size, action_size) -> state;
     act(state, obs [N, O], key, noise_scale) -> actions [N, A] in [-1, 1], where noise_scale
     ([N] or scalar) scales the agent's exploration noise: 1 its own, 0 deterministic (eval);
-    update(state, batch [B], key) -> (state, metrics). All pure and jit/vmap-safe."""
+    update(state, batch, key) -> (state, metrics): `batch` is a replay Batch [B] for
+    off-policy agents, a Rollout [T, N] for on-policy ones. All pure and jit/vmap-safe.
+
+    On-policy agents also give explore(state, obs [N, O], key) -> (actions [N, A], extras):
+    an exploring action with what the update needs of it (log-probabilities, pre-squash
+    actions), stored in the Rollout. Its presence selects the on-policy loop."""
 
     init: Callable[[jax.Array, int, int], AgentState]
     act: Callable[[AgentState, jax.Array, jax.Array, jax.Array | float], jax.Array]
-    update: Callable[[AgentState, Batch, jax.Array], tuple[AgentState, Metrics]]
+    update: Callable[[AgentState, Any, jax.Array], tuple[AgentState, Metrics]]
+    explore: Callable[[AgentState, jax.Array, jax.Array], tuple[jax.Array, dict]] | None = None
+
+    @property
+    def on_policy(self) -> bool:
+        return self.explore is not None
 
 
 @flax.struct.dataclass

@@ -1,0 +1,267 @@
+"""PPO (Schulman et al. 2017) as Brax and MuJoCo Playground run it: a tanh-Gaussian policy and a
+separate value network, GAE over rollouts of many envs, several epochs of shuffled minibatch
+updates of the clipped surrogate plus a value loss (optionally clipped) and an entropy bonus,
+global gradient-norm clipping, reward scaling and a constant or linearly decaying learning rate.
+
+The rollouts come from the on-policy loop (`jaxrl.onpolicy`); GAE, epochs and minibatches are
+the update's own business, so the loop stays algorithm-agnostic.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import flax.struct
+import jax
+import jax.numpy as jnp
+import optax
+
+from jaxrl import distributions
+from jaxrl.agents.base import Agent
+from jaxrl.config import ConfigError
+from jaxrl.networks import MLP, GaussianActor
+from jaxrl.types import Rollout
+
+
+@dataclasses.dataclass(frozen=True)
+class PPOConfig:
+    # Network sizes of MuJoCo Playground's DM Control PPO runs; the rest are the paper's or
+    # Brax's defaults (ALGORITHMS.md). Presets set each task's values.
+    actor_hidden: tuple[int, ...] = (32, 32, 32, 32)
+    critic_hidden: tuple[int, ...] = (256, 256, 256, 256, 256)
+    learning_rate: float = 3e-4
+    lr_schedule: str = "constant"  # or "linear": decays to 0 over the run
+    num_epochs: int = 4  # passes over each rollout (Brax: num_updates_per_batch)
+    num_minibatches: int = 32  # the rollout's num_envs * unroll_length samples split evenly
+    clip_epsilon: float = 0.2  # probability-ratio clip (Brax's default 0.3)
+    clip_value: bool = False  # clip the value update around the rollout's values too
+    value_coef: float = 0.5
+    entropy_coef: float = 1e-2
+    max_grad_norm: float = 1.0  # global norm; 0 turns clipping off
+    gae_lambda: float = 0.95
+    normalize_advantages: bool = True  # per minibatch
+    reward_scale: float = 1.0  # rewards are multiplied by this (Brax: reward_scaling)
+
+    def __post_init__(self):
+        for name in ("actor_hidden", "critic_hidden"):
+            widths = getattr(self, name)
+            if not widths or any(w < 1 for w in widths):
+                raise ValueError(
+                    f"{name} must be a non-empty list of positive widths, got {widths}"
+                )
+        for name in ("num_epochs", "num_minibatches"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        for name in ("learning_rate", "clip_epsilon", "reward_scale"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
+        for name in ("value_coef", "entropy_coef", "max_grad_norm"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if not 0 <= self.gae_lambda <= 1:
+            raise ValueError(f"gae_lambda must be in [0, 1], got {self.gae_lambda}")
+        if self.lr_schedule not in ("constant", "linear"):
+            raise ValueError(
+                f"lr_schedule must be 'constant' or 'linear', got {self.lr_schedule!r}"
+            )
+
+    def check_train(self, train) -> None:
+        """Cross-checks with the run config, before anything is compiled."""
+        check_minibatches(train.num_envs * train.unroll_length, self.num_minibatches)
+
+
+def check_minibatches(samples: int, num_minibatches: int) -> None:
+    if samples % num_minibatches:
+        raise ConfigError(
+            f"a rollout of {samples} samples (num_envs x unroll_length) does not split into "
+            f"num_minibatches={num_minibatches} equal minibatches; pick sizes whose product is "
+            "a multiple of num_minibatches."
+        )
+
+
+@flax.struct.dataclass
+class PPOState:
+    params: dict  # {"policy": ..., "value": ...}
+    opt_state: optax.OptState
+    step: jax.Array  # rollouts learned from
+
+
+# --- Pure pieces, as the paper writes them. ----------------------------------------------------
+
+
+def gae(
+    reward: jax.Array,
+    value: jax.Array,
+    next_value: jax.Array,
+    terminated: jax.Array,
+    done: jax.Array,
+    discount: jax.Array,
+    lam: float,
+) -> tuple[jax.Array, jax.Array]:
+    """Generalised advantage estimation over [T, ...] arrays (time first).
+
+    delta_t = r_t + discount_t (1 - terminated_t) V(s'_t) - V(s_t), with s'_t the state step t
+    truly reached: a truncated episode bootstraps from it, a terminated one does not;
+    A_t = delta_t + discount_t lam (1 - done_t) A_{t+1}: nothing flows back across the end of an
+    episode (terminated or truncated), since step t+1 then belongs to the next one.
+    Returns (advantages, value targets A + V)."""
+    delta = reward + discount * (1.0 - terminated) * next_value - value
+
+    def backward(next_advantage, xs):
+        delta_t, discount_t, done_t = xs
+        advantage = delta_t + discount_t * lam * (1.0 - done_t) * next_advantage
+        return advantage, advantage
+
+    _, advantage = jax.lax.scan(
+        backward, jnp.zeros_like(value[0]), (delta, discount, done), reverse=True
+    )
+    return advantage, advantage + value
+
+
+def clipped_surrogate(ratio: jax.Array, advantage: jax.Array, epsilon: float) -> jax.Array:
+    """-E[min(rho A, clip(rho, 1 - eps, 1 + eps) A)], the policy loss to minimise."""
+    clipped = jnp.clip(ratio, 1.0 - epsilon, 1.0 + epsilon)
+    return -jnp.minimum(ratio * advantage, clipped * advantage).mean()
+
+
+def value_loss(
+    value: jax.Array, target: jax.Array, old_value: jax.Array, epsilon: float | None
+) -> jax.Array:
+    """0.5 E[(V - target)^2]; with epsilon, the larger of that and the error of the value moved
+    at most epsilon from the rollout's old value (PPO2's value clipping)."""
+    error = (value - target) ** 2
+    if epsilon is not None:
+        moved = old_value + jnp.clip(value - old_value, -epsilon, epsilon)
+        error = jnp.maximum(error, (moved - target) ** 2)
+    return 0.5 * error.mean()
+
+
+def minibatch_indices(key: jax.Array, samples: int, num_minibatches: int) -> jax.Array:
+    """A fresh permutation of the samples split into [num_minibatches, samples / M] rows: each
+    sample lands in exactly one minibatch per epoch."""
+    return jax.random.permutation(key, samples).reshape(num_minibatches, -1)
+
+
+def make(config: PPOConfig = PPOConfig()) -> Agent:
+    value_net = MLP(config.critic_hidden, out=1)
+    optimizer = optax.chain(
+        optax.clip_by_global_norm(config.max_grad_norm)
+        if config.max_grad_norm > 0
+        else optax.identity(),
+        # The learning rate is applied below, so the schedule can follow the run's progress.
+        optax.scale_by_adam(),
+    )
+
+    def policy_net(action_size: int) -> GaussianActor:
+        return GaussianActor(action_size, config.actor_hidden)
+
+    def action_size_of(params) -> int:
+        layer = params["policy"]["params"]["MLP_0"][f"Dense_{len(config.actor_hidden)}"]
+        return layer["bias"].shape[-1] // 2
+
+    def value(params, obs: jax.Array) -> jax.Array:
+        return value_net.apply(params["value"], obs)[..., 0]
+
+    def init(key: jax.Array, obs_size: int, action_size: int) -> PPOState:
+        policy_key, value_key = jax.random.split(key)
+        obs = jnp.zeros((1, obs_size))
+        params = {
+            "policy": policy_net(action_size).init(policy_key, obs),
+            "value": value_net.init(value_key, obs),
+        }
+        return PPOState(params, optimizer.init(params), jnp.zeros((), jnp.int32))
+
+    def policy(params, obs):
+        return policy_net(action_size_of(params)).apply(params["policy"], obs)
+
+    def act(state: PPOState, obs: jax.Array, key: jax.Array, noise_scale=1.0) -> jax.Array:
+        mean, log_std = policy(state.params, obs)
+        return distributions.tanh_gaussian_act(key, mean, log_std, noise_scale)
+
+    def explore(state: PPOState, obs: jax.Array, key: jax.Array):
+        mean, log_std = policy(state.params, obs)
+        raw = mean + jnp.exp(log_std) * jax.random.normal(key, mean.shape, mean.dtype)
+        log_prob = distributions.tanh_gaussian_log_prob_pre_tanh(raw, mean, log_std)
+        return jnp.tanh(raw), {"raw_action": raw, "log_prob": log_prob}
+
+    def loss(params, batch: dict, key: jax.Array):
+        mean, log_std = policy(params, batch["obs"])
+        log_prob = distributions.tanh_gaussian_log_prob_pre_tanh(batch["raw_action"], mean, log_std)
+        log_ratio = log_prob - batch["log_prob"]
+        ratio = jnp.exp(log_ratio)
+        advantage = batch["advantage"]
+        if config.normalize_advantages:
+            advantage = (advantage - advantage.mean()) / (advantage.std() + 1e-8)
+        policy_loss = clipped_surrogate(ratio, advantage, config.clip_epsilon)
+        clip = config.clip_epsilon if config.clip_value else None
+        v_loss = value_loss(value(params, batch["obs"]), batch["target"], batch["value"], clip)
+        entropy = distributions.tanh_gaussian_entropy(key, mean, log_std).mean()
+        total = policy_loss + config.value_coef * v_loss - config.entropy_coef * entropy
+        metrics = {
+            "policy_loss": policy_loss,
+            "value_loss": v_loss,
+            "entropy": entropy,
+            # Schulman's low-variance estimator of KL(old || new).
+            "approx_kl": ((ratio - 1.0) - log_ratio).mean(),
+            "clip_fraction": (jnp.abs(ratio - 1.0) > config.clip_epsilon).mean(),
+        }
+        return total, metrics
+
+    def update(state: PPOState, rollout: Rollout, key: jax.Array):
+        samples = rollout.reward.size
+        check_minibatches(samples, config.num_minibatches)  # at trace time, before compiling
+        values = value(state.params, rollout.obs)
+        advantage, target = gae(
+            config.reward_scale * rollout.reward,
+            values,
+            value(state.params, rollout.next_obs),
+            rollout.terminated,
+            rollout.done,
+            rollout.discount,
+            config.gae_lambda,
+        )
+        flat = {
+            "obs": rollout.obs,
+            "raw_action": rollout.extras["raw_action"],
+            "log_prob": rollout.extras["log_prob"],
+            "advantage": advantage,
+            "target": target,
+            "value": values,
+        }
+        flat = jax.tree.map(lambda x: x.reshape((samples,) + x.shape[2:]), flat)
+        flat = jax.lax.stop_gradient(flat)
+        fraction = 1.0 - rollout.progress if config.lr_schedule == "linear" else 1.0
+        learning_rate = config.learning_rate * fraction
+
+        def minibatch_step(carry, xs):
+            params, opt_state = carry
+            rows, step_key = xs
+            batch = jax.tree.map(lambda x: x[rows], flat)
+            (_, metrics), grads = jax.value_and_grad(loss, has_aux=True)(params, batch, step_key)
+            updates, opt_state = optimizer.update(grads, opt_state, params)
+            updates = jax.tree.map(lambda u: -learning_rate * u, updates)
+            metrics["grad_norm"] = jnp.sqrt(sum(jnp.sum(g**2) for g in jax.tree.leaves(grads)))
+            return (optax.apply_updates(params, updates), opt_state), metrics
+
+        def epoch(carry, key):
+            perm_key, step_key = jax.random.split(key)
+            rows = minibatch_indices(perm_key, samples, config.num_minibatches)
+            step_keys = jax.random.split(step_key, config.num_minibatches)
+            return jax.lax.scan(minibatch_step, carry, (rows, step_keys))
+
+        (params, opt_state), metrics = jax.lax.scan(
+            epoch,
+            (state.params, state.opt_state),
+            jax.random.split(key, config.num_epochs),
+        )
+        metrics = jax.tree.map(jnp.mean, metrics)
+        metrics["gradient_steps"] = jnp.asarray(
+            config.num_epochs * config.num_minibatches, jnp.float32
+        )
+        metrics["value_mean"] = values.mean()
+        return PPOState(params, opt_state, state.step + 1), metrics
+
+    return Agent(init=init, act=act, update=update, explore=explore)
+
+
+__all__ = ["PPOConfig", "PPOState", "clipped_surrogate", "gae", "make", "value_loss"]

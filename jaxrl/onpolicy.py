@@ -1,0 +1,113 @@
+"""The on-policy training loop (PPO), the twin of `jaxrl.loop`: one compiled program per chunk.
+
+One iteration: a rollout of `unroll_length` steps of all `num_envs` envs in `lax.scan` (the
+agent's `explore` picks each action and returns what its update needs), then one
+`agent.update(state, rollout, key)` (GAE, epochs of minibatch updates: the agent's business),
+then the observation statistics absorb the rollout. A chunk is `iterations_per_chunk /
+unroll_length` iterations and one deterministic evaluation, like the off-policy loop's, so the
+host driver, metrics, checkpoints and `jax.vmap(train)` over seeds are the same.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from jaxrl import normalization
+from jaxrl.agents.base import Agent
+from jaxrl.config import TrainConfig
+from jaxrl.loop import (
+    LoopState,
+    Trainer,
+    episode_metrics,
+    make_envs,
+    make_evaluate,
+    make_observe,
+    summarize_chunk,
+)
+from jaxrl.types import Rollout
+
+
+def make_train(config: TrainConfig, agent: Agent) -> Trainer:
+    env, eval_env = make_envs(config)
+    observe = make_observe(config)
+    evaluate = make_evaluate(config, agent, eval_env)
+    rollouts_per_chunk = config.iterations_per_chunk // config.unroll_length
+    total_rollouts = rollouts_per_chunk * config.num_chunks
+
+    def init(key: jax.Array) -> LoopState:
+        key, agent_key, env_key = jax.random.split(key, 3)
+        env_state = env.reset(env_key)
+        stats = normalization.init(env.observation_size)
+        if config.normalize_observations:
+            stats = normalization.update(stats, env_state.obs)
+        return LoopState(
+            agent=agent.init(agent_key, env.observation_size, env.action_size),
+            env_state=env_state,
+            buffer=None,
+            obs_stats=stats,
+            key=key,
+            iteration=jnp.zeros((), jnp.int32),
+            noise_scale=None,
+            acting_agent=None,
+        )
+
+    def rollout(state: LoopState, key: jax.Array):
+        """unroll_length steps of all envs under the current policy and statistics."""
+
+        def step(env_state, key):
+            obs = observe(state.obs_stats, env_state.obs)
+            action, extras = agent.explore(state.agent, obs, key)
+            env_state = env.step(env_state, action)
+            info = env_state.info
+            terminated = env_state.done * (1.0 - info["truncation"])
+            data = (obs, env_state.reward, info["final_obs"], terminated, env_state.done, extras)
+            return env_state, (data, episode_metrics(env_state))
+
+        keys = jax.random.split(key, config.unroll_length)
+        env_state, (data, episodes) = jax.lax.scan(step, state.env_state, keys)
+        obs, reward, final_obs, terminated, done, extras = data
+        batch = Rollout(
+            obs=obs,
+            reward=reward,
+            next_obs=observe(state.obs_stats, final_obs),
+            terminated=terminated,
+            done=done,
+            discount=jnp.full_like(reward, config.gamma),
+            extras=extras,
+            progress=state.iteration / (total_rollouts * config.unroll_length),
+        )
+        return env_state, batch, final_obs, jax.tree.map(jnp.sum, episodes)
+
+    def iteration(state: LoopState, _):
+        key, rollout_key, update_key = jax.random.split(state.key, 3)
+        env_state, batch, final_obs, episodes = rollout(state, rollout_key)
+        agent_state, update_metrics = agent.update(state.agent, batch, update_key)
+        stats = state.obs_stats
+        if config.normalize_observations:
+            stats = normalization.update(stats, final_obs.reshape(-1, final_obs.shape[-1]))
+        new_state = state.replace(
+            agent=agent_state,
+            env_state=env_state,
+            obs_stats=stats,
+            key=key,
+            iteration=state.iteration + config.unroll_length,
+        )
+        return new_state, {**update_metrics, "updated": jnp.ones(()), **episodes}
+
+    def chunk(state: LoopState) -> tuple[LoopState, dict]:
+        state, metrics = jax.lax.scan(iteration, state, None, rollouts_per_chunk)
+        key, eval_key = jax.random.split(state.key)
+        state = state.replace(key=key)
+        # Gradient steps, where the agent counts them (PPO: epochs x minibatches per rollout).
+        gradient_steps = metrics.pop("gradient_steps", None)
+        summary = summarize_chunk(metrics, 1, state.iteration)
+        if gradient_steps is not None:
+            summary["updates"] = gradient_steps.sum()
+        summary.update(evaluate(state.agent, state.obs_stats, eval_key))
+        return state, summary
+
+    def train(key: jax.Array) -> tuple[LoopState, dict]:
+        return jax.lax.scan(lambda s, _: chunk(s), init(key), None, config.num_chunks)
+
+    return Trainer(config, agent, env, eval_env, init, chunk, evaluate, train)

@@ -1,0 +1,121 @@
+"""PPO: GAE, the clipped objective, the value loss and minibatching, by hand; the agent's shapes."""
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxrl
+from jaxrl.agents import ppo
+from jaxrl.types import Rollout
+
+
+def test_gae_by_hand_with_a_termination_and_a_truncation():
+    # One env, 5 steps, gamma 0.9, lambda 0.5. Step 1 terminates (no bootstrap); step 3 is
+    # truncated by the time limit: it bootstraps from V(final obs) = 3.0, but no advantage
+    # flows back into it from step 4, which belongs to the next episode.
+    col = lambda *v: jnp.array(v)[:, None]
+    advantage, target = ppo.gae(
+        reward=col(1.0, 0.0, 1.0, 2.0, 1.0),
+        value=col(0.5, 1.0, 0.2, 0.4, 0.6),
+        next_value=col(1.0, 2.0, 0.4, 3.0, 0.8),
+        terminated=col(0.0, 1.0, 0.0, 0.0, 0.0),
+        done=col(0.0, 1.0, 0.0, 1.0, 0.0),
+        discount=col(0.9, 0.9, 0.9, 0.9, 0.9),
+        lam=0.5,
+    )
+    # deltas: 1 + .9 - .5 = 1.4; 0 - 1 = -1; 1 + .36 - .2 = 1.16; 2 + 2.7 - .4 = 4.3;
+    #         1 + .72 - .6 = 1.12
+    # A4 = 1.12; A3 = 4.3 (episode ended); A2 = 1.16 + .45 * 4.3 = 3.095;
+    # A1 = -1 (episode ended); A0 = 1.4 + .45 * -1 = 0.95
+    chex.assert_trees_all_close(advantage, col(0.95, -1.0, 3.095, 4.3, 1.12), atol=1e-6)
+    chex.assert_trees_all_close(target, col(1.45, 0.0, 3.295, 4.7, 1.72), atol=1e-6)
+
+
+def test_clipped_surrogate_by_hand():
+    ratio = jnp.array([0.5, 1.5, 0.5, 1.5])
+    advantage = jnp.array([1.0, 1.0, -1.0, -1.0])
+    # min(rA, clip(r, .8, 1.2) A) = [0.5, 1.2, -0.8, -1.5]; loss = -mean = 0.15
+    loss = ppo.clipped_surrogate(ratio, advantage, 0.2)
+    assert float(loss) == pytest.approx(0.15, abs=1e-6)
+    # Where the clipped term is the minimum (samples 1 and 2) the ratio gets no gradient.
+    grad = jax.grad(ppo.clipped_surrogate)(ratio, advantage, 0.2)
+    chex.assert_trees_all_close(grad, jnp.array([-0.25, 0.0, 0.0, 0.25]))
+
+
+def test_value_loss_by_hand_with_and_without_clipping():
+    value, target, old = jnp.array([1.0, 0.0]), jnp.array([2.0, 0.6]), jnp.array([0.5, 1.0])
+    # Unclipped: 0.5 * mean(1, 0.36) = 0.34.
+    assert float(ppo.value_loss(value, target, old, None)) == pytest.approx(0.34, abs=1e-6)
+    # Clipped to old +- 0.2: [0.7, 0.8] -> errors [1.69, 0.04]; max with [1, 0.36] ->
+    # 0.5 * mean(1.69, 0.36) = 0.5125.
+    assert float(ppo.value_loss(value, target, old, 0.2)) == pytest.approx(0.5125, abs=1e-6)
+
+
+def test_minibatches_cover_every_sample_exactly_once_per_epoch():
+    for seed in range(3):
+        rows = ppo.minibatch_indices(jax.random.PRNGKey(seed), 96, 8)
+        chex.assert_shape(rows, (8, 12))
+        np.testing.assert_array_equal(np.sort(np.asarray(rows).ravel()), np.arange(96))
+    first, second = (ppo.minibatch_indices(jax.random.PRNGKey(s), 96, 8) for s in (0, 1))
+    assert not np.array_equal(first, second)  # reshuffled every epoch
+
+
+def _rollout(key, steps=8, envs=4, obs_size=3, action_size=2):
+    k1, k2, k3, k4 = jax.random.split(key, 4)
+    return Rollout(
+        obs=jax.random.normal(k1, (steps, envs, obs_size)),
+        reward=jax.random.normal(k2, (steps, envs)),
+        next_obs=jax.random.normal(k3, (steps, envs, obs_size)),
+        terminated=jnp.zeros((steps, envs)),
+        done=jnp.zeros((steps, envs)),
+        discount=jnp.full((steps, envs), 0.99),
+        extras={
+            "raw_action": jax.random.normal(k4, (steps, envs, action_size)),
+            "log_prob": jnp.zeros((steps, envs)),
+        },
+        progress=jnp.zeros(()),
+    )
+
+
+def test_explore_act_update_shapes_and_log_probs():
+    config = ppo.PPOConfig(actor_hidden=(8,), critic_hidden=(8,), num_minibatches=4)
+    agent = ppo.make(config)
+    state = agent.init(jax.random.PRNGKey(0), 3, 2)
+    obs = jax.random.normal(jax.random.PRNGKey(1), (4, 3))
+    action, extras = agent.explore(state, obs, jax.random.PRNGKey(2))
+    chex.assert_shape([action, extras["raw_action"]], (4, 2))
+    chex.assert_shape(extras["log_prob"], (4,))
+    chex.assert_trees_all_close(action, jnp.tanh(extras["raw_action"]))
+    # The stored log-prob is the policy's at the stored action: the first ratio is 1.
+    mean, log_std = ppo.GaussianActor(2, (8,)).apply(state.params["policy"], obs)
+    want = jaxrl.distributions.tanh_gaussian_log_prob_pre_tanh(extras["raw_action"], mean, log_std)
+    chex.assert_trees_all_close(extras["log_prob"], want, rtol=1e-6)
+    chex.assert_trees_all_close(agent.act(state, obs, jax.random.PRNGKey(3), 0.0), jnp.tanh(mean))
+
+    rollout = _rollout(jax.random.PRNGKey(4))
+    new_state, metrics = jax.jit(agent.update)(state, rollout, jax.random.PRNGKey(5))
+    assert float(metrics["gradient_steps"]) == config.num_epochs * config.num_minibatches
+    assert int(new_state.step) == 1
+    chex.assert_tree_all_finite(metrics)
+    chex.assert_trees_all_equal_shapes_and_dtypes(new_state.params, state.params)
+    moved = jax.tree.map(lambda a, b: bool(jnp.any(a != b)), new_state.params, state.params)
+    assert all(jax.tree.leaves(moved))
+
+
+def test_linear_schedule_stops_at_the_end_of_the_run():
+    agent = ppo.make(ppo.PPOConfig(actor_hidden=(8,), critic_hidden=(8,), lr_schedule="linear"))
+    state = agent.init(jax.random.PRNGKey(0), 3, 2)
+    rollout = _rollout(jax.random.PRNGKey(1))._replace(progress=jnp.ones(()))
+    new_state, _ = agent.update(state, rollout, jax.random.PRNGKey(2))
+    chex.assert_trees_all_equal(new_state.params, state.params)  # learning rate 0
+
+
+def test_minibatch_sizes_are_checked_before_compiling():
+    with pytest.raises(jaxrl.ConfigError, match="num_minibatches=5"):
+        ppo.PPOConfig(num_minibatches=5).check_train(
+            jaxrl.TrainConfig(algo="ppo", num_envs=4, unroll_length=8)
+        )
+    with pytest.raises(ValueError, match="lr_schedule"):
+        ppo.PPOConfig(lr_schedule="cosine")
