@@ -1,0 +1,122 @@
+"""Training throughput against the simulator's own limit, one JSON line per case.
+
+    python benchmarks/throughput.py --preset ppo_dmc --num-envs 4096 --steps 20000000 \
+        --out benchmarks/results/throughput.jsonl
+
+For the preset's env at `num_envs`, it measures
+- the simulator limit: env-steps/s of the same vectorised env (auto-reset included) stepped with
+  uniform random actions inside one compiled `lax.scan`, no learning (compile timed apart);
+- training: `jaxrl.train` with the preset at that `num_envs`: compile seconds (to the first
+  chunk), training env-steps/s (evaluations included, as a user sees it), final eval return;
+and writes both with the machine's facts. The first piece of the wall-clock suite (issue 5).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import platform
+import sys
+import time
+
+import jax
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+
+import envs  # noqa: E402
+from jaxrl import cli, driver  # noqa: E402
+
+
+def machine() -> dict:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "device_kinds": [d.device_kind for d in jax.devices()],
+        **driver.versions(),
+    }
+
+
+def simulator_limit(config, steps: int = 1000) -> dict:
+    """Random actions in one scan over the same wrapped env the trainer steps."""
+    env = envs.wrap(
+        envs.make(config.env, **config.env_options),
+        config.num_envs,
+        episode_length=config.episode_length,
+        action_repeat=config.action_repeat,
+    )
+
+    def run(key):
+        state = env.reset(key)
+
+        def body(state, key):
+            action = jax.random.uniform(key, (config.num_envs, env.action_size), minval=-1)
+            state = env.step(state, action)
+            return state, state.obs.sum()
+
+        state, out = jax.lax.scan(body, state, jax.random.split(key, steps))
+        return out.sum()
+
+    tick = time.perf_counter()
+    compiled = jax.jit(run).lower(jax.random.PRNGKey(0)).compile()
+    compile_seconds = time.perf_counter() - tick
+    jax.block_until_ready(compiled(jax.random.PRNGKey(1)))  # warm
+    tick = time.perf_counter()
+    jax.block_until_ready(compiled(jax.random.PRNGKey(2)))
+    seconds = time.perf_counter() - tick
+    return {
+        "compile_seconds": compile_seconds,
+        "env_steps_per_second": steps * config.num_envs / seconds,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", required=True, help="JSON-lines file to append to")
+    parser.add_argument("--skip-training", action="store_true")
+    parser.add_argument("--skip-limit", action="store_true", help="no simulator-limit run")
+    args, train_argv = parser.parse_known_args(argv)
+    train_config, agent_config, _ = cli.build_configs(train_argv)
+    record = {
+        "case": f"{train_config.algo}/{train_config.env}/{train_config.num_envs}",
+        "algo": train_config.algo,
+        "env": train_config.env,
+        "num_envs": train_config.num_envs,
+        "machine": machine(),
+    }
+    if not args.skip_limit:
+        record["limit"] = simulator_limit(train_config)
+        print(json.dumps(record["limit"]), flush=True)
+    if not args.skip_training:
+        result = driver.train(train_config, agent_config, None, compile_cache=False)
+        throughput = result.history[-1]["env_steps"] / result.train_seconds
+        record["training"] = {
+            "compile_seconds": result.compile_seconds,
+            "train_seconds": result.train_seconds,
+            "env_steps": result.history[-1]["env_steps"],
+            "env_steps_per_second": throughput,
+            "eval_returns": [row["eval_return"] for row in result.history],
+            "eval_env_steps": [row["env_steps"] for row in result.history],
+        }
+        if "limit" in record:
+            limit = record["limit"]["env_steps_per_second"]
+            record["training"]["fraction_of_limit"] = throughput / limit
+    out = pathlib.Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with out.open("a") as f:
+        f.write(json.dumps(record) + "\n")
+    print(json.dumps(record, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
