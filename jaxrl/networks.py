@@ -108,11 +108,17 @@ class GaussianActor(nn.Module):
     layer_norm: bool = False
     log_std_min: float = -5.0
     log_std_max: float = 2.0
+    # Brax's tanh-normal head instead: std = softplus(raw) + min_std (0.69 at initialisation,
+    # where the squashed log-std starts at 0.22), which PPO's on-policy exploration needs.
+    softplus_std: bool = False
+    min_std: float = 1e-3
 
     @nn.compact
     def __call__(self, obs: jax.Array) -> tuple[jax.Array, jax.Array]:
         x = MLP(self.hidden, out=2 * self.action_size, layer_norm=self.layer_norm)(obs)
         mean, raw = jnp.split(x, 2, axis=-1)
+        if self.softplus_std:
+            return mean, jnp.log(jax.nn.softplus(raw) + self.min_std)
         return mean, squash_log_std(raw, self.log_std_min, self.log_std_max)
 
 

@@ -28,14 +28,14 @@ def test_readme_api_example_runs_and_learns():
 @pytest.mark.slow
 def test_readme_ppo_example_learns_inverted_pendulum():
     # PPO's learning test through the functional API: brax/inverted_pendulum, eval return
-    # >= 900 within 102,400 env steps (the ppo_inverted_pendulum preset's settings; seeds
-    # 0-3 reached 1,000 by 71,680 steps on 2 CPU cores).
+    # >= 900 within 81,920 env steps (the ppo_inverted_pendulum preset's settings; seeds
+    # 0-3 reached 1,000 by 51,200 steps on 2 CPU cores).
     namespace: dict = {}
     exec(
         compile("import jax\nimport jaxrl\n" + _python_blocks()[1], "README.md", "exec"), namespace
     )
     returns = np.asarray(namespace["metrics"]["eval_return"])
-    assert returns.shape == (10,)
+    assert returns.shape == (8,)
     assert returns.max() >= 900.0 and returns[0] < 900.0, returns
 
 

@@ -41,6 +41,7 @@ class PPOConfig:
     gae_lambda: float = 0.95
     normalize_advantages: bool = True  # per minibatch
     reward_scale: float = 1.0  # rewards are multiplied by this (Brax: reward_scaling)
+    softplus_std: bool = True  # Brax's policy head: std = softplus(raw) + 0.001
 
     def __post_init__(self):
         for name in ("actor_hidden", "critic_hidden"):
@@ -153,7 +154,7 @@ def make(config: PPOConfig = PPOConfig()) -> Agent:
     )
 
     def policy_net(action_size: int) -> GaussianActor:
-        return GaussianActor(action_size, config.actor_hidden)
+        return GaussianActor(action_size, config.actor_hidden, softplus_std=config.softplus_std)
 
     def action_size_of(params) -> int:
         layer = params["policy"]["params"]["MLP_0"][f"Dense_{len(config.actor_hidden)}"]

@@ -4,11 +4,11 @@ import chex
 import jax
 import jax.numpy as jnp
 import pytest
+from batches import random_batch
 
 from jaxrl import distributional
 from jaxrl.agents import dsac_t, sac
 from jaxrl.networks import QEnsemble
-from jaxrl.types import Batch
 
 
 def test_twin_targets_come_from_the_critic_with_the_lower_mean():
@@ -97,18 +97,6 @@ def test_running_mean_std_starts_from_the_first_batch():
     chex.assert_trees_all_close(later, jnp.array([0.9 + 0.2, 3.6 + 0.2]))
 
 
-def _batch(key, size=16, obs_size=3, action_size=2):
-    k1, k2, k3, k4 = jax.random.split(key, 4)
-    return Batch(
-        obs=jax.random.normal(k1, (size, obs_size)),
-        action=jax.random.uniform(k2, (size, action_size), minval=-1, maxval=1),
-        reward=jax.random.normal(k3, (size,)),
-        next_obs=jax.random.normal(k4, (size, obs_size)),
-        terminated=jnp.zeros(size),
-        discount=jnp.full(size, 0.99),
-    )
-
-
 def test_agent_state_shapes_and_first_update():
     config = dsac_t.DSACTConfig(actor_hidden=(8,), critic_hidden=(16, 16))
     agent = dsac_t.make(config)
@@ -117,7 +105,7 @@ def test_agent_state_shapes_and_first_update():
     out = state.critic.params["params"]["critics"]["MLP_0"]["Dense_2"]["kernel"]
     chex.assert_shape(out, (2, 16, 2))
     chex.assert_shape(state.mean_std, (2,))
-    batch = _batch(jax.random.PRNGKey(1))
+    batch = random_batch(jax.random.PRNGKey(1), size=16)
     new_state, metrics = jax.jit(agent.update)(state, batch, jax.random.PRNGKey(2))
     # The running std starts at the first batch's mean predicted std of each critic.
     critic = QEnsemble((16, 16), 2, outputs=2)

@@ -89,7 +89,8 @@ def test_explore_act_update_shapes_and_log_probs():
     chex.assert_shape(extras["log_prob"], (4,))
     chex.assert_trees_all_close(action, jnp.tanh(extras["raw_action"]))
     # The stored log-prob is the policy's at the stored action: the first ratio is 1.
-    mean, log_std = ppo.GaussianActor(2, (8,)).apply(state.params["policy"], obs)
+    actor = ppo.GaussianActor(2, (8,), softplus_std=True)
+    mean, log_std = actor.apply(state.params["policy"], obs)
     want = jaxrl.distributions.tanh_gaussian_log_prob_pre_tanh(extras["raw_action"], mean, log_std)
     chex.assert_trees_all_close(extras["log_prob"], want, rtol=1e-6)
     chex.assert_trees_all_close(agent.act(state, obs, jax.random.PRNGKey(3), 0.0), jnp.tanh(mean))

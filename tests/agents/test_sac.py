@@ -4,9 +4,9 @@ import chex
 import jax
 import jax.numpy as jnp
 import pytest
+from batches import random_batch
 
 from jaxrl.agents import sac
-from jaxrl.types import Batch
 
 
 def test_critic_target_by_hand():
@@ -58,18 +58,6 @@ def test_alpha_loss_by_hand_and_direction():
     assert float(jax.grad(sac.alpha_loss)(log_alpha, log_prob, target_entropy)) > 0
 
 
-def _batch(key, size=32, obs_size=3, action_size=2):
-    k1, k2, k3, k4 = jax.random.split(key, 4)
-    return Batch(
-        obs=jax.random.normal(k1, (size, obs_size)),
-        action=jax.random.uniform(k2, (size, action_size), minval=-1, maxval=1),
-        reward=jax.random.normal(k3, (size,)),
-        next_obs=jax.random.normal(k4, (size, obs_size)),
-        terminated=jnp.zeros(size),
-        discount=jnp.full(size, 0.99),
-    )
-
-
 def test_init_act_update_shapes_and_determinism():
     agent = sac.make(sac.SACConfig(actor_hidden=(16,), critic_hidden=(16, 16), num_critics=3))
     state = agent.init(jax.random.PRNGKey(0), 3, 2)
@@ -82,7 +70,7 @@ def test_init_act_update_shapes_and_determinism():
     chex.assert_shape([explore, greedy], (7, 2))
     assert float(jnp.abs(explore).max()) <= 1.0
     update = jax.jit(agent.update)
-    batch = _batch(jax.random.PRNGKey(2))
+    batch = random_batch(jax.random.PRNGKey(2))
     new_state, metrics = update(state, batch, jax.random.PRNGKey(3))
     again, metrics_again = update(state, batch, jax.random.PRNGKey(3))
     chex.assert_trees_all_equal(metrics, metrics_again)
@@ -99,7 +87,7 @@ def test_init_act_update_shapes_and_determinism():
 def test_repeated_updates_fit_a_fixed_batch():
     agent = sac.make(sac.SACConfig(actor_hidden=(32, 32), critic_hidden=(32, 32), critic_lr=1e-3))
     state = agent.init(jax.random.PRNGKey(0), 3, 2)
-    batch = _batch(jax.random.PRNGKey(1))._replace(terminated=jnp.ones(32))  # pure regression
+    batch = random_batch(jax.random.PRNGKey(1))._replace(terminated=jnp.ones(32))  # pure regression
     step = jax.jit(agent.update)
     _, first = step(state, batch, jax.random.PRNGKey(2))
     for i in range(300):
