@@ -15,68 +15,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import pathlib
-import platform
 import sys
-import time
-
-import jax
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
-import envs  # noqa: E402
+from benchmarks.case import machine, simulator_limit  # noqa: E402
 from jaxrl import cli, driver  # noqa: E402
-
-
-def machine() -> dict:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return {
-        "cpu": cpu,
-        "cores": os.cpu_count(),
-        "device_kinds": [d.device_kind for d in jax.devices()],
-        **driver.versions(),
-    }
-
-
-def simulator_limit(config, steps: int = 1000) -> dict:
-    """Random actions in one scan over the same wrapped env the trainer steps."""
-    env = envs.wrap(
-        envs.make(config.env, **config.env_options),
-        config.num_envs,
-        episode_length=config.episode_length,
-        action_repeat=config.action_repeat,
-    )
-
-    def run(key):
-        state = env.reset(key)
-
-        def body(state, key):
-            action = jax.random.uniform(key, (config.num_envs, env.action_size), minval=-1)
-            state = env.step(state, action)
-            return state, state.obs.sum()
-
-        state, out = jax.lax.scan(body, state, jax.random.split(key, steps))
-        return out.sum()
-
-    tick = time.perf_counter()
-    compiled = jax.jit(run).lower(jax.random.PRNGKey(0)).compile()
-    compile_seconds = time.perf_counter() - tick
-    jax.block_until_ready(compiled(jax.random.PRNGKey(1)))  # warm
-    tick = time.perf_counter()
-    jax.block_until_ready(compiled(jax.random.PRNGKey(2)))
-    seconds = time.perf_counter() - tick
-    return {
-        "compile_seconds": compile_seconds,
-        "env_steps_per_second": steps * config.num_envs / seconds,
-    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -94,7 +39,9 @@ def main(argv: list[str] | None = None) -> int:
         "machine": machine(),
     }
     if not args.skip_limit:
-        record["limit"] = simulator_limit(train_config)
+        record["limit"] = simulator_limit(
+            train_config.env, train_config.num_envs, **train_config.env_options
+        )
         print(json.dumps(record["limit"]), flush=True)
     if not args.skip_training:
         result = driver.train(train_config, agent_config, None, compile_cache=False)

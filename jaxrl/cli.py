@@ -150,7 +150,7 @@ def build_configs(argv: list[str]) -> tuple[TrainConfig, Any, argparse.Namespace
     agent_names = {f.name for f in dataclasses.fields(spec.config_cls)}
     train_kwargs = {
         **preset.get("train", {}),
-        **{k: v for k, v in flags.items() if k in train_names},
+        **{k: v for k, v in flags.items() if k in train_names and k != "algo"},
     }
     env_options = {**train_kwargs.pop("env_options", {}), **dict(args.env_option)}
     train_config = TrainConfig(algo=algo, env_options=env_options, **train_kwargs)
@@ -212,15 +212,22 @@ def cmd_list(argv: list[str]) -> int:
     return 0
 
 
-COMMANDS = {"train": cmd_train, "list": cmd_list}
+def cmd_bench(argv: list[str]) -> int:
+    from benchmarks import run
+
+    return run.main(argv)
+
+
+COMMANDS = {"train": cmd_train, "list": cmd_list, "bench": cmd_bench}
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if not argv or argv[0] in ("-h", "--help"):
         print(
-            "usage: jaxrl {train,list} ...\n  train  train an agent (jaxrl train --help)\n"
-            "  list   list algorithms, presets and environments"
+            "usage: jaxrl {train,list,bench} ...\n  train  train an agent (jaxrl train --help)\n"
+            "  list   list algorithms, presets and environments\n"
+            "  bench  run the wall-clock benchmark suite (jaxrl bench --help)"
         )
         return 0 if argv else 2
     command, rest = argv[0], argv[1:]

@@ -46,7 +46,7 @@ def test_flags_override_preset_and_reach_both_configs():
 @pytest.mark.parametrize(
     "argv,message",
     [
-        (["train", "--algo", "sacc"], "Unknown algorithm 'sacc'. Did you mean sac?"),
+        (["train", "--algo", "sacc"], "Unknown algorithm 'sacc'. Did you mean sac"),
         (["train", "--env", "classic/pendullum"], "Did you mean: classic/pendulum"),
         (["train", "--preset", "sac_pendulm"], "Did you mean sac_pendulum"),
         (["train", "--num-envs", "0"], "num_envs must be a positive integer"),
@@ -80,3 +80,8 @@ def test_refuses_a_folder_that_holds_a_run(capsys, tmp_path):
     code, _, err = _run(capsys, "train", "--out", str(tmp_path))
     assert code == 2 and "already holds a run" in err
     assert json.loads((tmp_path / "config.json").read_text()) == {"earlier": "run"}
+
+
+def test_algo_flag_and_its_own_preset_together():
+    train, agent, _ = cli.build_configs(["--algo", "sac", "--preset", "sac_pendulum"])
+    assert train.algo == "sac" and agent.actor_hidden == (64, 64)

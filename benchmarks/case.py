@@ -1,0 +1,171 @@
+"""One benchmark case, measured in this process: a jaxrl algorithm, one of Brax's own trainers,
+or the simulator's random-action limit. `python -m benchmarks.case '<case JSON>' OUT.jsonl`
+appends its record; `benchmarks.run` starts one such process per case, so compile caches and
+memory never leak from one system into the next.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import pathlib
+import platform
+import resource
+import sys
+import time
+from typing import Any
+
+import jax
+
+from benchmarks.suites import Case
+
+
+def machine() -> dict:
+    """Facts stored with every record."""
+    import brax
+    import mujoco
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    devices = jax.devices()
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "backend": jax.default_backend(),
+        "device_count": len(devices),
+        "devices": sorted({d.device_kind for d in devices}),
+        "python": platform.python_version(),
+        "jax": jax.__version__,
+        "brax": brax.__version__,
+        "mujoco": mujoco.__version__,
+    }
+
+
+def memory() -> dict:
+    """Peak host RSS of this process; peak device memory where the backend reports it."""
+    # ru_maxrss is in KiB on Linux.
+    out: dict[str, Any] = {"peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+    stats = jax.devices()[0].memory_stats() or {}
+    peak = stats.get("peak_bytes_in_use")
+    out["peak_device_mb"] = peak / 2**20 if peak is not None else None
+    return out
+
+
+def simulator_limit(env_name: str, num_envs: int, steps: int = 1000, **options) -> dict:
+    """env-steps/s of the env as the trainers step it (vectorised, episode limit, auto-reset),
+    with uniform random actions inside one compiled scan and no learning."""
+    import envs
+
+    env = envs.wrap(envs.make(env_name, **options), num_envs)
+
+    def run(key):
+        def body(state, key):
+            action = jax.random.uniform(key, (num_envs, env.action_size), minval=-1)
+            state = env.step(state, action)
+            return state, state.obs.sum()
+
+        _, out = jax.lax.scan(body, env.reset(key), jax.random.split(key, steps))
+        return out.sum()
+
+    tick = time.perf_counter()
+    compiled = jax.jit(run).lower(jax.random.PRNGKey(0)).compile()
+    compile_seconds = time.perf_counter() - tick
+    jax.block_until_ready(compiled(jax.random.PRNGKey(1)))  # warm-up
+    tick = time.perf_counter()
+    jax.block_until_ready(compiled(jax.random.PRNGKey(2)))
+    seconds = time.perf_counter() - tick
+    return {
+        "compile_seconds": compile_seconds,
+        "env_steps_per_second": steps * num_envs / seconds,
+    }
+
+
+def summarize(case: Case, evals: list[dict], updates: float | None) -> dict:
+    """Time and steps to the threshold, compile time (to the first finished chunk after the
+    start of training), steady-state throughput, from the evaluation points
+    [{env_steps, wall_seconds, eval_return}] of any system."""
+    trained = [e for e in evals if e["env_steps"] > 0]
+    hit = next((e for e in trained if e["eval_return"] >= case.threshold), None)
+    first, last = trained[0], trained[-1]
+    steady = None
+    if len(trained) > 1 and last["wall_seconds"] > first["wall_seconds"]:
+        steady = (last["env_steps"] - first["env_steps"]) / (
+            last["wall_seconds"] - first["wall_seconds"]
+        )
+    return {
+        "compile_seconds": first["wall_seconds"],
+        "seconds_to_threshold": hit["wall_seconds"] if hit else None,
+        "steps_to_threshold": hit["env_steps"] if hit else None,
+        "final_return": last["eval_return"],
+        "total_seconds": last["wall_seconds"],
+        "env_steps": last["env_steps"],
+        "env_steps_per_second": steady,
+        "updates_per_second": updates / last["wall_seconds"] if updates else None,
+    }
+
+
+def run_jaxrl(case: Case) -> tuple[list[dict], float, dict]:
+    from jaxrl import cli, driver
+
+    argv = ["--algo", case.algo, "--env", case.env, "--num-envs", str(case.num_envs)]
+    argv += ["--seed", str(case.seed), "--steps", str(case.total_steps)]
+    if case.preset:
+        argv += ["--preset", case.preset]
+    argv += list(case.options)
+    train_config, agent_config, _ = cli.build_configs(argv)
+    stamps: list[float] = []
+    start = time.perf_counter()
+    result = driver.train(
+        train_config,
+        agent_config,
+        None,
+        progress=lambda _line: stamps.append(time.perf_counter() - start),
+        compile_cache=False,
+    )
+    # The first progress line reports compilation; one line per chunk follows.
+    evals = [
+        {"env_steps": row["env_steps"], "wall_seconds": t, "eval_return": row["eval_return"]}
+        for row, t in zip(result.history, stamps[1:], strict=True)
+    ]
+    updates = sum(row["updates"] for row in result.history)
+    extra = {"xla_compile_seconds": result.compile_seconds, "config": argv}
+    return evals, updates, extra
+
+
+def run(case: Case) -> dict:
+    record: dict[str, Any] = {"case": case.name, **dataclasses.asdict(case)}
+    record["machine"] = machine()
+    if case.system == "limit":
+        record.update(simulator_limit(case.env, case.num_envs))
+    else:
+        if case.system == "jaxrl":
+            evals, updates, extra = run_jaxrl(case)
+        else:
+            from benchmarks import peers
+
+            evals, updates, extra = peers.run(case)
+        record["evals"] = evals
+        record.update(extra)
+        record.update(summarize(case, evals, updates))
+    record.update(memory())
+    return record
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    case = Case.from_json(argv[0])
+    record = run(case)
+    out = pathlib.Path(argv[1])
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with out.open("a") as f:
+        f.write(json.dumps(record) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,89 @@
+"""Brax's own trainers (`brax.training.agents.sac` and `ppo`, the installed version) as peers in
+the benchmark suite, on the same env object jaxrl's `brax/*` family builds."""
+
+from __future__ import annotations
+
+import time
+
+import jax
+import jax.numpy as jnp
+
+from benchmarks.suites import Case
+
+
+def install_jax_shims() -> None:
+    """Brax 0.14.2's trainers call `jax.device_put_replicated`, which current jax (0.10 and
+    later) removed. Its replacement here stacks one copy per device along a new leading axis
+    (what the removed function returned); `jax.pmap` then places one slice on each device."""
+    if hasattr(jax, "device_put_replicated"):
+        return
+
+    def device_put_replicated(x, devices):
+        return jax.tree.map(lambda a: jnp.stack([jnp.asarray(a)] * len(devices)), x)
+
+    jax.device_put_replicated = device_put_replicated
+
+
+def run(case: Case) -> tuple[list[dict], float, dict]:
+    """Trains with Brax's trainer; returns the evaluation points, the gradient updates done and
+    extra fields for the record."""
+    install_jax_shims()
+    import envs
+
+    settings = dict(case.peer)
+    start = time.perf_counter()
+    env = envs.make(case.env)  # the raw Brax env: Brax's trainer adds its own wrappers
+    evals: list[dict] = []
+
+    def progress(step, metrics):
+        evals.append(
+            {
+                "env_steps": int(step),
+                "wall_seconds": time.perf_counter() - start,
+                "eval_return": float(metrics["eval/episode_reward"]),
+            }
+        )
+
+    if case.algo == "sac":
+        from brax.training.agents.sac import networks, train
+
+        layer_norm = settings.pop("q_network_layer_norm", False)
+
+        def network_factory(observation_size, action_size, preprocess_observations_fn):
+            return networks.make_sac_networks(
+                observation_size,
+                action_size,
+                preprocess_observations_fn=preprocess_observations_fn,
+                q_network_layer_norm=layer_norm,
+            )
+
+        train.train(
+            environment=env,
+            num_timesteps=case.total_steps,
+            num_envs=case.num_envs,
+            seed=case.seed,
+            network_factory=network_factory,
+            progress_fn=progress,
+            **settings,
+        )
+        prefill = -(-settings.get("min_replay_size", 0) // case.num_envs) * case.num_envs
+        trained = max(evals[-1]["env_steps"] - prefill, 0)
+        updates = trained / case.num_envs * settings.get("grad_updates_per_step", 1)
+    elif case.algo == "ppo":
+        from brax.training.agents.ppo import train
+
+        train.train(
+            environment=env,
+            num_timesteps=case.total_steps,
+            num_envs=case.num_envs,
+            seed=case.seed,
+            progress_fn=progress,
+            **settings,
+        )
+        per_update = settings["batch_size"] * settings["num_minibatches"]
+        per_update *= settings["unroll_length"]
+        rounds = evals[-1]["env_steps"] / per_update
+        updates = rounds * settings["num_minibatches"] * settings["num_updates_per_batch"]
+    else:
+        raise ValueError(f"no Brax peer named {case.algo!r}; peers: sac, ppo")
+    return evals, updates, {"peer_settings": settings}

@@ -1,0 +1,206 @@
+"""The markdown summary (benchmarks/RESULTS.md) and plots from the suite's JSON records."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+from collections import defaultdict
+
+import numpy as np
+
+
+def load(path: pathlib.Path) -> list[dict]:
+    """Records of one file; a case run again replaces its earlier record."""
+    latest: dict[str, dict] = {}
+    for line in path.read_text().splitlines():
+        if line.strip():
+            record = json.loads(line)
+            latest[record["case"]] = record
+    return list(latest.values())
+
+
+def one_line(record: dict) -> str:
+    if "error" in record:
+        return "error"
+    if record["system"] == "limit":
+        return f"limit {record['env_steps_per_second']:,.0f} env-steps/s"
+    hit = record["seconds_to_threshold"]
+    reached = f"threshold at {hit:.1f} s" if hit is not None else "threshold not reached"
+    return f"{reached}, final return {record['final_return']:.1f}"
+
+
+def _fmt(value, spec=",.1f", none="-"):
+    return none if value is None else format(value, spec)
+
+
+def _system(record: dict) -> str:
+    return f"{record['system']}/{record['algo']}"
+
+
+def targets(records: list[dict]) -> list[str]:
+    """The issue's targets, where the records hold both sides."""
+    lines = []
+    ip = [r for r in records if r["env"] == "brax/inverted_pendulum" and "error" not in r]
+    by = {_system(r): r for r in ip if r["system"] != "limit"}
+    brax_sac, brax_ppo = by.get("brax/sac"), by.get("brax/ppo")
+    ours = [r for k, r in by.items() if k.startswith("jaxrl/") and r["seconds_to_threshold"]]
+    if brax_sac and ours:
+        best = min(ours, key=lambda r: r["seconds_to_threshold"])
+        if brax_sac["seconds_to_threshold"]:
+            ratio = best["seconds_to_threshold"] / brax_sac["seconds_to_threshold"]
+            verdict = "met" if ratio <= 0.25 else f"missed by {ratio / 0.25:.1f}x"
+            lines.append(
+                f"- Best jaxrl ({_system(best)}) to threshold on brax/inverted_pendulum: "
+                f"{best['seconds_to_threshold']:.1f} s vs Brax SAC "
+                f"{brax_sac['seconds_to_threshold']:.1f} s = {ratio:.2f} of it "
+                f"(target <= 0.25): {verdict}."
+            )
+        else:
+            lines.append("- Brax SAC did not reach the threshold: the 1/4 target has no base.")
+        compiles = [r["compile_seconds"] for r in ours]
+        ratio = min(compiles) / brax_sac["compile_seconds"]
+        lines.append(
+            f"- Compile (to the first chunk): jaxrl {min(compiles):.1f}-{max(compiles):.1f} s vs "
+            f"Brax SAC {brax_sac['compile_seconds']:.1f} s (target <= 0.5 of it: "
+            f"{'met' if max(compiles) <= 0.5 * brax_sac['compile_seconds'] else 'missed'}; "
+            f"best ratio {ratio:.2f})."
+        )
+    ppo = by.get("jaxrl/ppo")
+    if ppo and brax_ppo:
+        a, b = ppo["seconds_to_threshold"], brax_ppo["seconds_to_threshold"]
+        if a and b:
+            lines.append(
+                f"- jaxrl PPO to threshold {a:.1f} s vs Brax PPO {b:.1f} s: "
+                f"{'met' if a <= b else f'missed by {a / b:.2f}x'}."
+            )
+        else:
+            lines.append(f"- PPO to threshold: jaxrl {_fmt(a)} s, Brax {_fmt(b)} s.")
+    return lines
+
+
+def section(name: str, records: list[dict]) -> list[str]:
+    lines = [f"## {name}", ""]
+    machines = {json.dumps(r["machine"], sort_keys=True) for r in records if "machine" in r}
+    for m in sorted(machines):
+        facts = json.loads(m)
+        lines.append(
+            f"Machine: {facts['cpu']} ({facts['cores']} cores), {facts['backend']} "
+            f"{', '.join(facts['devices'])} x{facts['device_count']}; jax {facts['jax']}, "
+            f"brax {facts['brax']}, mujoco {facts['mujoco']}."
+        )
+    lines.append("")
+    limits = {
+        (r["env"], r["num_envs"]): r["env_steps_per_second"]
+        for r in records
+        if r.get("system") == "limit" and "error" not in r
+    }
+    for env in sorted({r["env"] for r in records if "env" in r}):
+        runs = [r for r in records if r.get("env") == env and r["system"] != "limit"]
+        ok = [r for r in runs if "error" not in r]
+        peers = [r["seconds_to_threshold"] for r in ok if r["system"] == "brax"]
+        best_peer = min([p for p in peers if p], default=None)
+        threshold = ok[0]["threshold"] if ok else None
+        lines += [
+            f"### {env} (threshold {_fmt(threshold, ',.0f')})",
+            "",
+            "| system | envs | seed | to threshold (s) | env steps to it | ratio to best peer "
+            "| compile (s) | env-steps/s | of limit | updates/s | final return | peak RSS (MB) |",
+            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        ]
+        for r in sorted(
+            ok, key=lambda r: (r["seconds_to_threshold"] is None, r["seconds_to_threshold"] or 0)
+        ):
+            limit = limits.get((env, r["num_envs"]))
+            sps = r["env_steps_per_second"]
+            hit = r["seconds_to_threshold"]
+            lines.append(
+                f"| {_system(r)} | {r['num_envs']} | {r['seed']} | {_fmt(hit)} "
+                f"| {_fmt(r['steps_to_threshold'], ',d')} "
+                f"| {_fmt(hit / best_peer if hit and best_peer else None, '.2f')} "
+                f"| {_fmt(r['compile_seconds'])} | {_fmt(sps, ',.0f')} "
+                f"| {_fmt(sps / limit if sps and limit else None, '.0%')} "
+                f"| {_fmt(r['updates_per_second'], ',.0f')} | {_fmt(r['final_return'])} "
+                f"| {_fmt(r['peak_rss_mb'], ',.0f')} |"
+            )
+        for r in runs:
+            if "error" in r:
+                lines.append(f"| {r['case']} | failed: {r['error'].strip().splitlines()[-1]} |")
+        env_limits = sorted((n, v) for (e, n), v in limits.items() if e == env)
+        if env_limits:
+            lines.append("")
+            lines.append(
+                "Simulator limit (random actions, one compiled scan): "
+                + ", ".join(f"{v:,.0f} env-steps/s at {n} envs" for n, v in env_limits)
+                + "."
+            )
+        lines.append("")
+    target_lines = targets(records)
+    if target_lines:
+        lines += ["### Targets", "", *target_lines, ""]
+    return lines
+
+
+def plot(name: str, records: list[dict], folder: pathlib.Path) -> list[pathlib.Path]:
+    """Eval return against wall-clock and against env steps, one PNG per env: mean over seeds
+    with the min-max spread where the seeds share evaluation points."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    written = []
+    runs = [r for r in records if r.get("evals") and "error" not in r]
+    for env in sorted({r["env"] for r in runs}):
+        fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+        groups = defaultdict(list)
+        for r in runs:
+            if r["env"] == env:
+                groups[f"{_system(r)} ({r['num_envs']} envs)"].append(r)
+        for label, group in sorted(groups.items()):
+            for ax, key in zip(axes, ("wall_seconds", "env_steps"), strict=True):
+                xs = [np.array([e[key] for e in r["evals"]], float) for r in group]
+                ys = [np.array([e["eval_return"] for e in r["evals"]], float) for r in group]
+                n = min(len(x) for x in xs)
+                x = np.mean([x[:n] for x in xs], axis=0)
+                y = np.array([y[:n] for y in ys])
+                (line,) = ax.plot(x, y.mean(0), label=label)
+                if len(group) > 1:
+                    ax.fill_between(x, y.min(0), y.max(0), alpha=0.2, color=line.get_color())
+        threshold = groups and next(iter(groups.values()))[0]["threshold"]
+        for ax, xlabel in zip(
+            axes, ("wall-clock seconds (compile included)", "env steps"), strict=True
+        ):
+            ax.axhline(threshold, color="grey", linestyle=":", linewidth=1)
+            ax.set_xlabel(xlabel)
+            ax.set_ylabel("eval return")
+            ax.grid(alpha=0.3)
+        axes[0].legend(fontsize=8)
+        fig.suptitle(f"{env} ({name})")
+        fig.tight_layout()
+        path = folder / f"{name}-{env.replace('/', '-')}.png"
+        fig.savefig(path, dpi=90)
+        plt.close(fig)
+        written.append(path)
+    return written
+
+
+def write(results: pathlib.Path) -> pathlib.Path:
+    """benchmarks/RESULTS.md (beside the results folder) from every records file in it."""
+    lines = [
+        "# Benchmark results",
+        "",
+        "Generated by `jaxrl bench` from the JSON records in `results/`; every case ran in its",
+        "own process. Time to threshold is wall-clock from the start of training, compilation",
+        "included; compile is the time to the first finished chunk (Brax: its first evaluation",
+        "after training began); env-steps/s is the steady rate after it, evaluations included;",
+        "`of limit` divides it by the simulator's random-action rate at the same env count.",
+        "",
+    ]
+    for path in sorted(results.glob("*.jsonl")):
+        records = load(path)
+        lines += section(path.stem, records)
+        for png in plot(path.stem, records, results):
+            lines += [f"![{png.stem}](results/{png.name})", ""]
+    out = results.parent / "RESULTS.md"
+    out.write_text("\n".join(lines))
+    return out

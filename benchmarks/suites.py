@@ -1,0 +1,137 @@
+"""The benchmark suites: which systems run on which env, with how many envs and steps, and the
+return threshold that counts as solved.
+
+Systems: "jaxrl" (an algorithm with its preset), "brax" (Brax's own `sac` or `ppo` trainer
+with the hyperparameters its docs or MuJoCo Playground give), "limit" (the simulator with
+random actions, no learning).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+PENDULUM, INVERTED_PENDULUM = -250.0, 900.0
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    system: str  # "jaxrl", "brax" or "limit"
+    algo: str  # jaxrl algorithm, Brax trainer ("sac", "ppo"), or "random" for the limit
+    env: str
+    num_envs: int
+    threshold: float = 0.0
+    total_steps: int = 0
+    seed: int = 0
+    preset: str | None = None  # jaxrl preset
+    options: tuple[str, ...] = ()  # extra `jaxrl train` flags
+    peer: tuple[tuple[str, Any], ...] = ()  # keyword arguments of Brax's train()
+
+    @property
+    def name(self) -> str:
+        return f"{self.system}/{self.algo}/{self.env}/{self.num_envs}/s{self.seed}"
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> Case:
+        fields = json.loads(text)
+        fields["options"] = tuple(fields["options"])
+        fields["peer"] = tuple((k, v) for k, v in fields["peer"])
+        return cls(**fields)
+
+
+def jaxrl_case(algo: str, env: str, preset: str, threshold: float, **kw) -> Case:
+    from experiments.presets import PRESETS
+
+    train = PRESETS[preset]["train"]
+    kw.setdefault("num_envs", train["num_envs"])
+    kw.setdefault("total_steps", train["total_steps"])
+    return Case("jaxrl", algo, env, threshold=threshold, preset=preset, **kw)
+
+
+# Brax SAC as MuJoCo Playground runs it on the DM Control Suite (ALGORITHMS.md): 128 envs,
+# batch 512, 8 gradient updates per step, lr 1e-3, gamma 0.99, replay warm-up 8192,
+# observation normalisation, LayerNorm in the Q-network. Evaluation on 16 envs, as jaxrl's.
+BRAX_SAC = {
+    "num_envs": 128,
+    "batch_size": 512,
+    "grad_updates_per_step": 8,
+    "learning_rate": 1e-3,
+    "discounting": 0.99,
+    "min_replay_size": 8192,
+    "normalize_observations": True,
+    "q_network_layer_norm": True,
+    "num_eval_envs": 16,
+    "episode_length": 1000,
+}
+# Brax PPO on inverted_pendulum as Brax's training notebook sets it: 2048 envs, batch 1024,
+# 32 minibatches, 4 updates per batch, unroll 5, gamma 0.97, lr 3e-4, entropy 1e-2, reward
+# scaling 10, 2M steps, 20 evaluations.
+BRAX_PPO_INVERTED_PENDULUM = {
+    "num_envs": 2048,
+    "batch_size": 1024,
+    "num_minibatches": 32,
+    "num_updates_per_batch": 4,
+    "unroll_length": 5,
+    "discounting": 0.97,
+    "learning_rate": 3e-4,
+    "entropy_cost": 1e-2,
+    "reward_scaling": 10.0,
+    "normalize_observations": True,
+    "num_eval_envs": 16,
+    "episode_length": 1000,
+}
+
+
+def brax_case(algo: str, env: str, settings: dict, threshold: float, total_steps: int, evals: int):
+    peer = {k: v for k, v in settings.items() if k != "num_envs"}
+    peer["num_evals"] = evals
+    return Case(
+        "brax",
+        algo,
+        env,
+        settings["num_envs"],
+        threshold=threshold,
+        total_steps=total_steps,
+        peer=tuple(sorted(peer.items())),
+    )
+
+
+def _smoke() -> list[Case]:
+    ip = "brax/inverted_pendulum"
+    cases = [
+        jaxrl_case("sac", "classic/pendulum", "sac_pendulum", PENDULUM),
+        jaxrl_case("crossq", "classic/pendulum", "crossq_pendulum", PENDULUM),
+    ]
+    cases += [
+        jaxrl_case(algo, ip, f"{algo}_inverted_pendulum", INVERTED_PENDULUM)
+        for algo in ("sac", "crossq", "fast_td3", "ppo")
+    ]
+    cases += [
+        brax_case("sac", ip, BRAX_SAC, INVERTED_PENDULUM, 102_400, 25),
+        brax_case("ppo", ip, BRAX_PPO_INVERTED_PENDULUM, INVERTED_PENDULUM, 2_000_000, 20),
+    ]
+    limits = sorted({(c.env, c.num_envs) for c in cases})
+    return [Case("limit", "random", env, n) for env, n in limits] + cases
+
+
+def _tiny() -> list[Case]:
+    """What the suite's own test runs: seconds per case."""
+    return [
+        Case("limit", "random", "classic/pendulum", 4),
+        jaxrl_case(
+            "sac",
+            "classic/pendulum",
+            "sac_pendulum",
+            PENDULUM,
+            num_envs=4,
+            total_steps=800,
+            options=("--learning-starts", "200", "--eval-every", "400", "--eval-envs", "2"),
+        ),
+    ]
+
+
+SUITES = {"smoke": _smoke, "tiny": _tiny}

@@ -1,0 +1,59 @@
+"""The benchmark suite end to end on its tiny suite: each case in its own process, well-formed
+records, the markdown summary and the plots."""
+
+import json
+
+from benchmarks import case as case_module
+from benchmarks import report, run
+from benchmarks.suites import SUITES, Case
+
+
+def test_tiny_suite_writes_records_summary_and_plots(tmp_path):
+    results = tmp_path / "results"
+    results.mkdir()
+    out = results / "tiny-cpu.jsonl"
+    lines = []
+    records = run.run_suite("tiny", out, [], timeout=600, progress=lines.append)
+    assert [r["case"] for r in records] == [c.name for c in SUITES["tiny"]()]
+    assert len(out.read_text().splitlines()) == 2
+    limit, sac = (json.loads(line) for line in out.read_text().splitlines())
+    assert "error" not in limit and "error" not in sac, (limit, sac)
+    for record in (limit, sac):
+        assert record["machine"]["cores"] >= 1 and record["machine"]["jax"]
+        assert record["peak_rss_mb"] > 100  # jax alone takes more
+    assert limit["system"] == "limit" and limit["env_steps_per_second"] > 0
+    # 800 steps of 4 envs split into 2 chunks of 400 steps: an evaluation after each.
+    assert [e["env_steps"] for e in sac["evals"]] == [400, 800]
+    walls = [e["wall_seconds"] for e in sac["evals"]]
+    assert 0 < sac["xla_compile_seconds"] < sac["compile_seconds"] == walls[0] < walls[1]
+    assert sac["env_steps_per_second"] == (800 - 400) / (walls[1] - walls[0])
+    assert sac["final_return"] == sac["evals"][-1]["eval_return"]
+    assert sac["updates_per_second"] > 0
+    # The threshold is not reachable in 800 steps: recorded as not reached, not as a number.
+    assert sac["seconds_to_threshold"] is None and sac["steps_to_threshold"] is None
+    summary = report.write(results)
+    text = summary.read_text()
+    assert "### classic/pendulum (threshold -250)" in text and "jaxrl/sac" in text
+    assert "env-steps/s at 4 envs" in text
+    assert (results / "tiny-cpu-classic-pendulum.png").stat().st_size > 1000
+
+
+def test_threshold_time_comes_from_the_first_evaluation_at_or_above_it():
+    case = Case("jaxrl", "sac", "classic/pendulum", 4, threshold=-250.0)
+    evals = [
+        {"env_steps": 0, "wall_seconds": 3.0, "eval_return": -1200.0},
+        {"env_steps": 100, "wall_seconds": 10.0, "eval_return": -900.0},
+        {"env_steps": 200, "wall_seconds": 12.0, "eval_return": -240.0},
+        {"env_steps": 300, "wall_seconds": 14.0, "eval_return": -100.0},
+    ]
+    summary = case_module.summarize(case, evals, updates=56.0)
+    assert summary["seconds_to_threshold"] == 12.0 and summary["steps_to_threshold"] == 200
+    assert summary["compile_seconds"] == 10.0  # the first evaluation after training began
+    assert summary["env_steps_per_second"] == 200 / 4.0
+    assert summary["updates_per_second"] == 4.0
+    assert summary["final_return"] == -100.0
+
+
+def test_case_round_trips_through_json():
+    for case in SUITES["smoke"]():
+        assert Case.from_json(case.to_json()) == case
