@@ -56,10 +56,13 @@ def memory() -> dict:
     return out
 
 
-def simulator_limit(env_name: str, num_envs: int, steps: int = 1000, **options) -> dict:
+def simulator_limit(env_name: str, num_envs: int, steps: int | None = None, **options) -> dict:
     """env-steps/s of the env as the trainers step it (vectorised, episode limit, auto-reset),
-    with uniform random actions inside one compiled scan and no learning."""
+    with uniform random actions inside one compiled scan and no learning. `steps` (scan
+    length) defaults to about 256k env steps in all, between 100 and 1,000 steps."""
     import envs
+
+    steps = steps or min(max(256_000 // num_envs, 100), 1000)
 
     env = envs.wrap(envs.make(env_name, **options), num_envs)
 

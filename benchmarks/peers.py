@@ -32,7 +32,12 @@ def run(case: Case) -> tuple[list[dict], float, dict]:
 
     settings = dict(case.peer)
     start = time.perf_counter()
-    env = envs.make(case.env)  # the raw Brax env: Brax's trainer adds its own wrappers
+    # The unwrapped task: Brax's trainer adds its own wrappers (Playground's, for its tasks).
+    env = envs.make(case.env).unwrapped
+    if case.env.startswith("playground/"):
+        from mujoco_playground import wrapper
+
+        settings["wrap_env_fn"] = wrapper.wrap_for_brax_training
     evals: list[dict] = []
 
     def progress(step, metrics):
@@ -70,14 +75,22 @@ def run(case: Case) -> tuple[list[dict], float, dict]:
         trained = max(evals[-1]["env_steps"] - prefill, 0)
         updates = trained / case.num_envs * settings.get("grad_updates_per_step", 1)
     elif case.algo == "ppo":
-        from brax.training.agents.ppo import train
+        import functools
 
+        from brax.training.agents.ppo import networks, train
+
+        sizes = {
+            k: tuple(settings.pop(k))
+            for k in ("policy_hidden_layer_sizes", "value_hidden_layer_sizes")
+            if k in settings
+        }
         train.train(
             environment=env,
             num_timesteps=case.total_steps,
             num_envs=case.num_envs,
             seed=case.seed,
             progress_fn=progress,
+            network_factory=functools.partial(networks.make_ppo_networks, **sizes),
             **settings,
         )
         per_update = settings["batch_size"] * settings["num_minibatches"]
@@ -86,4 +99,5 @@ def run(case: Case) -> tuple[list[dict], float, dict]:
         updates = rounds * settings["num_minibatches"] * settings["num_updates_per_batch"]
     else:
         raise ValueError(f"no Brax peer named {case.algo!r}; peers: sac, ppo")
+    settings.pop("wrap_env_fn", None)
     return evals, updates, {"peer_settings": settings}

@@ -40,7 +40,7 @@ def _system(record: dict) -> str:
 def targets(records: list[dict]) -> list[str]:
     """The issue's targets, where the records hold both sides."""
     lines = []
-    ip = [r for r in records if r["env"] == "brax/inverted_pendulum" and "error" not in r]
+    ip = [r for r in records if r.get("env") == "brax/inverted_pendulum" and "error" not in r]
     by = {_system(r): r for r in ip if r["system"] != "limit"}
     brax_sac, brax_ppo = by.get("brax/sac"), by.get("brax/ppo")
     ours = [r for k, r in by.items() if k.startswith("jaxrl/") and r["seconds_to_threshold"]]
@@ -57,13 +57,17 @@ def targets(records: list[dict]) -> list[str]:
             )
         else:
             lines.append("- Brax SAC did not reach the threshold: the 1/4 target has no base.")
-        compiles = [r["compile_seconds"] for r in ours]
-        ratio = min(compiles) / brax_sac["compile_seconds"]
+    if brax_sac:
+        base = brax_sac["compile_seconds"]
+        ratios = {
+            _system(r): r["compile_seconds"] / base for r in by.values() if r["system"] == "jaxrl"
+        }
+        met = [k for k, v in ratios.items() if v <= 0.5]
         lines.append(
-            f"- Compile (to the first chunk): jaxrl {min(compiles):.1f}-{max(compiles):.1f} s vs "
-            f"Brax SAC {brax_sac['compile_seconds']:.1f} s (target <= 0.5 of it: "
-            f"{'met' if max(compiles) <= 0.5 * brax_sac['compile_seconds'] else 'missed'}; "
-            f"best ratio {ratio:.2f})."
+            f"- Compile (to the first finished chunk) against Brax SAC's {base:.1f} s, target "
+            f"<= 0.5: "
+            + ", ".join(f"{k} {v:.2f}" for k, v in sorted(ratios.items(), key=lambda kv: kv[1]))
+            + f"; met by {len(met)} of {len(ratios)}."
         )
     ppo = by.get("jaxrl/ppo")
     if ppo and brax_ppo:
@@ -174,6 +178,7 @@ def plot(name: str, records: list[dict], folder: pathlib.Path) -> list[pathlib.P
             ax.set_xlabel(xlabel)
             ax.set_ylabel("eval return")
             ax.grid(alpha=0.3)
+        axes[1].set_xscale("symlog", linthresh=1000)  # runs differ by 100x in env steps
         axes[0].legend(fontsize=8)
         fig.suptitle(f"{env} ({name})")
         fig.tight_layout()

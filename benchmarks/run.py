@@ -23,8 +23,12 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 
 
+def _print(line: str) -> None:
+    print(line, flush=True)  # progress shows as it happens, also when piped to a file
+
+
 def run_suite(
-    suite: str, out: pathlib.Path, only: list[str], timeout: float, progress=print
+    suite: str, out: pathlib.Path, only: list[str], timeout: float, progress=_print
 ) -> list[dict]:
     cases = [c for c in SUITES[suite]() if not only or any(f in c.name for f in only)]
     if not cases:

@@ -39,7 +39,9 @@ class Case:
     def from_json(cls, text: str) -> Case:
         fields = json.loads(text)
         fields["options"] = tuple(fields["options"])
-        fields["peer"] = tuple((k, v) for k, v in fields["peer"])
+        fields["peer"] = tuple(
+            (k, tuple(v) if isinstance(v, list) else v) for k, v in fields["peer"]
+        )
         return cls(**fields)
 
 
@@ -111,11 +113,62 @@ def _smoke() -> list[Case]:
         for algo in ("sac", "crossq", "fast_td3", "ppo")
     ]
     cases += [
-        brax_case("sac", ip, BRAX_SAC, INVERTED_PENDULUM, 102_400, 25),
+        brax_case("sac", ip, BRAX_SAC, INVERTED_PENDULUM, 307_200, 60),
         brax_case("ppo", ip, BRAX_PPO_INVERTED_PENDULUM, INVERTED_PENDULUM, 2_000_000, 20),
     ]
     limits = sorted({(c.env, c.num_envs) for c in cases})
     return [Case("limit", "random", env, n) for env, n in limits] + cases
+
+
+# Brax PPO as MuJoCo Playground runs it on the DM Control Suite (ALGORITHMS.md).
+BRAX_PPO_DMC = {
+    "num_envs": 2048,
+    "batch_size": 1024,
+    "num_minibatches": 32,
+    "num_updates_per_batch": 16,
+    "unroll_length": 30,
+    "discounting": 0.995,
+    "learning_rate": 1e-3,
+    "entropy_cost": 1e-2,
+    "reward_scaling": 10.0,
+    "normalize_observations": True,
+    "num_eval_envs": 128,
+    "episode_length": 1000,
+    "policy_hidden_layer_sizes": (32, 32, 32, 32),
+    "value_hidden_layer_sizes": (256, 256, 256, 256, 256),
+}
+
+
+def _with_limits(cases: list[Case]) -> list[Case]:
+    """The simulator limit for every (env, num_envs) the cases use, first."""
+    limits = sorted({(c.env, c.num_envs) for c in cases})
+    return [Case("limit", "random", env, n) for env, n in limits] + cases
+
+
+def _cpu() -> list[Case]:
+    """The longer CPU comparison: the smoke cases over 3 seeds, and a Playground task."""
+    cases = [
+        dataclasses.replace(c, seed=seed)
+        for c in _smoke()
+        if c.system != "limit"
+        for seed in (0, 1, 2)
+    ]
+    cases.append(jaxrl_case("ppo", "playground/CartpoleBalance", "ppo_cartpole_balance", 900.0))
+    return _with_limits(cases)
+
+
+def _gpu() -> list[Case]:
+    """MJX DM Control at thousands of envs (thresholds: eval returns the Playground paper's
+    PPO reaches on each task well within its budget)."""
+    cases = []
+    for env, threshold in (("playground/CheetahRun", 500.0), ("playground/WalkerRun", 500.0)):
+        cases += [
+            jaxrl_case("ppo", env, "ppo_dmc", threshold, num_envs=4096, total_steps=60_000_000),
+            jaxrl_case("sac", env, "sac_dmc", threshold, total_steps=5_000_000),
+            jaxrl_case("fast_td3", env, "fast_td3_playground", threshold, total_steps=20_000_000),
+            brax_case("ppo", env, BRAX_PPO_DMC, threshold, 60_000_000, 10),
+        ]
+    return _with_limits(cases)
 
 
 def _tiny() -> list[Case]:
@@ -134,4 +187,4 @@ def _tiny() -> list[Case]:
     ]
 
 
-SUITES = {"smoke": _smoke, "tiny": _tiny}
+SUITES = {"smoke": _smoke, "cpu": _cpu, "gpu": _gpu, "tiny": _tiny}

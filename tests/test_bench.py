@@ -54,6 +54,7 @@ def test_threshold_time_comes_from_the_first_evaluation_at_or_above_it():
     assert summary["final_return"] == -100.0
 
 
-def test_case_round_trips_through_json():
-    for case in SUITES["smoke"]():
-        assert Case.from_json(case.to_json()) == case
+def test_every_suite_case_round_trips_through_json():
+    for suite in SUITES.values():
+        for case in suite():
+            assert Case.from_json(case.to_json()) == case
