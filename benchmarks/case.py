@@ -59,10 +59,12 @@ def memory() -> dict:
 def simulator_limit(env_name: str, num_envs: int, steps: int | None = None, **options) -> dict:
     """env-steps/s of the env as the trainers step it (vectorised, episode limit, auto-reset),
     with uniform random actions inside one compiled scan and no learning. `steps` (scan
-    length) defaults to about 256k env steps in all, between 100 and 1,000 steps."""
+    length) defaults to 1,000 steps, on a CPU to about 256k env steps (100 at least)."""
     import envs
 
-    steps = steps or min(max(256_000 // num_envs, 100), 1000)
+    if steps is None:  # a CPU steps thousands of envs slowly: about 256k env steps there
+        cpu = jax.default_backend() == "cpu"
+        steps = min(max(256_000 // num_envs, 100), 1000) if cpu else 1000
 
     env = envs.wrap(envs.make(env_name, **options), num_envs)
 

@@ -125,7 +125,11 @@ class TrainConfig:
 
     @property
     def num_chunks(self) -> int:
-        return -(-self.total_steps // self.eval_every)
+        """Evaluations in the run: one every eval_every env steps, but at most one per
+        iteration (a step of all envs, or a rollout), so the run does not overshoot
+        total_steps when an iteration is longer than eval_every."""
+        per_chunk = max(self.eval_every, self.num_envs * self.iteration_unit)
+        return -(-self.total_steps // per_chunk)
 
     @property
     def iterations_per_chunk(self) -> int:
