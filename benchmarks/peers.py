@@ -3,6 +3,7 @@ the benchmark suite, on the same env object jaxrl's `brax/*` family builds."""
 
 from __future__ import annotations
 
+import functools
 import time
 
 import jax
@@ -52,31 +53,12 @@ def run(case: Case) -> tuple[list[dict], float, dict]:
     if case.algo == "sac":
         from brax.training.agents.sac import networks, train
 
-        layer_norm = settings.pop("q_network_layer_norm", False)
-
-        def network_factory(observation_size, action_size, preprocess_observations_fn):
-            return networks.make_sac_networks(
-                observation_size,
-                action_size,
-                preprocess_observations_fn=preprocess_observations_fn,
-                q_network_layer_norm=layer_norm,
-            )
-
-        train.train(
-            environment=env,
-            num_timesteps=case.total_steps,
-            num_envs=case.num_envs,
-            seed=case.seed,
-            network_factory=network_factory,
-            progress_fn=progress,
-            **settings,
+        # Brax's factory signature takes the sizes; LayerNorm is the one setting we add.
+        network_factory = functools.partial(
+            networks.make_sac_networks,
+            q_network_layer_norm=settings.pop("q_network_layer_norm", False),
         )
-        prefill = -(-settings.get("min_replay_size", 0) // case.num_envs) * case.num_envs
-        trained = max(evals[-1]["env_steps"] - prefill, 0)
-        updates = trained / case.num_envs * settings.get("grad_updates_per_step", 1)
     elif case.algo == "ppo":
-        import functools
-
         from brax.training.agents.ppo import networks, train
 
         sizes = {
@@ -84,20 +66,26 @@ def run(case: Case) -> tuple[list[dict], float, dict]:
             for k in ("policy_hidden_layer_sizes", "value_hidden_layer_sizes")
             if k in settings
         }
-        train.train(
-            environment=env,
-            num_timesteps=case.total_steps,
-            num_envs=case.num_envs,
-            seed=case.seed,
-            progress_fn=progress,
-            network_factory=functools.partial(networks.make_ppo_networks, **sizes),
-            **settings,
-        )
+        network_factory = functools.partial(networks.make_ppo_networks, **sizes)
+    else:
+        raise ValueError(f"no Brax peer named {case.algo!r}; peers: sac, ppo")
+    train.train(
+        environment=env,
+        num_timesteps=case.total_steps,
+        num_envs=case.num_envs,
+        seed=case.seed,
+        network_factory=network_factory,
+        progress_fn=progress,
+        **settings,
+    )
+    if case.algo == "sac":
+        prefill = -(-settings.get("min_replay_size", 0) // case.num_envs) * case.num_envs
+        trained = max(evals[-1]["env_steps"] - prefill, 0)
+        updates = trained / case.num_envs * settings.get("grad_updates_per_step", 1)
+    else:
         per_update = settings["batch_size"] * settings["num_minibatches"]
         per_update *= settings["unroll_length"]
         rounds = evals[-1]["env_steps"] / per_update
         updates = rounds * settings["num_minibatches"] * settings["num_updates_per_batch"]
-    else:
-        raise ValueError(f"no Brax peer named {case.algo!r}; peers: sac, ppo")
     settings.pop("wrap_env_fn", None)
     return evals, updates, {"peer_settings": settings}
