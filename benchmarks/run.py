@@ -18,6 +18,7 @@ import time
 
 from benchmarks import report
 from benchmarks.suites import SUITES
+from jaxrl.config import ConfigError
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -32,7 +33,8 @@ def run_suite(
 ) -> list[dict]:
     cases = [c for c in SUITES[suite]() if not only or any(f in c.name for f in only)]
     if not cases:
-        raise SystemExit(f"no case of suite {suite!r} matches --only {only}")
+        names = ", ".join(c.name for c in SUITES[suite]())
+        raise ConfigError(f"no case of suite {suite!r} matches --only {only}; its cases: {names}")
     records = []
     env = {
         **os.environ,

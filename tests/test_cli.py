@@ -58,6 +58,13 @@ def test_flags_override_preset_and_reach_both_configs():
             "Unknown option(s) ['torque'] for classic/pendulum",
         ),
         (["trian"], "Did you mean 'train'?"),
+        (
+            ["train", "--algo", "ppo", "--num-envs", "5", "--unroll-length", "7"],
+            "a rollout of 35 samples (num_envs x unroll_length) does not split into "
+            "num_minibatches=32",
+        ),
+        (["train", "--algo", "dsac_t", "--critic", "quantile"], "critic must be 'mse' or"),
+        (["bench", "--suite", "smoke", "--only", "no-such-case"], "no case of suite 'smoke'"),
     ],
 )
 def test_bad_input_fails_fast_with_a_named_problem(capsys, argv, message):
