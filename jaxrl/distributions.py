@@ -26,12 +26,25 @@ def gaussian_log_prob(u: jax.Array, mean: jax.Array, log_std: jax.Array) -> jax.
     return jnp.sum(-0.5 * z**2 - log_std - 0.5 * _LOG_2PI, axis=-1)
 
 
+def _gaussian_draw(key: jax.Array, mean: jax.Array, log_std: jax.Array) -> jax.Array:
+    return mean + jnp.exp(log_std) * jax.random.normal(key, mean.shape, mean.dtype)
+
+
+def pre_tanh_sample(
+    key: jax.Array, mean: jax.Array, log_std: jax.Array
+) -> tuple[jax.Array, jax.Array]:
+    """u ~ N(mean, std) (reparameterised) and log pi(tanh(u)): the pre-squash action that
+    on-policy updates store to recompute log-probabilities exactly. Shapes [..., A]."""
+    u = _gaussian_draw(key, mean, log_std)
+    return u, tanh_gaussian_log_prob_pre_tanh(u, mean, log_std)
+
+
 def tanh_gaussian_sample(
     key: jax.Array, mean: jax.Array, log_std: jax.Array
 ) -> tuple[jax.Array, jax.Array]:
     """Reparameterised sample a = tanh(u), u ~ N(mean, std), and log pi(a). Shapes [..., A]."""
-    u = mean + jnp.exp(log_std) * jax.random.normal(key, mean.shape, mean.dtype)
-    return jnp.tanh(u), tanh_gaussian_log_prob_pre_tanh(u, mean, log_std)
+    u, log_prob = pre_tanh_sample(key, mean, log_std)
+    return jnp.tanh(u), log_prob
 
 
 def tanh_gaussian_log_prob_pre_tanh(u: jax.Array, mean: jax.Array, log_std: jax.Array) -> jax.Array:
@@ -51,7 +64,7 @@ def tanh_gaussian_entropy(key: jax.Array, mean: jax.Array, log_std: jax.Array) -
     """Entropy of tanh(u), u ~ N(mean, std): the Gaussian's closed form plus a one-sample
     estimate of E[log(1 - tanh(u)^2)] (it has no closed form; Brax's PPO estimates it the same
     way). Summed over the last axis, [..., A] -> [...]."""
-    u = mean + jnp.exp(log_std) * jax.random.normal(key, mean.shape, mean.dtype)
+    u = _gaussian_draw(key, mean, log_std)
     gaussian = jnp.sum(log_std + 0.5 * (1.0 + _LOG_2PI), axis=-1)
     return gaussian + jnp.sum(_log_abs_det_tanh(u), axis=-1)
 

@@ -71,7 +71,7 @@ def check_network_config(config: Any, residual: bool = False) -> None:
             f"critic_residual needs equal critic_hidden widths, got {fields['critic_hidden']}"
         )
     for name in ("num_critics", "policy_delay"):
-        if fields[name] < 1:
+        if name in fields and fields[name] < 1:
             raise ValueError(f"{name} must be >= 1, got {fields[name]}")
     for name in ("actor_lr", "critic_lr", "alpha_lr", "init_alpha"):
         if name in fields and fields[name] <= 0:

@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import optax
 
 from jaxrl import distributions
-from jaxrl.agents.base import Agent
+from jaxrl.agents.base import Agent, check_network_config
 from jaxrl.config import ConfigError
 from jaxrl.networks import MLP, GaussianActor
 from jaxrl.types import Rollout
@@ -44,12 +44,7 @@ class PPOConfig:
     softplus_std: bool = True  # Brax's policy head: std = softplus(raw) + 0.001
 
     def __post_init__(self):
-        for name in ("actor_hidden", "critic_hidden"):
-            widths = getattr(self, name)
-            if not widths or any(w < 1 for w in widths):
-                raise ValueError(
-                    f"{name} must be a non-empty list of positive widths, got {widths}"
-                )
+        check_network_config(self)
         for name in ("num_epochs", "num_minibatches"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
@@ -181,8 +176,7 @@ def make(config: PPOConfig = PPOConfig()) -> Agent:
 
     def explore(state: PPOState, obs: jax.Array, key: jax.Array):
         mean, log_std = policy(state.params, obs)
-        raw = mean + jnp.exp(log_std) * jax.random.normal(key, mean.shape, mean.dtype)
-        log_prob = distributions.tanh_gaussian_log_prob_pre_tanh(raw, mean, log_std)
+        raw, log_prob = distributions.pre_tanh_sample(key, mean, log_std)
         return jnp.tanh(raw), {"raw_action": raw, "log_prob": log_prob}
 
     def loss(params, batch: dict, key: jax.Array):
@@ -241,7 +235,7 @@ def make(config: PPOConfig = PPOConfig()) -> Agent:
             (_, metrics), grads = jax.value_and_grad(loss, has_aux=True)(params, batch, step_key)
             updates, opt_state = optimizer.update(grads, opt_state, params)
             updates = jax.tree.map(lambda u: -learning_rate * u, updates)
-            metrics["grad_norm"] = jnp.sqrt(sum(jnp.sum(g**2) for g in jax.tree.leaves(grads)))
+            metrics["grad_norm"] = optax.tree_utils.tree_l2_norm(grads)
             return (optax.apply_updates(params, updates), opt_state), metrics
 
         def epoch(carry, key):
