@@ -114,14 +114,30 @@ def summarize(case: Case, evals: list[dict], updates: float | None) -> dict:
     }
 
 
-def run_jaxrl(case: Case) -> tuple[list[dict], float, dict]:
-    from jaxrl import cli, driver
-
+def jaxrl_argv(case: Case) -> list[str]:
+    """The `jaxrl train` flags of a jaxrl (or profile) case."""
     argv = ["--algo", case.algo, "--env", case.env, "--num-envs", str(case.num_envs)]
     argv += ["--seed", str(case.seed), "--steps", str(case.total_steps)]
     if case.preset:
         argv += ["--preset", case.preset]
-    argv += list(case.options)
+    return argv + list(case.options)
+
+
+def run_profile(case: Case) -> dict:
+    from benchmarks.profile import profile
+    from jaxrl import agents, cli
+    from jaxrl.loop import make_train
+
+    argv = jaxrl_argv(case)
+    train_config, agent_config, _ = cli.build_configs(argv)
+    trainer = make_train(train_config, agents.get(case.algo).make(agent_config))
+    return {"profile": profile(trainer, case.seed), "config": argv}
+
+
+def run_jaxrl(case: Case) -> tuple[list[dict], float, dict]:
+    from jaxrl import cli, driver
+
+    argv = jaxrl_argv(case)
     train_config, agent_config, _ = cli.build_configs(argv)
     stamps: list[float] = []
     start = time.perf_counter()
@@ -147,6 +163,8 @@ def run(case: Case) -> dict:
     record["machine"] = machine()
     if case.system == "limit":
         record.update(simulator_limit(case.env, case.num_envs))
+    elif case.system == "profile":
+        record.update(run_profile(case))
     else:
         if case.system == "jaxrl":
             evals, updates, extra = run_jaxrl(case)

@@ -24,6 +24,12 @@ def one_line(record: dict) -> str:
         return "error"
     if record["system"] == "limit":
         return f"limit {record['env_steps_per_second']:,.0f} env-steps/s"
+    if record["system"] == "profile":
+        compile_s, run_s = record["profile"]["compile"], record["profile"]["run"]
+        return (
+            f"chunk compiles in {compile_s['chunk']['compile_seconds']:.1f} s, "
+            f"runs in {run_s['chunk']:.2f} s"
+        )
     hit = record["seconds_to_threshold"]
     reached = f"threshold at {hit:.1f} s" if hit is not None else "threshold not reached"
     return f"{reached}, final return {record['final_return']:.1f}"
@@ -42,7 +48,7 @@ def targets(records: list[dict]) -> list[str]:
     lines = []
     ip = [r for r in records if r.get("env") == "brax/inverted_pendulum" and "error" not in r]
     by = {}  # one entry per system: means over its seeds (time to threshold: if all reached)
-    for name in sorted({_system(r) for r in ip if r["system"] != "limit"}):
+    for name in sorted({_system(r) for r in ip if r["system"] in ("jaxrl", "brax")}):
         runs = [r for r in ip if _system(r) == name]
         hits = [r["seconds_to_threshold"] for r in runs]
         by[name] = {
@@ -109,7 +115,7 @@ def section(name: str, records: list[dict]) -> list[str]:
         if r.get("system") == "limit" and "error" not in r
     }
     for env in sorted({r["env"] for r in records if "env" in r}):
-        runs = [r for r in records if r.get("env") == env and r["system"] != "limit"]
+        runs = [r for r in records if r.get("env") == env and r["system"] in ("jaxrl", "brax")]
         ok = [r for r in runs if "error" not in r]
         peers = [r["seconds_to_threshold"] for r in ok if r["system"] == "brax"]
         best_peer = min([p for p in peers if p], default=None)
@@ -151,7 +157,48 @@ def section(name: str, records: list[dict]) -> list[str]:
     target_lines = targets(records)
     if target_lines:
         lines += ["### Targets", "", *target_lines, ""]
+    lines += profiles(records)
     return lines
+
+
+def profiles(records: list[dict]) -> list[str]:
+    """The profile cases: compile and run seconds of each piece of the chunk program."""
+    done = [r for r in records if r.get("system") == "profile" and "error" not in r]
+    if not done:
+        return []
+    lines = [
+        "### Where the time goes",
+        "",
+        "Profile cases (`benchmarks/profile.py`), cache off. Compile: XLA seconds of each piece "
+        "compiled on its own (init: env reset, agent and buffer init; env step: the training "
+        "envs' step with auto-reset; evaluate: reset and episodes of the evaluation envs; "
+        "update: one chunk's gradient updates; chunk: the whole program, which holds all but "
+        "init, and its Python trace). Run: seconds per chunk of the pieces run apart "
+        "(simulate: the chunk's env steps with random actions; other: the chunk minus the "
+        "rest: acting, replay, statistics).",
+        "",
+        "| system | env | envs | compile: init | env step | evaluate | update | chunk (+trace) "
+        "| run/chunk: simulate | learn | evaluate | other | chunk |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
+        "| ---: |",
+    ]
+    for r in sorted(done, key=lambda r: (r["env"], r["algo"])):
+        c, t = r["profile"]["compile"], r["profile"]["run"]
+        chunk = t["chunk"]
+
+        def share(k, chunk=chunk, t=t):
+            return f"{t[k]:.2f} ({t[k] / chunk:.0%})"
+
+        lines.append(
+            f"| jaxrl/{r['algo']} | {r['env']} | {r['num_envs']} "
+            + "".join(
+                f"| {c[k]['compile_seconds']:.1f} " for k in ("init", "env_step", "evaluate", "update")
+            )
+            + f"| {c['chunk']['compile_seconds']:.1f} (+{c['chunk']['trace_seconds']:.1f}) "
+            + "".join(f"| {share(k)} " for k in ("simulate", "learn", "evaluate", "other"))
+            + f"| {chunk:.2f} |"
+        )
+    return lines + [""]
 
 
 def plot(name: str, records: list[dict], folder: pathlib.Path) -> list[pathlib.Path]:

@@ -3,7 +3,8 @@ return threshold that counts as solved.
 
 Systems: "jaxrl" (an algorithm with its preset), "brax" (Brax's own `sac` or `ppo` trainer
 with the hyperparameters its docs or MuJoCo Playground give), "limit" (the simulator with
-random actions, no learning).
+random actions, no learning), "profile" (where a jaxrl preset's compile and run time goes,
+`benchmarks.profile`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ PENDULUM, INVERTED_PENDULUM = -250.0, 900.0
 
 @dataclasses.dataclass(frozen=True)
 class Case:
-    system: str  # "jaxrl", "brax" or "limit"
+    system: str  # "jaxrl", "brax", "limit" or "profile"
     algo: str  # jaxrl algorithm, Brax trainer ("sac", "ppo"), or "random" for the limit
     env: str
     num_envs: int
@@ -88,6 +89,11 @@ BRAX_PPO_INVERTED_PENDULUM = {
 }
 
 
+def profile_case(case: Case) -> Case:
+    """The profile of a jaxrl case: same algorithm, preset and sizes."""
+    return dataclasses.replace(case, system="profile")
+
+
 def brax_case(algo: str, env: str, settings: dict, threshold: float, total_steps: int, evals: int):
     peer = {k: v for k, v in settings.items() if k != "num_envs"}
     peer["num_evals"] = evals
@@ -154,7 +160,13 @@ def _cpu() -> list[Case]:
         for seed in (0, 1, 2)
     ]
     cases.append(jaxrl_case("ppo", "playground/CartpoleBalance", "ppo_cartpole_balance", 900.0))
-    return _with_limits(cases)
+    # Where the time goes, for the compile target on brax/inverted_pendulum.
+    profiles = [
+        profile_case(c)
+        for c in cases
+        if c.system == "jaxrl" and c.env == "brax/inverted_pendulum" and c.seed == 0
+    ]
+    return _with_limits(cases) + profiles
 
 
 def _gpu() -> list[Case]:
@@ -168,12 +180,14 @@ def _gpu() -> list[Case]:
             jaxrl_case("fast_td3", env, "fast_td3_playground", threshold, total_steps=20_000_000),
             brax_case("ppo", env, BRAX_PPO_DMC, threshold, 60_000_000, 10),
         ]
-    return _with_limits(cases)
+    # Where PPO's time goes at 4096 envs, for the throughput target (50% of the limit).
+    profiles = [profile_case(c) for c in cases if c.algo == "ppo" and c.system == "jaxrl"]
+    return _with_limits(cases) + profiles
 
 
 def _tiny() -> list[Case]:
     """What the suite's own test runs: seconds per case."""
-    return [
+    cases = [
         Case("limit", "random", "classic/pendulum", 4),
         jaxrl_case(
             "sac",
@@ -185,6 +199,7 @@ def _tiny() -> list[Case]:
             options=("--learning-starts", "200", "--eval-every", "400", "--eval-envs", "2"),
         ),
     ]
+    return cases + [profile_case(cases[1])]
 
 
 SUITES = {"smoke": _smoke, "cpu": _cpu, "gpu": _gpu, "tiny": _tiny}

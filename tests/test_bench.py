@@ -15,10 +15,10 @@ def test_tiny_suite_writes_records_summary_and_plots(tmp_path):
     lines = []
     records = run.run_suite("tiny", out, [], timeout=600, progress=lines.append)
     assert [r["case"] for r in records] == [c.name for c in SUITES["tiny"]()]
-    assert len(out.read_text().splitlines()) == 2
-    limit, sac = (json.loads(line) for line in out.read_text().splitlines())
-    assert "error" not in limit and "error" not in sac, (limit, sac)
-    for record in (limit, sac):
+    assert len(out.read_text().splitlines()) == 3
+    limit, sac, profile = (json.loads(line) for line in out.read_text().splitlines())
+    for record in (limit, sac, profile):
+        assert "error" not in record, record
         assert record["machine"]["cores"] >= 1 and record["machine"]["jax"]
         assert record["peak_rss_mb"] > 100  # jax alone takes more
     assert limit["system"] == "limit" and limit["env_steps_per_second"] > 0
@@ -31,8 +31,20 @@ def test_tiny_suite_writes_records_summary_and_plots(tmp_path):
     assert sac["updates_per_second"] > 0
     # The threshold is not reachable in 800 steps: recorded as not reached, not as a number.
     assert sac["seconds_to_threshold"] is None and sac["steps_to_threshold"] is None
+    # The profile of the same run: each piece compiled and timed apart.
+    assert profile["system"] == "profile" and profile["config"] == sac["config"]
+    compile_s, run_s = profile["profile"]["compile"], profile["profile"]["run"]
+    assert set(compile_s) == {"init", "env_step", "evaluate", "update", "chunk"}
+    assert all(c["compile_seconds"] > 0 and c["trace_seconds"] > 0 for c in compile_s.values())
+    assert all(run_s[k] > 0 for k in ("simulate", "learn", "evaluate", "chunk"))
+    pieces = run_s["simulate"] + run_s["learn"] + run_s["evaluate"]
+    assert abs(run_s["other"] - (run_s["chunk"] - pieces)) < 1e-9
+    # sac_pendulum: 8 updates per step of all envs; 100 steps of 4 envs per chunk.
+    assert profile["profile"]["updates_per_chunk"] == 100 * 8
+    assert profile["profile"]["env_steps_per_chunk"] == 400
     summary = report.write(results)
     text = summary.read_text()
+    assert "### Where the time goes" in text
     assert "### classic/pendulum (threshold -250)" in text and "jaxrl/sac" in text
     assert "env-steps/s at 4 envs" in text
     assert (results / "tiny-cpu-classic-pendulum.png").stat().st_size > 1000

@@ -1,0 +1,153 @@
+"""Where a jaxrl run's time goes, for the targets the suite reports as missed.
+
+For one algorithm and preset (a "profile" case), with the persistent compilation cache off:
+- compile: XLA compile seconds (and Python trace seconds) of each program piece on its own, as
+  the chunk program contains it: `init` (env reset, agent and buffer init), `env_step` (one
+  step of the training envs, auto-reset included), `evaluate` (reset and deterministic
+  episodes of the evaluation envs), `update` (one chunk's gradient updates) and the whole
+  `chunk` that holds them all. Pieces compiled apart do not add up to the chunk exactly (XLA
+  optimises the whole program), but they show which piece dominates.
+- run: steady seconds of one chunk, and of its pieces run apart on the same sizes:
+  `simulate` (the chunk's env steps with random actions in one scan: the simulator limit),
+  `learn` (the chunk's gradient updates on a fixed batch or rollout), `evaluate`; `other` is
+  the chunk minus those three: acting, replay, observation statistics, metrics.
+
+Profiling is timing of the compiled programs, not `jax.profiler`: a trace shows XLA ops, but the
+question here is which piece of our own program to shrink, which this answers directly.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+
+from jaxrl.types import Batch, Rollout
+
+
+def _compile(fn: Callable, *args) -> tuple[dict, Callable]:
+    tick = time.perf_counter()
+    lowered = jax.jit(fn).lower(*args)
+    traced = time.perf_counter()
+    compiled = lowered.compile()
+    done = time.perf_counter()
+    return {"trace_seconds": traced - tick, "compile_seconds": done - traced}, compiled
+
+
+def _seconds(compiled: Callable, *args, repeats: int = 3) -> float:
+    """Median wall seconds of a call after one warm-up call."""
+    jax.block_until_ready(compiled(*args))
+    times = []
+    for _ in range(repeats):
+        tick = time.perf_counter()
+        jax.block_until_ready(compiled(*args))
+        times.append(time.perf_counter() - tick)
+    return statistics.median(times)
+
+
+def learning_data(trainer, agent_state, key: jax.Array):
+    """What one update learns from, at the run's sizes: a rollout of unroll_length steps of all
+    envs (on-policy) or a batch of batch_size rows (off-policy), random but well-formed."""
+    config, agent, env = trainer.config, trainer.agent, trainer.env
+    obs_size, action_size = env.observation_size, env.action_size
+    k1, k2, k3 = jax.random.split(key, 3)
+    if agent.on_policy:
+        steps, n = config.unroll_length, config.num_envs
+        obs = jax.random.normal(k1, (steps, n, obs_size))
+        _, extras = agent.explore(agent_state, obs.reshape(steps * n, obs_size), k2)
+        zeros = jnp.zeros((steps, n))
+        return Rollout(
+            obs=obs,
+            reward=jax.random.normal(k3, (steps, n)),
+            next_obs=obs,
+            terminated=zeros,
+            done=zeros,
+            discount=zeros + config.gamma,
+            extras=jax.tree.map(lambda x: x.reshape((steps, n) + x.shape[1:]), extras),
+            progress=jnp.zeros(()),
+        )
+    rows = config.batch_size
+    return Batch(
+        obs=jax.random.normal(k1, (rows, obs_size)),
+        action=jax.random.uniform(k2, (rows, action_size), minval=-1, maxval=1),
+        reward=jax.random.normal(k3, (rows,)),
+        next_obs=jax.random.normal(k1, (rows, obs_size)),
+        terminated=jnp.zeros(rows),
+        discount=jnp.full(rows, config.gamma),
+    )
+
+
+def updates_per_chunk(trainer) -> int:
+    config = trainer.config
+    if trainer.agent.on_policy:
+        return config.iterations_per_chunk // config.unroll_length
+    return config.iterations_per_chunk * config.updates_per_step
+
+
+def profile(trainer, seed: int = 0) -> dict:
+    """Compile and run seconds of `trainer`'s chunk program and of its pieces."""
+    jax.config.update("jax_enable_compilation_cache", False)
+    config, agent, env = trainer.config, trainer.agent, trainer.env
+    key = jax.random.PRNGKey(seed)
+    compile_times, run_times = {}, {}
+
+    compile_times["init"], init = _compile(trainer.init, key)
+    state = init(key)
+
+    actions = jnp.zeros((config.num_envs, env.action_size))
+    compile_times["env_step"], _ = _compile(env.step, state.env_state, actions)
+
+    def evaluate(state):
+        return trainer.evaluate(state.agent, state.obs_stats, state.key)
+
+    compile_times["evaluate"], evaluate = _compile(evaluate, state)
+    run_times["evaluate"] = _seconds(evaluate, state)
+
+    count = updates_per_chunk(trainer)
+
+    def learn(agent_state, data, key):
+        def body(agent_state, key):
+            return agent.update(agent_state, data, key)[0], None
+
+        return jax.lax.scan(body, agent_state, jax.random.split(key, count))[0]
+
+    data = learning_data(trainer, state.agent, key)
+    compile_times["update"], learn = _compile(learn, state.agent, data, key)
+    run_times["learn"] = _seconds(learn, state.agent, data, key)
+
+    iterations = config.iterations_per_chunk
+
+    def simulate(env_state, key):
+        def body(env_state, key):
+            action = jax.random.uniform(key, actions.shape, minval=-1, maxval=1)
+            env_state = env.step(env_state, action)
+            return env_state, env_state.reward.sum()
+
+        return jax.lax.scan(body, env_state, jax.random.split(key, iterations))[1].sum()
+
+    _, simulate = _compile(simulate, state.env_state, key)
+    run_times["simulate"] = _seconds(simulate, state.env_state, key)
+
+    compile_times["chunk"], chunk = _compile(trainer.chunk, state)
+    # The chunk's warm-up runs also carry the off-policy replay warm-up, so time later chunks.
+    for _ in range(2):
+        state, _ = chunk(state)
+    times = []
+    for _ in range(3):
+        tick = time.perf_counter()
+        state, metrics = chunk(state)
+        jax.block_until_ready(metrics)
+        times.append(time.perf_counter() - tick)
+    run_times["chunk"] = statistics.median(times)
+    run_times["other"] = run_times["chunk"] - sum(
+        run_times[k] for k in ("simulate", "learn", "evaluate")
+    )
+    return {
+        "compile": compile_times,
+        "run": run_times,
+        "env_steps_per_chunk": config.env_steps_per_chunk,
+        "updates_per_chunk": count,
+    }
