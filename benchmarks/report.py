@@ -161,6 +161,9 @@ def section(name: str, records: list[dict]) -> list[str]:
     return lines
 
 
+PIECES = ("init", "env_step", "evaluate", "update")
+
+
 def profiles(records: list[dict]) -> list[str]:
     """The profile cases: compile and run seconds of each piece of the chunk program."""
     done = [r for r in records if r.get("system") == "profile" and "error" not in r]
@@ -191,9 +194,7 @@ def profiles(records: list[dict]) -> list[str]:
 
         lines.append(
             f"| jaxrl/{r['algo']} | {r['env']} | {r['num_envs']} "
-            + "".join(
-                f"| {c[k]['compile_seconds']:.1f} " for k in ("init", "env_step", "evaluate", "update")
-            )
+            + "".join(f"| {c[k]['compile_seconds']:.1f} " for k in PIECES)
             + f"| {c['chunk']['compile_seconds']:.1f} (+{c['chunk']['trace_seconds']:.1f}) "
             + "".join(f"| {share(k)} " for k in ("simulate", "learn", "evaluate", "other"))
             + f"| {chunk:.2f} |"
