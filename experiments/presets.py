@@ -245,15 +245,18 @@ PRESETS["ppo_cartpole_balance"] = {
     "algo": "ppo",
     # Playground's DM Control settings scaled to 2 CPU cores: 256 envs instead of 2048 and a
     # 256x256 value net; still 16 epochs of 32 minibatches, which it needs (with 4-8 epochs, or
-    # many more envs and few gradient steps, no seed passed 600 within 3M steps). 3 of 3 seeds
-    # passed 970 by 752,640 steps (about 35 s of training).
+    # many more envs and few gradient steps, no seed passed 600 within 3M steps). No gradient
+    # clipping, as Playground: clipped to norm 1 (grad norms run at 100-2,000 here), 5 of 5
+    # seeds passed 900 by 752,640 steps but 3 of them then collapsed (final evals 755, 990,
+    # 473, 992, 301; one chunk's mean approx-KL jumped to 46); unclipped, 5 of 5 passed 900 by
+    # 1,075,200 (seed 0 last, at 928) and ended at 872, 996, 972, 770, 995 (32 eval envs).
     "train": {
         "env": "playground/CartpoleBalance",
-        "total_steps": 860_160,
+        "total_steps": 1_290_240,
         "num_envs": 256,
         "unroll_length": 30,
         "eval_every": 107_520,
-        "eval_envs": 8,
+        "eval_envs": 32,
         "gamma": 0.995,
         "normalize_observations": True,
     },
@@ -265,12 +268,15 @@ PRESETS["ppo_cartpole_balance"] = {
         "num_minibatches": 32,
         "clip_epsilon": 0.3,
         "reward_scale": 10.0,
+        "max_grad_norm": 0.0,
     },
 }
 # MuJoCo Playground's DM Control PPO (ALGORITHMS.md): 2048 envs, 32 minibatches of 1024
 # unrolls of 30 steps, 16 epochs, gamma 0.995, lr 1e-3, reward scaling 10, 60M steps. Brax
 # collects those 32 x 1024 unrolls as 16 rollouts of 2048 envs; here that is one rollout of
 # 16 x 30 = 480 steps per env (GAE then runs over 480 steps instead of 30-step segments).
+# No gradient clipping, as there (Brax's max_grad_norm defaults to None and Playground's DM
+# Control config sets none); see ppo_cartpole_balance for what clipping to norm 1 did.
 PRESETS["ppo_dmc"] = {
     "algo": "ppo",
     "train": {
@@ -289,6 +295,7 @@ PRESETS["ppo_dmc"] = {
         "num_minibatches": 32,
         "clip_epsilon": 0.3,
         "reward_scale": 10.0,
+        "max_grad_norm": 0.0,
     },
 }
 # MuJoCo Playground's locomotion PPO (ALGORITHMS.md): 8192 envs, 32 minibatches of 256
