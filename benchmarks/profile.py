@@ -7,10 +7,10 @@ For one algorithm and preset (a "profile" case), with the persistent compilation
   episodes of the evaluation envs), `update` (one chunk's gradient updates) and the whole
   `chunk` that holds them all. Pieces compiled apart do not add up to the chunk exactly (XLA
   optimises the whole program), but they show which piece dominates.
-- run: steady seconds of one chunk, and of its pieces run apart on the same sizes:
-  `simulate` (the chunk's env steps with random actions in one scan: the simulator limit),
-  `learn` (the chunk's gradient updates on a fixed batch or rollout), `evaluate`; `other` is
-  the chunk minus those three: acting, replay, observation statistics, metrics.
+- run: steady seconds of one chunk, split into `learn` (the chunk's gradient updates: the
+  chunk minus the same chunk with updates that do nothing), `simulate` (the chunk's env steps
+  with random actions in one scan: the simulator limit), `evaluate` (the evaluation, run apart
+  with the trained agent) and `other`, the rest: acting, replay, observation statistics.
 
 Profiling is timing of the compiled programs, not `jax.profiler`: a trace shows XLA ops, but the
 question here is which piece of our own program to shrink, which this answers directly.
@@ -25,6 +25,7 @@ from collections.abc import Callable
 import jax
 import jax.numpy as jnp
 
+from jaxrl.loop import make_train
 from jaxrl.types import Batch, Rollout
 
 
@@ -87,6 +88,31 @@ def updates_per_chunk(trainer) -> int:
     return config.iterations_per_chunk * config.updates_per_step
 
 
+def without_updates(agent):
+    """The agent with an update that leaves its state alone (same metrics, zeros): the loop
+    around it then runs everything but the learning."""
+
+    def update(state, data, key):
+        shapes = jax.eval_shape(agent.update, state, data, key)[1]
+        return state, jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
+
+    return agent._replace(update=update)
+
+
+def _chunk_seconds(chunk: Callable, state, warmup: int = 2, repeats: int = 3):
+    """Median seconds of a chunk after `warmup` chunks (they also carry the off-policy replay
+    warm-up), and the state after them all."""
+    for _ in range(warmup):
+        state, _ = chunk(state)
+    times = []
+    for _ in range(repeats):
+        tick = time.perf_counter()
+        state, metrics = chunk(state)
+        jax.block_until_ready(metrics)
+        times.append(time.perf_counter() - tick)
+    return statistics.median(times), state
+
+
 def profile(trainer, seed: int = 0) -> dict:
     """Compile and run seconds of `trainer`'s chunk program and of its pieces."""
     jax.config.update("jax_enable_compilation_cache", False)
@@ -104,7 +130,6 @@ def profile(trainer, seed: int = 0) -> dict:
         return trainer.evaluate(state.agent, state.obs_stats, state.key)
 
     compile_times["evaluate"], evaluate = _compile(evaluate, state)
-    run_times["evaluate"] = _seconds(evaluate, state)
 
     count = updates_per_chunk(trainer)
 
@@ -115,8 +140,7 @@ def profile(trainer, seed: int = 0) -> dict:
         return jax.lax.scan(body, agent_state, jax.random.split(key, count))[0]
 
     data = learning_data(trainer, state.agent, key)
-    compile_times["update"], learn = _compile(learn, state.agent, data, key)
-    run_times["learn"] = _seconds(learn, state.agent, data, key)
+    compile_times["update"], _ = _compile(learn, state.agent, data, key)
 
     iterations = config.iterations_per_chunk
 
@@ -124,27 +148,27 @@ def profile(trainer, seed: int = 0) -> dict:
         def body(env_state, key):
             action = jax.random.uniform(key, actions.shape, minval=-1, maxval=1)
             env_state = env.step(env_state, action)
-            return env_state, env_state.reward.sum()
+            # The observations, not the reward: a constant reward (inverted pendulum's) would
+            # let XLA drop the physics as dead code.
+            return env_state, env_state.obs.sum()
 
         return jax.lax.scan(body, env_state, jax.random.split(key, iterations))[1].sum()
 
     _, simulate = _compile(simulate, state.env_state, key)
     run_times["simulate"] = _seconds(simulate, state.env_state, key)
 
+    # Learning is timed in place: the same chunk with updates that do nothing, subtracted.
+    # (Updates timed apart on made-up data run at another speed than on the loop's.)
     compile_times["chunk"], chunk = _compile(trainer.chunk, state)
-    # The chunk's warm-up runs also carry the off-policy replay warm-up, so time later chunks.
-    for _ in range(2):
-        state, _ = chunk(state)
-    times = []
-    for _ in range(3):
-        tick = time.perf_counter()
-        state, metrics = chunk(state)
-        jax.block_until_ready(metrics)
-        times.append(time.perf_counter() - tick)
-    run_times["chunk"] = statistics.median(times)
-    run_times["other"] = run_times["chunk"] - sum(
-        run_times[k] for k in ("simulate", "learn", "evaluate")
-    )
+    run_times["chunk"], trained = _chunk_seconds(chunk, state)
+    idle = make_train(config, without_updates(agent))
+    _, idle_chunk = _compile(idle.chunk, state)
+    # From the trained state, so that its evaluations run as long as the real chunk's.
+    idle_seconds, _ = _chunk_seconds(idle_chunk, trained)
+    run_times["learn"] = run_times["chunk"] - idle_seconds
+    # Evaluated with the agent the chunks trained: an untrained one ends its episodes early.
+    run_times["evaluate"] = _seconds(evaluate, trained)
+    run_times["other"] = idle_seconds - run_times["evaluate"] - run_times["simulate"]
     return {
         "compile": compile_times,
         "run": run_times,

@@ -85,6 +85,17 @@ def targets(records: list[dict]) -> list[str]:
             + ", ".join(f"{k} {v:.2f}" for k, v in sorted(ratios.items(), key=lambda kv: kv[1]))
             + f"; met by {len(met)} of {len(ratios)}."
         )
+        for r in records:
+            if r.get("system") == "profile" and r["env"] == "brax/inverted_pendulum":
+                pieces = r["profile"]["compile"]
+                parts = sorted(PIECES, key=lambda k: -pieces[k]["compile_seconds"])
+                lines.append(
+                    f"  - jaxrl/{r['algo']} compile pieces on their own (profile): "
+                    + ", ".join(f"{k} {pieces[k]['compile_seconds']:.1f} s" for k in parts)
+                    + f"; the whole chunk {pieces['chunk']['compile_seconds']:.1f} s "
+                    f"(+{pieces['chunk']['trace_seconds']:.1f} s trace)."
+                )
+    lines += throughput_target(records)
     ppo = by.get("jaxrl/ppo")
     if ppo and brax_ppo:
         a, b = ppo["seconds_to_threshold"], brax_ppo["seconds_to_threshold"]
@@ -95,6 +106,45 @@ def targets(records: list[dict]) -> list[str]:
             )
         else:
             lines.append(f"- PPO to threshold: jaxrl {_fmt(a)} s, Brax {_fmt(b)} s.")
+    return lines
+
+
+def throughput_target(records: list[dict]) -> list[str]:
+    """On a GPU, jaxrl PPO's training rate at 4096 envs against the simulator limit (target:
+    at least 50%), with where a profile says its chunk's time goes."""
+    lines = []
+    limits = {
+        (r["env"], r["num_envs"]): r["env_steps_per_second"]
+        for r in records
+        if r.get("system") == "limit" and "error" not in r
+    }
+    for r in records:
+        if not (
+            r.get("system") == "jaxrl"
+            and r["algo"] == "ppo"
+            and r["num_envs"] >= 4096
+            and r["machine"]["backend"] == "gpu"
+            and "error" not in r
+        ):
+            continue
+        limit, sps = limits.get((r["env"], r["num_envs"])), r["env_steps_per_second"]
+        if not (limit and sps):
+            continue
+        fraction = sps / limit
+        line = (
+            f"- GPU throughput, jaxrl PPO on {r['env']} at {r['num_envs']} envs: "
+            f"{fraction:.0%} of the simulator limit (target >= 50%): "
+            f"{'met' if fraction >= 0.5 else f'missed by {0.5 - fraction:.0%} of the limit'}."
+        )
+        for p in records:
+            if p.get("system") == "profile" and (p["env"], p["algo"]) == (r["env"], "ppo"):
+                run = p["profile"]["run"]
+                line += " Per chunk (profile): " + ", ".join(
+                    f"{k} {run[k] / run['chunk']:.0%}"
+                    for k in ("simulate", "learn", "evaluate", "other")
+                )
+                line += "."
+        lines.append(line)
     return lines
 
 
@@ -176,9 +226,10 @@ def profiles(records: list[dict]) -> list[str]:
         "compiled on its own (init: env reset, agent and buffer init; env step: the training "
         "envs' step with auto-reset; evaluate: reset and episodes of the evaluation envs; "
         "update: one chunk's gradient updates; chunk: the whole program, which holds all but "
-        "init, and its Python trace). Run: seconds per chunk of the pieces run apart "
-        "(simulate: the chunk's env steps with random actions; other: the chunk minus the "
-        "rest: acting, replay, statistics).",
+        "init, and its Python trace). Run: seconds per chunk and their split: learn (the chunk "
+        "minus the same chunk with updates that do nothing), simulate (the chunk's env steps "
+        "with random actions, apart), evaluate (apart, trained agent) and other (the rest: "
+        "acting, replay, statistics; slightly negative where the pieces apart ran slower).",
         "",
         "| system | env | envs | compile: init | env step | evaluate | update | chunk (+trace) "
         "| run/chunk: simulate | learn | evaluate | other | chunk |",

@@ -70,3 +70,25 @@ def test_every_suite_case_round_trips_through_json():
     for suite in SUITES.values():
         for case in suite():
             assert Case.from_json(case.to_json()) == case
+
+
+def test_gpu_throughput_target_reports_the_fraction_of_the_limit_and_the_profile():
+    gpu = {"backend": "gpu"}
+    env = "playground/CheetahRun"
+    records = [
+        {"system": "limit", "env": env, "num_envs": 4096, "env_steps_per_second": 2.0e6},
+        {"system": "jaxrl", "algo": "ppo", "env": env, "num_envs": 4096, "machine": gpu}
+        | {"env_steps_per_second": 0.84e6},
+        {"system": "profile", "algo": "ppo", "env": env, "num_envs": 4096, "machine": gpu}
+        | {"profile": {"run": {"simulate": 1.0, "learn": 2.5, "evaluate": 0.5, "other": 1.0}}},
+    ]
+    records[2]["profile"]["run"]["chunk"] = 5.0
+    (line,) = report.throughput_target(records)
+    assert "42% of the simulator limit (target >= 50%): missed by 8% of the limit" in line
+    assert "simulate 20%, learn 50%, evaluate 10%, other 20%" in line
+    records[1]["env_steps_per_second"] = 1.2e6
+    assert (
+        "60% of the simulator limit (target >= 50%): met." in report.throughput_target(records)[0]
+    )
+    records[1]["machine"] = {"backend": "cpu"}  # the target is a GPU's
+    assert report.throughput_target(records) == []
