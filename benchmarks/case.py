@@ -56,6 +56,23 @@ def memory() -> dict:
     return out
 
 
+def random_steps(env, num_envs: int, steps: int):
+    """run(env_state, key): `steps` steps of the batched env with uniform random actions in one
+    scan, returning the sum of the observations (not of the rewards: a constant reward, as
+    inverted pendulum's, would let XLA drop the physics as dead code)."""
+
+    def run(env_state, key):
+        def body(state, key):
+            action = jax.random.uniform(key, (num_envs, env.action_size), minval=-1)
+            state = env.step(state, action)
+            return state, state.obs.sum()
+
+        _, out = jax.lax.scan(body, env_state, jax.random.split(key, steps))
+        return out.sum()
+
+    return run
+
+
 def simulator_limit(env_name: str, num_envs: int, steps: int | None = None, **options) -> dict:
     """env-steps/s of the env as the trainers step it (vectorised, episode limit, auto-reset),
     with uniform random actions inside one compiled scan and no learning. `steps` (scan
@@ -67,15 +84,10 @@ def simulator_limit(env_name: str, num_envs: int, steps: int | None = None, **op
         steps = min(max(256_000 // num_envs, 100), 1000) if cpu else 1000
 
     env = envs.wrap(envs.make(env_name, **options), num_envs)
+    steps_from = random_steps(env, num_envs, steps)
 
     def run(key):
-        def body(state, key):
-            action = jax.random.uniform(key, (num_envs, env.action_size), minval=-1)
-            state = env.step(state, action)
-            return state, state.obs.sum()
-
-        _, out = jax.lax.scan(body, env.reset(key), jax.random.split(key, steps))
-        return out.sum()
+        return steps_from(env.reset(key), key)
 
     tick = time.perf_counter()
     compiled = jax.jit(run).lower(jax.random.PRNGKey(0)).compile()

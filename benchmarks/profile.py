@@ -25,8 +25,9 @@ from collections.abc import Callable
 import jax
 import jax.numpy as jnp
 
+from benchmarks.case import random_steps
 from jaxrl.loop import make_train
-from jaxrl.types import Batch, Rollout
+from jaxrl.types import Rollout, random_batch
 
 
 def _compile(fn: Callable, *args) -> tuple[dict, Callable]:
@@ -38,15 +39,19 @@ def _compile(fn: Callable, *args) -> tuple[dict, Callable]:
     return {"trace_seconds": traced - tick, "compile_seconds": done - traced}, compiled
 
 
-def _seconds(compiled: Callable, *args, repeats: int = 3) -> float:
-    """Median wall seconds of a call after one warm-up call."""
-    jax.block_until_ready(compiled(*args))
+def _median_seconds(call: Callable[[], object], repeats: int = 3) -> float:
     times = []
     for _ in range(repeats):
         tick = time.perf_counter()
-        jax.block_until_ready(compiled(*args))
+        jax.block_until_ready(call())
         times.append(time.perf_counter() - tick)
     return statistics.median(times)
+
+
+def _seconds(compiled: Callable, *args) -> float:
+    """Median wall seconds of a call after one warm-up call."""
+    jax.block_until_ready(compiled(*args))
+    return _median_seconds(lambda: compiled(*args))
 
 
 def learning_data(trainer, agent_state, key: jax.Array):
@@ -54,30 +59,22 @@ def learning_data(trainer, agent_state, key: jax.Array):
     envs (on-policy) or a batch of batch_size rows (off-policy), random but well-formed."""
     config, agent, env = trainer.config, trainer.agent, trainer.env
     obs_size, action_size = env.observation_size, env.action_size
+    if not agent.on_policy:
+        return random_batch(key, config.batch_size, obs_size, action_size, config.gamma)
     k1, k2, k3 = jax.random.split(key, 3)
-    if agent.on_policy:
-        steps, n = config.unroll_length, config.num_envs
-        obs = jax.random.normal(k1, (steps, n, obs_size))
-        _, extras = agent.explore(agent_state, obs.reshape(steps * n, obs_size), k2)
-        zeros = jnp.zeros((steps, n))
-        return Rollout(
-            obs=obs,
-            reward=jax.random.normal(k3, (steps, n)),
-            next_obs=obs,
-            terminated=zeros,
-            done=zeros,
-            discount=zeros + config.gamma,
-            extras=jax.tree.map(lambda x: x.reshape((steps, n) + x.shape[1:]), extras),
-            progress=jnp.zeros(()),
-        )
-    rows = config.batch_size
-    return Batch(
-        obs=jax.random.normal(k1, (rows, obs_size)),
-        action=jax.random.uniform(k2, (rows, action_size), minval=-1, maxval=1),
-        reward=jax.random.normal(k3, (rows,)),
-        next_obs=jax.random.normal(k1, (rows, obs_size)),
-        terminated=jnp.zeros(rows),
-        discount=jnp.full(rows, config.gamma),
+    steps, n = config.unroll_length, config.num_envs
+    obs = jax.random.normal(k1, (steps, n, obs_size))
+    _, extras = agent.explore(agent_state, obs.reshape(steps * n, obs_size), k2)
+    zeros = jnp.zeros((steps, n))
+    return Rollout(
+        obs=obs,
+        reward=jax.random.normal(k3, (steps, n)),
+        next_obs=obs,
+        terminated=zeros,
+        done=zeros,
+        discount=zeros + config.gamma,
+        extras=jax.tree.map(lambda x: x.reshape((steps, n) + x.shape[1:]), extras),
+        progress=jnp.zeros(()),
     )
 
 
@@ -99,18 +96,18 @@ def without_updates(agent):
     return agent._replace(update=update)
 
 
-def _chunk_seconds(chunk: Callable, state, warmup: int = 2, repeats: int = 3):
+def _chunk_seconds(chunk: Callable, state, warmup: int = 2):
     """Median seconds of a chunk after `warmup` chunks (they also carry the off-policy replay
     warm-up), and the state after them all."""
     for _ in range(warmup):
         state, _ = chunk(state)
-    times = []
-    for _ in range(repeats):
-        tick = time.perf_counter()
-        state, metrics = chunk(state)
-        jax.block_until_ready(metrics)
-        times.append(time.perf_counter() - tick)
-    return statistics.median(times), state
+    carry = [state]
+
+    def next_chunk():
+        carry[0], metrics = chunk(carry[0])
+        return metrics
+
+    return _median_seconds(next_chunk), carry[0]
 
 
 def profile(trainer, seed: int = 0) -> dict:
@@ -142,18 +139,7 @@ def profile(trainer, seed: int = 0) -> dict:
     data = learning_data(trainer, state.agent, key)
     compile_times["update"], _ = _compile(learn, state.agent, data, key)
 
-    iterations = config.iterations_per_chunk
-
-    def simulate(env_state, key):
-        def body(env_state, key):
-            action = jax.random.uniform(key, actions.shape, minval=-1, maxval=1)
-            env_state = env.step(env_state, action)
-            # The observations, not the reward: a constant reward (inverted pendulum's) would
-            # let XLA drop the physics as dead code.
-            return env_state, env_state.obs.sum()
-
-        return jax.lax.scan(body, env_state, jax.random.split(key, iterations))[1].sum()
-
+    simulate = random_steps(env, config.num_envs, config.iterations_per_chunk)
     _, simulate = _compile(simulate, state.env_state, key)
     run_times["simulate"] = _seconds(simulate, state.env_state, key)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import jax
+import jax.numpy as jnp
 
 
 class Transition(NamedTuple):
@@ -55,3 +56,16 @@ class Rollout(NamedTuple):
     discount: jax.Array  # [T, N], gamma
     extras: dict  # what the agent's explore() returned besides the action, [T, N, ...]
     progress: jax.Array  # scalar in [0, 1]: fraction of the run done (learning-rate schedules)
+
+
+def random_batch(key, size=32, obs_size=3, action_size=2, discount=0.99) -> Batch:
+    """A well-formed random replay batch of `size` rows (agent tests, profiling updates)."""
+    k1, k2, k3, k4 = jax.random.split(key, 4)
+    return Batch(
+        obs=jax.random.normal(k1, (size, obs_size)),
+        action=jax.random.uniform(k2, (size, action_size), minval=-1, maxval=1),
+        reward=jax.random.normal(k3, (size,)),
+        next_obs=jax.random.normal(k4, (size, obs_size)),
+        terminated=jnp.zeros(size),
+        discount=jnp.full(size, discount),
+    )

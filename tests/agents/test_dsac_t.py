@@ -4,11 +4,11 @@ import chex
 import jax
 import jax.numpy as jnp
 import pytest
-from batches import random_batch
 
 from jaxrl import distributional
 from jaxrl.agents import dsac_t, sac
 from jaxrl.networks import QEnsemble
+from jaxrl.types import random_batch
 
 
 def test_twin_targets_come_from_the_critic_with_the_lower_mean():

@@ -4,9 +4,9 @@ import chex
 import jax
 import jax.numpy as jnp
 import pytest
-from batches import random_batch
 
 from jaxrl.agents import sac
+from jaxrl.types import random_batch
 
 
 def test_critic_target_by_hand():
