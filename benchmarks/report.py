@@ -214,6 +214,50 @@ def section(name: str, records: list[dict]) -> list[str]:
 PIECES = ("init", "env_step", "evaluate", "update")
 
 
+def _mean_std(values: list[float]) -> str:
+    if not values:
+        return "-"
+    return f"{np.mean(values):,.1f} ± {np.std(values):,.1f}"
+
+
+def parity_section(name: str, records: list[dict]) -> list[str]:
+    """Learning parity: jaxrl configured exactly as Brax's trainer; per task and system, the
+    final greedy evaluation (equal env steps) and wall-clock, each seed and the mean."""
+    lines = [f"## {name}: learning parity at identical settings", ""]
+    lines.append(
+        "jaxrl and Brax's own trainer with the same hyperparameters (see `benchmarks/suites.py`),"
+        " the same env steps, both evaluated greedily on 128 envs. Return: the final evaluation,"
+        " mean ± std over seeds (each seed in brackets); wall-clock: start of training to the"
+        " final evaluation, compilation included."
+    )
+    lines.append("")
+    lines += [
+        "| task | system | env steps | final return | seeds | wall-clock (s) | compile (s) "
+        "| env-steps/s |",
+        "| --- | --- | ---: | ---: | --- | ---: | ---: | ---: |",
+    ]
+    ok = [r for r in records if "error" not in r and r.get("evals")]
+    for env in sorted({r["env"] for r in ok}):
+        for system in sorted({_system(r) for r in ok if r["env"] == env}):
+            runs = sorted(
+                (r for r in ok if r["env"] == env and _system(r) == system),
+                key=lambda r: r["seed"],
+            )
+            finals = [r["final_return"] for r in runs]
+            rates = [r["env_steps_per_second"] for r in runs if r["env_steps_per_second"]]
+            lines.append(
+                f"| {env} | {system} | {runs[0]['env_steps']:,} | {_mean_std(finals)} "
+                f"| {', '.join(f'{f:.0f}' for f in finals)} "
+                f"| {np.mean([r['total_seconds'] for r in runs]):,.1f} "
+                f"| {np.mean([r['compile_seconds'] for r in runs]):,.1f} "
+                f"| {_fmt(np.mean(rates) if rates else None, ',.0f')} |"
+            )
+    for r in records:
+        if "error" in r:
+            lines.append(f"| {r['case']} | failed: {r['error'].strip().splitlines()[-1]} |")
+    return lines + [""]
+
+
 def profiles(records: list[dict]) -> list[str]:
     """The profile cases: compile and run seconds of each piece of the chunk program."""
     done = [r for r in records if r.get("system") == "profile" and "error" not in r]
@@ -313,7 +357,8 @@ def write(results: pathlib.Path) -> pathlib.Path:
     ]
     for path in sorted(results.glob("*.jsonl")):
         records = load(path)
-        lines += section(path.stem, records)
+        parity = path.stem.startswith("parity")
+        lines += (parity_section if parity else section)(path.stem, records)
         for png in plot(path.stem, records, results):
             lines += [f"![{png.stem}](results/{png.name})", ""]
     out = results.parent / "RESULTS.md"

@@ -202,4 +202,93 @@ def _tiny() -> list[Case]:
     return cases + [profile_case(cases[1])]
 
 
-SUITES = {"smoke": _smoke, "cpu": _cpu, "gpu": _gpu, "tiny": _tiny}
+# --- Learning parity: jaxrl configured exactly as Brax's trainer, side by side. ---------------
+# Settings come from the source the users' runs come from: MuJoCo Playground's own DM Control
+# configs (`mujoco_playground.config.dm_control_suite_params`) for its tasks, Brax's training
+# notebook for Brax's envs. Only the budget (env steps) and the number of evaluations are
+# scaled to a 2-core CPU; both systems get the same ones, evaluate greedily (Brax's trainers
+# default to sampling actions at evaluation: `deterministic_eval=True` here) on 128 envs.
+PARITY_SAC_TASKS = {  # task: env steps (all action_repeat 1, so env steps = agent steps)
+    "playground/CartpoleBalance": 100_352,
+    "playground/CartpoleSwingup": 200_704,
+    "playground/ReacherEasy": 200_704,
+    "playground/FingerSpin": 200_704,
+    "playground/BallInCup": 200_704,
+}
+PARITY_EVALS = 8  # evaluations after the start, for both systems
+
+
+def playground_sac(task: str) -> dict:
+    """Playground's Brax SAC settings for a DM Control task (its `brax_sac_config`)."""
+    from mujoco_playground.config import dm_control_suite_params
+
+    config = dm_control_suite_params.brax_sac_config(task).to_dict()
+    layer_norm = config.pop("network_factory")["q_network_layer_norm"]
+    for unused in ("num_timesteps", "num_evals", "num_resets_per_eval"):
+        config.pop(unused)
+    return {**config, "q_network_layer_norm": layer_norm}
+
+
+def sac_parity_flags(settings: dict, total_steps: int) -> tuple[str, ...]:
+    """`jaxrl train` flags giving jaxrl's SAC exactly Brax SAC's hyperparameters: its fixed
+    choices (target entropy -|A|/2, temperature lr 3e-4 and initial value 1, tau 0.005,
+    256x256 networks) and the run's settings."""
+    every = -(-total_steps // PARITY_EVALS)
+    flags = {
+        "--batch-size": settings["batch_size"],
+        "--updates-per-step": settings["grad_updates_per_step"],
+        "--buffer-size": settings["max_replay_size"],
+        "--learning-starts": settings["min_replay_size"],
+        "--gamma": settings["discounting"],
+        "--episode-length": settings["episode_length"],
+        "--action-repeat": settings["action_repeat"],
+        "--eval-envs": 128,
+        "--eval-every": every,
+        "--actor-lr": settings["learning_rate"],
+        "--critic-lr": settings["learning_rate"],
+        "--alpha-lr": 3e-4,
+        "--target-entropy-scale": 0.5,
+        "--init-alpha": 1.0,
+        "--tau": settings.get("tau", 0.005),
+        "--reward-scale": settings["reward_scaling"],
+        "--actor-hidden": "256,256",
+        "--critic-hidden": "256,256",
+    }
+    argv = [str(x) for item in flags.items() for x in item]
+    argv.append(
+        "--normalize-observations"
+        if settings["normalize_observations"]
+        else "--no-normalize-observations"
+    )
+    argv.append(
+        "--critic-layer-norm" if settings["q_network_layer_norm"] else "--no-critic-layer-norm"
+    )
+    return tuple(argv)
+
+
+def _parity() -> list[Case]:
+    cases = []
+    for env, steps in PARITY_SAC_TASKS.items():
+        settings = playground_sac(env.split("/")[1])
+        peer = {**settings, "num_eval_envs": 128, "deterministic_eval": True}
+        for seed in (0, 1, 2):
+            cases.append(
+                Case(
+                    "jaxrl",
+                    "sac",
+                    env,
+                    settings["num_envs"],
+                    total_steps=steps,
+                    seed=seed,
+                    options=sac_parity_flags(settings, steps),
+                )
+            )
+            cases.append(
+                dataclasses.replace(
+                    brax_case("sac", env, peer, 0.0, steps, PARITY_EVALS + 1), seed=seed
+                )
+            )
+    return cases
+
+
+SUITES = {"smoke": _smoke, "cpu": _cpu, "gpu": _gpu, "tiny": _tiny, "parity": _parity}

@@ -228,8 +228,12 @@ def wrap(
 ):
     """The training wrappers around an env made by `make` (one base env can serve several
     batched envs, e.g. for training and for evaluation)."""
-    episode_length = episode_length or base.episode_length
-    action_repeat = action_repeat or base.action_repeat
+    episode_length = episode_length or getattr(base, "episode_length", None)
+    if episode_length is None:
+        raise ValueError(
+            "the env has no episode_length attribute: pass episode_length (the time limit)"
+        )
+    action_repeat = action_repeat or getattr(base, "action_repeat", 1)
     env = EpisodeWrapper(ActionRepeat(base, action_repeat), episode_length)
     env = VmapWrapper(env, num_envs)
     if auto_reset:

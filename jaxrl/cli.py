@@ -14,6 +14,7 @@ import difflib
 import sys
 import types
 import typing
+from collections.abc import Callable
 from typing import Any
 
 from jaxrl import agents
@@ -54,8 +55,14 @@ def _widths(text: str) -> tuple[int, ...]:
         raise argparse.ArgumentTypeError(f"expected widths like 256,256, got {text!r}") from None
 
 
-def _optional_int(text: str) -> int | None:
-    return None if text.lower() in ("none", "default") else int(text)
+def _optional(kind: type) -> Callable[[str], Any]:
+    """A flag parser for an `X | None` field: "none" or "default" gives None."""
+
+    def parse(text: str):
+        return None if text.lower() in ("none", "default") else kind(text)
+
+    parse.__name__ = kind.__name__  # argparse names the type in its error messages
+    return parse
 
 
 def _env_option(text: str) -> tuple[str, Any]:
@@ -79,14 +86,19 @@ def _add_config_flags(group, cls: type, skip: tuple[str, ...] = ()) -> None:
             "default": argparse.SUPPRESS,
             "help": help_text,
         }
+        optional = typing.get_origin(kind) in (typing.Union, types.UnionType)
+        if optional:  # X | None: None means "the algorithm's or the task's own"
+            kind = next(arg for arg in typing.get_args(kind) if arg is not type(None))
+            if default is None:
+                kwargs["help"] = "(default: the algorithm's or the task's own)"
         if kind is bool:
             group.add_argument(flag, action=argparse.BooleanOptionalAction, **kwargs)
         elif kind in (int, float, str):
-            group.add_argument(flag, type=kind, **kwargs)
+            parse = _optional(kind) if optional else kind
+            metavar = f"{kind.__name__.upper()}|none" if optional else None
+            group.add_argument(flag, type=parse, metavar=metavar, **kwargs)
         elif typing.get_origin(kind) is tuple:
             group.add_argument(flag, type=_widths, metavar="W1,W2,...", **kwargs)
-        elif typing.get_origin(kind) in (typing.Union, types.UnionType):
-            group.add_argument(flag, type=_optional_int, metavar="INT|none", **kwargs)
         else:
             raise TypeError(f"no flag type for {cls.__name__}.{field.name}: {kind}")
 

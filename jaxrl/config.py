@@ -7,6 +7,18 @@ from typing import Any
 
 EXPLORATION_MODES = ("fixed", "uniform", "linspace")
 
+# The loop-level settings an algorithm may choose for itself (an agent's `loop_defaults`), and
+# their values for algorithms that choose none: a config field left at None takes the agent's
+# value, else this one.
+LOOP_DEFAULTS = {
+    "normalize_observations": False,
+    "n_step": 1,
+    "exploration": "fixed",
+    "noise_scale_min": 1.0,
+    "noise_scale_max": 1.0,
+    "acting_lag": 0,
+}
+
 
 class ConfigError(ValueError):
     """An inconsistent or out-of-range setting, found before anything is compiled."""
@@ -31,17 +43,19 @@ class TrainConfig:
     learning_starts: int = 5_000  # env steps of uniform random actions before any update
     eval_every: int = 5_000  # env steps between deterministic evaluations (one chunk)
     eval_envs: int = 16
-    normalize_observations: bool = False
+    # None: the algorithm's own default (`LOOP_DEFAULTS` below, then the agent's `loop_defaults`:
+    # FastTD3 and PQL normalise observations and explore with per-env noise scales).
+    normalize_observations: bool | None = None
     gamma: float = 0.99  # discount, for 1-step and n-step bootstrapped targets alike
-    n_step: int = 1  # n-step returns, summed at sampling time (stopping at episode ends)
+    n_step: int | None = None  # n-step returns, summed at sampling time (stopping at episode ends)
     # Per-env exploration noise scale (1 = the agent's own noise, 0 = deterministic):
     # "fixed" 1 for every env; "uniform": drawn from U[noise_scale_min, noise_scale_max] per env,
     # redrawn when its episode ends (FastTD3); "linspace": spaced evenly over that range (PQL).
-    exploration: str = "fixed"
-    noise_scale_min: float = 1.0
-    noise_scale_max: float = 1.0
+    exploration: str | None = None
+    noise_scale_min: float | None = None
+    noise_scale_max: float | None = None
     # Iterations the acting parameters lag the learners (PQL's asynchronous actor); 0: none.
-    acting_lag: int = 0
+    acting_lag: int | None = None
     # On-policy algorithms (PPO): steps of every env per rollout, one update per rollout. The
     # replay fields above (batch_size, updates_per_step, buffer_size, learning_starts, n_step,
     # exploration, acting_lag) are off-policy only.
@@ -66,20 +80,22 @@ class TrainConfig:
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise ConfigError(f"{name} must be a positive integer or unset, got {value!r}")
-        if self.n_step < 1:
+        if self.n_step is not None and self.n_step < 1:
             raise ConfigError(f"n_step must be a positive integer, got {self.n_step!r}")
         if not 0 <= self.gamma <= 1:
             raise ConfigError(f"gamma must be in [0, 1], got {self.gamma}")
-        if self.exploration not in EXPLORATION_MODES:
+        if self.exploration is not None and self.exploration not in EXPLORATION_MODES:
             raise ConfigError(
                 f"unknown exploration {self.exploration!r}; choose one of {EXPLORATION_MODES}"
             )
-        if not 0 <= self.noise_scale_min <= self.noise_scale_max:
+        low, high = self.noise_scale_min, self.noise_scale_max
+        if (low is not None and low < 0) or (high is not None and high < 0):
+            raise ConfigError(f"noise scales must be >= 0, got {low} and {high}")
+        if low is not None and high is not None and low > high:
             raise ConfigError(
-                f"need 0 <= noise_scale_min <= noise_scale_max, got {self.noise_scale_min} "
-                f"and {self.noise_scale_max}"
+                f"need 0 <= noise_scale_min <= noise_scale_max, got {low} and {high}"
             )
-        if self.acting_lag < 0:
+        if self.acting_lag is not None and self.acting_lag < 0:
             raise ConfigError(f"acting_lag must be >= 0, got {self.acting_lag}")
         if self.learning_starts < 0:
             raise ConfigError(f"learning_starts must be >= 0, got {self.learning_starts}")
@@ -93,7 +109,7 @@ class TrainConfig:
                 f"num_envs {self.num_envs} exceeds buffer_size {self.buffer_size}: one step of "
                 "all envs would not fit in the replay buffer; raise buffer_size."
             )
-        if self.n_step * self.num_envs > self.buffer_size:
+        if (self.n_step or 1) * self.num_envs > self.buffer_size:
             raise ConfigError(
                 f"n_step {self.n_step} x num_envs {self.num_envs} rows do not fit in buffer_size "
                 f"{self.buffer_size}; raise buffer_size."
@@ -103,6 +119,20 @@ class TrainConfig:
                 f"learning_starts {self.learning_starts} >= total_steps {self.total_steps}: "
                 "no gradient update would ever run; lower learning_starts or raise total_steps."
             )
+
+    def resolved(self, agent_defaults: dict[str, Any] | None = None) -> TrainConfig:
+        """This config with every field left at None set: the agent's own loop defaults first
+        (e.g. FastTD3's per-env noise scales), then LOOP_DEFAULTS. Explicit values stay."""
+        defaults = {**LOOP_DEFAULTS, **(agent_defaults or {})}
+        unknown = set(defaults) - set(LOOP_DEFAULTS)
+        if unknown:
+            raise ConfigError(f"loop defaults {sorted(unknown)} are not loop-level settings")
+        unset = {name: value for name, value in defaults.items() if getattr(self, name) is None}
+        return dataclasses.replace(self, **unset) if unset else self
+
+    @property
+    def is_resolved(self) -> bool:
+        return all(getattr(self, name) is not None for name in LOOP_DEFAULTS)
 
     @property
     def replay_capacity(self) -> int:

@@ -181,6 +181,7 @@ def train(
     configure_compile_cache(compile_cache)
 
     trainer = make_train(config, spec.make(agent_config))
+    config = trainer.config  # with the algorithm's own loop defaults filled in
     if out_path is not None:
         out_path.mkdir(parents=True, exist_ok=True)
         resolved = {

@@ -25,7 +25,7 @@ import jax.numpy as jnp
 import envs
 from jaxrl import normalization, replay
 from jaxrl.agents.base import Agent
-from jaxrl.config import TrainConfig
+from jaxrl.config import ConfigError, TrainConfig
 from jaxrl.types import Batch, Transition
 
 
@@ -52,9 +52,12 @@ class Trainer(NamedTuple):
     train: Callable[[jax.Array], tuple[LoopState, dict]]
 
 
-def make_envs(config: TrainConfig) -> tuple[Any, Any]:
-    """The training envs (auto-reset) and the evaluation envs, over one base env."""
-    base = envs.make(config.env, **config.env_options)
+def make_envs(config: TrainConfig, base: Any = None) -> tuple[Any, Any]:
+    """The training envs (auto-reset) and the evaluation envs, over one base env: `base` when
+    given (any object with Brax's reset/step/observation_size/action_size), else the registry's
+    `config.env`."""
+    if base is None:
+        base = envs.make(config.env, **config.env_options)
     sizes = dict(episode_length=config.episode_length, action_repeat=config.action_repeat)
     env = envs.wrap(base, config.num_envs, **sizes)
     return env, envs.wrap(base, config.eval_envs, auto_reset=False, **sizes)
@@ -131,14 +134,35 @@ def summarize_chunk(metrics: dict, updates_per_iteration: int, iteration: jax.Ar
     return summary
 
 
-def make_train(config: TrainConfig, agent: Agent) -> Trainer:
-    """The training program of `agent` on `config.env`: the replay loop below for off-policy
-    agents, `jaxrl.onpolicy` for on-policy ones (those with `explore`)."""
+def resolve_config(config: TrainConfig, agent: Agent) -> TrainConfig:
+    """`config` with the agent's own loop defaults filled in, after checking that it describes
+    this agent: a config naming another algorithm (above all, an off-policy one for an
+    on-policy agent, whose chunks would then hold no rollout) is an error."""
+    if agent.name and config.algo != agent.name:
+        raise ConfigError(
+            f"TrainConfig.algo is {config.algo!r} but the agent is {agent.name!r}; build the "
+            f"config with algo={agent.name!r} (its loop defaults and chunk sizes depend on it)."
+        )
+    if config.on_policy != agent.on_policy:
+        kind = "an on-policy" if agent.on_policy else "an off-policy"
+        raise ConfigError(
+            f"TrainConfig.algo {config.algo!r} does not match {kind} agent; pass the agent's "
+            "algorithm name as algo."
+        )
+    return config.resolved(agent.loop_defaults)
+
+
+def make_train(config: TrainConfig, agent: Agent, env: Any = None) -> Trainer:
+    """The training program of `agent` on `config.env` (or on the base env `env`, an object
+    with Brax's reset/step/observation_size/action_size): the replay loop below for off-policy
+    agents, `jaxrl.onpolicy` for on-policy ones (those with `explore`). Config fields left at
+    None take the agent's loop defaults (`Trainer.config` holds the resolved config)."""
+    config = resolve_config(config, agent)
     if agent.on_policy:
         from jaxrl import onpolicy
 
-        return onpolicy.make_train(config, agent)
-    env, eval_env = make_envs(config)
+        return onpolicy.make_train(config, agent, env)
+    env, eval_env = make_envs(config, env)
     num_envs, action_size = config.num_envs, env.action_size
     batch_rows = config.batch_size * config.updates_per_step
     learn_after = max(config.learning_starts, config.batch_size, config.n_step * num_envs)

@@ -10,6 +10,8 @@ host driver, metrics, checkpoints and `jax.vmap(train)` over seeds are the same.
 
 from __future__ import annotations
 
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 
@@ -23,13 +25,16 @@ from jaxrl.loop import (
     make_envs,
     make_evaluate,
     make_observe,
+    resolve_config,
     summarize_chunk,
 )
 from jaxrl.types import Rollout
 
 
-def make_train(config: TrainConfig, agent: Agent) -> Trainer:
-    env, eval_env = make_envs(config)
+def make_train(config: TrainConfig, agent: Agent, env: Any = None) -> Trainer:
+    """The on-policy program (`jaxrl.loop.make_train` picks it for agents with `explore`)."""
+    config = resolve_config(config, agent)
+    env, eval_env = make_envs(config, env)
     observe = make_observe(config)
     evaluate = make_evaluate(config, agent, eval_env)
     rollouts_per_chunk = config.iterations_per_chunk // config.unroll_length

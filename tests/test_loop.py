@@ -1,3 +1,5 @@
+import json
+
 import chex
 import jax
 import jax.numpy as jnp
@@ -97,12 +99,24 @@ def test_same_seed_same_metrics(tmp_path):
     assert strip(third.history) != strip(first.history)
 
 
-def test_checkpoint_round_trip(tmp_path):
-    result = driver.train(_tiny(), TINY_AGENT, tmp_path / "run", progress=None)
-    saved = tmp_path / "run" / "checkpoints" / "256"
-    restored = driver.load_checkpoint(saved, result.state)
-    chex.assert_trees_all_close(restored["agent"], result.state.agent)
-    assert int(restored["iteration"]) == 64
+def test_checkpoint_restore_reads_the_file(tmp_path):
+    config = _tiny(normalize_observations=True)
+    result = driver.train(config, TINY_AGENT, tmp_path / "run", progress=None)
+    saved = result.state
+    # Restore into a fresh state made from another key: nothing can come from the template.
+    trainer = make_train(config, sac.make(TINY_AGENT))
+    fresh = jax.jit(trainer.init)(jax.random.PRNGKey(99))
+    assert not np.allclose(fresh.obs_stats.mean, saved.obs_stats.mean)
+    restored = driver.load_checkpoint(tmp_path / "run" / "checkpoints" / "256", fresh)
+    chex.assert_trees_all_equal(restored["agent"], saved.agent)
+    chex.assert_trees_all_equal(restored["obs_stats"], saved.obs_stats)
+    assert int(restored["iteration"]) == int(saved.iteration) == 64
+    key = jax.random.PRNGKey(3)
+    evaluate = jax.jit(trainer.evaluate)
+    chex.assert_trees_all_equal(
+        evaluate(restored["agent"], restored["obs_stats"], key),
+        evaluate(saved.agent, saved.obs_stats, key),
+    )
 
 
 def test_non_finite_training_stops_with_a_clear_error(tmp_path):
@@ -166,3 +180,16 @@ def test_n_step_loop_trains():
     _, metrics = jax.jit(trainer.train)(jax.random.PRNGKey(0))
     assert np.isfinite(np.asarray(metrics["critic_loss"])).all()
     assert float(metrics["updates"].sum()) > 0
+
+
+def test_fast_td3_without_a_preset_explores_as_fast_td3(tmp_path):
+    from jaxrl.agents.fast_td3 import FastTD3Config
+
+    config = _tiny(algo="fast_td3", total_steps=128, eval_every=128)
+    agent = FastTD3Config(actor_hidden=(8,), critic_hidden=(8,), num_atoms=11)
+    result = driver.train(config, agent, tmp_path / "run", progress=None)
+    scales = np.asarray(result.state.noise_scale)
+    assert ((scales >= 0.001) & (scales <= 0.4)).all() and np.unique(scales).size == 4
+    written = json.loads((tmp_path / "run" / "config.json").read_text())["train"]
+    assert written["exploration"] == "uniform" and written["noise_scale_max"] == 0.4
+    assert written["normalize_observations"] is True and written["n_step"] == 1

@@ -110,3 +110,18 @@ def test_n_step_follows_each_env_across_the_wrap():
     for (t, env), (reward, next_obs, _, discount) in got.items():
         assert reward == sum(100 * k + env for k in (t, t + 1, t + 2))
         assert next_obs == (t + 3, env) and discount == 1.0
+
+
+def test_sampling_after_the_wrap_reaches_every_slot_and_only_live_rows():
+    buffer = replay.add(_empty(10), _rows(0, 8))
+    buffer = replay.add(buffer, _rows(8, 6))  # slots 8, 9, then 0..3 overwritten: steps 4..13
+    assert int(buffer.size) == 10 and int(buffer.position) == 4
+    steps = np.asarray(replay.sample(buffer, jax.random.PRNGKey(3), 4000)["step"])
+    assert set(steps.tolist()) == set(range(4, 14))
+    counts = np.bincount(steps - 4, minlength=10)
+    assert counts.min() > 300  # uniform: 400 expected per slot
+    # n-step starts after the wrap: every start with 2 newer steps of its env is drawn.
+    rewards = [[10 * t, 10 * t + 1] for t in range(7)]
+    buffer = _write_iterations(8, rewards, [[0, 0]] * 7)  # 4 iterations kept: t = 3..6
+    got = _by_start(replay.sample_n_step(buffer, jax.random.PRNGKey(4), 512, 3, 2, 1.0))
+    assert set(got) == {(3, 0), (3, 1), (4, 0), (4, 1)}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 import flax.struct
@@ -22,12 +22,18 @@ class Agent(NamedTuple):
 
     On-policy agents also give explore(state, obs [N, O], key) -> (actions [N, A], extras):
     an exploring action with what the update needs of it (log-probabilities, pre-squash
-    actions), stored in the Rollout. Its presence selects the on-policy loop."""
+    actions), stored in the Rollout. Its presence selects the on-policy loop.
+
+    `name` is the algorithm's registry name (a TrainConfig naming another algorithm is refused
+    by `make_train`); `loop_defaults` are the loop-level settings the algorithm intends (e.g.
+    FastTD3's per-env noise scales), taken by every TrainConfig field left at None."""
 
     init: Callable[[jax.Array, int, int], AgentState]
     act: Callable[[AgentState, jax.Array, jax.Array, jax.Array | float], jax.Array]
     update: Callable[[AgentState, Any, jax.Array], tuple[AgentState, Metrics]]
     explore: Callable[[AgentState, jax.Array, jax.Array], tuple[jax.Array, dict]] | None = None
+    name: str = ""
+    loop_defaults: Mapping[str, Any] | None = None
 
     @property
     def on_policy(self) -> bool:

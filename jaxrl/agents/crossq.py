@@ -165,4 +165,4 @@ def make(config: CrossQConfig = CrossQConfig()) -> Agent:
         new_state = CrossQState(actor, actor_stats, critic, critic_stats, log_alpha, state.step + 1)
         return new_state, sac.update_metrics(c_loss, a_loss, t_loss, alpha, q, log_prob)
 
-    return Agent(init=init, act=act, update=update)
+    return Agent(init=init, act=act, update=update, name="crossq")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 
 from jaxrl.agents import sac
+from jaxrl.agents.base import Agent
 
 
 @dataclasses.dataclass(frozen=True)
@@ -22,4 +23,5 @@ class DroQConfig(sac.SACConfig):
     policy_delay: int = 20  # SBX README: policy_delay 20 with gradient_steps 20
 
 
-make = sac.make
+def make(config: DroQConfig = DroQConfig()) -> Agent:
+    return sac.make(config)._replace(name="droq")

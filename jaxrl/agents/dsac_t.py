@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 
 from jaxrl.agents import sac
+from jaxrl.agents.base import Agent
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,4 +37,5 @@ class DSACTConfig(sac.SACConfig):
     std_tau: float = 0.005
 
 
-make = sac.make
+def make(config: DSACTConfig = DSACTConfig()) -> Agent:
+    return sac.make(config)._replace(name="dsac_t")

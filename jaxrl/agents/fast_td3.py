@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 
 from jaxrl.agents import td3
+from jaxrl.agents.base import Agent
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,4 +35,15 @@ class FastTD3Config(td3.TD3Config):
     v_max: float = 250.0
 
 
-make = td3.make
+# The loop settings of the public implementation (ALGORITHMS.md, "impl"): each env explores with
+# its own noise std drawn from U[0.001, 0.4] at every reset, and observations are normalised.
+LOOP_DEFAULTS = {
+    "exploration": "uniform",
+    "noise_scale_min": 0.001,
+    "noise_scale_max": 0.4,
+    "normalize_observations": True,
+}
+
+
+def make(config: FastTD3Config = FastTD3Config()) -> Agent:
+    return td3.make(config)._replace(name="fast_td3", loop_defaults=LOOP_DEFAULTS)

@@ -256,7 +256,7 @@ def make(config: PPOConfig = PPOConfig()) -> Agent:
         metrics["value_mean"] = values.mean()
         return PPOState(params, opt_state, state.step + 1), metrics
 
-    return Agent(init=init, act=act, update=update, explore=explore)
+    return Agent(init=init, act=act, update=update, explore=explore, name="ppo")
 
 
 __all__ = ["PPOConfig", "PPOState", "clipped_surrogate", "gae", "make", "value_loss"]

@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 
 from jaxrl.agents import td3
+from jaxrl.agents.base import Agent
 
 
 @dataclasses.dataclass(frozen=True)
@@ -30,4 +31,16 @@ class PQLConfig(td3.TD3Config):
     exploration_noise: float = 1.0
 
 
-make = td3.make
+# The loop settings of the public implementation (ALGORITHMS.md, "impl"): mixed exploration with
+# per-env noise std spaced evenly over [0.05, 0.8], 3-step returns, normalised observations.
+LOOP_DEFAULTS = {
+    "exploration": "linspace",
+    "noise_scale_min": 0.05,
+    "noise_scale_max": 0.8,
+    "n_step": 3,
+    "normalize_observations": True,
+}
+
+
+def make(config: PQLConfig = PQLConfig()) -> Agent:
+    return td3.make(config)._replace(name="pql", loop_defaults=LOOP_DEFAULTS)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 
 from jaxrl.agents import sac
+from jaxrl.agents.base import Agent
 
 
 @dataclasses.dataclass(frozen=True)
@@ -22,4 +23,5 @@ class REDQConfig(sac.SACConfig):
     policy_delay: int = 20
 
 
-make = sac.make
+def make(config: REDQConfig = REDQConfig()) -> Agent:
+    return sac.make(config)._replace(name="redq")

@@ -285,4 +285,4 @@ def make(config: SACConfig = SACConfig()) -> Agent:
             metrics["q_std"] = mean_std.mean()
         return new_state, metrics
 
-    return Agent(init=init, act=act, update=update)
+    return Agent(init=init, act=act, update=update, name="sac")

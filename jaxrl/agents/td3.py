@@ -210,4 +210,4 @@ def make(config: TD3Config = TD3Config()) -> Agent:
         new_state = TD3State(actor, critic, target_actor, target_critic, state.step + 1)
         return new_state, {"critic_loss": c_loss, "actor_loss": a_loss, "q_mean": q.mean()}
 
-    return Agent(init=init, act=act, update=update)
+    return Agent(init=init, act=act, update=update, name="td3")

@@ -1,0 +1,563 @@
+"""Mutation self-check: does the fast test suite catch realistic bugs?
+
+    python -m tests.mutants                 # every mutant; writes tests/MUTANTS.md
+    python -m tests.mutants --only sac,loop # mutants whose name contains a filter
+    python -m tests.mutants --list          # names and descriptions only
+
+Each mutant is one small, plausible slip of the kind a refactor makes (the online parameters
+where the target ones belong, `done` where `terminated` belongs, a statistic computed slightly
+wrong...). For each, a scratch copy of the working tree gets that one edit, and the fast tests
+(`-m "not slow"`) run there: first the tests that should catch it, then, if those pass, the
+whole fast suite. A mutant is caught when some test fails; a mutant that breaks collection or
+imports instead (exit code other than 1) is reported as invalid, since it proves nothing.
+
+Our own script rather than mutmut/cosmic-ray: those generate operator-level mutants by the
+thousand (most equivalent or trivially caught, hours on 2 cores with JAX compiles); the slips
+that matter here are a few dozen targeted, semantic ones, and each must be caught.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from typing import NamedTuple
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+REPORT = ROOT / "tests" / "MUTANTS.md"
+
+
+class Mutant(NamedTuple):
+    name: str
+    path: str  # file in the repository
+    old: str  # text that must occur exactly once in it
+    new: str
+    description: str
+    tests: tuple[str, ...]  # where it should be caught; run first
+
+
+def m(name, path, old, new, description, *tests):
+    return Mutant(name, path, old, new, description, tests)
+
+
+SAC_REF = "tests/agents/test_sac_update_reference.py"
+TD3_REF = "tests/agents/test_td3_update_reference.py"
+CROSSQ_REF = "tests/agents/test_crossq_update_reference.py"
+DSAC_REF = "tests/agents/test_dsac_t_update_reference.py"
+PPO_REF = "tests/agents/test_ppo_update_reference.py"
+WIRING = "tests/test_wiring.py"
+
+MUTANTS = [
+    # --- Agents. ---------------------------------------------------------------------------
+    m(
+        "sac-target-from-online-critic",
+        "jaxrl/agents/sac.py",
+        "critic_apply(state.target_critic_params, batch.next_obs",
+        "critic_apply(state.critic.params, batch.next_obs",
+        "SAC bootstraps from the online critics instead of the target critics",
+        SAC_REF,
+    ),
+    m(
+        "sac-next-action-from-obs",
+        "jaxrl/agents/sac.py",
+        "mean, log_std = _policy(state.actor.params, batch.next_obs, action_size)",
+        "mean, log_std = _policy(state.actor.params, batch.obs, action_size)",
+        "SAC samples the bootstrap action at s instead of s'",
+        SAC_REF,
+    ),
+    m(
+        "sac-actor-against-old-critic",
+        "jaxrl/agents/sac.py",
+        "q_values(critic_apply(critic.params, batch.obs, action, keys[5]))",
+        "q_values(critic_apply(state.critic.params, batch.obs, action, keys[5]))",
+        "SAC's actor is trained against the critics before this update",
+        SAC_REF,
+    ),
+    m(
+        "sac-entropy-sign-in-target",
+        "jaxrl/agents/sac.py",
+        "soft_value = next_q.min(axis=0) - alpha * next_log_prob",
+        "soft_value = next_q.min(axis=0) + alpha * next_log_prob",
+        "the soft target adds the log-probability instead of subtracting it",
+        SAC_REF,
+    ),
+    m(
+        "sac-target-entropy-sign",
+        "jaxrl/agents/sac.py",
+        "target_entropy = -config.target_entropy_scale * action_size",
+        "target_entropy = config.target_entropy_scale * action_size",
+        "the target entropy is +|A| instead of -|A|",
+        SAC_REF,
+    ),
+    m(
+        "redq-no-target-subset",
+        "jaxrl/agents/sac.py",
+        "next_out = target_subset(keys[2], next_out, config.num_target_critics)",
+        "next_out = next_out",
+        "REDQ takes the min over all critics instead of a random subset",
+        SAC_REF,
+    ),
+    m(
+        "sac-same-key-for-both-samples",
+        "jaxrl/agents/sac.py",
+        "distributions.tanh_gaussian_sample(keys[4], mean, log_std)",
+        "distributions.tanh_gaussian_sample(keys[0], mean, log_std)",
+        "the actor's sample reuses the bootstrap action's noise",
+        SAC_REF,
+    ),
+    m(
+        "bootstrap-ignores-termination",
+        "jaxrl/losses.py",
+        "return reward + discount * (1.0 - terminated) * next_value",
+        "return reward + discount * next_value",
+        "value targets bootstrap through terminal states",
+        SAC_REF,
+        TD3_REF,
+    ),
+    m(
+        "td3-unclipped-smoothing-noise",
+        "jaxrl/agents/td3.py",
+        "eps = jnp.clip(noise * jax.random.normal(key, next_action.shape), -noise_clip, noise_clip)",
+        "eps = noise * jax.random.normal(key, next_action.shape)",
+        "TD3's target policy smoothing noise is not clipped",
+        TD3_REF,
+    ),
+    m(
+        "td3-target-actor-polyak-from-old-actor",
+        "jaxrl/agents/td3.py",
+        "polyak(state.target_actor_params, actor.params, config.tau)",
+        "polyak(state.target_actor_params, state.actor.params, config.tau)",
+        "the target actor moves towards the actor before its update",
+        TD3_REF,
+    ),
+    m(
+        "pql-bootstraps-from-target-actor",
+        "jaxrl/agents/td3.py",
+        "target_policy = state.target_actor_params if config.target_actor else state.actor.params",
+        "target_policy = state.target_actor_params",
+        "PQL (no target actor) bootstraps from a target actor anyway",
+        TD3_REF,
+    ),
+    m(
+        "c51-picks-higher-critic",
+        "jaxrl/agents/td3.py",
+        "pick = jnp.argmin(next_values, axis=0)",
+        "pick = jnp.argmax(next_values, axis=0)",
+        "FastTD3's clipped double Q picks the critic with the higher expected value",
+        TD3_REF,
+    ),
+    m(
+        "fast-td3-no-weight-decay",
+        "jaxrl/agents/td3.py",
+        "return optax.adamw(lr, weight_decay=config.weight_decay)",
+        "return optax.adam(lr)",
+        "FastTD3's AdamW loses its weight decay",
+        TD3_REF,
+    ),
+    m(
+        "crossq-actor-reads-stale-critic-stats",
+        "jaxrl/agents/crossq.py",
+        'variables = {"params": critic.params, "batch_stats": critic_stats}',
+        'variables = {"params": critic.params, "batch_stats": state.critic_stats}',
+        "CrossQ's actor evaluates the critic with the statistics before the joint pass",
+        CROSSQ_REF,
+    ),
+    m(
+        "crossq-split-swapped",
+        "jaxrl/agents/crossq.py",
+        "q, next_q = jnp.split(q_all, 2, axis=-1)",
+        "next_q, q = jnp.split(q_all, 2, axis=-1)",
+        "CrossQ's joint pass is split back in the wrong order",
+        CROSSQ_REF,
+    ),
+    m(
+        "dsac-t-picks-higher-mean",
+        "jaxrl/distributional.py",
+        "pick = jnp.argmin(next_mean, axis=0)[None]",
+        "pick = jnp.argmax(next_mean, axis=0)[None]",
+        "DSAC-T's twin targets come from the critic with the higher mean",
+        DSAC_REF,
+    ),
+    m(
+        "dsac-t-unclipped-return-noise",
+        "jaxrl/agents/sac.py",
+        "noise = jnp.clip(jax.random.normal(keys[6], reward.shape), -3.0, 3.0)",
+        "noise = jax.random.normal(keys[6], reward.shape)",
+        "DSAC-T's sampled return target is drawn with unclipped noise",
+        DSAC_REF,
+    ),
+    m(
+        "ppo-gae-stops-at-terminations-only",
+        "jaxrl/agents/ppo.py",
+        "backward, jnp.zeros_like(value[0]), (delta, discount, done), reverse=True",
+        "backward, jnp.zeros_like(value[0]), (delta, discount, terminated), reverse=True",
+        "GAE lets advantages flow across a truncation into the next episode",
+        PPO_REF,
+        WIRING,
+    ),
+    m(
+        "ppo-delta-cut-at-truncation",
+        "jaxrl/agents/ppo.py",
+        "delta = reward + discount * (1.0 - terminated) * next_value - value",
+        "delta = reward + discount * (1.0 - done) * next_value - value",
+        "PPO stops bootstrapping at time-limit truncations",
+        PPO_REF,
+        WIRING,
+    ),
+    m(
+        "ppo-next-value-of-obs",
+        "jaxrl/agents/ppo.py",
+        "value(state.params, rollout.next_obs)",
+        "value(state.params, rollout.obs)",
+        "PPO's bootstrap value is V(s) instead of V(s')",
+        PPO_REF,
+    ),
+    m(
+        "ppo-ratio-inverted",
+        "jaxrl/agents/ppo.py",
+        'log_ratio = log_prob - batch["log_prob"]',
+        'log_ratio = batch["log_prob"] - log_prob',
+        "PPO's probability ratio is old over new",
+        PPO_REF,
+    ),
+    m(
+        "ppo-unnormalised-advantages",
+        "jaxrl/agents/ppo.py",
+        "advantage = (advantage - advantage.mean()) / (advantage.std() + 1e-8)",
+        "advantage = advantage - advantage.mean()",
+        "PPO centres advantages but forgets to scale them",
+        PPO_REF,
+    ),
+    m(
+        "tanh-correction-sign",
+        "jaxrl/distributions.py",
+        "return gaussian_log_prob(u, mean, log_std) - jnp.sum(_log_abs_det_tanh(u), axis=-1)",
+        "return gaussian_log_prob(u, mean, log_std) + jnp.sum(_log_abs_det_tanh(u), axis=-1)",
+        "the tanh change of variables is added instead of subtracted",
+        SAC_REF,
+    ),
+    # --- Off-policy loop. ------------------------------------------------------------------
+    m(
+        "loop-stores-done-as-terminated",
+        "jaxrl/loop.py",
+        'terminated = env_state.done * (1.0 - info["truncation"])',
+        "terminated = env_state.done",
+        "the replay loop stores truncations as terminations",
+        WIRING,
+    ),
+    m(
+        "loop-next-obs-after-reset",
+        "jaxrl/loop.py",
+        'obs, action, env_state.reward, info["final_obs"], terminated, env_state.done',
+        "obs, action, env_state.reward, env_state.obs, terminated, env_state.done",
+        "stored next_obs is the next episode's first observation where an episode ended",
+        WIRING,
+    ),
+    m(
+        "loop-raw-next-obs-in-batch",
+        "jaxrl/loop.py",
+        "obs=observe(stats, batch.obs), next_obs=observe(stats, batch.next_obs)",
+        "obs=observe(stats, batch.obs), next_obs=batch.next_obs",
+        "the update reads a normalised obs beside an unnormalised next_obs",
+        WIRING,
+    ),
+    m(
+        "loop-stats-from-reset-obs",
+        "jaxrl/loop.py",
+        'stats = normalization.update(stats, info["final_obs"])',
+        "stats = normalization.update(stats, env_state.obs)",
+        "observation statistics absorb post-reset observations instead of reached ones",
+        WIRING,
+    ),
+    m(
+        "loop-constant-discount",
+        "jaxrl/loop.py",
+        "jnp.full_like(rows.reward, config.gamma)",
+        "jnp.full_like(rows.reward, 0.99)",
+        "1-step batches carry a hard-coded discount instead of config.gamma",
+        WIRING,
+    ),
+    m(
+        "loop-ignores-noise-scales",
+        "jaxrl/loop.py",
+        "observe(state.obs_stats, obs), act_key, state.noise_scale)",
+        "observe(state.obs_stats, obs), act_key, 1.0)",
+        "per-env exploration noise scales never reach act",
+        WIRING,
+    ),
+    m(
+        "loop-redraws-every-noise-scale",
+        "jaxrl/loop.py",
+        "noise_scale = jnp.where(env_state.done > 0, noise_scales(noise_key), noise_scale)",
+        "noise_scale = noise_scales(noise_key)",
+        "uniform noise scales are redrawn every step instead of at each env's reset",
+        WIRING,
+    ),
+    m(
+        "eval-not-greedy",
+        "jaxrl/loop.py",
+        "action = agent.act(agent_state, observe(stats, env_state.obs), act_key, 0.0)",
+        "action = agent.act(agent_state, observe(stats, env_state.obs), act_key, 1.0)",
+        "evaluation acts with exploration noise",
+        WIRING,
+    ),
+    m(
+        "eval-unnormalised",
+        "jaxrl/loop.py",
+        "action = agent.act(agent_state, observe(stats, env_state.obs), act_key, 0.0)",
+        "action = agent.act(agent_state, env_state.obs, act_key, 0.0)",
+        "evaluation feeds raw observations to a policy trained on normalised ones",
+        WIRING,
+    ),
+    # --- On-policy loop. -------------------------------------------------------------------
+    m(
+        "onpolicy-raw-next-obs",
+        "jaxrl/onpolicy.py",
+        "next_obs=observe(state.obs_stats, final_obs),",
+        "next_obs=final_obs,",
+        "PPO's rollout bootstraps from unnormalised final observations",
+        WIRING,
+    ),
+    m(
+        "onpolicy-done-as-terminated",
+        "jaxrl/onpolicy.py",
+        'terminated = env_state.done * (1.0 - info["truncation"])',
+        "terminated = env_state.done",
+        "the rollout marks truncations as terminations",
+        WIRING,
+    ),
+    m(
+        "onpolicy-next-obs-after-reset",
+        "jaxrl/onpolicy.py",
+        'data = (obs, env_state.reward, info["final_obs"], terminated, env_state.done, extras)',
+        "data = (obs, env_state.reward, env_state.obs, terminated, env_state.done, extras)",
+        "the rollout's next_obs is the reset observation where an episode ended",
+        WIRING,
+    ),
+    # --- Replay. ---------------------------------------------------------------------------
+    m(
+        "replay-samples-below-position",
+        "jaxrl/replay.py",
+        "index = jax.random.randint(key, (batch_size,), 0, jnp.maximum(buffer.size, 1))",
+        "index = jax.random.randint(key, (batch_size,), 0, jnp.maximum(buffer.position, 1))",
+        "after the ring buffer wraps, sampling only reaches slots below the write position",
+        "tests/test_replay.py",
+    ),
+    m(
+        "n-step-stops-at-terminations-only",
+        "jaxrl/replay.py",
+        "reward, done = data.reward[index], data.done[index]",
+        "reward, done = data.reward[index], data.terminated[index]",
+        "n-step returns run across truncations into the next episode",
+        "tests/test_replay.py",
+        WIRING,
+    ),
+    # --- Normalisation. --------------------------------------------------------------------
+    m(
+        "stats-variance-misses-mean-shift",
+        "jaxrl/normalization.py",
+        "m2 = stats.var * stats.count + batch_var * n + delta**2 * stats.count * n / total",
+        "m2 = stats.var * stats.count + batch_var * n",
+        "merged variance drops the between-batch term",
+        "tests/test_normalization.py",
+    ),
+    m(
+        "normalize-by-variance",
+        "jaxrl/normalization.py",
+        "return jnp.clip((obs - stats.mean) / jnp.sqrt(stats.var + 1e-8), -clip, clip)",
+        "return jnp.clip((obs - stats.mean) / (stats.var + 1e-8), -clip, clip)",
+        "observations divided by the variance instead of the standard deviation",
+        "tests/test_normalization.py",
+    ),
+    # --- Networks. -------------------------------------------------------------------------
+    m(
+        "batchrenorm-momentum-swapped",
+        "jaxrl/networks.py",
+        "running_var.value = m * running_var.value + (1 - m) * jax.lax.stop_gradient(",
+        "running_var.value = (1 - m) * running_var.value + m * jax.lax.stop_gradient(",
+        "BatchRenorm's running variance moves by momentum instead of 1 - momentum",
+        CROSSQ_REF,
+    ),
+    m(
+        "batchrenorm-r-inverted",
+        "jaxrl/networks.py",
+        "r = jax.lax.stop_gradient(jnp.clip(batch_std / running_std, 1 / self.r_max, self.r_max))",
+        "r = jax.lax.stop_gradient(jnp.clip(running_std / batch_std, 1 / self.r_max, self.r_max))",
+        "BatchRenorm's correction r is inverted",
+        CROSSQ_REF,
+    ),
+    m(
+        "layer-norm-after-relu",
+        "jaxrl/networks.py",
+        "            if self.layer_norm:\n                x = nn.LayerNorm()(x)\n            x = nn.relu(x)",
+        "            x = nn.relu(x)\n            if self.layer_norm:\n                x = nn.LayerNorm()(x)",
+        "critic hidden layers apply LayerNorm after the ReLU",
+        SAC_REF,
+    ),
+    # --- Env wrappers. ---------------------------------------------------------------------
+    m(
+        "truncation-flag-on-terminal-steps",
+        "envs/wrappers.py",
+        "truncated = (1.0 - terminated) * (length >= self.episode_length)",
+        "truncated = (length >= self.episode_length) * 1.0",
+        "a step that terminates at the time limit is flagged as a truncation too",
+        WIRING,
+    ),
+    m(
+        "time-limit-off-by-one",
+        "envs/wrappers.py",
+        "truncated = (1.0 - terminated) * (length >= self.episode_length)",
+        "truncated = (1.0 - terminated) * (length > self.episode_length)",
+        "episodes run one step past the time limit",
+        WIRING,
+    ),
+    m(
+        "autoreset-final-obs-after-reset",
+        "envs/wrappers.py",
+        "return _with_own_keys(nxt, stepped, key)",
+        "return _with_own_keys(nxt, nxt, key)",
+        "auto-reset reports the reset observation as the episode's final one",
+        WIRING,
+    ),
+    # --- Driver. ---------------------------------------------------------------------------
+    m(
+        "restore-returns-template",
+        "jaxrl/driver.py",
+        "        return checkpointer.restore(pathlib.Path(path).absolute(), abstract)",
+        "        checkpointer.restore(pathlib.Path(path).absolute(), abstract)\n"
+        '        return {"agent": like.agent, "obs_stats": like.obs_stats, '
+        '"iteration": like.iteration}',
+        "restoring a checkpoint returns the template instead of what the file holds",
+        "tests/test_loop.py",
+    ),
+    m(
+        "driver-writes-unresolved-config",
+        "jaxrl/driver.py",
+        "    config = trainer.config  # with the algorithm's own loop defaults filled in\n",
+        "",
+        "config.json records None for the settings the algorithm chose",
+        "tests/test_loop.py",
+    ),
+    m(
+        "algorithm-loop-defaults-dropped",
+        "jaxrl/config.py",
+        "defaults = {**LOOP_DEFAULTS, **(agent_defaults or {})}",
+        "defaults = dict(LOOP_DEFAULTS)",
+        "FastTD3 and PQL without a preset explore with noise std 1 (their own defaults lost)",
+        WIRING,
+        "tests/test_loop.py",
+    ),
+]
+
+
+def repository_files() -> list[str]:
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        check=True,
+    ).stdout.decode()
+    return [name for name in listed.split("\0") if name and (ROOT / name).is_file()]
+
+
+def pytest(copy: pathlib.Path, targets: list[str], timeout: float) -> tuple[int, str]:
+    command = [sys.executable, "-m", "pytest", "-x", "-q", "-m", "not slow"]
+    command += ["-p", "no:cacheprovider", "--no-header", *targets]
+    env = {**os.environ, "JAXRL_COMPILE_CACHE": "0"}
+    try:
+        done = subprocess.run(
+            command, cwd=copy, env=env, capture_output=True, text=True, timeout=timeout
+        )
+    except subprocess.TimeoutExpired:
+        return -1, "timed out"
+    failed = [line for line in done.stdout.splitlines() if line.startswith(("FAILED", "ERROR"))]
+    return done.returncode, (failed[0] if failed else done.stdout.strip().splitlines()[-1])
+
+
+def check(mutant: Mutant, copy: pathlib.Path, timeout: float) -> dict:
+    target = copy / mutant.path
+    original = target.read_text()
+    if original.count(mutant.old) != 1:
+        return {"verdict": "stale", "detail": f"text to mutate found {original.count(mutant.old)}x"}
+    target.write_text(original.replace(mutant.old, mutant.new))
+    start = time.perf_counter()
+    try:
+        code, detail = pytest(copy, list(mutant.tests), timeout)
+        stage = "targeted tests"
+        if code == 0:
+            code, detail = pytest(copy, ["tests"], timeout)
+            stage = "whole fast suite"
+    finally:
+        target.write_text(original)
+    verdict = {0: "MISSED", 1: "caught"}.get(code, "invalid")
+    return {
+        "verdict": verdict,
+        "detail": f"{stage}: {detail}",
+        "seconds": time.perf_counter() - start,
+    }
+
+
+def write_report(results: list[tuple[Mutant, dict]]) -> None:
+    caught = sum(r["verdict"] == "caught" for _, r in results)
+    lines = [
+        "# Mutation self-check",
+        "",
+        f"`python -m tests.mutants` on {time.strftime('%Y-%m-%d')}: **{caught} of {len(results)}"
+        " mutants caught** by the fast tests (`-m 'not slow'`).",
+        "",
+        "| mutant | file | slip | verdict | first failure | s |",
+        "|---|---|---|---|---|---|",
+    ]
+    for mutant, r in results:
+        detail = r["detail"].replace("|", "\\|")
+        seconds = f"{r.get('seconds', 0):.0f}"
+        lines.append(
+            f"| {mutant.name} | {mutant.path} | {mutant.description} | {r['verdict']} | "
+            f"{detail} | {seconds} |"
+        )
+    REPORT.write_text("\n".join(lines) + "\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.mutants", description=__doc__)
+    parser.add_argument("--only", default="", help="comma-separated filters on mutant names")
+    parser.add_argument("--list", action="store_true", help="list the mutants and exit")
+    parser.add_argument("--timeout", type=float, default=1200, help="seconds per pytest run")
+    parser.add_argument("--no-report", action="store_true", help=f"do not rewrite {REPORT.name}")
+    args = parser.parse_args(argv)
+    filters = [f for f in args.only.split(",") if f]
+    chosen = [x for x in MUTANTS if not filters or any(f in x.name for f in filters)]
+    if args.list:
+        for mutant in chosen:
+            print(f"{mutant.name:<42} {mutant.path:<28} {mutant.description}")
+        return 0
+    if not chosen:
+        print(f"no mutant matches {args.only!r}; --list shows them", file=sys.stderr)
+        return 2
+    results = []
+    with tempfile.TemporaryDirectory(prefix="jaxrl-mutants-") as scratch:
+        copy = pathlib.Path(scratch)
+        for name in repository_files():
+            (copy / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, copy / name)
+        for mutant in chosen:
+            result = check(mutant, copy, args.timeout)
+            results.append((mutant, result))
+            print(f"{result['verdict']:>7}  {mutant.name:<42} {result['detail']}", flush=True)
+    if not args.no_report and not filters:
+        write_report(results)
+    missed = [m.name for m, r in results if r["verdict"] != "caught"]
+    print(
+        f"{len(results) - len(missed)} of {len(results)} caught"
+        + (f"; not: {missed}" if missed else "")
+    )
+    return 1 if missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
