@@ -122,7 +122,8 @@ MUTANTS = [
     m(
         "td3-unclipped-smoothing-noise",
         "jaxrl/agents/td3.py",
-        "eps = jnp.clip(noise * jax.random.normal(key, next_action.shape), -noise_clip, noise_clip)",
+        "eps = jnp.clip(noise * jax.random.normal(key, next_action.shape), -noise_clip, "
+        "noise_clip)",
         "eps = noise * jax.random.normal(key, next_action.shape)",
         "TD3's target policy smoothing noise is not clipped",
         TD3_REF,
@@ -394,8 +395,8 @@ MUTANTS = [
     m(
         "layer-norm-after-relu",
         "jaxrl/networks.py",
-        "            if self.layer_norm:\n                x = nn.LayerNorm()(x)\n            x = nn.relu(x)",
-        "            x = nn.relu(x)\n            if self.layer_norm:\n                x = nn.LayerNorm()(x)",
+        "if self.layer_norm:\n                x = nn.LayerNorm()(x)\n            x = nn.relu(x)",
+        "x = nn.relu(x)\n            if self.layer_norm:\n                x = nn.LayerNorm()(x)",
         "critic hidden layers apply LayerNorm after the ReLU",
         SAC_REF,
     ),

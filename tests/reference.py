@@ -34,7 +34,10 @@ def perturbed(tree: Any, key: jax.Array, scale: float = 0.1) -> Any:
     """`tree` plus Gaussian noise: target parameters that differ from the online ones."""
     leaves, treedef = jax.tree.flatten(tree)
     keys = jax.random.split(key, len(leaves))
-    noisy = [x + scale * jax.random.normal(k, x.shape, x.dtype) for x, k in zip(leaves, keys)]
+    noisy = [
+        x + scale * jax.random.normal(k, x.shape, x.dtype)
+        for x, k in zip(leaves, keys, strict=True)
+    ]
     return jax.tree.unflatten(treedef, noisy)
 
 
@@ -164,7 +167,9 @@ def assert_adam_first_step(
     checked = 0
     scale = max(float(np.abs(g).max()) for g in jax.tree.leaves(grad))
     assert scale > 0, "the reference gradient is zero everywhere"
-    for p0, p1, g in zip(jax.tree.leaves(old), jax.tree.leaves(new), jax.tree.leaves(grad)):
+    for p0, p1, g in zip(
+        jax.tree.leaves(old), jax.tree.leaves(new), jax.tree.leaves(grad), strict=True
+    ):
         step = p1 - p0 + lr * weight_decay * p0
         clear = np.abs(g) > 1e-3 * scale
         np.testing.assert_allclose(step[clear], -lr * np.sign(g[clear]), rtol=2e-3, atol=lr * 2e-3)

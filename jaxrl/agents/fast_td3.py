@@ -3,8 +3,9 @@ double Q on distributions, AdamW, wide networks, very large batches drawn from m
 envs, each env exploring with its own noise std redrawn at every reset.
 
 The mechanism lives in `jaxrl.agents.td3` (critic="c51") and in the shared loop (per-env noise
-scales: `exploration="uniform"`, observation normalisation, n-step returns); this file holds the
-published defaults. The loop settings that go with them are in the `fast_td3_*` presets.
+scales: `exploration="uniform"`, observation normalisation); this file holds the published
+defaults, and `LOOP_DEFAULTS` the loop settings the agent brings to any TrainConfig that leaves
+them unset (so `jaxrl train --algo fast_td3` explores as FastTD3 does, preset or not).
 """
 
 from __future__ import annotations

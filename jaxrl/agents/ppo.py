@@ -235,7 +235,7 @@ def make(config: PPOConfig = PPOConfig()) -> Agent:
             (_, metrics), grads = jax.value_and_grad(loss, has_aux=True)(params, batch, step_key)
             updates, opt_state = optimizer.update(grads, opt_state, params)
             updates = jax.tree.map(lambda u: -learning_rate * u, updates)
-            metrics["grad_norm"] = optax.tree_utils.tree_l2_norm(grads)
+            metrics["grad_norm"] = optax.tree_utils.tree_norm(grads)
             return (optax.apply_updates(params, updates), opt_state), metrics
 
         def epoch(carry, key):

@@ -7,7 +7,8 @@ the three share one compiled program, with what made PQL's scheme work kept as o
 shared loop and of TD3: mixed exploration (per-env noise std spaced evenly over [0.05, 0.8],
 `exploration="linspace"`), n-step returns (`n_step=3`), no target actor, a double-Q or C51
 critic ("PQL-D": `critic="c51"`), and an acting policy that may lag the learners by
-`acting_lag` iterations as PQL's asynchronous actor does. Running actor and learners on
+`acting_lag` iterations as PQL's asynchronous actor does. `LOOP_DEFAULTS` are the loop
+settings the agent brings to any TrainConfig that leaves them unset. Running actor and learners on
 separate devices belongs to the scale-out work.
 """
 
