@@ -162,7 +162,14 @@ def run_jaxrl(case: Case) -> tuple[list[dict], float, dict]:
     )
     # The first progress line reports compilation; one line per chunk follows.
     evals = [
-        {"env_steps": row["env_steps"], "wall_seconds": t, "eval_return": row["eval_return"]}
+        {
+            "env_steps": row["env_steps"],
+            "wall_seconds": t,
+            "eval_return": row["eval_return"],
+            "eval_return_std": row["eval_return_std"],
+            # Mean return of the exploring policy's episodes that ended in the chunk.
+            "train_episode_return": row["train_episode_return"],
+        }
         for row, t in zip(result.history, stamps[1:], strict=True)
     ]
     updates = sum(row["updates"] for row in result.history)

@@ -208,12 +208,14 @@ def _tiny() -> list[Case]:
 # notebook for Brax's envs. Only the budget (env steps) and the number of evaluations are
 # scaled to a 2-core CPU; both systems get the same ones, evaluate greedily (Brax's trainers
 # default to sampling actions at evaluation: `deterministic_eval=True` here) on 128 envs.
-PARITY_SAC_TASKS = {  # task: env steps (all action_repeat 1, so env steps = agent steps)
+# Task: env steps (all action_repeat 1, so env steps = agent steps): 784 iterations of 128 envs,
+# 6,272 gradient updates, about 1.5 minutes per run on 2 cores.
+PARITY_SAC_TASKS = {
     "playground/CartpoleBalance": 100_352,
-    "playground/CartpoleSwingup": 200_704,
-    "playground/ReacherEasy": 200_704,
-    "playground/FingerSpin": 200_704,
-    "playground/BallInCup": 200_704,
+    "playground/CartpoleSwingup": 100_352,
+    "playground/ReacherEasy": 100_352,
+    "playground/FingerSpin": 100_352,
+    "playground/BallInCup": 100_352,
 }
 PARITY_EVALS = 8  # evaluations after the start, for both systems
 
@@ -266,6 +268,111 @@ def sac_parity_flags(settings: dict, total_steps: int) -> tuple[str, ...]:
     return tuple(argv)
 
 
+# Brax PPO on Brax's own envs, with the settings of Brax's training notebook
+# (notebooks/training.ipynb); tasks with action_repeat 1, so env steps mean the same to both.
+_BRAX_PPO_COMMON = {
+    "episode_length": 1000,
+    "normalize_observations": True,
+    "action_repeat": 1,
+    "num_envs": 2048,
+}
+PARITY_PPO_TASKS = {  # task: (Brax PPO settings, env steps)
+    "brax/inverted_double_pendulum": (
+        {
+            **_BRAX_PPO_COMMON,
+            "reward_scaling": 10,
+            "unroll_length": 5,
+            "num_minibatches": 32,
+            "num_updates_per_batch": 4,
+            "discounting": 0.97,
+            "learning_rate": 3e-4,
+            "entropy_cost": 1e-2,
+            "batch_size": 1024,
+        },
+        2_000_000,
+    ),
+    "brax/halfcheetah": (
+        {
+            **_BRAX_PPO_COMMON,
+            "reward_scaling": 1,
+            "unroll_length": 20,
+            "num_minibatches": 32,
+            "num_updates_per_batch": 8,
+            "discounting": 0.95,
+            "learning_rate": 3e-4,
+            "entropy_cost": 1e-3,
+            "batch_size": 512,
+        },
+        2_000_000,
+    ),
+    "brax/pusher": (
+        {
+            **_BRAX_PPO_COMMON,
+            "reward_scaling": 5,
+            "unroll_length": 30,
+            "num_minibatches": 16,
+            "num_updates_per_batch": 8,
+            "discounting": 0.95,
+            "learning_rate": 3e-4,
+            "entropy_cost": 1e-2,
+            "batch_size": 512,
+        },
+        2_000_000,
+    ),
+    "brax/ant": (
+        {
+            **_BRAX_PPO_COMMON,
+            "num_envs": 4096,
+            "reward_scaling": 10,
+            "unroll_length": 5,
+            "num_minibatches": 32,
+            "num_updates_per_batch": 4,
+            "discounting": 0.97,
+            "learning_rate": 3e-4,
+            "entropy_cost": 1e-2,
+            "batch_size": 2048,
+        },
+        2_000_000,
+    ),
+    "brax/inverted_pendulum": (BRAX_PPO_INVERTED_PENDULUM, 1_000_000),
+}
+
+
+def ppo_parity_flags(settings: dict, total_steps: int) -> tuple[str, ...]:
+    """`jaxrl train` flags giving jaxrl's PPO exactly Brax PPO's hyperparameters. Brax collects
+    batch_size x num_minibatches unrolls per update as consecutive unrolls of every env; here
+    that is one rollout of unroll_length x (that many / num_envs) steps per env, split into the
+    same number of equally sized minibatches (GAE then runs over the whole rollout rather than
+    each unroll). Brax's defaults: clip 0.3, GAE lambda 0.95, no gradient clipping, value
+    loss 0.25 MSE (0.5 x our 0.5 MSE), advantages normalised per minibatch, softplus std."""
+    unrolls = settings["batch_size"] * settings["num_minibatches"] // settings["num_envs"]
+    rollout = settings["unroll_length"] * unrolls
+    every = -(-total_steps // PARITY_EVALS)
+    flags = {
+        "--unroll-length": rollout,
+        "--num-minibatches": settings["num_minibatches"],
+        "--num-epochs": settings["num_updates_per_batch"],
+        "--gamma": settings["discounting"],
+        "--learning-rate": settings["learning_rate"],
+        "--entropy-coef": settings["entropy_cost"],
+        "--reward-scale": settings["reward_scaling"],
+        "--clip-epsilon": 0.3,
+        "--gae-lambda": 0.95,
+        "--value-coef": 0.5,
+        "--max-grad-norm": 0.0,
+        "--episode-length": settings["episode_length"],
+        "--action-repeat": settings.get("action_repeat", 1),
+        "--eval-envs": 128,
+        "--eval-every": every,
+        "--actor-hidden": "32,32,32,32",
+        "--critic-hidden": "256,256,256,256,256",
+    }
+    argv = [str(x) for item in flags.items() for x in item]
+    normalize = settings["normalize_observations"]
+    argv.append("--normalize-observations" if normalize else "--no-normalize-observations")
+    return (*argv, "--softplus-std")
+
+
 def _parity() -> list[Case]:
     cases = []
     for env, steps in PARITY_SAC_TASKS.items():
@@ -286,6 +393,22 @@ def _parity() -> list[Case]:
             cases.append(
                 dataclasses.replace(
                     brax_case("sac", env, peer, 0.0, steps, PARITY_EVALS + 1), seed=seed
+                )
+            )
+    for env, (settings, budget) in PARITY_PPO_TASKS.items():
+        peer = {**settings, "num_eval_envs": 128, "deterministic_eval": True}
+        # Whole Brax updates between evaluations, so both systems stop at the same step.
+        per_update = settings["batch_size"] * settings["num_minibatches"]
+        per_update *= settings["unroll_length"] * PARITY_EVALS
+        steps = per_update * max(1, round(budget / per_update))
+        for seed in (0, 1, 2):
+            flags = ppo_parity_flags(settings, steps)
+            cases.append(
+                Case("jaxrl", "ppo", env, settings["num_envs"], 0.0, steps, seed, options=flags)
+            )
+            cases.append(
+                dataclasses.replace(
+                    brax_case("ppo", env, peer, 0.0, steps, PARITY_EVALS + 1), seed=seed
                 )
             )
     return cases

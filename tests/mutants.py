@@ -19,6 +19,7 @@ that matter here are a few dozen targeted, semantic ones, and each must be caugh
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import os
 import pathlib
 import shutil
@@ -530,6 +531,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--list", action="store_true", help="list the mutants and exit")
     parser.add_argument("--timeout", type=float, default=1200, help="seconds per pytest run")
     parser.add_argument("--no-report", action="store_true", help=f"do not rewrite {REPORT.name}")
+    parser.add_argument("--jobs", type=int, default=2, help="mutants checked at once")
     args = parser.parse_args(argv)
     filters = [f for f in args.only.split(",") if f]
     chosen = [x for x in MUTANTS if not filters or any(f in x.name for f in filters)]
@@ -540,16 +542,26 @@ def main(argv: list[str] | None = None) -> int:
     if not chosen:
         print(f"no mutant matches {args.only!r}; --list shows them", file=sys.stderr)
         return 2
-    results = []
     with tempfile.TemporaryDirectory(prefix="jaxrl-mutants-") as scratch:
-        copy = pathlib.Path(scratch)
-        for name in repository_files():
-            (copy / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(ROOT / name, copy / name)
-        for mutant in chosen:
-            result = check(mutant, copy, args.timeout)
-            results.append((mutant, result))
+        # One copy of the tree per worker: each mutates and restores one file at a time.
+        copies = [pathlib.Path(scratch) / str(i) for i in range(max(args.jobs, 1))]
+        for copy in copies:
+            for name in repository_files():
+                (copy / name).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(ROOT / name, copy / name)
+        free = list(copies)
+
+        def run_one(mutant: Mutant) -> dict:
+            copy = free.pop()
+            try:
+                result = check(mutant, copy, args.timeout)
+            finally:
+                free.append(copy)
             print(f"{result['verdict']:>7}  {mutant.name:<42} {result['detail']}", flush=True)
+            return result
+
+        with concurrent.futures.ThreadPoolExecutor(len(copies)) as pool:
+            results = list(zip(chosen, pool.map(run_one, chosen), strict=True))
     if not args.no_report and not filters:
         write_report(results)
     missed = [m.name for m, r in results if r["verdict"] != "caught"]
