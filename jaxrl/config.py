@@ -92,9 +92,7 @@ class TrainConfig:
         if (low is not None and low < 0) or (high is not None and high < 0):
             raise ConfigError(f"noise scales must be >= 0, got {low} and {high}")
         if low is not None and high is not None and low > high:
-            raise ConfigError(
-                f"need 0 <= noise_scale_min <= noise_scale_max, got {low} and {high}"
-            )
+            raise ConfigError(f"need 0 <= noise_scale_min <= noise_scale_max, got {low} and {high}")
         if self.acting_lag is not None and self.acting_lag < 0:
             raise ConfigError(f"acting_lag must be >= 0, got {self.acting_lag}")
         if self.learning_starts < 0:

@@ -34,6 +34,9 @@ class SACConfig:
     num_critics: int = 2
     critic_layer_norm: bool = False  # MuJoCo Playground's Brax SAC runs use LayerNorm
     critic_residual: bool = False  # residual LayerNorm blocks (BRO/SimBa); equal widths
+    # The policy's std: False, exp of a log-std squashed into [-5, 2] (std 0.22 at init);
+    # True, Brax's head: softplus(raw) + 0.001 (std 0.69 at init, no upper bound).
+    softplus_std: bool = False
     actor_lr: float = 3e-4
     critic_lr: float = 3e-4
     alpha_lr: float = 3e-4
@@ -160,7 +163,7 @@ def make(config: SACConfig = SACConfig()) -> Agent:
     alpha_opt = optax.adam(config.alpha_lr)
 
     def actor_module(action_size: int) -> GaussianActor:
-        return GaussianActor(action_size, config.actor_hidden)
+        return GaussianActor(action_size, config.actor_hidden, softplus_std=config.softplus_std)
 
     def init(key: jax.Array, obs_size: int, action_size: int) -> SACState:
         actor_key, critic_key = jax.random.split(key)

@@ -33,7 +33,7 @@ def _reference(config, state, batch, key):
     alpha = np.exp(p.log_alpha.params)
     target_entropy = -config.target_entropy_scale * ACT
 
-    mean, log_std = ref.gaussian_actor(p.actor.params, b.next_obs)
+    mean, log_std = ref.gaussian_actor(p.actor.params, b.next_obs, config.softplus_std)
     u = mean + np.exp(log_std) * ref.normal(keys[0], mean.shape)
     next_log_prob = ref.tanh_gaussian_log_prob(u, mean, log_std)
     next_q = ref.q_ensemble(p.target_critic_params, b.next_obs, np.tanh(u), ln)[..., 0]
@@ -54,7 +54,7 @@ def _reference(config, state, batch, key):
     eps = ref.normal(keys[4], (B, ACT))
 
     def actor_terms(params, critic_params):
-        mean, log_std = ref.gaussian_actor(params, b.obs)
+        mean, log_std = ref.gaussian_actor(params, b.obs, config.softplus_std)
         u = mean + np.exp(log_std) * eps
         log_prob = ref.tanh_gaussian_log_prob(u, mean, log_std)
         q = ref.q_ensemble(critic_params, b.obs, np.tanh(u), ln)[..., 0]
@@ -71,6 +71,10 @@ CONFIGS = {
     "sac": sac.SACConfig(
         actor_hidden=(8,), critic_hidden=(8, 8), init_alpha=0.5, reward_scale=2.0, tau=0.1
     ),
+    # Brax's policy head (std = softplus(raw) + 0.001), as the parity runs compare.
+    "sac_softplus_std": sac.SACConfig(
+        actor_hidden=(8,), critic_hidden=(8,), softplus_std=True, target_entropy_scale=0.5
+    ),
     "redq": redq.REDQConfig(
         actor_hidden=(8,), critic_hidden=(8,), num_critics=4, policy_delay=1, tau=0.1
     ),
@@ -83,7 +87,7 @@ CONFIGS = {
 
 # Update keys: for REDQ, one whose random subset of 2 of the 4 target critics misses the row
 # minimum on some rows (asserted below), so a target over all critics gives other numbers.
-UPDATE_KEYS = {"sac": 7, "redq": 1, "droq": 7}
+UPDATE_KEYS = {"sac": 7, "sac_softplus_std": 7, "redq": 1, "droq": 7}
 
 
 @pytest.mark.parametrize("name", list(CONFIGS))
