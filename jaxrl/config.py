@@ -43,7 +43,7 @@ class TrainConfig:
     learning_starts: int = 5_000  # env steps of uniform random actions before any update
     eval_every: int = 5_000  # env steps between deterministic evaluations (one chunk)
     eval_envs: int = 16
-    # None: the algorithm's own default (`LOOP_DEFAULTS` below, then the agent's `loop_defaults`:
+    # None: the algorithm's own default (the agent's `loop_defaults`, then `LOOP_DEFAULTS` above:
     # FastTD3 and PQL normalise observations and explore with per-env noise scales).
     normalize_observations: bool | None = None
     gamma: float = 0.99  # discount, for 1-step and n-step bootstrapped targets alike
@@ -127,10 +127,6 @@ class TrainConfig:
             raise ConfigError(f"loop defaults {sorted(unknown)} are not loop-level settings")
         unset = {name: value for name, value in defaults.items() if getattr(self, name) is None}
         return dataclasses.replace(self, **unset) if unset else self
-
-    @property
-    def is_resolved(self) -> bool:
-        return all(getattr(self, name) is not None for name in LOOP_DEFAULTS)
 
     @property
     def replay_capacity(self) -> int:
