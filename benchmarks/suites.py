@@ -216,6 +216,8 @@ PARITY_SAC_TASKS = {
     "playground/ReacherEasy": 100_352,
     "playground/FingerSpin": 100_352,
     "playground/BallInCup": 100_352,
+    "playground/PointMass": 100_352,
+    "playground/CartpoleBalanceSparse": 100_352,
 }
 PARITY_EVALS = 8  # evaluations after the start, for both systems
 
@@ -234,7 +236,9 @@ def playground_sac(task: str) -> dict:
 def sac_parity_flags(settings: dict, total_steps: int) -> tuple[str, ...]:
     """`jaxrl train` flags giving jaxrl's SAC exactly Brax SAC's hyperparameters: its fixed
     choices (target entropy -|A|/2, temperature lr 3e-4 and initial value 1, tau 0.005,
-    256x256 networks) and the run's settings."""
+    256x256 networks), its implementation choices (softplus std head, LayerNorm after the
+    ReLU, actor updated against the critics the step started from, buffer prefilled by the
+    untrained policy, normalised observations not clipped) and the run's settings."""
     every = -(-total_steps // PARITY_EVALS)
     flags = {
         "--batch-size": settings["batch_size"],
@@ -265,6 +269,8 @@ def sac_parity_flags(settings: dict, total_steps: int) -> tuple[str, ...]:
     argv.append(
         "--critic-layer-norm" if settings["q_network_layer_norm"] else "--no-critic-layer-norm"
     )
+    argv += ["--softplus-std", "--critic-norm-after-relu", "--no-actor-uses-updated-critic"]
+    argv += ["--warmup-actions", "policy", "--obs-clip", "0"]
     return tuple(argv)
 
 
@@ -344,7 +350,10 @@ def ppo_parity_flags(settings: dict, total_steps: int) -> tuple[str, ...]:
     that is one rollout of unroll_length x (that many / num_envs) steps per env, split into the
     same number of equally sized minibatches (GAE then runs over the whole rollout rather than
     each unroll). Brax's defaults: clip 0.3, GAE lambda 0.95, no gradient clipping, value
-    loss 0.25 MSE (0.5 x our 0.5 MSE), advantages normalised per minibatch, softplus std."""
+    loss 0.25 MSE (0.5 x our 0.5 MSE), advantages normalised per minibatch, softplus std,
+    swish activations. Kept apart: Brax's advantage r + gamma v_{t+1} - V (v the lambda-return)
+    over each unroll (`--advantage-estimator vtrace --gae-horizon` give it; it did not help on
+    inverted_pendulum) and its truncated steps dropped from the losses."""
     unrolls = settings["batch_size"] * settings["num_minibatches"] // settings["num_envs"]
     rollout = settings["unroll_length"] * unrolls
     every = -(-total_steps // PARITY_EVALS)
@@ -370,7 +379,10 @@ def ppo_parity_flags(settings: dict, total_steps: int) -> tuple[str, ...]:
     argv = [str(x) for item in flags.items() for x in item]
     normalize = settings["normalize_observations"]
     argv.append("--normalize-observations" if normalize else "--no-normalize-observations")
-    return (*argv, "--softplus-std")
+    # Brax PPO's implementation choices: swish networks, the rollout normalised with the
+    # statistics that include it, no clipping of normalised observations.
+    brax = ("--activation", "swish", "--renormalize-rollout", "--obs-clip", "0")
+    return (*argv, "--softplus-std", *brax)
 
 
 def _parity() -> list[Case]:

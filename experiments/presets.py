@@ -44,7 +44,11 @@ PRESETS: dict[str, dict[str, Any]] = {
         "agent": {**_SMALL, "alpha_lr": 1e-3},
     },
     # Brax SAC as MuJoCo Playground runs it on the DM Control Suite (ALGORITHMS.md): 128 envs,
-    # batch 512, 8 updates per step, replay 4M (min 8192), lr 1e-3, gamma 0.99, LayerNorm Q.
+    # batch 512, 8 updates per step, replay 4M (min 8192), lr 1e-3, gamma 0.99, LayerNorm Q,
+    # with Brax SAC's own choices, which the parity suite measured as better on these tasks
+    # (ReacherEasy, 5 seeds: 615 against 430 with the paper's squashed log-std and the rest):
+    # softplus std, target entropy -|A|/2, LayerNorm after the ReLU, the actor updated against
+    # the critics the step started from, the untrained policy's warm-up, no observation clip.
     "sac_dmc": {
         "algo": "sac",
         "train": {
@@ -57,12 +61,18 @@ PRESETS: dict[str, dict[str, Any]] = {
             "learning_starts": 8_192,
             "eval_every": 100_000,
             "normalize_observations": True,
+            "warmup_actions": "policy",
+            "obs_clip": 0.0,
         },
         "agent": {
             "actor_lr": 1e-3,
             "critic_lr": 1e-3,
             "alpha_lr": 1e-3,
             "critic_layer_norm": True,
+            "critic_norm_after_relu": True,
+            "softplus_std": True,
+            "target_entropy_scale": 0.5,
+            "actor_uses_updated_critic": False,
         },
     },
 }

@@ -6,6 +6,7 @@ import dataclasses
 from typing import Any
 
 EXPLORATION_MODES = ("fixed", "uniform", "linspace")
+WARMUP_ACTIONS = ("uniform", "policy")
 
 # The loop-level settings an algorithm may choose for itself (an agent's `loop_defaults`), and
 # their values for algorithms that choose none: a config field left at None takes the agent's
@@ -40,12 +41,17 @@ class TrainConfig:
     # 8 updates per iteration of 16 envs: UTD 0.5, which learns pendulum in ~10k env steps.
     updates_per_step: int = 8
     buffer_size: int = 1_000_000
-    learning_starts: int = 5_000  # env steps of uniform random actions before any update
+    learning_starts: int = 5_000  # env steps of warm-up actions before any update
+    # Warm-up actions: "uniform" random in [-1, 1] (the SAC/TD3 papers), or "policy": the
+    # untrained policy's own samples (Brax's SAC prefills its buffer that way).
+    warmup_actions: str = "uniform"
     eval_every: int = 5_000  # env steps between deterministic evaluations (one chunk)
     eval_envs: int = 16
     # None: the algorithm's own default (the agent's `loop_defaults`, then `LOOP_DEFAULTS` above:
     # FastTD3 and PQL normalise observations and explore with per-env noise scales).
     normalize_observations: bool | None = None
+    # Normalised observations are clipped to +-obs_clip (0: not clipped, as in Brax's trainers).
+    obs_clip: float = 10.0
     gamma: float = 0.99  # discount, for 1-step and n-step bootstrapped targets alike
     n_step: int | None = None  # n-step returns, summed at sampling time (stopping at episode ends)
     # Per-env exploration noise scale (1 = the agent's own noise, 0 = deterministic):
@@ -60,6 +66,10 @@ class TrainConfig:
     # replay fields above (batch_size, updates_per_step, buffer_size, learning_starts, n_step,
     # exploration, acting_lag) are off-policy only.
     unroll_length: int = 20
+    # On-policy: the update reads the rollout normalised with the statistics that already
+    # include it (Brax's PPO order; acting used the previous ones), or (False) with the
+    # statistics it was collected under.
+    renormalize_rollout: bool = False
 
     def __post_init__(self):
         positive = (
@@ -95,6 +105,12 @@ class TrainConfig:
             raise ConfigError(f"need 0 <= noise_scale_min <= noise_scale_max, got {low} and {high}")
         if self.acting_lag is not None and self.acting_lag < 0:
             raise ConfigError(f"acting_lag must be >= 0, got {self.acting_lag}")
+        if self.warmup_actions not in WARMUP_ACTIONS:
+            raise ConfigError(
+                f"unknown warmup_actions {self.warmup_actions!r}; choose one of {WARMUP_ACTIONS}"
+            )
+        if not self.obs_clip >= 0:
+            raise ConfigError(f"obs_clip must be >= 0 (0: no clipping), got {self.obs_clip}")
         if self.learning_starts < 0:
             raise ConfigError(f"learning_starts must be >= 0, got {self.learning_starts}")
         if self.batch_size > self.buffer_size:

@@ -65,7 +65,9 @@ def make_envs(config: TrainConfig, base: Any = None) -> tuple[Any, Any]:
 
 def make_observe(config: TrainConfig) -> Callable:
     def observe(stats, obs):
-        return normalization.normalize(stats, obs) if config.normalize_observations else obs
+        if not config.normalize_observations:
+            return obs
+        return normalization.normalize(stats, obs, config.obs_clip)
 
     return observe
 
@@ -189,9 +191,9 @@ def make_train(config: TrainConfig, agent: Agent, env: Any = None) -> Trainer:
             terminated=env_state.reward[0],
             done=env_state.reward[0],
         )
+        # Identity until the first update: the reset states are far narrower than those the
+        # policy visits, and seeding the statistics with them slowed PPO (as Brax, not seeded).
         stats = normalization.init(env.observation_size)
-        if config.normalize_observations:
-            stats = normalization.update(stats, env_state.obs)
         agent_state = agent.init(agent_key, env.observation_size, action_size)
         return LoopState(
             agent=agent_state,
@@ -240,9 +242,14 @@ def make_train(config: TrainConfig, agent: Agent, env: Any = None) -> Trainer:
         obs = state.env_state.obs
         acting = state.agent if config.acting_lag == 0 else state.acting_agent
         policy_action = agent.act(acting, observe(state.obs_stats, obs), act_key, state.noise_scale)
-        random_action = jax.random.uniform(random_key, (num_envs, action_size), minval=-1, maxval=1)
-        warming_up = state.iteration * num_envs < config.learning_starts
-        action = jnp.where(warming_up, random_action, policy_action)
+        if config.warmup_actions == "uniform":
+            random_action = jax.random.uniform(
+                random_key, (num_envs, action_size), minval=-1, maxval=1
+            )
+            warming_up = state.iteration * num_envs < config.learning_starts
+            action = jnp.where(warming_up, random_action, policy_action)
+        else:  # "policy": the (untrained, during warm-up) policy acts from the first step
+            action = policy_action
 
         env_state = env.step(state.env_state, action)
         info = env_state.info

@@ -8,10 +8,14 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+ACTIVATIONS = {"relu": nn.relu, "swish": nn.swish}
+
 
 class MLP(nn.Module):
     """Dense layers with ReLU; each hidden layer is Dense -> [Dropout] -> [LayerNorm] -> ReLU
-    (DroQ's order). Dropout is active only when `train` is true and a "dropout" rng is given."""
+    (DroQ's order), or with `norm_after_relu` Dense -> [Dropout] -> ReLU -> [LayerNorm] (the
+    order of Brax's MLP). Dropout is active only when `train` is true and a "dropout" rng is
+    given."""
 
     hidden: Sequence[int]
     out: int | None = None
@@ -20,6 +24,9 @@ class MLP(nn.Module):
     # Residual LayerNorm blocks (SimBa / BRO style) for wide, deep critics: a projection to
     # hidden[0], then per entry x + Dense(w)(relu(Dense(4w)(LayerNorm(x)))), a final LayerNorm.
     residual: bool = False
+    norm_after_relu: bool = False
+    # "relu", or "swish" (x * sigmoid(x)): Brax's PPO networks' default.
+    activation: str = "relu"
 
     @nn.compact
     def __call__(self, x: jax.Array, train: bool = False) -> jax.Array:
@@ -29,9 +36,11 @@ class MLP(nn.Module):
             x = nn.Dense(width)(x)
             if self.dropout > 0:
                 x = nn.Dropout(self.dropout, deterministic=not train)(x)
-            if self.layer_norm:
+            if self.layer_norm and not self.norm_after_relu:
                 x = nn.LayerNorm()(x)
-            x = nn.relu(x)
+            x = ACTIVATIONS[self.activation](x)
+            if self.layer_norm and self.norm_after_relu:
+                x = nn.LayerNorm()(x)
         if self.out is not None:
             x = nn.Dense(self.out)(x)
         return x
@@ -56,11 +65,19 @@ class QNetwork(nn.Module):
     dropout: float = 0.0
     outputs: int | None = None
     residual: bool = False
+    norm_after_relu: bool = False
 
     @nn.compact
     def __call__(self, obs: jax.Array, action: jax.Array, train: bool = False) -> jax.Array:
         x = jnp.concatenate([obs, action], axis=-1)
-        mlp = MLP(self.hidden, self.outputs or 1, self.layer_norm, self.dropout, self.residual)
+        mlp = MLP(
+            self.hidden,
+            self.outputs or 1,
+            self.layer_norm,
+            self.dropout,
+            self.residual,
+            self.norm_after_relu,
+        )
         out = mlp(x, train)
         return out if self.outputs else out[..., 0]
 
@@ -75,6 +92,7 @@ class QEnsemble(nn.Module):
     dropout: float = 0.0
     outputs: int | None = None
     residual: bool = False
+    norm_after_relu: bool = False
 
     @nn.compact
     def __call__(self, obs: jax.Array, action: jax.Array, train: bool = False) -> jax.Array:
@@ -87,7 +105,13 @@ class QEnsemble(nn.Module):
             axis_size=self.num_critics,
         )
         critics = ensemble(
-            self.hidden, self.layer_norm, self.dropout, self.outputs, self.residual, name="critics"
+            self.hidden,
+            self.layer_norm,
+            self.dropout,
+            self.outputs,
+            self.residual,
+            self.norm_after_relu,
+            name="critics",
         )
         return critics(obs, action, train)
 
@@ -112,10 +136,16 @@ class GaussianActor(nn.Module):
     # where the squashed log-std starts at 0.22), which PPO's on-policy exploration needs.
     softplus_std: bool = False
     min_std: float = 1e-3
+    activation: str = "relu"
 
     @nn.compact
     def __call__(self, obs: jax.Array) -> tuple[jax.Array, jax.Array]:
-        x = MLP(self.hidden, out=2 * self.action_size, layer_norm=self.layer_norm)(obs)
+        x = MLP(
+            self.hidden,
+            out=2 * self.action_size,
+            layer_norm=self.layer_norm,
+            activation=self.activation,
+        )(obs)
         mean, raw = jnp.split(x, 2, axis=-1)
         if self.softplus_std:
             return mean, jnp.log(jax.nn.softplus(raw) + self.min_std)

@@ -31,4 +31,6 @@ def update(stats: RunningStats, batch: jax.Array) -> RunningStats:
 
 
 def normalize(stats: RunningStats, obs: jax.Array, clip: float = 10.0) -> jax.Array:
-    return jnp.clip((obs - stats.mean) / jnp.sqrt(stats.var + 1e-8), -clip, clip)
+    """(obs - mean) / std, clipped to [-clip, clip] (clip 0: not clipped)."""
+    normalized = (obs - stats.mean) / jnp.sqrt(stats.var + 1e-8)
+    return jnp.clip(normalized, -clip, clip) if clip else normalized

@@ -43,9 +43,9 @@ def make_train(config: TrainConfig, agent: Agent, env: Any = None) -> Trainer:
     def init(key: jax.Array) -> LoopState:
         key, agent_key, env_key = jax.random.split(key, 3)
         env_state = env.reset(env_key)
+        # Identity until the first update: the reset states are far narrower than those the
+        # policy visits, and seeding the statistics with them slowed PPO (as Brax, not seeded).
         stats = normalization.init(env.observation_size)
-        if config.normalize_observations:
-            stats = normalization.update(stats, env_state.obs)
         return LoopState(
             agent=agent.init(agent_key, env.observation_size, env.action_size),
             env_state=env_state,
@@ -61,36 +61,39 @@ def make_train(config: TrainConfig, agent: Agent, env: Any = None) -> Trainer:
         """unroll_length steps of all envs under the current policy and statistics."""
 
         def step(env_state, key):
-            obs = observe(state.obs_stats, env_state.obs)
-            action, extras = agent.explore(state.agent, obs, key)
+            raw_obs = env_state.obs
+            action, extras = agent.explore(state.agent, observe(state.obs_stats, raw_obs), key)
             env_state = env.step(env_state, action)
             info = env_state.info
             terminated = env_state.done * (1.0 - info["truncation"])
-            data = (obs, env_state.reward, info["final_obs"], terminated, env_state.done, extras)
-            return env_state, (data, episode_metrics(env_state))
+            data = (raw_obs, env_state.reward, info["final_obs"], terminated, env_state.done)
+            return env_state, (data, extras, episode_metrics(env_state))
 
         keys = jax.random.split(key, config.unroll_length)
-        env_state, (data, episodes) = jax.lax.scan(step, state.env_state, keys)
-        obs, reward, final_obs, terminated, done, extras = data
+        env_state, (data, extras, episodes) = jax.lax.scan(step, state.env_state, keys)
+        raw_obs, reward, final_obs, terminated, done = data
+        # Brax's order (renormalize_rollout): the statistics take in this rollout first, and
+        # the update reads it normalised with them, as the next rollout will act.
+        stats = state.obs_stats
+        if config.normalize_observations:
+            stats = normalization.update(stats, final_obs.reshape(-1, final_obs.shape[-1]))
+        seen = stats if config.renormalize_rollout else state.obs_stats
         batch = Rollout(
-            obs=obs,
+            obs=observe(seen, raw_obs),
             reward=reward,
-            next_obs=observe(state.obs_stats, final_obs),
+            next_obs=observe(seen, final_obs),
             terminated=terminated,
             done=done,
             discount=jnp.full_like(reward, config.gamma),
             extras=extras,
             progress=state.iteration / (total_rollouts * config.unroll_length),
         )
-        return env_state, batch, final_obs, jax.tree.map(jnp.sum, episodes)
+        return env_state, batch, stats, jax.tree.map(jnp.sum, episodes)
 
     def iteration(state: LoopState, _):
         key, rollout_key, update_key = jax.random.split(state.key, 3)
-        env_state, batch, final_obs, episodes = rollout(state, rollout_key)
+        env_state, batch, stats, episodes = rollout(state, rollout_key)
         agent_state, update_metrics = agent.update(state.agent, batch, update_key)
-        stats = state.obs_stats
-        if config.normalize_observations:
-            stats = normalization.update(stats, final_obs.reshape(-1, final_obs.shape[-1]))
         new_state = state.replace(
             agent=agent_state,
             env_state=env_state,

@@ -74,9 +74,17 @@ MUTANTS = [
     m(
         "sac-actor-against-old-critic",
         "jaxrl/agents/sac.py",
-        "q_values(critic_apply(critic.params, batch.obs, action, keys[5]))",
-        "q_values(critic_apply(state.critic.params, batch.obs, action, keys[5]))",
+        "critic.params if config.actor_uses_updated_critic else state.critic.params",
+        "state.critic.params",
         "SAC's actor is trained against the critics before this update",
+        SAC_REF,
+    ),
+    m(
+        "sac-actor-order-option-ignored",
+        "jaxrl/agents/sac.py",
+        "critic.params if config.actor_uses_updated_critic else state.critic.params",
+        "critic.params",
+        "actor_uses_updated_critic=False (Brax's order) still reads the updated critics",
         SAC_REF,
     ),
     m(
@@ -194,6 +202,40 @@ MUTANTS = [
         DSAC_REF,
     ),
     m(
+        "ppo-value-net-ignores-activation",
+        "jaxrl/agents/ppo.py",
+        "value_net = MLP(config.critic_hidden, out=1, activation=config.activation)",
+        "value_net = MLP(config.critic_hidden, out=1)",
+        "PPO's value network keeps ReLU when swish (Brax's networks) is asked for",
+        PPO_REF,
+    ),
+    m(
+        "rollout-renormalization-ignored",
+        "jaxrl/onpolicy.py",
+        "seen = stats if config.renormalize_rollout else state.obs_stats",
+        "seen = state.obs_stats",
+        "renormalize_rollout (Brax's order) still trains on the statistics it acted with",
+        WIRING,
+    ),
+    m(
+        "ppo-gae-horizon-ignored",
+        "jaxrl/agents/ppo.py",
+        "cut = jnp.maximum(done, boundary.reshape((-1,) + (1,) * (done.ndim - 1)))",
+        "cut = done",
+        "the advantage recursion runs across unroll boundaries when a horizon is set",
+        PPO_REF,
+    ),
+    m(
+        "ppo-vtrace-with-lambda",
+        "jaxrl/agents/ppo.py",
+        "advantage = delta + discount * (1.0 - cut) * following",
+        "advantage = delta + discount * config_lambda * (1.0 - cut) * following".replace(
+            "config_lambda", "lam"
+        ),
+        "Brax's advantage weighs the next lambda-return by gamma lambda (it is plain GAE)",
+        PPO_REF,
+    ),
+    m(
         "ppo-gae-stops-at-terminations-only",
         "jaxrl/agents/ppo.py",
         "backward, jnp.zeros_like(value[0]), (delta, discount, done), reverse=True",
@@ -274,6 +316,16 @@ MUTANTS = [
         'stats = normalization.update(stats, info["final_obs"])',
         "stats = normalization.update(stats, env_state.obs)",
         "observation statistics absorb post-reset observations instead of reached ones",
+        WIRING,
+    ),
+    m(
+        "onpolicy-stats-seeded-with-resets",
+        "jaxrl/onpolicy.py",
+        "        stats = normalization.init(env.observation_size)\n",
+        "        stats = normalization.init(env.observation_size)\n"
+        "        if config.normalize_observations:\n"
+        "            stats = normalization.update(stats, env_state.obs)\n",
+        "PPO's observation statistics start from the narrow reset states",
         WIRING,
     ),
     m(
@@ -396,10 +448,42 @@ MUTANTS = [
     m(
         "layer-norm-after-relu",
         "jaxrl/networks.py",
-        "if self.layer_norm:\n                x = nn.LayerNorm()(x)\n            x = nn.relu(x)",
-        "x = nn.relu(x)\n            if self.layer_norm:\n                x = nn.LayerNorm()(x)",
-        "critic hidden layers apply LayerNorm after the ReLU",
+        "if self.layer_norm and not self.norm_after_relu:",
+        "if self.layer_norm and self.norm_after_relu:",
+        "hidden layers apply LayerNorm after the ReLU where it belongs before",
         SAC_REF,
+    ),
+    m(
+        "norm-after-relu-ignored",
+        "jaxrl/networks.py",
+        "if self.layer_norm and not self.norm_after_relu:",
+        "if self.layer_norm:",
+        "norm_after_relu (Brax's order) still puts the LayerNorm before the ReLU",
+        SAC_REF,
+    ),
+    m(
+        "normalize-clip-zero-clips-everything",
+        "jaxrl/normalization.py",
+        "return jnp.clip(normalized, -clip, clip) if clip else normalized",
+        "return jnp.clip(normalized, -clip, clip)",
+        "obs_clip 0 (no clipping) clips every normalised observation to 0",
+        "tests/test_normalization.py",
+    ),
+    m(
+        "loop-ignores-obs-clip",
+        "jaxrl/loop.py",
+        "return normalization.normalize(stats, obs, config.obs_clip)",
+        "return normalization.normalize(stats, obs)",
+        "the loop clips normalised observations to +-10 whatever obs_clip says",
+        WIRING,
+    ),
+    m(
+        "policy-warmup-ignored",
+        "jaxrl/loop.py",
+        'if config.warmup_actions == "uniform":',
+        "if True:",
+        'warmup_actions="policy" still warms up with uniform random actions',
+        WIRING,
     ),
     # --- Env wrappers. ---------------------------------------------------------------------
     m(

@@ -69,6 +69,13 @@ def relu(x):
     return np.maximum(x, 0.0)
 
 
+def swish(x):
+    return x / (1.0 + np.exp(-x))
+
+
+ACTIVATIONS = {"relu": relu, "swish": swish}
+
+
 def softplus(x):
     return np.logaddexp(0.0, x)
 
@@ -80,17 +87,28 @@ def layer_norm(x, scale, bias, eps=1e-6):
     return (x - mean) / np.sqrt(var + eps) * scale + bias
 
 
-def mlp(layers: dict, x: np.ndarray, layer_norm_: bool = False) -> np.ndarray:
-    """Dense_0 .. Dense_L (ReLU between; LayerNorm_i before each ReLU when asked)."""
+def mlp(
+    layers: dict,
+    x: np.ndarray,
+    layer_norm_: bool = False,
+    after_relu: bool = False,
+    activation: str = "relu",
+) -> np.ndarray:
+    """Dense_0 .. Dense_L (ReLU, or swish, between; LayerNorm_i before each activation when
+    asked, or after it with `after_relu`, Brax's order)."""
     count = sum(name.startswith("Dense_") for name in layers)
+
+    def norm(x, i):
+        return layer_norm(x, layers[f"LayerNorm_{i}"]["scale"], layers[f"LayerNorm_{i}"]["bias"])
+
     for i in range(count):
         x = x @ layers[f"Dense_{i}"]["kernel"] + layers[f"Dense_{i}"]["bias"]
         if i < count - 1:
-            if layer_norm_:
-                x = layer_norm(
-                    x, layers[f"LayerNorm_{i}"]["scale"], layers[f"LayerNorm_{i}"]["bias"]
-                )
-            x = relu(x)
+            if layer_norm_ and not after_relu:
+                x = norm(x, i)
+            x = ACTIVATIONS[activation](x)
+            if layer_norm_ and after_relu:
+                x = norm(x, i)
     return x
 
 
@@ -99,21 +117,23 @@ def member(tree: Any, index: int) -> Any:
     return jax.tree.map(lambda x: x[index], tree)
 
 
-def q_ensemble(params: dict, obs, action, layer_norm_: bool = False) -> np.ndarray:
+def q_ensemble(
+    params: dict, obs, action, layer_norm_: bool = False, after_relu: bool = False
+) -> np.ndarray:
     """A jaxrl QEnsemble's outputs [E, B, outputs] from its parameter tree."""
     layers = params["params"]["critics"]["MLP_0"]
     size = next(iter(layers["Dense_0"].values())).shape[0]
     x = np.concatenate([obs, action], -1)
-    return np.stack([mlp(member(layers, e), x, layer_norm_) for e in range(size)])
+    return np.stack([mlp(member(layers, e), x, layer_norm_, after_relu) for e in range(size)])
 
 
 def squash_log_std(raw, low=-5.0, high=2.0):
     return low + 0.5 * (high - low) * (np.tanh(raw) + 1.0)
 
 
-def gaussian_actor(params: dict, obs, softplus_std: bool = False):
+def gaussian_actor(params: dict, obs, softplus_std: bool = False, activation: str = "relu"):
     """A GaussianActor's (mean, log_std), [B, A] each."""
-    out = mlp(params["params"]["MLP_0"], obs)
+    out = mlp(params["params"]["MLP_0"], obs, activation=activation)
     mean, raw = np.split(out, 2, axis=-1)
     if softplus_std:
         return mean, np.log(softplus(raw) + 1e-3)
@@ -189,9 +209,9 @@ def gaussian_q_ensemble(params: dict, obs, action, layer_norm_: bool = False):
     return out[..., 0], softplus(out[..., 1])
 
 
-def value_mlp(params: dict, obs) -> np.ndarray:
+def value_mlp(params: dict, obs, activation: str = "relu") -> np.ndarray:
     """A jaxrl MLP(out=1) value network's V(obs) [...] from its parameter tree."""
-    return mlp(params["params"], obs)[..., 0]
+    return mlp(params["params"], obs, activation=activation)[..., 0]
 
 
 def tanh_gaussian_entropy_estimate(eps, mean, log_std):

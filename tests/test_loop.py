@@ -83,9 +83,9 @@ def test_normalised_observations_are_tracked():
     config = _tiny(normalize_observations=True, total_steps=512, eval_every=512)
     trainer = make_train(config, sac.make(TINY_AGENT))
     state, metrics = jax.jit(trainer.chunk)(jax.jit(trainer.init)(jax.random.PRNGKey(0)))
-    assert float(state.obs_stats.count) == 4 + 512
+    assert float(state.obs_stats.count) == 512  # every reached observation, no reset ones
     obs = np.asarray(state.buffer.data.next_obs)
-    np.testing.assert_allclose(state.obs_stats.mean, obs.mean(0), atol=0.05)
+    np.testing.assert_allclose(state.obs_stats.mean, obs.mean(0), rtol=1e-4, atol=1e-5)
     assert np.isfinite(float(metrics["critic_loss"]))
 
 

@@ -24,6 +24,11 @@ def test_running_statistics_equal_numpy_over_all_batches():
     expected = np.clip((x - seen.mean(0)) / np.sqrt(seen.var(0) + 1e-8), -10, 10)
     np.testing.assert_allclose(normalization.normalize(stats, jnp.asarray(x)), expected, rtol=1e-4)
     assert float(normalization.normalize(stats, jnp.asarray(x))[1, 2]) == 10.0
+    # clip 0: not clipped (Brax's trainers).
+    unclipped = (x - seen.mean(0)) / np.sqrt(seen.var(0) + 1e-8)
+    np.testing.assert_allclose(
+        normalization.normalize(stats, jnp.asarray(x), 0.0), unclipped, rtol=1e-4
+    )
 
 
 def test_fresh_statistics_leave_observations_unchanged():

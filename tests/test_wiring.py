@@ -129,11 +129,37 @@ def test_stored_transitions_keep_truncation_apart_from_termination():
     np.testing.assert_allclose(rows.action[acted, 1], np.tanh(0.1 * obs[acted, 0]), rtol=1e-6)
 
 
+def test_warm_up_actions_are_uniform_or_the_policy_s_own():
+    warmup = np.arange(NUM_ENVS * 30) < 10 * NUM_ENVS
+    rows = _rows(_run(_config(), recording_agent(16))[1].buffer)
+    # Uniform warm-up: actions in [-1, 1] that are not the policy's.
+    assert np.abs(rows.action[warmup]).max() <= 1
+    assert not np.isclose(rows.action[warmup, 0], 0.5).any()
+    # "policy" (Brax's prefill): the policy acts from the first step; updates still wait.
+    _, state, metrics = _run(_config(warmup_actions="policy"), recording_agent(16))
+    rows = _rows(state.buffer)
+    np.testing.assert_allclose(rows.action[:, 0], 0.5)
+    np.testing.assert_allclose(rows.action[:, 1], np.tanh(0.1 * rows.obs[:, 0]), rtol=1e-6)
+    assert int(state.agent["updates"]) == 21 and float(metrics["updates"]) == 21
+
+
+@pytest.mark.parametrize("obs_clip", [10.0, 0.0])
+def test_the_loop_normalises_with_the_configured_clip(obs_clip):
+    from jaxrl import normalization
+    from jaxrl.loop import make_observe
+
+    stats = normalization.update(normalization.init(2), jnp.array([[0.0, 0.0], [2.0, 2.0]]))
+    x = jnp.array([[1.0, 101.0]])  # normalised: 0 and 100
+    observed = make_observe(_config(normalize_observations=True, obs_clip=obs_clip))(stats, x)
+    np.testing.assert_allclose(observed, [[0.0, 100.0 if obs_clip == 0 else 10.0]], rtol=1e-5)
+    np.testing.assert_array_equal(make_observe(_config(normalize_observations=False))(stats, x), x)
+
+
 def test_running_statistics_and_the_batch_the_update_reads():
     _, state, metrics = _run(_config(normalize_observations=True), recording_agent(16))
     rows = _rows(state.buffer)
-    # The statistics saw the first observations, then every observation a step reached.
-    seen = np.concatenate([rows.obs[:NUM_ENVS], rows.next_obs])
+    # The statistics saw every observation a step reached (not the reset ones before).
+    seen = rows.next_obs
     stats = state.obs_stats
     np.testing.assert_allclose(stats.mean, seen.mean(0), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(stats.var, seen.var(0), rtol=1e-4, atol=1e-6)
@@ -224,14 +250,15 @@ def recording_on_policy_agent(unroll: int) -> Agent:
     return Agent(init, act, lambda state, rollout, key: (rollout, {}), explore, name="ppo")
 
 
-@pytest.mark.parametrize("normalize_observations", [False, True])
-def test_rollouts_keep_truncation_apart_from_termination(normalize_observations):
+@pytest.mark.parametrize("normalization", ["off", "collected", "renormalized"])
+def test_rollouts_keep_truncation_apart_from_termination(normalization):
     config = _config(
         algo="ppo",
         unroll_length=12,
         total_steps=NUM_ENVS * 24,
         eval_every=NUM_ENVS * 24,
-        normalize_observations=normalize_observations,
+        normalize_observations=normalization != "off",
+        renormalize_rollout=normalization == "renormalized",
     )
     _, state, _ = _run(config, recording_on_policy_agent(12))
     rollout = jax.device_get(state.agent)
@@ -240,7 +267,18 @@ def test_rollouts_keep_truncation_apart_from_termination(normalize_observations)
     # Within a rollout, observations and next observations share one normalisation, so the
     # chain holds in normalised space; where the episode ended, next_obs is its final obs.
     np.testing.assert_allclose(obs[1:][~done[:-1]], nxt[:-1][~done[:-1]], atol=1e-5)
-    if normalize_observations:
+    if normalization == "renormalized":
+        # Brax's order: the last rollout is normalised with the statistics that include it,
+        # the state's final ones; undone with them, it is the raw counter again.
+        stats = state.obs_stats
+        assert float(stats.count) == 2 * 12 * NUM_ENVS  # the reached observations only
+        scale = np.sqrt(np.asarray(stats.var, np.float64) + 1e-8)
+        raw = obs * scale + np.asarray(stats.mean, np.float64)
+        raw_next = nxt * scale + np.asarray(stats.mean, np.float64)
+        np.testing.assert_allclose(raw_next, raw + np.array([1.0, 1.0, 0.0]), atol=1e-4)
+        np.testing.assert_allclose(raw[..., :2], np.round(raw[..., :2]), atol=1e-4)
+        return
+    if normalization == "collected":
         # The statistics before this rollout (the state's minus this rollout's final obs)
         # are not at hand; undo the normalisation through two known raw quantities instead.
         raw_step = (nxt - obs)[~done][:, 1]  # step counter rises by exactly 1 everywhere

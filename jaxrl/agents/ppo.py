@@ -39,9 +39,19 @@ class PPOConfig:
     entropy_coef: float = 1e-2
     max_grad_norm: float = 1.0  # global norm; 0 turns clipping off
     gae_lambda: float = 0.95
+    # "gae": A_t = delta_t + gamma lam A_{t+1} (Schulman et al.). "vtrace": Brax's PPO,
+    # A_t = r_t + gamma v_{t+1} - V(s_t) with v the lambda-return (IMPALA's policy-gradient
+    # advantage with on-policy ratios), i.e. delta_t + gamma A^gae_{t+1}. Value targets are the
+    # lambda-returns A^gae + V either way.
+    advantage_estimator: str = "gae"
+    # Steps after which the advantage recursion restarts, bootstrapping from V there (Brax
+    # computes it per unroll of unroll_length steps); 0: over the whole rollout.
+    gae_horizon: int = 0
     normalize_advantages: bool = True  # per minibatch
     reward_scale: float = 1.0  # rewards are multiplied by this (Brax: reward_scaling)
     softplus_std: bool = True  # Brax's policy head: std = softplus(raw) + 0.001
+    # Hidden-layer activation of both networks: "relu", or "swish" (Brax's PPO default).
+    activation: str = "relu"
 
     def __post_init__(self):
         check_network_config(self)
@@ -56,6 +66,16 @@ class PPOConfig:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
         if not 0 <= self.gae_lambda <= 1:
             raise ValueError(f"gae_lambda must be in [0, 1], got {self.gae_lambda}")
+        if self.activation not in ("relu", "swish"):
+            raise ValueError(f"activation must be 'relu' or 'swish', got {self.activation!r}")
+        if self.advantage_estimator not in ("gae", "vtrace"):
+            raise ValueError(
+                f"advantage_estimator must be 'gae' or 'vtrace', got {self.advantage_estimator!r}"
+            )
+        if self.gae_horizon < 0:
+            raise ValueError(
+                f"gae_horizon must be >= 0 (0: the whole rollout), got {self.gae_horizon}"
+            )
         if self.lr_schedule not in ("constant", "linear"):
             raise ValueError(
                 f"lr_schedule must be 'constant' or 'linear', got {self.lr_schedule!r}"
@@ -93,25 +113,37 @@ def gae(
     done: jax.Array,
     discount: jax.Array,
     lam: float,
+    horizon: int = 0,
+    estimator: str = "gae",
 ) -> tuple[jax.Array, jax.Array]:
     """Generalised advantage estimation over [T, ...] arrays (time first).
 
     delta_t = r_t + discount_t (1 - terminated_t) V(s'_t) - V(s_t), with s'_t the state step t
     truly reached: a truncated episode bootstraps from it, a terminated one does not;
-    A_t = delta_t + discount_t lam (1 - done_t) A_{t+1}: nothing flows back across the end of an
-    episode (terminated or truncated), since step t+1 then belongs to the next one.
-    Returns (advantages, value targets A + V)."""
+    A_t = delta_t + discount_t lam (1 - cut_t) A_{t+1}, cut_t = done_t or (horizon > 0 and
+    t + 1 a multiple of horizon): nothing flows back across the end of an episode (terminated
+    or truncated), since step t+1 then belongs to the next one, nor across a horizon boundary.
+    With estimator "vtrace" the advantage is delta_t + discount_t (1 - cut_t) A_{t+1} instead
+    (Brax's PPO). Returns (advantages, value targets A + V)."""
     delta = reward + discount * (1.0 - terminated) * next_value - value
+    cut = done
+    if horizon:
+        boundary = (jnp.arange(1, reward.shape[0] + 1) % horizon == 0).astype(done.dtype)
+        cut = jnp.maximum(done, boundary.reshape((-1,) + (1,) * (done.ndim - 1)))
 
     def backward(next_advantage, xs):
-        delta_t, discount_t, done_t = xs
-        advantage = delta_t + discount_t * lam * (1.0 - done_t) * next_advantage
+        delta_t, discount_t, cut_t = xs
+        advantage = delta_t + discount_t * lam * (1.0 - cut_t) * next_advantage
         return advantage, advantage
 
     _, advantage = jax.lax.scan(
-        backward, jnp.zeros_like(value[0]), (delta, discount, done), reverse=True
+        backward, jnp.zeros_like(value[0]), (delta, discount, cut), reverse=True
     )
-    return advantage, advantage + value
+    target = advantage + value
+    if estimator == "vtrace":
+        following = jnp.concatenate([advantage[1:], jnp.zeros_like(advantage[:1])])
+        advantage = delta + discount * (1.0 - cut) * following
+    return advantage, target
 
 
 def clipped_surrogate(ratio: jax.Array, advantage: jax.Array, epsilon: float) -> jax.Array:
@@ -139,7 +171,7 @@ def minibatch_indices(key: jax.Array, samples: int, num_minibatches: int) -> jax
 
 
 def make(config: PPOConfig = PPOConfig()) -> Agent:
-    value_net = MLP(config.critic_hidden, out=1)
+    value_net = MLP(config.critic_hidden, out=1, activation=config.activation)
     optimizer = optax.chain(
         optax.clip_by_global_norm(config.max_grad_norm)
         if config.max_grad_norm > 0
@@ -149,7 +181,12 @@ def make(config: PPOConfig = PPOConfig()) -> Agent:
     )
 
     def policy_net(action_size: int) -> GaussianActor:
-        return GaussianActor(action_size, config.actor_hidden, softplus_std=config.softplus_std)
+        return GaussianActor(
+            action_size,
+            config.actor_hidden,
+            softplus_std=config.softplus_std,
+            activation=config.activation,
+        )
 
     def action_size_of(params) -> int:
         layer = params["policy"]["params"]["MLP_0"][f"Dense_{len(config.actor_hidden)}"]
@@ -214,6 +251,8 @@ def make(config: PPOConfig = PPOConfig()) -> Agent:
             rollout.done,
             rollout.discount,
             config.gae_lambda,
+            config.gae_horizon,
+            config.advantage_estimator,
         )
         flat = {
             "obs": rollout.obs,

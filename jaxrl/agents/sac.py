@@ -34,6 +34,8 @@ class SACConfig:
     num_critics: int = 2
     critic_layer_norm: bool = False  # MuJoCo Playground's Brax SAC runs use LayerNorm
     critic_residual: bool = False  # residual LayerNorm blocks (BRO/SimBa); equal widths
+    # LayerNorm after the ReLU (Brax's MLP) rather than before it (DroQ's order).
+    critic_norm_after_relu: bool = False
     # The policy's std: False, exp of a log-std squashed into [-5, 2] (std 0.22 at init);
     # True, Brax's head: softplus(raw) + 0.001 (std 0.69 at init, no upper bound).
     softplus_std: bool = False
@@ -50,6 +52,10 @@ class SACConfig:
     actor_q: str = "min"  # "min" over critics (SAC) or "mean" (REDQ)
     critic_dropout: float = 0.0  # dropout in each critic hidden layer (DroQ: 0.01, with LN)
     policy_delay: int = 1  # critic updates per actor + temperature update
+    # The actor's loss reads the critics just updated in the same step (True, as in the SAC
+    # paper's pseudo-code) or the critics the step started from (False, Brax's SAC: actor,
+    # critic and temperature all computed from the same parameters, no data dependency).
+    actor_uses_updated_critic: bool = True
     # "mse": scalar critics regressed on the soft target (SAC, REDQ, DroQ). "gaussian": each
     # critic predicts a Gaussian return N(Q, sigma^2), trained with DSAC-T's refinements
     # (jaxrl.distributional.gaussian_critic_loss); the actor and targets use the means.
@@ -157,6 +163,7 @@ def make(config: SACConfig = SACConfig()) -> Agent:
         config.critic_dropout,
         outputs=2 if gaussian else None,
         residual=config.critic_residual,
+        norm_after_relu=config.critic_norm_after_relu,
     )
     actor_opt = optax.adam(config.actor_lr)
     critic_opt = optax.adam(config.critic_lr)
@@ -241,11 +248,16 @@ def make(config: SACConfig = SACConfig()) -> Agent:
         )
         critic = apply_gradients(state.critic, grads, critic_opt)
 
-        # Actor and temperature, against the freshly updated critics, every policy_delay steps.
+        # Actor and temperature, every policy_delay steps, against the freshly updated critics
+        # or (actor_uses_updated_critic=False) the ones this step started from.
+        actor_critic_params = (
+            critic.params if config.actor_uses_updated_critic else state.critic.params
+        )
+
         def actor_objective(params):
             mean, log_std = _policy(params, batch.obs, action_size)
             action, log_prob = distributions.tanh_gaussian_sample(keys[4], mean, log_std)
-            q_pi = q_values(critic_apply(critic.params, batch.obs, action, keys[5]))
+            q_pi = q_values(critic_apply(actor_critic_params, batch.obs, action, keys[5]))
             return actor_loss(q_pi, log_prob, alpha, config.actor_q), log_prob
 
         def update_actor(_):

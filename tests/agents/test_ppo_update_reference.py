@@ -54,6 +54,19 @@ CASES = {
     ),
     # Global-norm clipping active (the norm is far above 0.01): the first Adam step is the
     # same, and the reported grad_norm is the unclipped gradient's.
+    # Brax's advantages: per unroll of 2 steps (the recursion restarts at t = 2 and 4,
+    # bootstrapping from V there) and r + gamma v_{t+1} - V(s_t) with v the lambda-return;
+    # Brax's swish networks.
+    "brax_advantage_swish": dict(
+        config=ppo.PPOConfig(
+            **BASE,
+            softplus_std=True,
+            gae_horizon=2,
+            advantage_estimator="vtrace",
+            activation="swish",
+        ),
+        progress=0.4,
+    ),
     "clipped": dict(
         config=ppo.PPOConfig(**{**BASE, "max_grad_norm": 0.01}, softplus_std=True),
         progress=0.4,
@@ -104,17 +117,34 @@ def _setup(config, progress):
 def _gae(config, params, rollout):
     """Values, advantages and value targets [T, N] by a plain loop over t."""
     r = ref.to64(rollout)
-    value = ref.value_mlp(params["value"], r.obs)
-    next_value = ref.value_mlp(params["value"], r.next_obs)
+    value = ref.value_mlp(params["value"], r.obs, config.activation)
+    next_value = ref.value_mlp(params["value"], r.next_obs, config.activation)
     reward = config.reward_scale * r.reward
-    advantage = np.zeros((T, N))
+    horizon, lam = config.gae_horizon, config.gae_lambda
+    advantage, target = np.zeros((T, N)), np.zeros((T, N))
     running = np.zeros(N)
     for t in reversed(range(T)):
         # A terminated step does not bootstrap; a truncated one does, from its final obs.
         delta = reward[t] + r.discount[t] * (1.0 - r.terminated[t]) * next_value[t] - value[t]
-        # Nothing flows back across any episode end.
-        running = delta + r.discount[t] * config.gae_lambda * (1.0 - r.done[t]) * running
+        # Nothing flows back across any episode end, nor across an unroll's end.
+        last = r.done[t] + (horizon > 0 and (t + 1) % horizon == 0) > 0
+        running = delta + r.discount[t] * lam * (1.0 - last) * running
         advantage[t] = running
+    if config.advantage_estimator == "vtrace":
+        # Brax's formula, from lambda-returns G (G_t = r_t + gamma ((1 - lam) V(s'_t) +
+        # lam G_{t+1}) inside an unroll and episode, r_t + gamma V(s'_t) at its end):
+        # A_t = r_t + gamma G_{t+1} - V(s_t), with V(s'_t) in place of G_{t+1} at an end.
+        alive = 1.0 - r.terminated
+        g_next = np.zeros(N)
+        for t in reversed(range(T)):
+            # An episode's, an unroll's or the rollout's last step bootstraps from V(s'_t).
+            last = r.done[t] + (horizon > 0 and (t + 1) % horizon == 0) + (t == T - 1) > 0
+            follow = np.where(last, next_value[t], g_next)
+            blend = np.where(last, next_value[t], (1 - lam) * next_value[t] + lam * g_next)
+            advantage[t] = reward[t] + r.discount[t] * alive[t] * follow - value[t]
+            target[t] = reward[t] + r.discount[t] * alive[t] * blend
+            g_next = target[t]
+        return value, advantage, target
     return value, advantage, advantage + value
 
 
@@ -143,14 +173,16 @@ def _loss_fn(config, params, rollout):
     eps_clip = config.clip_epsilon
 
     def loss(params, rows, step_key):
-        mean, log_std = ref.gaussian_actor(params["policy"], obs[rows], config.softplus_std)
+        mean, log_std = ref.gaussian_actor(
+            params["policy"], obs[rows], config.softplus_std, config.activation
+        )
         log_ratio = ref.tanh_gaussian_log_prob(raw[rows], mean, log_std) - old_log_prob[rows]
         ratio = np.exp(log_ratio)
         a = advantage[rows]
         if config.normalize_advantages:  # per minibatch
             a = (a - a.mean()) / (a.std() + 1e-8)
         policy_loss = -np.minimum(ratio * a, np.clip(ratio, 1 - eps_clip, 1 + eps_clip) * a).mean()
-        value = ref.value_mlp(params["value"], obs[rows])
+        value = ref.value_mlp(params["value"], obs[rows], config.activation)
         value_loss = 0.5 * ((value - target[rows]) ** 2).mean()
         eps = ref.normal(step_key, (rows.size, ACT))
         entropy = ref.tanh_gaussian_entropy_estimate(eps, mean, log_std).mean()

@@ -28,7 +28,7 @@ def _reference(config, state, batch, key):
     """(target y [B], critic loss, actor loss, alpha loss, log-probs [B]) and the numpy loss
     functions of the critic and actor parameters, all in float64."""
     p, b = ref.to64(state), ref.to64(batch)
-    ln = config.critic_layer_norm
+    ln = config.critic_layer_norm, config.critic_norm_after_relu
     keys = jax.random.split(key, 7)
     alpha = np.exp(p.log_alpha.params)
     target_entropy = -config.target_entropy_scale * ACT
@@ -36,7 +36,7 @@ def _reference(config, state, batch, key):
     mean, log_std = ref.gaussian_actor(p.actor.params, b.next_obs, config.softplus_std)
     u = mean + np.exp(log_std) * ref.normal(keys[0], mean.shape)
     next_log_prob = ref.tanh_gaussian_log_prob(u, mean, log_std)
-    next_q = ref.q_ensemble(p.target_critic_params, b.next_obs, np.tanh(u), ln)[..., 0]
+    next_q = ref.q_ensemble(p.target_critic_params, b.next_obs, np.tanh(u), *ln)[..., 0]
     if config.num_target_critics is not None:
         subset = jax.random.choice(
             keys[2], config.num_critics, (config.num_target_critics,), replace=False
@@ -48,7 +48,7 @@ def _reference(config, state, batch, key):
     y = config.reward_scale * b.reward + b.discount * (1 - b.terminated) * soft_value
 
     def critic_loss(params):
-        q = ref.q_ensemble(params, b.obs, b.action, ln)[..., 0]
+        q = ref.q_ensemble(params, b.obs, b.action, *ln)[..., 0]
         return 0.5 * ((q - y) ** 2).mean(-1).sum()
 
     eps = ref.normal(keys[4], (B, ACT))
@@ -57,7 +57,7 @@ def _reference(config, state, batch, key):
         mean, log_std = ref.gaussian_actor(params, b.obs, config.softplus_std)
         u = mean + np.exp(log_std) * eps
         log_prob = ref.tanh_gaussian_log_prob(u, mean, log_std)
-        q = ref.q_ensemble(critic_params, b.obs, np.tanh(u), ln)[..., 0]
+        q = ref.q_ensemble(critic_params, b.obs, np.tanh(u), *ln)[..., 0]
         q = q.min(0) if config.actor_q == "min" else q.mean(0)
         return (alpha * log_prob - q).mean(), log_prob
 
@@ -75,6 +75,20 @@ CONFIGS = {
     "sac_softplus_std": sac.SACConfig(
         actor_hidden=(8,), critic_hidden=(8,), softplus_std=True, target_entropy_scale=0.5
     ),
+    # All of Brax's SAC choices: softplus std, LayerNorm after the ReLU, and the actor updated
+    # against the critics the step started from (not the ones it just updated).
+    "sac_brax": sac.SACConfig(
+        actor_hidden=(8,),
+        critic_hidden=(8, 8),
+        softplus_std=True,
+        target_entropy_scale=0.5,
+        critic_layer_norm=True,
+        critic_norm_after_relu=True,
+        actor_uses_updated_critic=False,
+        critic_lr=0.01,  # a critic step large enough that reading the updated one shows
+        init_alpha=0.5,
+        tau=0.1,
+    ),
     "redq": redq.REDQConfig(
         actor_hidden=(8,), critic_hidden=(8,), num_critics=4, policy_delay=1, tau=0.1
     ),
@@ -87,7 +101,7 @@ CONFIGS = {
 
 # Update keys: for REDQ, one whose random subset of 2 of the 4 target critics misses the row
 # minimum on some rows (asserted below), so a target over all critics gives other numbers.
-UPDATE_KEYS = {"sac": 7, "sac_softplus_std": 7, "redq": 1, "droq": 7}
+UPDATE_KEYS = {"sac": 7, "sac_softplus_std": 7, "sac_brax": 7, "redq": 1, "droq": 7}
 
 
 @pytest.mark.parametrize("name", list(CONFIGS))
@@ -102,7 +116,11 @@ def test_update_matches_numpy_reference(name):
     # Critic: the loss on the update's own target, one Adam step along its gradient.
     np.testing.assert_allclose(metrics["critic_loss"], critic_loss(p.critic.params), rtol=1e-4)
     q = ref.q_ensemble(
-        p.critic.params, ref.to64(batch.obs), ref.to64(batch.action), config.critic_layer_norm
+        p.critic.params,
+        ref.to64(batch.obs),
+        ref.to64(batch.action),
+        config.critic_layer_norm,
+        config.critic_norm_after_relu,
     )
     np.testing.assert_allclose(metrics["q_mean"], q.mean(), rtol=1e-4, atol=1e-5)
     critic_grad = ref.finite_difference_grad(critic_loss, p.critic.params)
@@ -110,14 +128,16 @@ def test_update_matches_numpy_reference(name):
         state.critic.params, new.critic.params, critic_grad, config.critic_lr
     )
 
-    # Actor and temperature, against the updated critics (step 0: the delay lets them through).
-    actor_loss, log_prob = actor_terms(p.actor.params, n.critic.params)
+    # Actor and temperature, against the updated critics (step 0: the delay lets them through),
+    # or the ones the step started from (Brax's order).
+    actor_critic = n.critic.params if config.actor_uses_updated_critic else p.critic.params
+    actor_loss, log_prob = actor_terms(p.actor.params, actor_critic)
     np.testing.assert_allclose(metrics["actor_loss"], actor_loss, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(metrics["entropy"], -log_prob.mean(), rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(metrics["alpha_loss"], alpha_loss(log_prob), rtol=1e-4, atol=1e-6)
     np.testing.assert_allclose(metrics["alpha"], np.exp(p.log_alpha.params), rtol=1e-6)
     actor_grad = ref.finite_difference_grad(
-        lambda a: actor_terms(a, n.critic.params)[0], p.actor.params
+        lambda a: actor_terms(a, actor_critic)[0], p.actor.params
     )
     ref.assert_adam_first_step(state.actor.params, new.actor.params, actor_grad, config.actor_lr)
     alpha_grad = -(log_prob + target_entropy).mean()
