@@ -216,8 +216,6 @@ PARITY_SAC_TASKS = {
     "playground/ReacherEasy": 100_352,
     "playground/FingerSpin": 100_352,
     "playground/BallInCup": 100_352,
-    "playground/PointMass": 100_352,
-    "playground/CartpoleBalanceSparse": 100_352,
 }
 PARITY_EVALS = 8  # evaluations after the start, for both systems
 
