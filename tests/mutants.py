@@ -238,8 +238,8 @@ MUTANTS = [
     m(
         "ppo-gae-stops-at-terminations-only",
         "jaxrl/agents/ppo.py",
-        "backward, jnp.zeros_like(value[0]), (delta, discount, done), reverse=True",
-        "backward, jnp.zeros_like(value[0]), (delta, discount, terminated), reverse=True",
+        "    cut = done\n",
+        "    cut = terminated\n",
         "GAE lets advantages flow across a truncation into the next episode",
         PPO_REF,
         WIRING,
@@ -372,7 +372,7 @@ MUTANTS = [
     m(
         "onpolicy-raw-next-obs",
         "jaxrl/onpolicy.py",
-        "next_obs=observe(state.obs_stats, final_obs),",
+        "next_obs=observe(seen, final_obs),",
         "next_obs=final_obs,",
         "PPO's rollout bootstraps from unnormalised final observations",
         WIRING,
@@ -388,8 +388,8 @@ MUTANTS = [
     m(
         "onpolicy-next-obs-after-reset",
         "jaxrl/onpolicy.py",
-        'data = (obs, env_state.reward, info["final_obs"], terminated, env_state.done, extras)',
-        "data = (obs, env_state.reward, env_state.obs, terminated, env_state.done, extras)",
+        'data = (raw_obs, env_state.reward, info["final_obs"], terminated, env_state.done)',
+        "data = (raw_obs, env_state.reward, env_state.obs, terminated, env_state.done)",
         "the rollout's next_obs is the reset observation where an episode ended",
         WIRING,
     ),
@@ -423,8 +423,8 @@ MUTANTS = [
     m(
         "normalize-by-variance",
         "jaxrl/normalization.py",
-        "return jnp.clip((obs - stats.mean) / jnp.sqrt(stats.var + 1e-8), -clip, clip)",
-        "return jnp.clip((obs - stats.mean) / (stats.var + 1e-8), -clip, clip)",
+        "normalized = (obs - stats.mean) / jnp.sqrt(stats.var + 1e-8)",
+        "normalized = (obs - stats.mean) / (stats.var + 1e-8)",
         "observations divided by the variance instead of the standard deviation",
         "tests/test_normalization.py",
     ),
