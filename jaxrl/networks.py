@@ -12,10 +12,10 @@ ACTIVATIONS = {"relu": nn.relu, "swish": nn.swish}
 
 
 class MLP(nn.Module):
-    """Dense layers with ReLU; each hidden layer is Dense -> [Dropout] -> [LayerNorm] -> ReLU
-    (DroQ's order), or with `norm_after_relu` Dense -> [Dropout] -> ReLU -> [LayerNorm] (the
-    order of Brax's MLP). Dropout is active only when `train` is true and a "dropout" rng is
-    given."""
+    """Dense layers with ReLU (or `activation`); each hidden layer is Dense -> [Dropout] ->
+    [LayerNorm] -> ReLU (DroQ's order), or with `norm_after_relu` Dense -> [Dropout] -> ReLU ->
+    [LayerNorm] (the order of Brax's MLP). Dropout is active only when `train` is true and a
+    "dropout" rng is given."""
 
     hidden: Sequence[int]
     out: int | None = None

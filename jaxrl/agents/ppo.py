@@ -19,7 +19,7 @@ import optax
 from jaxrl import distributions
 from jaxrl.agents.base import Agent, check_network_config
 from jaxrl.config import ConfigError
-from jaxrl.networks import MLP, GaussianActor
+from jaxrl.networks import ACTIVATIONS, MLP, GaussianActor
 from jaxrl.types import Rollout
 
 
@@ -66,8 +66,10 @@ class PPOConfig:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
         if not 0 <= self.gae_lambda <= 1:
             raise ValueError(f"gae_lambda must be in [0, 1], got {self.gae_lambda}")
-        if self.activation not in ("relu", "swish"):
-            raise ValueError(f"activation must be 'relu' or 'swish', got {self.activation!r}")
+        if self.activation not in ACTIVATIONS:
+            raise ValueError(
+                f"activation must be one of {sorted(ACTIVATIONS)}, got {self.activation!r}"
+            )
         if self.advantage_estimator not in ("gae", "vtrace"):
             raise ValueError(
                 f"advantage_estimator must be 'gae' or 'vtrace', got {self.advantage_estimator!r}"
