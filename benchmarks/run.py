@@ -1,5 +1,6 @@
 """`jaxrl bench`: runs a suite, each case in its own process, appending one JSON record per case
-to benchmarks/results/<suite>-<backend>.jsonl, then writes the markdown summary and plots.
+to ./benchmarks/results/<suite>-<backend>.jsonl under the current folder (or --results), then
+writes the markdown summary and plots beside it; nothing is written inside the installed package.
 
     jaxrl bench --suite smoke                 # CPU, under 15 minutes
     jaxrl bench --suite smoke --only brax/    # cases whose name contains a filter
@@ -20,8 +21,12 @@ from benchmarks import report
 from benchmarks.suites import SUITES
 from jaxrl.config import ConfigError
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results"
+ROOT = pathlib.Path(__file__).resolve().parents[1]  # where the case processes import from
+
+
+def default_results() -> pathlib.Path:
+    """Under the current folder: run from the repository, this is its committed results folder."""
+    return pathlib.Path.cwd() / "benchmarks" / "results"
 
 
 def _print(line: str) -> None:
@@ -78,15 +83,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds per case")
     parser.add_argument("--report-only", action="store_true")
     parser.add_argument(
-        "--results", default=str(RESULTS), help="folder of records, summary and plots"
+        "--results",
+        default=None,
+        help="folder of records, summary and plots (default: ./benchmarks/results); "
+        "RESULTS.md is written to its parent",
     )
     args = parser.parse_args(argv)
-    results = pathlib.Path(args.results)
+    results = pathlib.Path(args.results).resolve() if args.results else default_results()
     results.mkdir(parents=True, exist_ok=True)
     if not args.report_only:
         import jax
 
-        out = pathlib.Path(args.out or results / f"{args.suite}-{jax.default_backend()}.jsonl")
+        name = f"{args.suite}-{jax.default_backend()}.jsonl"
+        out = pathlib.Path(args.out).resolve() if args.out else results / name
         run_suite(args.suite, out, args.only, args.timeout)
     summary = report.write(results)
     print(f"summary: {summary}")

@@ -4,7 +4,8 @@ Functional API:
     config = jaxrl.TrainConfig(env="classic/pendulum", total_steps=16_000, ...)
     trainer = jaxrl.make_train(config, jaxrl.sac.make(jaxrl.SACConfig()))
     state, metrics = jax.jit(trainer.train)(jax.random.PRNGKey(0))
-Host driver with logging and checkpoints: `jaxrl.train(config, agent_config, out_dir)`.
+Host driver with logging and whole-run checkpoints: `jaxrl.train(config, agent_config,
+out_dir)`, `jaxrl.resume(out_dir)`; a trained policy: `jaxrl.load_policy(out_dir)`.
 """
 
 import envs
@@ -13,8 +14,9 @@ from jaxrl.agents import ALGORITHMS, Agent, ppo, sac
 from jaxrl.agents.ppo import PPOConfig
 from jaxrl.agents.sac import SACConfig
 from jaxrl.config import ConfigError, TrainConfig
-from jaxrl.driver import RunResult, load_checkpoint, train
+from jaxrl.driver import RunOptions, RunResult, resume, train
 from jaxrl.loop import LoopState, Trainer, make_train
+from jaxrl.runs import Policy, evaluate_run, load_policy
 from jaxrl.types import Batch, Rollout, Transition
 
 make_env = envs.make
@@ -28,7 +30,9 @@ __all__ = [
     "ConfigError",
     "LoopState",
     "PPOConfig",
+    "Policy",
     "Rollout",
+    "RunOptions",
     "RunResult",
     "SACConfig",
     "TrainConfig",
@@ -37,12 +41,14 @@ __all__ = [
     "agents",
     "envs",
     "list_envs",
-    "load_checkpoint",
+    "evaluate_run",
+    "load_policy",
     "make_env",
     "make_train",
     "make_vec_env",
     "ppo",
     "replay",
+    "resume",
     "sac",
     "train",
 ]

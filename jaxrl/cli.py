@@ -1,7 +1,9 @@
-"""`jaxrl` command line: `jaxrl train ...`, `jaxrl list`.
+"""`jaxrl` command line: train (and resume), eval, render, plot, sweep, list, bench.
 
-Every field of TrainConfig and of the chosen algorithm's config is a flag (`--batch-size 512`,
-`--critic-hidden 256,256`); a `--preset` supplies starting values that flags override.
+`jaxrl train` is tyro over the config dataclasses: every field of TrainConfig and of the chosen
+algorithm's config is a flag (`--batch-size 512`, `--critic-hidden 256,256`), its help taken
+from the field's docstring; a `--preset` or a saved run's `--config` supplies the starting
+values (shown as the defaults in `--help`) that flags override.
 """
 
 from __future__ import annotations
@@ -11,204 +13,670 @@ import ast
 import dataclasses
 import datetime
 import difflib
+import itertools
+import json
+import math
+import pathlib
+import re
 import sys
-import types
 import typing
-from collections.abc import Callable
-from typing import Any
+from typing import Annotated, Any
+
+import tyro
 
 from jaxrl import agents
 from jaxrl.config import ConfigError, TrainConfig
 
-# Train-config fields whose flag has a shorter, conventional name.
-_ALIASES = {"total_steps": "--steps"}
+# -- Parsing values -------------------------------------------------------------------------
 
 
-class _Parser(argparse.ArgumentParser):
-    """Names the closest known flag when an unknown one is given."""
-
-    def error(self, message: str):
-        if "unrecognized arguments" in message:
-            known = [s for a in self._actions for s in a.option_strings if s.startswith("--")]
-            wrong = [w for w in message.split(":", 1)[1].split() if w.startswith("--")]
-            hints = []
-            for word in wrong:
-                close = difflib.get_close_matches(word.split("=")[0], known, n=3, cutoff=0.6)
-                if close:
-                    hints.append(f"{word}: did you mean {' or '.join(close)}?")
-            if hints:
-                message += "\n  " + "\n  ".join(hints)
-        super().error(message)
+def parse_int(text: str) -> int:
+    """An integer, also written as 2e6 or 1_000_000 (step counts and sizes)."""
+    try:
+        return int(text.replace("_", ""))
+    except ValueError:
+        pass
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"expected an integer, got {text!r}") from None
+    if not math.isfinite(value) or value != int(value):
+        raise ValueError(f"expected an integer, got {text!r}")
+    return int(value)
 
 
-def _parse_value(text: str) -> Any:
+def parse_widths(text: str) -> tuple[int, ...]:
+    """Layer widths: 256,256 (or 256x256)."""
+    try:
+        widths = tuple(int(part) for part in text.replace("x", ",").split(",") if part)
+    except ValueError:
+        raise ValueError(f"expected widths like 256,256, got {text!r}") from None
+    if not widths:
+        raise ValueError(f"expected widths like 256,256, got {text!r}")
+    return widths
+
+
+def _registry() -> tyro.constructors.ConstructorRegistry:
+    """tyro's parsing, with integers written as 2e6 and widths written as 256,256."""
+    registry = tyro.constructors.ConstructorRegistry()
+    spec = tyro.constructors.PrimitiveConstructorSpec
+
+    @registry.primitive_rule
+    def integers(info):
+        if info.type is not int:
+            return None
+        return spec(
+            nargs=1,
+            metavar="INT",
+            instance_from_str=lambda args: parse_int(args[0]),
+            is_instance=lambda x: isinstance(x, int) and not isinstance(x, bool),
+            str_from_instance=lambda x: [str(x)],
+        )
+
+    @registry.primitive_rule
+    def widths(info):
+        if typing.get_origin(info.type) is not tuple or typing.get_args(info.type) != (int, ...):
+            return None
+        return spec(
+            nargs=1,
+            metavar="W1,W2,...",
+            instance_from_str=lambda args: parse_widths(args[0]),
+            is_instance=lambda x: isinstance(x, tuple),
+            str_from_instance=lambda x: [",".join(map(str, x))],
+        )
+
+    return registry
+
+
+def _literal(text: str) -> Any:
     try:
         return ast.literal_eval(text)
     except (ValueError, SyntaxError):
         return text
 
 
-def _widths(text: str) -> tuple[int, ...]:
-    try:
-        return tuple(int(part) for part in text.replace("x", ",").split(",") if part)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected widths like 256,256, got {text!r}") from None
+def parse_env_options(items: typing.Iterable[str]) -> dict[str, Any]:
+    options = {}
+    for text in items:
+        key, sep, value = text.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"--env-option takes KEY=VALUE, got {text!r}")
+        options[key] = _literal(value)
+    return options
 
 
-def _optional(kind: type) -> Callable[[str], Any]:
-    """A flag parser for an `X | None` field: "none" or "default" gives None."""
-
-    def parse(text: str):
-        return None if text.lower() in ("none", "default") else kind(text)
-
-    parse.__name__ = kind.__name__  # argparse names the type in its error messages
-    return parse
+# -- jaxrl train ----------------------------------------------------------------------------
 
 
-def _env_option(text: str) -> tuple[str, Any]:
-    key, sep, value = text.partition("=")
-    if not sep or not key:
-        raise argparse.ArgumentTypeError(f"--env-option takes KEY=VALUE, got {text!r}")
-    return key, _parse_value(value)
+@dataclasses.dataclass
+class TrainOptions:
+    """How the run starts and is kept (apart from what it learns)."""
+
+    preset: str | None = None
+    """Start from a preset of experiments/presets.py (`jaxrl list` names them)."""
+    config: str | None = None
+    """Start from a saved run's config.json (or its run folder); flags override it."""
+    resume: str | None = None
+    """Continue the run in this folder from its newest checkpoint (only --steps may change)."""
+    out: str | None = None
+    """Run folder (default: runs/ALGO-ENV-sSEED-TIME); it must not hold a run already."""
+    env_option: Annotated[tuple[str, ...], tyro.conf.UseAppendAction] = ()
+    """An option of the env family as KEY=VALUE, e.g. backend=mjx for brax/*; repeatable."""
+    checkpoint_every: int = 0
+    """Chunks (evaluations) between checkpoints; 0: only the final one (and on Ctrl-C)."""
+    keep_checkpoints: int = 3
+    """The newest K checkpoints stay on disk; 0 keeps all."""
+    checkpoint_buffer: bool = True
+    """Checkpoints hold the replay buffer, so a resumed run is exactly the uninterrupted one."""
+    tensorboard: bool = True
+    """Write TensorBoard event files under RUN/tensorboard."""
+    wandb: str | None = None
+    """Also log to this Weights & Biases project (optional: pip install wandb)."""
+    compile_cache: bool = True
+    """JAX's persistent compilation cache (~/.cache/jaxrl/xla): re-runs skip compilation."""
+    quiet: bool = False
+    """No progress display."""
 
 
-def _add_config_flags(group, cls: type, skip: tuple[str, ...] = ()) -> None:
+_GROUP = (tyro.conf.OmitArgPrefixes,)
+
+
+def _command_class(algo: str) -> type:
+    spec = agents.get(algo)
+    return dataclasses.make_dataclass(
+        "TrainCommand",
+        [
+            ("options", Annotated[TrainOptions, *_GROUP, tyro.conf.arg(name="")]),
+            ("run", Annotated[TrainConfig, *_GROUP, tyro.conf.arg(name="")]),
+            ("agent", Annotated[spec.config_cls, *_GROUP, tyro.conf.arg(name="")]),
+        ],
+    )
+
+
+def _flags(cls: type) -> set[str]:
+    names = set()
     hints = typing.get_type_hints(cls)
     for field in dataclasses.fields(cls):
-        if field.name in skip:
-            continue
-        flag = _ALIASES.get(field.name, "--" + field.name.replace("_", "-"))
-        kind = hints[field.name]
-        default = field.default if field.default is not dataclasses.MISSING else None
-        help_text = f"(default: {default})"
-        kwargs: dict[str, Any] = {
-            "dest": field.name,
-            "default": argparse.SUPPRESS,
-            "help": help_text,
-        }
-        optional = typing.get_origin(kind) in (typing.Union, types.UnionType)
-        if optional:  # X | None: None means "the algorithm's or the task's own"
-            kind = next(arg for arg in typing.get_args(kind) if arg is not type(None))
-            if default is None:
-                kwargs["help"] = "(default: the algorithm's or the task's own)"
-        if kind is bool:
-            group.add_argument(flag, action=argparse.BooleanOptionalAction, **kwargs)
-        elif kind in (int, float, str):
-            parse = _optional(kind) if optional else kind
-            metavar = f"{kind.__name__.upper()}|none" if optional else None
-            group.add_argument(flag, type=parse, metavar=metavar, **kwargs)
-        elif typing.get_origin(kind) is tuple:
-            group.add_argument(flag, type=_widths, metavar="W1,W2,...", **kwargs)
+        flag = "--" + field.name.replace("_", "-")
+        names.add(flag)
+        if hints[field.name] in (bool, bool | None):
+            names.add("--no-" + field.name.replace("_", "-"))
+    return names
+
+
+def _optional_bool_flags(argv: list[str], classes: tuple[type, ...]) -> list[str]:
+    """`X: bool | None` fields (None: the algorithm's own choice) take tyro's --x {None,True,
+    False}; --x and --no-x, as for plain booleans, are accepted too."""
+    fields = {
+        "--" + f.name.replace("_", "-")
+        for cls in classes
+        for f in dataclasses.fields(cls)
+        if typing.get_type_hints(cls)[f.name] == bool | None
+    }
+    out = []
+    for index, word in enumerate(argv):
+        following = argv[index + 1].lower() if index + 1 < len(argv) else ""
+        if word in fields and following not in ("none", "true", "false"):
+            out += [word, "True"]
+        elif word.startswith("--no-") and "--" + word[5:] in fields:
+            out += ["--" + word[5:], "False"]
         else:
-            raise TypeError(f"no flag type for {cls.__name__}.{field.name}: {kind}")
+            out.append(word)
+    return out
 
 
-def _train_parser(algo: str) -> argparse.ArgumentParser:
-    spec = agents.get(algo)
-    parser = _Parser(prog="jaxrl train", description="Train an agent; every option has a flag.")
-    parser.add_argument("--algo", default=argparse.SUPPRESS, choices=list(agents.ALGORITHMS))
-    parser.add_argument(
-        "--preset", default=None, help="start from a preset in experiments/presets.py"
-    )
-    parser.add_argument(
-        "--out", default=None, help="run folder (default: runs/ALGO-ENV-sSEED-TIME)"
-    )
-    parser.add_argument(
-        "--env-option",
-        action="append",
-        type=_env_option,
-        default=[],
-        metavar="KEY=VALUE",
-        help="an option of the env family, e.g. backend=mjx for brax/*; repeatable",
-    )
-    parser.add_argument(
-        "--checkpoint-every", type=int, default=0, help="chunks between checkpoints"
-    )
-    parser.add_argument(
-        "--no-compile-cache",
-        action="store_true",
-        help="turn off JAX's persistent compilation cache (~/.cache/jaxrl/xla)",
-    )
-    parser.add_argument("--quiet", action="store_true", help="no progress lines")
-    _add_config_flags(parser.add_argument_group("run"), TrainConfig, skip=("algo", "env_options"))
-    _add_config_flags(parser.add_argument_group(f"{algo} agent"), spec.config_cls)
-    return parser
+def _check_foreign_flags(argv: list[str], algo: str) -> None:
+    """A flag of another algorithm's config names that algorithm (tyro would only say it is
+    unrecognised)."""
+    own = _flags(TrainConfig) | _flags(TrainOptions) | _flags(agents.get(algo).config_cls)
+    own |= {"--steps", "--algo", "-h", "--help"}
+    for word in argv:
+        flag = word.split("=", 1)[0]
+        if not flag.startswith("--") or flag in own:
+            continue
+        owners = [
+            name
+            for name, spec in agents.ALGORITHMS.items()
+            if name != algo and flag in _flags(spec.config_cls)
+        ]
+        if owners:
+            raise ConfigError(
+                f"{flag} is an option of {', '.join(owners)}, not of {algo}; pass --algo "
+                f"{owners[0]} (or a preset of it) to use it."
+            )
 
 
-def build_configs(argv: list[str]) -> tuple[TrainConfig, Any, argparse.Namespace]:
-    """Resolves defaults < preset < flags into (TrainConfig, agent config, other options)."""
+def _preset(name: str) -> dict:
     from experiments.presets import PRESETS
 
-    pre = argparse.ArgumentParser(add_help=False)
-    pre.add_argument("--algo", default=None)
-    pre.add_argument("--preset", default=None)
-    known, _ = pre.parse_known_args(argv)
-    preset: dict[str, Any] = {}
-    if known.preset is not None:
-        if known.preset not in PRESETS:
-            close = difflib.get_close_matches(known.preset, PRESETS, n=3)
-            hint = f" Did you mean {', '.join(close)}?" if close else ""
+    if name not in PRESETS:
+        close = difflib.get_close_matches(name, PRESETS, n=3)
+        hint = f" Did you mean {', '.join(close)}?" if close else ""
+        raise ConfigError(f"Unknown preset {name!r}.{hint} Available: {', '.join(PRESETS)}.")
+    return PRESETS[name]
+
+
+def _config_path(text: str) -> pathlib.Path:
+    path = pathlib.Path(text)
+    return path / "config.json" if path.is_dir() else path
+
+
+def _starting_configs(known: argparse.Namespace) -> tuple[TrainConfig, Any]:
+    """The defaults the flags override: the algorithm's own, a preset's or a saved run's."""
+    if known.preset and known.config:
+        raise ConfigError("--preset and --config both set the starting values; pick one.")
+    if known.config:
+        from jaxrl import runs
+
+        path = _config_path(known.config)
+        if not path.is_file():
+            raise ConfigError(f"--config {known.config}: no such file (nor a run folder)")
+        try:
+            saved = json.loads(path.read_text())
+        except json.JSONDecodeError as error:
+            raise ConfigError(f"--config {path} is not valid JSON ({error})") from None
+        train, agent = runs.configs_from_json(saved)
+        if known.algo and known.algo != train.algo:
             raise ConfigError(
-                f"Unknown preset {known.preset!r}.{hint} Available: {', '.join(PRESETS)}."
+                f"--config {path} is a {train.algo} run; --algo {known.algo} does not apply"
             )
-        preset = PRESETS[known.preset]
+        return train, agent
+    preset = _preset(known.preset) if known.preset else {}
     algo = known.algo or preset.get("algo", "sac")
     if preset and known.algo and known.algo != preset["algo"]:
         raise ConfigError(f"preset {known.preset!r} is for {preset['algo']}, not {known.algo}")
     spec = agents.get(algo)
-    args = _train_parser(algo).parse_args(argv)
-    flags = vars(args)
-    train_names = {f.name for f in dataclasses.fields(TrainConfig)}
-    agent_names = {f.name for f in dataclasses.fields(spec.config_cls)}
-    train_kwargs = {
-        **preset.get("train", {}),
-        **{k: v for k, v in flags.items() if k in train_names and k != "algo"},
-    }
-    env_options = {**train_kwargs.pop("env_options", {}), **dict(args.env_option)}
-    train_config = TrainConfig(algo=algo, env_options=env_options, **train_kwargs)
-    agent_kwargs = {
-        **preset.get("agent", {}),
-        **{k: v for k, v in flags.items() if k in agent_names},
-    }
+    train = TrainConfig(algo=algo, **preset.get("train", {}))
     try:
-        agent_config = spec.config_cls(**agent_kwargs)
+        agent = spec.config_cls(**preset.get("agent", {}))
     except ValueError as error:
         raise ConfigError(str(error)) from None
-    return train_config, agent_config, args
+    return train, agent
+
+
+def _pre_parse(argv: list[str]) -> argparse.Namespace:
+    pre = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    for flag in ("--algo", "--preset", "--config", "--resume"):
+        pre.add_argument(flag, default=None)
+    known, _ = pre.parse_known_args(argv)
+    return known
+
+
+def build_configs(argv: list[str]) -> tuple[TrainConfig, Any, TrainOptions]:
+    """Resolves defaults < preset (or saved config) < flags into (TrainConfig, agent config,
+    train options). Bad input raises ConfigError (or exits 2 from tyro for bad flags)."""
+    known = _pre_parse(argv)
+    train, agent = _starting_configs(known)
+    _check_foreign_flags(argv, train.algo)
+    cls = _command_class(train.algo)
+    argv = _optional_bool_flags(argv, (TrainConfig, agents.get(train.algo).config_cls))
+    try:
+        command = tyro.cli(
+            cls,
+            prog="jaxrl train",
+            description="Train an agent. Every option has a flag; defaults shown are the "
+            "preset's or saved config's where one is given.",
+            args=argv,
+            default=cls(TrainOptions(preset=known.preset, config=known.config), train, agent),
+            registry=_registry(),
+        )
+    except ValueError as error:  # a config's own check, raised while tyro builds it
+        raise ConfigError(str(error)) from None
+    options, train, agent = command.options, command.run, command.agent
+    if train.algo != agent_algo(agent):
+        raise ConfigError(
+            f"--algo {train.algo} does not match the starting config's algorithm "
+            f"{agent_algo(agent)}; pass --algo before choosing a preset"
+        )
+    env_options = {**train.env_options, **parse_env_options(options.env_option)}
+    train = dataclasses.replace(train, env_options=env_options)
+    return train, agent, options
+
+
+def agent_algo(agent_config: Any) -> str:
+    for name, spec in agents.ALGORITHMS.items():
+        if type(agent_config) is spec.config_cls:
+            return name
+    raise ConfigError(f"no algorithm takes a {type(agent_config).__name__}")
+
+
+def _run_options(options: TrainOptions):
+    from jaxrl import driver
+
+    return driver.RunOptions(
+        checkpoint_every=options.checkpoint_every,
+        keep_checkpoints=options.keep_checkpoints,
+        checkpoint_buffer=options.checkpoint_buffer,
+        tensorboard=options.tensorboard,
+        wandb=options.wandb,
+    )
+
+
+def default_out(train: TrainConfig) -> str:
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    return f"runs/{train.algo}-{train.env.replace('/', '-')}-s{train.seed}-{stamp}"
+
+
+@dataclasses.dataclass
+class ResumeArgs:
+    resume: str
+    """The run folder to continue."""
+    steps: Annotated[int | None, tyro.conf.arg(aliases=("--total-steps",))] = None
+    """Train on to this many env steps in all (rounded up to whole chunks)."""
+    compile_cache: bool = True
+    """JAX's persistent compilation cache."""
+    quiet: bool = False
+    """No progress display."""
+
+
+def cmd_resume(argv: list[str]) -> int:
+    from jaxrl import driver
+
+    allowed = _flags(ResumeArgs) | {"--total-steps", "-h", "--help"}
+    others = [
+        w.split("=", 1)[0] for w in argv if w.startswith("--") and w.split("=", 1)[0] not in allowed
+    ]
+    if others:
+        raise ConfigError(
+            f"--resume continues the run with its saved config; {', '.join(others)} cannot "
+            "change on resume (only --steps can). To train with other settings, start a new "
+            "run from this one's: jaxrl train --config RUN/config.json ..."
+        )
+    args = tyro.cli(
+        ResumeArgs,
+        prog="jaxrl train --resume RUN",
+        description="Continue a run from its newest checkpoint with its saved config.",
+        args=argv,
+        registry=_registry(),
+    )
+    result = driver.resume(
+        args.resume,
+        total_steps=args.steps,
+        progress=None if args.quiet else "auto",
+        compile_cache=args.compile_cache,
+    )
+    _done(result)
+    return 0
+
+
+def _done(result) -> None:
+    print(
+        f"done: {result.history[-1]['env_steps']:,} env steps, eval return "
+        f"{result.final_eval_return:.2f}, compile {result.compile_seconds:.1f}s, "
+        f"train {result.train_seconds:.1f}s; run folder {result.out_dir}"
+    )
 
 
 def cmd_train(argv: list[str]) -> int:
     import envs
     from jaxrl import driver
 
-    train_config, agent_config, args = build_configs(argv)
+    if _pre_parse(argv).resume is not None:
+        return cmd_resume(argv)
+    train_config, agent_config, options = build_configs(argv)
     envs.check_name(train_config.env)
-    out = args.out
-    if out is None:
-        stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-        env = train_config.env.replace("/", "-")
-        out = f"runs/{train_config.algo}-{env}-s{train_config.seed}-{stamp}"
     result = driver.train(
         train_config,
         agent_config,
-        out,
-        progress=None if args.quiet else print,
-        checkpoint_every=args.checkpoint_every,
-        compile_cache=not args.no_compile_cache,
+        options.out or default_out(train_config),
+        progress=None if options.quiet else "auto",
+        options=_run_options(options),
+        compile_cache=options.compile_cache,
+    )
+    _done(result)
+    return 0
+
+
+# -- jaxrl eval / render / plot -------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class EvalArgs:
+    run: Annotated[str, tyro.conf.Positional]
+    """The run folder."""
+    episodes: int = 10
+    """Greedy episodes to play (in parallel, one env each)."""
+    checkpoint: int | None = None
+    """The checkpoint's env steps (default: the newest)."""
+    seed: int = 0
+    """Seed of the episodes' initial states."""
+    json: bool = False
+    """Print the result as JSON."""
+
+
+def cmd_eval(argv: list[str]) -> int:
+    from jaxrl import runs
+
+    args = tyro.cli(
+        EvalArgs,
+        prog="jaxrl eval",
+        description="Return of a saved policy's greedy episodes: mean, std, standard error.",
+        args=argv,
+        registry=_registry(),
+    )
+    report = runs.evaluate_run(args.run, args.episodes, args.checkpoint, args.seed)
+    if args.json:
+        print(json.dumps(report))
+    else:
+        print(
+            f"{args.run} @ {report['checkpoint']:,} env steps: return {report['mean']:.2f} "
+            f"± {report['stderr']:.2f} (std {report['std']:.2f}, {report['episodes']} greedy "
+            f"episodes, mean length {report['mean_length']:.0f})"
+        )
+    return 0
+
+
+@dataclasses.dataclass
+class RenderArgs:
+    run: Annotated[str, tyro.conf.Positional]
+    """The run folder."""
+    out: str = "policy.mp4"
+    """Video file to write (.mp4 or .gif)."""
+    checkpoint: int | None = None
+    """The checkpoint's env steps (default: the newest)."""
+    steps: int | None = None
+    """At most this many control steps (default: one whole episode)."""
+    width: int = 320
+    """Frame width in pixels."""
+    height: int = 240
+    """Frame height in pixels."""
+    camera: str | None = None
+    """A camera of the model, by name or index (default: the free camera)."""
+    seed: int = 0
+    """Seed of the episode's initial state."""
+
+
+def cmd_render(argv: list[str]) -> int:
+    from jaxrl import render, runs
+
+    args = tyro.cli(
+        RenderArgs,
+        prog="jaxrl render",
+        description="Render a greedy episode of a saved policy to a video.",
+        args=argv,
+        registry=_registry(),
+    )
+    policy = runs.load_policy(args.run, args.checkpoint)
+    config = policy.config
+    camera = args.camera
+    if camera is not None and re.fullmatch(r"-?\d+", camera):
+        camera = int(camera)  # an index (-1: the free camera), else a camera's name
+    info = render.render_policy(
+        config.env,
+        config.env_options,
+        policy,
+        args.out,
+        max_steps=args.steps,
+        width=args.width,
+        height=args.height,
+        camera=camera,
+        seed=args.seed,
+        episode_length=config.episode_length,
+        action_repeat=config.action_repeat,
     )
     print(
-        f"done: {result.history[-1]['env_steps']:,} env steps, eval return "
-        f"{result.final_eval_return:.2f}, compile {result.compile_seconds:.1f}s, "
-        f"train {result.train_seconds:.1f}s; run folder {result.out_dir}"
+        f"wrote {info['path']}: {info['frames']} frames of {info['width']}x{info['height']} at "
+        f"{info['fps']:.0f} fps, {info['bytes']:,} bytes; episode return {info['return']:.2f}"
     )
     return 0
+
+
+def cmd_plot(argv: list[str]) -> int:
+    from jaxrl import plot
+
+    return plot.main(argv)
+
+
+# -- jaxrl sweep ----------------------------------------------------------------------------
+
+
+def _grid_value(cls: type, name: str, text: str) -> Any:
+    kind = typing.get_type_hints(cls)[name]
+    if typing.get_origin(kind) in (typing.Union, __import__("types").UnionType):
+        if text.lower() == "none":
+            return None
+        kind = next(arg for arg in typing.get_args(kind) if arg is not type(None))
+    if kind is bool:
+        if text.lower() not in ("true", "false"):
+            raise ConfigError(f"--grid {name}: expected true or false, got {text!r}")
+        return text.lower() == "true"
+    if kind is int:
+        return parse_int(text)
+    if kind is float:
+        return float(text)
+    if typing.get_origin(kind) is tuple:
+        return parse_widths(text)
+    return text
+
+
+def parse_grid(items: list[str], train: TrainConfig, agent: Any) -> list[dict[str, Any]]:
+    """--grid NAME=V1,V2 (repeatable) as the list of settings of their product; widths are
+    separated by x in a grid (critic_hidden=64x64,256x256)."""
+    axes = []
+    for item in items:
+        name, sep, values = item.partition("=")
+        name = name.strip().lstrip("-").replace("-", "_")
+        if not sep or not values:
+            raise ConfigError(f"--grid takes NAME=V1,V2,..., got {item!r}")
+        owner = next(
+            (c for c in (train, agent) if name in {f.name for f in dataclasses.fields(c)}), None
+        )
+        if owner is None or name in ("algo", "seed", "env_options"):
+            raise ConfigError(
+                f"--grid {name}: not a field of the run or {train.algo} config (seeds: --seeds)"
+            )
+        parsed = [_grid_value(type(owner), name, v) for v in values.split(",")]
+        axes.append([(name, value) for value in parsed])
+    return [dict(point) for point in itertools.product(*axes)]
+
+
+def _setting_label(point: dict[str, Any]) -> str:
+    def text(v):
+        return "x".join(map(str, v)) if isinstance(v, tuple) else str(v)
+
+    return "-".join(f"{k}={text(v)}" for k, v in point.items()) or "base"
+
+
+def plan_sweep(argv: list[str]) -> tuple[pathlib.Path, list, list[int], TrainOptions] | None:
+    """The sweep's folder, its runs (setting, seed, run config, agent config), the seeds and the
+    train options; every run's config checked. None for --help (printed)."""
+    from jaxrl import driver
+
+    parser = argparse.ArgumentParser(prog="jaxrl sweep", add_help=False, allow_abbrev=False)
+    parser.add_argument("--grid", action="append", default=[])
+    parser.add_argument("--seeds", default="0")
+    parser.add_argument("--out", default=None)
+    parser.add_argument("-h", "--help", action="store_true")
+    args, rest = parser.parse_known_args(argv)
+    if args.help:
+        print(
+            "usage: jaxrl sweep [TRAIN FLAGS] --grid NAME=V1,V2 [--grid ...] [--seeds 0,1,2] "
+            "[--out FOLDER]\n\nTrains every combination of the grid's values for every seed, "
+            "one after another, one run folder each (FOLDER/SETTING/sSEED), then prints and "
+            "writes (FOLDER/summary.md, summary.json) the final eval return per setting: mean, "
+            "std and each seed's. TRAIN FLAGS are those of jaxrl train (--preset, --algo, "
+            "--env, ...); widths in a grid are written 64x64."
+        )
+        return None
+    if "--resume" in rest:
+        raise ConfigError("jaxrl sweep does not take --resume; resume its runs one by one")
+    if any(w == "--seed" or w.startswith("--seed=") for w in rest):
+        raise ConfigError(
+            "jaxrl sweep takes --seeds 0,1,2 (the seeds of every setting), not --seed"
+        )
+    try:
+        seeds = [parse_int(s) for s in args.seeds.split(",") if s]
+    except ValueError as error:
+        raise ConfigError(f"--seeds: {error}") from None
+    if not seeds:
+        raise ConfigError("--seeds needs at least one seed, e.g. --seeds 0,1,2")
+    if len(set(seeds)) != len(seeds):
+        raise ConfigError(f"--seeds repeats a seed: {args.seeds}")
+    train, agent, options = build_configs(rest)
+    points = parse_grid(args.grid, train, agent)
+    out = pathlib.Path(args.out or default_out(train).replace("runs/", "sweeps/", 1))
+    driver.check_run_dir(out)
+    if (out / "summary.json").exists():
+        raise driver.RunDirError(f"{out} already holds a sweep; pick another --out")
+    # Every run's config is built and checked before the first one trains.
+    plan = []
+    train_fields = {f.name for f in dataclasses.fields(TrainConfig)}
+    for point in points:
+        run_kwargs = {k: v for k, v in point.items() if k in train_fields}
+        agent_kwargs = {k: v for k, v in point.items() if k not in train_fields}
+        try:
+            agent_config = dataclasses.replace(agent, **agent_kwargs)
+            for seed in seeds:
+                config = dataclasses.replace(train, seed=seed, **run_kwargs)
+                check = getattr(agent_config, "check_train", None)
+                if check is not None:
+                    check(config)
+                plan.append((point, seed, config, agent_config))
+        except ValueError as error:
+            raise ConfigError(f"grid setting {_setting_label(point)}: {error}") from None
+        for seed in seeds:
+            driver.check_run_dir(out / _setting_label(point) / f"s{seed}")
+    return out, plan, seeds, options
+
+
+def cmd_sweep(argv: list[str]) -> int:
+    """jaxrl sweep [train flags] --grid NAME=V1,V2 ... --seeds 0,1,2 --out FOLDER"""
+    from jaxrl import driver
+
+    planned = plan_sweep(argv)
+    if planned is None:
+        return 0
+    out, plan, seeds, options = planned
+    finals: dict[str, list[float]] = {}
+    for index, (point, seed, config, agent_config) in enumerate(plan):
+        label = _setting_label(point)
+        run_dir = out / label / f"s{seed}"
+        print(f"[sweep {index + 1}/{len(plan)}] {label} seed {seed} -> {run_dir}")
+        result = driver.train(
+            config,
+            agent_config,
+            run_dir,
+            progress=None if options.quiet else "auto",
+            options=_run_options(options),
+            compile_cache=options.compile_cache,
+        )
+        finals.setdefault(label, []).append(result.final_eval_return)
+    _write_sweep_summary(out, finals, seeds)
+    return 0
+
+
+def _write_sweep_summary(out: pathlib.Path, finals: dict[str, list[float]], seeds) -> None:
+    import numpy as np
+    from rich.console import Console
+    from rich.table import Table
+
+    rows = []
+    for label, values in finals.items():
+        values_array = np.asarray(values)
+        std = float(values_array.std(ddof=1)) if len(values) > 1 else 0.0
+        rows.append(
+            {
+                "setting": label,
+                "mean": float(values_array.mean()),
+                "std": std,
+                "stderr": std / math.sqrt(len(values)),
+                "returns": [float(v) for v in values],
+                "seeds": list(seeds),
+            }
+        )
+    rows.sort(key=lambda r: -r["mean"])
+    (out / "summary.json").write_text(json.dumps(rows, indent=2))
+    lines = ["| setting | mean | std | stderr | per seed |", "| --- | ---: | ---: | ---: | --- |"]
+    for r in rows:
+        per_seed = ", ".join(f"{v:.1f}" for v in r["returns"])
+        lines.append(
+            f"| {r['setting']} | {r['mean']:.2f} | {r['std']:.2f} | {r['stderr']:.2f} "
+            f"| {per_seed} |"
+        )
+    (out / "summary.md").write_text("\n".join(lines) + "\n")
+    table = Table(title=f"final eval return, seeds {', '.join(map(str, seeds))}")
+    for column in ("setting", "mean", "std", "stderr", "per seed"):
+        table.add_column(column, justify="left" if column == "setting" else "right")
+    for r in rows:
+        per_seed = ", ".join(f"{v:.1f}" for v in r["returns"])
+        stats = (f"{r['mean']:.2f}", f"{r['std']:.2f}", f"{r['stderr']:.2f}")
+        table.add_row(r["setting"], *stats, per_seed)
+    Console().print(table)
+    print(f"summary: {out / 'summary.md'}")
+
+
+# -- jaxrl list / bench ---------------------------------------------------------------------
 
 
 def cmd_list(argv: list[str]) -> int:
     import envs
     from experiments.presets import PRESETS
 
-    parser = _Parser(prog="jaxrl list", description="List algorithms, presets and environments.")
+    parser = argparse.ArgumentParser(
+        prog="jaxrl list",
+        description="List algorithms, presets and environments.",
+        allow_abbrev=False,
+    )
     parser.add_argument("family", nargs="?", choices=envs.FAMILIES, help="only this env family")
     args = parser.parse_args(argv)
     if args.family is None:
@@ -230,17 +698,36 @@ def cmd_bench(argv: list[str]) -> int:
     return run.main(argv)
 
 
-COMMANDS = {"train": cmd_train, "list": cmd_list, "bench": cmd_bench}
+COMMANDS = {
+    "train": (cmd_train, "train an agent, or continue a run (jaxrl train --help)"),
+    "eval": (cmd_eval, "greedy return of a saved policy"),
+    "render": (cmd_render, "a video of a saved policy"),
+    "plot": (cmd_plot, "learning curves of runs, seeds as mean and 95% band"),
+    "sweep": (cmd_sweep, "train a grid of settings x seeds, summarise final returns"),
+    "list": (cmd_list, "list algorithms, presets and environments"),
+    "bench": (cmd_bench, "run the wall-clock benchmark suite (jaxrl bench --help)"),
+}
+
+
+def version() -> str:
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as package_version
+
+    try:
+        return package_version("jaxrl")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] in ("-V", "--version"):
+        print(f"jaxrl {version()}")
+        return 0
     if not argv or argv[0] in ("-h", "--help"):
-        print(
-            "usage: jaxrl {train,list,bench} ...\n  train  train an agent (jaxrl train --help)\n"
-            "  list   list algorithms, presets and environments\n"
-            "  bench  run the wall-clock benchmark suite (jaxrl bench --help)"
-        )
+        print("usage: jaxrl {" + ",".join(COMMANDS) + "} ...  (jaxrl --version)")
+        for name, (_, text) in COMMANDS.items():
+            print(f"  {name:<7} {text}")
         return 0 if argv else 2
     command, rest = argv[0], argv[1:]
     if command not in COMMANDS:
@@ -252,17 +739,28 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     import envs
-    from jaxrl import driver
+    from jaxrl import checkpoint, driver, logs, render, runs
 
     try:
-        return COMMANDS[command](rest)
+        return COMMANDS[command][0](rest)
+    except driver.Interrupted as stop:
+        print(f"jaxrl {command}: {stop}", file=sys.stderr)
+        return 130
+    except KeyboardInterrupt:
+        print(f"jaxrl {command}: interrupted; nothing saved since the last checkpoint.")
+        return 130
     except (
         ConfigError,
         envs.UnknownEnvError,
         envs.EnvOptionError,
         agents.UnknownAlgorithmError,
         driver.RunDirError,
+        driver.ResumeError,
         driver.NonFiniteError,
+        checkpoint.CheckpointError,
+        runs.RunError,
+        render.RenderError,
+        logs.WandbMissingError,
     ) as error:
         print(f"jaxrl {command}: error: {error}", file=sys.stderr)
         return 2

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Annotated, Any
+
+import tyro
 
 EXPLORATION_MODES = ("fixed", "uniform", "linspace")
 WARMUP_ACTIONS = ("uniform", "policy")
@@ -28,48 +30,80 @@ class ConfigError(ValueError):
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
     env: str = "classic/pendulum"
+    """Environment as family/name, e.g. brax/ant or classic/pendulum (`jaxrl list` names them)."""
     algo: str = "sac"
+    """Algorithm to train, e.g. sac, td3 or ppo (`jaxrl list` names them all)."""
     seed: int = 0
-    total_steps: int = 50_000  # env steps (transitions collected), all envs together
+    """Random seed: initialisation, env resets, exploration and batch sampling derive from it."""
+    total_steps: Annotated[int, tyro.conf.arg(aliases=("--steps",))] = 50_000
+    """Length of the run in env steps (transitions collected), all envs together.
+    Rounded up so that every evaluation chunk runs the same number of loop iterations."""
     num_envs: int = 16
+    """Training envs run in parallel; one loop iteration steps all of them once."""
     env_options: dict[str, Any] = dataclasses.field(default_factory=dict)
-    episode_length: int | None = None  # None: the task's own time limit
-    action_repeat: int | None = None  # None: the task's own
+    """Options of the env family for making the env, e.g. {"backend": "mjx"} for brax/*.
+    Brax takes its backend (mjx, generalized, positional, spring) and the env's constructor
+    arguments, Playground its task config's keys, classic tasks their constructor's
+    arguments. On the command line: --env-option KEY=VALUE."""
+    episode_length: int | None = None
+    """Time limit of an episode in agent steps (after action repeat); None: the task's own."""
+    action_repeat: int | None = None
+    """Simulator steps each action is applied for, their rewards summed; None: the task's own."""
     batch_size: int = 256
-    # Gradient updates per loop iteration (one iteration = one step of all num_envs envs), so
-    # the classic single-env update-to-data ratio is updates_per_step / num_envs.
-    # 8 updates per iteration of 16 envs: UTD 0.5, which learns pendulum in ~10k env steps.
+    """Transitions sampled from the replay buffer per gradient update (off-policy only)."""
     updates_per_step: int = 8
+    """Gradient updates per loop iteration, i.e. per step of all num_envs envs (off-policy only).
+    The classic single-env update-to-data ratio is updates_per_step / num_envs: the default,
+    8 updates per iteration of 16 envs, is UTD 0.5, which learns pendulum in ~10k env steps."""
     buffer_size: int = 1_000_000
-    learning_starts: int = 5_000  # env steps of warm-up actions before any update
-    # Warm-up actions: "uniform" random in [-1, 1] (the SAC/TD3 papers), or "policy": the
-    # untrained policy's own samples (Brax's SAC prefills its buffer that way).
+    """Replay buffer capacity in transitions (off-policy only).
+    Rounded down to a multiple of num_envs, so row i + num_envs is the same env's next step."""
+    learning_starts: int = 5_000
+    """Env steps of warm-up actions, all envs together, before any update (off-policy only).
+    Updates also wait until the buffer holds batch_size and n_step x num_envs transitions."""
     warmup_actions: str = "uniform"
-    eval_every: int = 5_000  # env steps between deterministic evaluations (one chunk)
+    """Warm-up actions: "uniform" random in [-1, 1] (the SAC/TD3 papers) or "policy".
+    "policy": the untrained policy's own samples (Brax's SAC prefills its buffer that way)."""
+    eval_every: int = 5_000
+    """Env steps, all envs together, between deterministic evaluations (one chunk each).
+    At most one evaluation per loop iteration (num_envs steps, x unroll_length on-policy)."""
     eval_envs: int = 16
-    # None: the algorithm's own default (the agent's `loop_defaults`, then `LOOP_DEFAULTS` above:
-    # FastTD3 and PQL normalise observations and explore with per-env noise scales).
+    """Evaluation episodes, one per eval env run in parallel, each acting deterministically."""
     normalize_observations: bool | None = None
-    # Normalised observations are clipped to +-obs_clip (0: not clipped, as in Brax's trainers).
+    """Normalise observations by their running mean and std; None: the algorithm's own choice.
+    None takes the agent's `loop_defaults`, then `LOOP_DEFAULTS` of jaxrl.config (False):
+    FastTD3 and PQL normalise observations and explore with per-env noise scales."""
     obs_clip: float = 10.0
-    gamma: float = 0.99  # discount, for 1-step and n-step bootstrapped targets alike
-    n_step: int | None = None  # n-step returns, summed at sampling time (stopping at episode ends)
-    # Per-env exploration noise scale (1 = the agent's own noise, 0 = deterministic):
-    # "fixed" 1 for every env; "uniform": drawn from U[noise_scale_min, noise_scale_max] per env,
-    # redrawn when its episode ends (FastTD3); "linspace": spaced evenly over that range (PQL).
+    """Normalised observations are clipped to +-obs_clip; 0: not clipped (as in Brax's trainers)."""
+    gamma: float = 0.99
+    """Discount factor, for 1-step and n-step bootstrapped targets (and PPO's advantages) alike."""
+    n_step: int | None = None
+    """Rewards summed per bootstrapped target (n-step returns); None: the algorithm's own.
+    Off-policy only; summed at sampling time, stopping at episode ends. None: PQL's 3, else 1."""
     exploration: str | None = None
+    """Per-env noise scales: "fixed", "uniform" or "linspace"; None: the algorithm's own.
+    A scale multiplies the agent's own acting noise (1: that noise, 0: deterministic).
+    "fixed": 1 for every env; "uniform": drawn from U[noise_scale_min, noise_scale_max]
+    per env, redrawn when its episode ends (FastTD3); "linspace": spaced evenly over that
+    range (PQL). Off-policy only. None: FastTD3's and PQL's own, else "fixed"."""
     noise_scale_min: float | None = None
+    """Low end of the per-env noise scales ("uniform", "linspace"); None: the algorithm's own.
+    None: FastTD3's and PQL's own, else 1."""
     noise_scale_max: float | None = None
-    # Iterations the acting parameters lag the learners (PQL's asynchronous actor); 0: none.
+    """High end of the per-env noise scales ("uniform", "linspace"); None: the algorithm's own.
+    None: FastTD3's and PQL's own, else 1."""
     acting_lag: int | None = None
-    # On-policy algorithms (PPO): steps of every env per rollout, one update per rollout. The
-    # replay fields above (batch_size, updates_per_step, buffer_size, learning_starts, n_step,
-    # exploration, acting_lag) are off-policy only.
+    """Iterations between copies of the learners' parameters to the actor; 0: always current.
+    PQL's asynchronous actor (off-policy only): acting lags the learners by up to
+    acting_lag - 1 iterations, so 1 acts as 0. None: the algorithm's own (0 for all so far)."""
     unroll_length: int = 20
-    # On-policy: the update reads the rollout normalised with the statistics that already
-    # include it (Brax's PPO order; acting used the previous ones), or (False) with the
-    # statistics it was collected under.
+    """On-policy algorithms (PPO): steps of every env per rollout, one update per rollout.
+    The replay fields (batch_size, updates_per_step, buffer_size, learning_starts,
+    warmup_actions, n_step, exploration, noise scales, acting_lag) are off-policy only."""
     renormalize_rollout: bool = False
+    """On-policy: the update normalises the rollout with statistics that already include it.
+    That is Brax's PPO order (acting used the previous statistics); False: the update reads
+    it normalised with the statistics it was collected under."""
 
     def __post_init__(self):
         positive = (

@@ -1,5 +1,6 @@
 """The host driver: compiles one training chunk, runs it repeatedly, and between chunks only
-logs, checks for NaNs and checkpoints. Nothing here runs per environment step."""
+logs, checks for NaNs and checkpoints; resumes a run from its newest checkpoint. Nothing here
+runs per environment step."""
 
 from __future__ import annotations
 
@@ -9,15 +10,17 @@ import math
 import os
 import pathlib
 import platform
+import signal
+import sys
+import threading
 import time
-from collections.abc import Callable
 from typing import Any
 
 import jax
 import numpy as np
 
 import envs
-from jaxrl import agents
+from jaxrl import agents, checkpoint, logs
 from jaxrl.config import ConfigError, TrainConfig
 from jaxrl.loop import LoopState, make_train
 
@@ -83,29 +86,6 @@ def check_run_dir(out_dir: str | os.PathLike | None) -> pathlib.Path | None:
     return path
 
 
-def save_checkpoint(directory: pathlib.Path, state: LoopState, env_steps: int) -> pathlib.Path:
-    """Agent state, observation statistics and the loop counter (the replay buffer and env
-    states are not saved), at checkpoints/<env_steps>. Written to a temporary name and renamed
-    only when complete, so an interrupted save never replaces a good checkpoint."""
-    import orbax.checkpoint as ocp
-
-    tree = {"agent": state.agent, "obs_stats": state.obs_stats, "iteration": state.iteration}
-    target = directory / str(env_steps)
-    with ocp.StandardCheckpointer() as checkpointer:
-        checkpointer.save(target.absolute(), tree)
-    return target
-
-
-def load_checkpoint(path: str | os.PathLike, like: LoopState) -> dict:
-    """Restores what `save_checkpoint` wrote, shaped like `like`'s fields."""
-    import orbax.checkpoint as ocp
-
-    abstract = {"agent": like.agent, "obs_stats": like.obs_stats, "iteration": like.iteration}
-    abstract = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), abstract)
-    with ocp.StandardCheckpointer() as checkpointer:
-        return checkpointer.restore(pathlib.Path(path).absolute(), abstract)
-
-
 @dataclasses.dataclass
 class RunResult:
     state: LoopState
@@ -119,7 +99,49 @@ class RunResult:
         return self.history[-1]["eval_return"]
 
 
-def _row(chunk: int, metrics: dict, config: TrainConfig, train_seconds: float, compile_s: float):
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C during training: the chunk under way finished, a checkpoint was saved."""
+
+    def __init__(self, message: str, result: RunResult | None = None):
+        super().__init__(message)
+        self.result = result
+
+
+@dataclasses.dataclass(frozen=True)
+class RunOptions:
+    """How a run is kept, apart from what it learns: saved in config.json ("run") so a resume
+    keeps them. `checkpoint_every`: chunks between checkpoints (0: only the final one, and on
+    Ctrl-C); `keep_checkpoints`: the newest K stay (0: all); `checkpoint_buffer`: whether
+    checkpoints hold the replay buffer (without it, a resumed run refills its buffer before
+    learning again, so it is not identical to one that never stopped)."""
+
+    checkpoint_every: int = 0
+    keep_checkpoints: int = 3
+    checkpoint_buffer: bool = True
+    tensorboard: bool = True
+    wandb: str | None = None  # a Weights & Biases project to log to (needs `pip install wandb`)
+
+    def __post_init__(self):
+        if not isinstance(self.checkpoint_every, int) or self.checkpoint_every < 0:
+            raise ConfigError(
+                f"checkpoint_every must be an integer >= 0 (chunks; 0: only the final "
+                f"checkpoint), got {self.checkpoint_every!r}"
+            )
+        if not isinstance(self.keep_checkpoints, int) or self.keep_checkpoints < 0:
+            raise ConfigError(
+                f"keep_checkpoints must be an integer >= 0 (0: keep all), got "
+                f"{self.keep_checkpoints!r}"
+            )
+
+
+def _row(
+    chunk: int,
+    metrics: dict,
+    config: TrainConfig,
+    chunk_seconds: float,
+    train_seconds: float,
+    wall_seconds: float,
+) -> dict:
     metrics = {k: np.asarray(v).item() for k, v in metrics.items()}
     env_steps = int(metrics.pop("iteration")) * config.num_envs
     episodes = metrics.pop("episodes")
@@ -129,8 +151,12 @@ def _row(chunk: int, metrics: dict, config: TrainConfig, train_seconds: float, c
         "chunk": chunk,
         "env_steps": env_steps,
         "train_seconds": round(train_seconds, 4),
-        "wall_seconds": round(train_seconds + compile_s, 4),
+        # Training plus compile time since the run began (every process of a resumed run).
+        "wall_seconds": round(wall_seconds, 4),
+        "chunk_seconds": round(chunk_seconds, 6),
         "env_steps_per_second": env_steps / max(train_seconds, 1e-9),
+        # This chunk's own rate: what the progress display and its ETA use.
+        "chunk_env_steps_per_second": config.env_steps_per_chunk / max(chunk_seconds, 1e-9),
         "train_episodes": int(episodes),
         # None where no episode finished during the chunk.
         "train_episode_return": return_sum / episodes if episodes else None,
@@ -140,32 +166,21 @@ def _row(chunk: int, metrics: dict, config: TrainConfig, train_seconds: float, c
     return row
 
 
-def _progress_line(row: dict, config: TrainConfig, compile_s: float) -> str:
-    total = config.num_chunks * config.env_steps_per_chunk
-    parts = [
-        f"[{config.algo} {config.env}] {row['env_steps']:>9,}/{total:,} steps",
-        f"{row['env_steps_per_second']:>8,.0f} env-steps/s",
-        f"eval {row['eval_return']:9.2f} ± {row['eval_return_std']:.1f}",
-    ]
-    if row["train_episode_return"] is not None:
-        parts.append(f"train ep {row['train_episode_return']:9.2f}")
-    parts.append(f"{row['train_seconds']:7.1f}s (+{compile_s:.1f}s compile)")
-    return " | ".join(parts)
+TIMING_KEYS = (
+    "train_seconds",
+    "wall_seconds",
+    "chunk_seconds",
+    "env_steps_per_second",
+    "chunk_env_steps_per_second",
+)
 
 
-def train(
-    config: TrainConfig,
-    agent_config: Any = None,
-    out_dir: str | os.PathLike | None = None,
-    *,
-    progress: Callable[[str], None] | None = print,
-    checkpoint_every: int = 0,
-    compile_cache: bool = True,
-) -> RunResult:
-    """Trains `config.algo` on `config.env`; writes config.json, metrics.jsonl (one row per
-    chunk) and checkpoints under `out_dir` when given. `checkpoint_every`: chunks between
-    checkpoints (0: only the final one)."""
-    # Every check that can fail on bad input runs here, before anything is compiled.
+def learning_metrics(rows: list[dict]) -> list[dict]:
+    """`rows` without their timings: what two runs of the same seed must agree on exactly."""
+    return [{k: v for k, v in row.items() if k not in TIMING_KEYS} for row in rows]
+
+
+def _check_agent_config(config: TrainConfig, agent_config: Any) -> Any:
     spec = agents.get(config.algo)
     agent_config = spec.config_cls() if agent_config is None else agent_config
     if not isinstance(agent_config, spec.config_cls):
@@ -177,16 +192,55 @@ def train(
     if cross_check is not None:  # sizes the agent needs of the run (PPO: minibatches)
         cross_check(config)
     envs.check_name(config.env)
+    return agent_config
+
+
+def _meta(trainer) -> dict:
+    """What a checkpoint must share with the run that restores it."""
+    return {
+        "algo": trainer.config.algo,
+        "env": trainer.config.env,
+        "num_envs": trainer.config.num_envs,
+        "observation_size": int(trainer.env.observation_size),
+        "action_size": int(trainer.env.action_size),
+    }
+
+
+def train(
+    config: TrainConfig,
+    agent_config: Any = None,
+    out_dir: str | os.PathLike | None = None,
+    *,
+    progress: Any = print,
+    checkpoint_every: int = 0,
+    options: RunOptions | None = None,
+    compile_cache: bool = True,
+) -> RunResult:
+    """Trains `config.algo` on `config.env`. With `out_dir`: writes config.json, metrics
+    (metrics.jsonl, metrics.csv, TensorBoard under tensorboard/), whole-run checkpoints under
+    checkpoints/<env_steps> and summary.json; `resume(out_dir)` continues it.
+
+    `progress`: None (silent), a callable taking one line per chunk (default: print), or
+    "auto" / "bar" / "lines" (rich's progress bar on a terminal). `options`: how the run is
+    kept (checkpoint cadence, retention, buffer, loggers); `checkpoint_every` is a shortcut
+    for `RunOptions(checkpoint_every=...)`."""
+    # Every check that can fail on bad input runs here, before anything is compiled.
+    options = options or RunOptions(checkpoint_every=checkpoint_every)
+    agent_config = _check_agent_config(config, agent_config)
     out_path = check_run_dir(out_dir)
+    if options.wandb and out_path is not None:
+        logs.check_wandb()
     configure_compile_cache(compile_cache)
 
-    trainer = make_train(config, spec.make(agent_config))
+    trainer = make_train(config, agents.get(config.algo).make(agent_config))
     config = trainer.config  # with the algorithm's own loop defaults filled in
+    saved = None
     if out_path is not None:
         out_path.mkdir(parents=True, exist_ok=True)
-        resolved = {
+        saved = {
             "train": dataclasses.asdict(config),
             "agent": dataclasses.asdict(agent_config),
+            "run": dataclasses.asdict(options),
             "env_info": {
                 "observation_size": trainer.env.observation_size,
                 "action_size": trainer.env.action_size,
@@ -196,50 +250,207 @@ def train(
             },
             "versions": versions(),
         }
-        (out_path / "config.json").write_text(json.dumps(resolved, indent=2, default=str))
+        (out_path / "config.json").write_text(json.dumps(saved, indent=2, default=str))
 
     start = time.perf_counter()
     state = jax.jit(trainer.init)(jax.random.PRNGKey(config.seed))
+    return _execute(trainer, state, [], out_path, options, progress, start, saved)
+
+
+class ResumeError(ValueError):
+    pass
+
+
+def resume(
+    run_dir: str | os.PathLike,
+    *,
+    total_steps: int | None = None,
+    progress: Any = print,
+    compile_cache: bool = True,
+) -> RunResult:
+    """Continues the run in `run_dir` from its newest complete checkpoint. Restored with the
+    replay buffer (the default), it gives bit-identical parameters and metrics to a run that
+    never stopped, on the same device. `total_steps` extends (or, if the run stopped early,
+    still ends) the run at that many env steps, rounded up to whole chunks of the saved
+    length; a decaying schedule (PPO's learning rate) then stretches over the new total."""
+    from jaxrl import runs
+
+    out_path = pathlib.Path(run_dir)
+    saved = runs.read_config_json(out_path)
+    config, agent_config = runs.configs_from_json(saved)
+    options = RunOptions(**saved.get("run", {}))
+    directory = out_path / "checkpoints"
+    try:
+        step = checkpoint.pick(directory)
+    except checkpoint.CheckpointError:
+        raise ResumeError(
+            f"{out_path} has no complete checkpoint to resume from (it stopped before its "
+            "first one); start it again with jaxrl train."
+        ) from None
+    per_chunk = int(saved["env_info"]["env_steps_per_chunk"])
+    if total_steps is not None:
+        if total_steps < step:
+            raise ResumeError(
+                f"--steps {total_steps:,} is below the {step:,} env steps the run has done."
+            )
+        chunks = -(-total_steps // per_chunk)
+        # Same chunk length, more (or fewer) chunks: see TrainConfig.iterations_per_chunk.
+        config = dataclasses.replace(config, total_steps=chunks * per_chunk, eval_every=per_chunk)
+    agent_config = _check_agent_config(config, agent_config)
+    if options.wandb:
+        logs.check_wandb()
+    configure_compile_cache(compile_cache)
+    trainer = make_train(config, agents.get(config.algo).make(agent_config))
+    if trainer.config.env_steps_per_chunk != per_chunk:
+        raise ResumeError(
+            f"the saved config gives {trainer.config.env_steps_per_chunk} env steps per chunk, "
+            f"the run was made with {per_chunk}: config.json was edited?"
+        )
+    total = trainer.config.num_chunks * per_chunk
+    if step >= total:
+        raise ResumeError(
+            f"{out_path} is complete ({step:,} env steps); pass --steps N (N > {step:,}) to "
+            "train it further."
+        )
+    meta, history = checkpoint.read_meta(directory, step)
+    checkpoint.check_meta(meta, _meta(trainer), f"{directory / str(step)}")
+    if total_steps is not None:
+        saved["train"] = dataclasses.asdict(trainer.config)
+        saved["env_info"]["num_chunks"] = trainer.config.num_chunks
+        (out_path / "config.json").write_text(json.dumps(saved, indent=2, default=str))
+
+    start = time.perf_counter()
+    like = jax.jit(trainer.init)(jax.random.PRNGKey(trainer.config.seed))
+    state = checkpoint.restore_state(directory, step, like)
+    return _execute(trainer, state, history, out_path, options, progress, start, saved)
+
+
+def _execute(trainer, state, history, out_path, options, progress, start, saved) -> RunResult:
+    """Compiles the chunk program and runs the chunks after `history`'s last one; between
+    chunks only logs, checks for non-finite values and checkpoints."""
+    config = trainer.config
     chunk = jax.jit(trainer.chunk, donate_argnums=0).lower(state).compile()
     compile_seconds = time.perf_counter() - start
-    if progress:
-        progress(f"[{config.algo} {config.env}] compiled in {compile_seconds:.1f}s")
+    total = config.num_chunks * config.env_steps_per_chunk
+    done = history[-1]["env_steps"] if history else 0
+    train_before = history[-1]["train_seconds"] if history else 0.0
+    wall_before = history[-1]["wall_seconds"] if history else 0.0
+    reporter = logs.make_progress(progress, f"{config.algo} {config.env}", total, done)
+    if reporter:
+        reporter.message(f"[{config.algo} {config.env}] compiled in {compile_seconds:.1f}s")
 
-    history: list[dict[str, Any]] = []
-    metrics_file = open(out_path / "metrics.jsonl", "a") if out_path else None  # noqa: SIM115
+    history = list(history)
+    logger = checkpoints = None
+    if out_path is not None:
+        logger = logs.RunLogger(
+            out_path,
+            history=history,
+            tensorboard=options.tensorboard,
+            wandb_project=options.wandb,
+            config=saved,
+        )
+        checkpoints = checkpoint.manager(
+            out_path / "checkpoints", keep=options.keep_checkpoints or None
+        )
+    meta = _meta(trainer)
+    stop = _StopRequest(enabled=out_path is not None)
     train_seconds = 0.0
+    row = history[-1] if history else None
     try:
-        for index in range(config.num_chunks):
-            tick = time.perf_counter()
-            state, metrics = chunk(state)
-            metrics = jax.device_get(metrics)
-            train_seconds += time.perf_counter() - tick
-            row = _row(index, metrics, config, train_seconds, compile_seconds)
-            bad = [k for k, v in row.items() if isinstance(v, float) and not math.isfinite(v)]
-            if bad:
-                raise NonFiniteError(
-                    f"non-finite {', '.join(bad)} in chunk {index} (env step {row['env_steps']}); "
-                    "training stopped and the last checkpoint was kept. Lower the learning rates, "
-                    "or enable normalize_observations."
+        with stop:
+            for index in range(len(history), config.num_chunks):
+                tick = time.perf_counter()
+                state, metrics = chunk(state)
+                metrics = jax.device_get(metrics)
+                chunk_seconds = time.perf_counter() - tick
+                train_seconds += chunk_seconds
+                row = _row(
+                    index,
+                    metrics,
+                    config,
+                    chunk_seconds,
+                    train_before + train_seconds,
+                    wall_before + compile_seconds + train_seconds,
                 )
-            history.append(row)
-            if metrics_file:
-                metrics_file.write(json.dumps(row) + "\n")
-                metrics_file.flush()
-            if progress:
-                progress(_progress_line(row, config, compile_seconds))
-            last = index == config.num_chunks - 1
-            if out_path and (last or (checkpoint_every and (index + 1) % checkpoint_every == 0)):
-                save_checkpoint(out_path / "checkpoints", state, row["env_steps"])
+                bad = [k for k, v in row.items() if isinstance(v, float) and not math.isfinite(v)]
+                if bad:
+                    raise NonFiniteError(
+                        f"non-finite {', '.join(bad)} in chunk {index} (env step "
+                        f"{row['env_steps']}); training stopped and the checkpoints and metrics "
+                        "before it were kept. Lower the learning rates, or enable "
+                        "normalize_observations."
+                    )
+                history.append(row)
+                if logger:
+                    logger.write(row)
+                if reporter:
+                    reporter.chunk(row)
+                last = index == config.num_chunks - 1
+                every = options.checkpoint_every
+                due = last or (every and (index + 1) % every == 0) or stop.requested
+                if checkpoints is not None and due:
+                    checkpoint.save(
+                        checkpoints,
+                        state,
+                        row["env_steps"],
+                        history,
+                        meta,
+                        include_buffer=options.checkpoint_buffer,
+                    )
+                if stop.requested and not last:
+                    result = RunResult(state, history, compile_seconds, train_seconds, out_path)
+                    raise Interrupted(
+                        f"interrupted at {row['env_steps']:,} env steps; checkpoint saved. "
+                        f"Continue with: jaxrl train --resume {out_path}",
+                        result,
+                    )
     finally:
-        if metrics_file:
-            metrics_file.close()
+        if reporter:
+            reporter.close()
+        if logger:
+            logger.close()
+        if checkpoints is not None:
+            checkpoints.close()
     if out_path is not None:
         summary = {
             "compile_seconds": compile_seconds,
-            "train_seconds": train_seconds,
-            "env_steps": history[-1]["env_steps"],
-            "final_eval_return": history[-1]["eval_return"],
+            "train_seconds": row["train_seconds"],
+            "wall_seconds": row["wall_seconds"],
+            "env_steps": row["env_steps"],
+            "final_eval_return": row["eval_return"],
         }
         (out_path / "summary.json").write_text(json.dumps(summary, indent=2))
     return RunResult(state, history, compile_seconds, train_seconds, out_path)
+
+
+class _StopRequest:
+    """Ctrl-C (SIGINT) during training asks for a stop: the chunk under way finishes, a
+    checkpoint is saved and `Interrupted` is raised. A second Ctrl-C stops at once (nothing is
+    saved; the previous checkpoints stay). Only in the main thread, and only for runs that have
+    a folder to save to."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled and threading.current_thread() is threading.main_thread()
+        self.requested = False
+        self._previous = None
+
+    def _handle(self, signum, frame):
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+        print(
+            "\nCtrl-C: finishing this chunk, then saving a checkpoint (Ctrl-C again to quit "
+            "without saving)",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    def __enter__(self):
+        if self.enabled:
+            self._previous = signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def __exit__(self, *exc):
+        if self.enabled:
+            signal.signal(signal.SIGINT, self._previous)
+        return False

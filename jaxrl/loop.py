@@ -50,6 +50,9 @@ class Trainer(NamedTuple):
     chunk: Callable[[LoopState], tuple[LoopState, dict]]
     evaluate: Callable[[Any, normalization.RunningStats, jax.Array], dict]
     train: Callable[[jax.Array], tuple[LoopState, dict]]
+    policy: Callable[[Any, normalization.RunningStats, jax.Array], jax.Array]
+    """`policy(agent_state, obs_stats, obs) -> action`: greedy, with the run's observation
+    normalisation applied to raw observations (one [obs_size] or a batch [..., obs_size])."""
 
 
 def make_envs(config: TrainConfig, base: Any = None) -> tuple[Any, Any]:
@@ -72,9 +75,28 @@ def make_observe(config: TrainConfig) -> Callable:
     return observe
 
 
-def make_evaluate(config: TrainConfig, agent: Agent, eval_env: Any) -> Callable:
+def make_policy(config: TrainConfig, agent: Agent) -> Callable:
+    """The greedy action of raw observations: normalised as in training, then `agent.act` with
+    no noise. `config` must be resolved (its `normalize_observations` set)."""
+    observe = make_observe(config)
+    key = jax.random.PRNGKey(0)  # unused by a greedy action; act's signature takes one
+
+    def policy(agent_state, obs_stats, obs):
+        obs = jnp.asarray(obs, jnp.float32)
+        single = obs.ndim == 1
+        batch = obs[None] if single else obs.reshape(-1, obs.shape[-1])
+        action = agent.act(agent_state, observe(obs_stats, batch), key, 0.0)
+        return action[0] if single else action.reshape(obs.shape[:-1] + action.shape[-1:])
+
+    return policy
+
+
+def make_evaluate(
+    config: TrainConfig, agent: Agent, eval_env: Any, per_episode: bool = False
+) -> Callable:
     """evaluate(agent_state, obs_stats, key) -> mean undiscounted return (and its spread and
-    episode length) of `eval_envs` deterministic episodes, without auto-reset."""
+    episode length) of `eval_envs` deterministic episodes, without auto-reset; with
+    `per_episode`, also each episode's return ("eval_returns")."""
     observe = make_observe(config)
 
     def evaluate(agent_state, stats, key: jax.Array) -> dict:
@@ -98,11 +120,14 @@ def make_evaluate(config: TrainConfig, agent: Agent, eval_env: Any) -> Callable:
 
         carry = (start, zeros, zeros + 1, zeros, 0)
         _, episode_return, _, length, _ = jax.lax.while_loop(cond, body, carry)
-        return {
+        result = {
             "eval_return": episode_return.mean(),
             "eval_return_std": episode_return.std(),
             "eval_length": length.mean(),
         }
+        if per_episode:
+            result["eval_returns"] = episode_return
+        return result
 
     return evaluate
 
@@ -306,4 +331,5 @@ def make_train(config: TrainConfig, agent: Agent, env: Any = None) -> Trainer:
     def train(key: jax.Array) -> tuple[LoopState, dict]:
         return jax.lax.scan(lambda s, _: chunk(s), init(key), None, config.num_chunks)
 
-    return Trainer(config, agent, env, eval_env, init, chunk, evaluate, train)
+    policy = make_policy(config, agent)
+    return Trainer(config, agent, env, eval_env, init, chunk, evaluate, train, policy)

@@ -25,6 +25,7 @@ from jaxrl.loop import (
     make_envs,
     make_evaluate,
     make_observe,
+    make_policy,
     resolve_config,
     summarize_chunk,
 )
@@ -118,4 +119,5 @@ def make_train(config: TrainConfig, agent: Agent, env: Any = None) -> Trainer:
     def train(key: jax.Array) -> tuple[LoopState, dict]:
         return jax.lax.scan(lambda s, _: chunk(s), init(key), None, config.num_chunks)
 
-    return Trainer(config, agent, env, eval_env, init, chunk, evaluate, train)
+    policy = make_policy(config, agent)
+    return Trainer(config, agent, env, eval_env, init, chunk, evaluate, train, policy)

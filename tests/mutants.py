@@ -52,6 +52,7 @@ CROSSQ_REF = "tests/agents/test_crossq_update_reference.py"
 DSAC_REF = "tests/agents/test_dsac_t_update_reference.py"
 PPO_REF = "tests/agents/test_ppo_update_reference.py"
 WIRING = "tests/test_wiring.py"
+RUNS = "tests/test_runs.py"
 
 MUTANTS = [
     # --- Agents. ---------------------------------------------------------------------------
@@ -513,13 +514,72 @@ MUTANTS = [
     # --- Driver. ---------------------------------------------------------------------------
     m(
         "restore-returns-template",
-        "jaxrl/driver.py",
-        "        return checkpointer.restore(pathlib.Path(path).absolute(), abstract)",
-        "        checkpointer.restore(pathlib.Path(path).absolute(), abstract)\n"
-        '        return {"agent": like.agent, "obs_stats": like.obs_stats, '
-        '"iteration": like.iteration}',
+        "jaxrl/checkpoint.py",
+        '    return like.replace(agent=restored["agent"], obs_stats=restored["obs_stats"], **loop)',
+        "    return like",
         "restoring a checkpoint returns the template instead of what the file holds",
         "tests/test_loop.py",
+        RUNS,
+    ),
+    m(
+        "resume-key-not-restored",
+        "jaxrl/checkpoint.py",
+        '    loop = dict(restored["loop"])\n',
+        '    loop = dict(restored["loop"], key=like.key)\n',
+        "a resumed run starts from the seed's fresh RNG key, not the saved one",
+        RUNS,
+    ),
+    m(
+        "resume-buffer-not-saved",
+        "jaxrl/driver.py",
+        "include_buffer=options.checkpoint_buffer,",
+        "include_buffer=False,",
+        "checkpoints leave out the replay buffer even when --checkpoint-buffer is on",
+        RUNS,
+    ),
+    m(
+        "resume-steps-counted-from-zero",
+        "jaxrl/driver.py",
+        '    done = history[-1]["env_steps"] if history else 0\n',
+        "    done = 0\n",
+        "a resumed run's progress display and checkpoints count env steps from zero again",
+        RUNS,
+        "tests/test_commands.py",
+    ),
+    m(
+        "resume-log-appends",
+        "jaxrl/logs.py",
+        'self._jsonl = open(out_path / "metrics.jsonl", "w")',
+        'self._jsonl = open(out_path / "metrics.jsonl", "a")',
+        "a resumed run appends to metrics.jsonl: rows logged after the last checkpoint twice",
+        RUNS,
+        "tests/test_commands.py",
+    ),
+    m(
+        "chunk-rate-running-average",
+        "jaxrl/driver.py",
+        '"chunk_env_steps_per_second": config.env_steps_per_chunk / max(chunk_seconds, 1e-9),',
+        '"chunk_env_steps_per_second": env_steps / max(wall_seconds, 1e-9),',
+        "the progress rate (and ETA) is a running average that counts compilation and warm-up",
+        RUNS,
+    ),
+    m(
+        "loaded-policy-not-normalised",
+        "jaxrl/runs.py",
+        "    apply = jax.jit(make_policy(config, agent))",
+        "    apply = jax.jit(\n"
+        "        make_policy(dataclasses.replace(config, normalize_observations=False), agent)\n"
+        "    )",
+        "load_policy feeds raw observations to an agent trained on normalised ones",
+        RUNS,
+    ),
+    m(
+        "policy-not-greedy",
+        "jaxrl/loop.py",
+        "        action = agent.act(agent_state, observe(obs_stats, batch), key, 0.0)",
+        "        action = agent.act(agent_state, observe(obs_stats, batch), key, 1.0)",
+        "the exported policy samples exploration noise instead of acting greedily",
+        RUNS,
     ),
     m(
         "driver-writes-unresolved-config",

@@ -1,9 +1,12 @@
+import dataclasses
 import json
 import time
 
 import pytest
 
 from jaxrl import cli
+from jaxrl.agents.sac import SACConfig
+from jaxrl.config import ConfigError, TrainConfig
 
 
 def _run(capsys, *argv):
@@ -79,7 +82,72 @@ def test_unknown_flag_names_the_closest(capsys):
     with pytest.raises(SystemExit) as exit_info:
         cli.main(["train", "--criticlr", "1e-3"])
     assert exit_info.value.code == 2
-    assert "did you mean --critic-lr" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "Unrecognized options: --criticlr" in err and "--critic-lr" in err
+
+
+def test_prefix_abbreviations_are_errors(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.build_configs(["--num-env", "8"])
+    assert exit_info.value.code == 2
+    assert "Unrecognized options: --num-env" in capsys.readouterr().err
+
+
+def test_a_flag_of_another_algorithm_names_it(capsys):
+    code, _, err = _run(capsys, "train", "--algo", "td3", "--init-alpha", "0.5")
+    assert code == 2
+    assert "--init-alpha is an option of sac" in err and "not of td3" in err
+
+
+def test_integers_in_scientific_notation_and_optional_booleans():
+    train, agent, _ = cli.build_configs(
+        ["--steps", "2e6", "--buffer-size", "1_000_000", "--normalize-observations"]
+    )
+    assert train.total_steps == 2_000_000 and train.buffer_size == 1_000_000
+    assert train.normalize_observations is True
+    train, _, _ = cli.build_configs(["--normalize-observations", "None", "--seed", "3"])
+    assert train.normalize_observations is None and train.seed == 3
+    with pytest.raises(SystemExit):
+        cli.build_configs(["--steps", "2.5"])
+
+
+def test_help_shows_the_presets_values_and_each_fields_description(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["train", "--preset", "sac_pendulum", "--help"])
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+
+    def entry(flag):  # the flag's line and its description lines, up to the next flag
+        lines = [line.strip("│ ") for line in out.splitlines()]
+        start = next(i for i, line in enumerate(lines) if line.startswith(flag))
+        end = next(
+            (i for i in range(start + 1, len(lines)) if lines[i].startswith("-")), len(lines)
+        )
+        return " ".join(lines[start:end])
+
+    hidden = entry("--actor-hidden")
+    assert "(default: 64,64)" in hidden  # the preset's, not SACConfig's 256,256
+    assert "Hidden-layer widths" in hidden  # the field's docstring
+    steps = entry("--steps")
+    assert "20000" in steps and "env steps" in steps
+
+
+def test_config_of_a_saved_run_is_the_starting_point(tmp_path):
+    saved = {
+        "train": dataclasses.asdict(TrainConfig(num_envs=8, seed=4)),
+        "agent": dataclasses.asdict(SACConfig(actor_hidden=(32, 16))),
+    }
+    (tmp_path / "config.json").write_text(json.dumps(saved))
+    train, agent, _ = cli.build_configs(["--config", str(tmp_path), "--seed", "5"])
+    assert train.num_envs == 8 and train.seed == 5 and agent.actor_hidden == (32, 16)
+    with pytest.raises(ConfigError, match="pick one"):
+        cli.build_configs(["--config", str(tmp_path), "--preset", "sac_pendulum"])
+
+
+def test_version(capsys):
+    code, out, _ = _run(capsys, "--version")
+    assert code == 0 and out.startswith("jaxrl 0.")
 
 
 def test_refuses_a_folder_that_holds_a_run(capsys, tmp_path):

@@ -6,7 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxrl import driver, sac
+from jaxrl import checkpoint, driver, sac
 from jaxrl.agents.sac import SACConfig
 from jaxrl.config import ConfigError, TrainConfig
 from jaxrl.loop import make_train
@@ -107,14 +107,15 @@ def test_checkpoint_restore_reads_the_file(tmp_path):
     trainer = make_train(config, sac.make(TINY_AGENT))
     fresh = jax.jit(trainer.init)(jax.random.PRNGKey(99))
     assert not np.allclose(fresh.obs_stats.mean, saved.obs_stats.mean)
-    restored = driver.load_checkpoint(tmp_path / "run" / "checkpoints" / "256", fresh)
-    chex.assert_trees_all_equal(restored["agent"], saved.agent)
-    chex.assert_trees_all_equal(restored["obs_stats"], saved.obs_stats)
-    assert int(restored["iteration"]) == int(saved.iteration) == 64
+    restored = checkpoint.restore_state(tmp_path / "run" / "checkpoints", 256, fresh)
+    chex.assert_trees_all_equal(restored.agent, saved.agent)
+    chex.assert_trees_all_equal(restored.obs_stats, saved.obs_stats)
+    chex.assert_trees_all_equal(restored, saved)  # buffer, env states, key, counters too
+    assert int(restored.iteration) == int(saved.iteration) == 64
     key = jax.random.PRNGKey(3)
     evaluate = jax.jit(trainer.evaluate)
     chex.assert_trees_all_equal(
-        evaluate(restored["agent"], restored["obs_stats"], key),
+        evaluate(restored.agent, restored.obs_stats, key),
         evaluate(saved.agent, saved.obs_stats, key),
     )
 

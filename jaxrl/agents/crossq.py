@@ -23,19 +23,33 @@ from jaxrl.types import Batch
 @dataclasses.dataclass(frozen=True)
 class CrossQConfig:
     # Authors' defaults (ALGORITHMS.md) unless noted.
+
     actor_hidden: tuple[int, ...] = (256, 256)
-    critic_hidden: tuple[int, ...] = (2048, 2048)  # SBX uses 1024
+    """Hidden-layer widths of the policy network, each layer with BatchRenorm."""
+    critic_hidden: tuple[int, ...] = (2048, 2048)
+    """Hidden-layer widths of each critic, each layer with BatchRenorm (SBX uses 1024)."""
     num_critics: int = 2
+    """Critics in the ensemble; the target takes the min over them."""
     actor_lr: float = 1e-3
+    """Adam learning rate of the policy."""
     critic_lr: float = 1e-3
+    """Adam learning rate of the critics."""
     alpha_lr: float = 1e-3
+    """Adam learning rate of the entropy temperature (learned as log alpha)."""
     adam_b1: float = 0.5
+    """Adam's beta1 (decay of the gradients' running mean) in all three optimisers."""
     policy_delay: int = 3
+    """Critic updates per actor and temperature update."""
     bn_momentum: float = 0.99
-    bn_warmup_steps: int = 100_000  # BatchRenorm acts as BatchNorm for this many updates
+    """Momentum of the BatchRenorm running statistics (their decay per training pass)."""
+    bn_warmup_steps: int = 100_000
+    """Updates for which BatchRenorm acts as BatchNorm (the actor counts its own updates)."""
     init_alpha: float = 1.0
+    """Initial entropy temperature alpha."""
     target_entropy_scale: float = 1.0
+    """Target entropy = -target_entropy_scale * |A|, |A| the number of action dimensions."""
     reward_scale: float = 1.0
+    """Rewards are multiplied by this in the critic targets."""
 
     def __post_init__(self):
         check_network_config(self)

@@ -27,31 +27,48 @@ from jaxrl.types import Rollout
 class PPOConfig:
     # Network sizes of MuJoCo Playground's DM Control PPO runs; the rest are the paper's or
     # Brax's defaults (ALGORITHMS.md). Presets set each task's values.
+
     actor_hidden: tuple[int, ...] = (32, 32, 32, 32)
+    """Hidden-layer widths of the policy network."""
     critic_hidden: tuple[int, ...] = (256, 256, 256, 256, 256)
+    """Hidden-layer widths of the value network."""
     learning_rate: float = 3e-4
-    lr_schedule: str = "constant"  # or "linear": decays to 0 over the run
-    num_epochs: int = 4  # passes over each rollout (Brax: num_updates_per_batch)
-    num_minibatches: int = 32  # the rollout's num_envs * unroll_length samples split evenly
-    clip_epsilon: float = 0.2  # probability-ratio clip (Brax's default 0.3)
-    clip_value: bool = False  # clip the value update around the rollout's values too
+    """Adam learning rate of the policy and value networks (one optimiser)."""
+    lr_schedule: str = "constant"
+    """Learning-rate schedule: "constant", or "linear" (decays to 0 over the run)."""
+    num_epochs: int = 4
+    """Passes over each rollout per update (Brax: num_updates_per_batch)."""
+    num_minibatches: int = 32
+    """Minibatches per epoch: the rollout's num_envs x unroll_length samples split evenly."""
+    clip_epsilon: float = 0.2
+    """Probability-ratio clip of the surrogate objective (Brax's default: 0.3)."""
+    clip_value: bool = False
+    """Clip the value update around the rollout's values too (by clip_epsilon, as PPO2 does)."""
     value_coef: float = 0.5
+    """Weight of the value loss in the total loss."""
     entropy_coef: float = 1e-2
-    max_grad_norm: float = 1.0  # global norm; 0 turns clipping off
+    """Weight of the entropy bonus in the total loss."""
+    max_grad_norm: float = 1.0
+    """Clip of the gradients' global norm; 0 turns clipping off."""
     gae_lambda: float = 0.95
-    # "gae": A_t = delta_t + gamma lam A_{t+1} (Schulman et al.). "vtrace": Brax's PPO,
-    # A_t = r_t + gamma v_{t+1} - V(s_t) with v the lambda-return (IMPALA's policy-gradient
-    # advantage with on-policy ratios), i.e. delta_t + gamma A^gae_{t+1}. Value targets are the
-    # lambda-returns A^gae + V either way.
+    """GAE's lambda, from 1-step TD advantages (0) to discounted returns minus V (1)."""
     advantage_estimator: str = "gae"
-    # Steps after which the advantage recursion restarts, bootstrapping from V there (Brax
-    # computes it per unroll of unroll_length steps); 0: over the whole rollout.
+    """Advantage estimator: "gae" (Schulman et al.) or "vtrace" (Brax's PPO).
+    "gae": A_t = delta_t + gamma lam A_{t+1}. "vtrace": A_t = r_t + gamma v_{t+1} - V(s_t)
+    with v the lambda-return (IMPALA's policy-gradient advantage with on-policy ratios), i.e.
+    delta_t + gamma A^gae_{t+1}. Value targets are the lambda-returns A^gae + V either way."""
     gae_horizon: int = 0
-    normalize_advantages: bool = True  # per minibatch
-    reward_scale: float = 1.0  # rewards are multiplied by this (Brax: reward_scaling)
-    softplus_std: bool = True  # Brax's policy head: std = softplus(raw) + 0.001
-    # Hidden-layer activation of both networks: "relu", or "swish" (Brax's PPO default).
+    """Steps after which the advantage recursion restarts, bootstrapping from V there; 0: never.
+    Brax computes it per unroll of unroll_length steps; 0 runs it over the whole rollout."""
+    normalize_advantages: bool = True
+    """Normalise the advantages to zero mean and unit std, per minibatch."""
+    reward_scale: float = 1.0
+    """Rewards are multiplied by this (Brax: reward_scaling)."""
+    softplus_std: bool = True
+    """Policy std from Brax's head, softplus(raw) + 0.001 (std 0.69 at init, no upper bound).
+    False: exp of a log-std squashed into [-5, 2] (std 0.22 at init)."""
     activation: str = "relu"
+    """Hidden-layer activation of both networks: "relu", or "swish" (Brax's PPO default)."""
 
     def __post_init__(self):
         check_network_config(self)

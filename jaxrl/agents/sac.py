@@ -29,40 +29,63 @@ from jaxrl.types import Batch
 @dataclasses.dataclass(frozen=True)
 class SACConfig:
     # Published defaults (Haarnoja et al. 2018, v2 paper, Table 1) unless noted.
+
     actor_hidden: tuple[int, ...] = (256, 256)
+    """Hidden-layer widths of the policy network."""
     critic_hidden: tuple[int, ...] = (256, 256)
+    """Hidden-layer widths of each critic network."""
     num_critics: int = 2
-    critic_layer_norm: bool = False  # MuJoCo Playground's Brax SAC runs use LayerNorm
-    critic_residual: bool = False  # residual LayerNorm blocks (BRO/SimBa); equal widths
-    # LayerNorm after the ReLU (Brax's MLP) rather than before it (DroQ's order).
+    """Critics in the ensemble; the target takes the min over them (or over num_target_critics)."""
+    critic_layer_norm: bool = False
+    """LayerNorm in each critic hidden layer (MuJoCo Playground's Brax SAC runs use LayerNorm)."""
+    critic_residual: bool = False
+    """Critics of residual LayerNorm blocks (BRO/SimBa) instead of an MLP; needs equal widths."""
     critic_norm_after_relu: bool = False
-    # The policy's std: False, exp of a log-std squashed into [-5, 2] (std 0.22 at init);
-    # True, Brax's head: softplus(raw) + 0.001 (std 0.69 at init, no upper bound).
+    """The critics' LayerNorm after the ReLU (Brax's MLP) rather than before it (DroQ's order)."""
     softplus_std: bool = False
+    """Policy std from Brax's head, softplus(raw) + 0.001, instead of a squashed log-std.
+    True: std 0.69 at init, no upper bound; False: exp of a log-std squashed into [-5, 2]
+    (std 0.22 at init)."""
     actor_lr: float = 3e-4
+    """Adam learning rate of the policy."""
     critic_lr: float = 3e-4
+    """Adam learning rate of the critics."""
     alpha_lr: float = 3e-4
+    """Adam learning rate of the entropy temperature (learned as log alpha)."""
     tau: float = 0.005
+    """Polyak rate of the target critics, moved towards the critics after every update."""
     init_alpha: float = 1.0
-    # Target entropy = -target_entropy_scale * |A|: 1.0 in the paper, 0.5 in Brax's SAC.
+    """Initial entropy temperature alpha."""
     target_entropy_scale: float = 1.0
+    """Target entropy = -target_entropy_scale * |A|: 1.0 in the paper, 0.5 in Brax's SAC."""
     reward_scale: float = 1.0
+    """Rewards are multiplied by this in the critic targets."""
+
     # REDQ / DroQ knobs (off by default, i.e. plain SAC):
-    num_target_critics: int | None = None  # min over a random subset of this many (REDQ: 2)
-    actor_q: str = "min"  # "min" over critics (SAC) or "mean" (REDQ)
-    critic_dropout: float = 0.0  # dropout in each critic hidden layer (DroQ: 0.01, with LN)
-    policy_delay: int = 1  # critic updates per actor + temperature update
-    # The actor's loss reads the critics just updated in the same step (True, as in the SAC
-    # paper's pseudo-code) or the critics the step started from (False, Brax's SAC: actor,
-    # critic and temperature all computed from the same parameters, no data dependency).
+    num_target_critics: int | None = None
+    """Size of the random subset of critics the target's min is over (REDQ: 2); None: all."""
+    actor_q: str = "min"
+    """How the actor's loss reduces the critics: "min" over them (SAC) or "mean" (REDQ)."""
+    critic_dropout: float = 0.0
+    """Dropout rate in each critic hidden layer; 0: none (DroQ: 0.01, with LayerNorm).
+    On in every critic pass of an update, the target pass included."""
+    policy_delay: int = 1
+    """Critic updates per actor and temperature update; 1: both every update (SAC)."""
     actor_uses_updated_critic: bool = True
-    # "mse": scalar critics regressed on the soft target (SAC, REDQ, DroQ). "gaussian": each
-    # critic predicts a Gaussian return N(Q, sigma^2), trained with DSAC-T's refinements
-    # (jaxrl.distributional.gaussian_critic_loss); the actor and targets use the means.
+    """The actor's loss reads the critics updated in the same step (the SAC paper's pseudo-code).
+    False: the critics the step started from (Brax's SAC: actor, critic and temperature all
+    computed from the same parameters, no data dependency)."""
     critic: str = "mse"
-    td_bound: float = 3.0  # gaussian: target samples clipped to Q +- td_bound * mean std
-    std_bias: float = 0.1  # gaussian: keeps 1 / (sigma^2 + bias) finite
-    std_tau: float = 0.005  # gaussian: rate of each critic's running mean of its std
+    """Critic type: "mse" scalar critics (SAC, REDQ, DroQ) or "gaussian" ones (DSAC-T).
+    "mse": regressed on the soft target. "gaussian": each critic predicts a Gaussian return
+    N(Q, sigma^2), trained with DSAC-T's refinements; the actor and the targets use the means
+    (jaxrl.distributional.gaussian_critic_loss)."""
+    td_bound: float = 3.0
+    """Gaussian critic: return samples clipped to Q +- td_bound x running mean std (DSAC-T's b)."""
+    std_bias: float = 0.1
+    """Gaussian critic: the bias that keeps 1 / (sigma^2 + bias) finite as sigma -> 0."""
+    std_tau: float = 0.005
+    """Gaussian critic: rate of each critic's running mean of its predicted std."""
 
     def __post_init__(self):
         check_network_config(self, residual=self.critic_residual)

@@ -29,28 +29,49 @@ from jaxrl.types import Batch
 @dataclasses.dataclass(frozen=True)
 class TD3Config:
     # Published defaults (Fujimoto et al. 2018) unless noted.
+
     actor_hidden: tuple[int, ...] = (256, 256)
+    """Hidden-layer widths of the deterministic policy network."""
     critic_hidden: tuple[int, ...] = (256, 256)
+    """Hidden-layer widths of each critic network."""
     num_critics: int = 2
+    """Critics in the ensemble; the target takes the min over them (clipped double Q)."""
     critic_layer_norm: bool = False
-    critic_residual: bool = False  # residual LayerNorm blocks (BRO/SimBa); equal widths
+    """LayerNorm in each critic hidden layer (before the ReLU)."""
+    critic_residual: bool = False
+    """Critics of residual LayerNorm blocks (BRO/SimBa) instead of an MLP; needs equal widths."""
     actor_lr: float = 3e-4
+    """Learning rate of the policy (Adam, or AdamW when weight_decay > 0)."""
     critic_lr: float = 3e-4
+    """Learning rate of the critics (Adam, or AdamW when weight_decay > 0)."""
     tau: float = 0.005
-    exploration_noise: float = 0.1  # std of the acting noise (times the loop's noise scale)
-    target_noise: float = 0.2  # target policy smoothing std
+    """Polyak rate of the target actor and critics, moved at every actor update."""
+    exploration_noise: float = 0.1
+    """Std of the Gaussian acting noise (actions in [-1, 1]), times the loop's noise scale.
+    FastTD3 and PQL use 1, so that the loop's per-env noise scales are the stds."""
+    target_noise: float = 0.2
+    """Std of the target policy smoothing noise, added to the target actions."""
     target_noise_clip: float = 0.5
-    policy_delay: int = 2  # critic updates per actor (and target) update
-    target_actor: bool = True  # False: bootstrap with the online actor (PQL)
+    """The target policy smoothing noise is clipped to +-target_noise_clip."""
+    policy_delay: int = 2
+    """Critic updates per actor (and target) update."""
+    target_actor: bool = True
+    """Bootstrap with a Polyak-averaged target actor; False: with the online actor (PQL)."""
     reward_scale: float = 1.0
-    # "double_q": scalar critics, target min over critics; "c51": categorical critics over
-    # num_atoms atoms in [v_min, v_max], the target the projected next distribution of the
-    # critic with the lower expected value (FastTD3, PQL-D).
+    """Rewards are multiplied by this in the critic targets."""
     critic: str = "double_q"
+    """Critic type: "double_q" scalar critics or "c51" categorical ones (FastTD3, PQL-D).
+    "double_q": the target is the min over the critics. "c51": categorical critics over
+    num_atoms atoms in [v_min, v_max], the target the projected next distribution of the
+    critic with the lower expected value."""
     num_atoms: int = 101
+    """C51 critics: atoms of the return distribution, spread evenly over [v_min, v_max]."""
     v_min: float = -250.0
+    """C51 critics: the lowest return of the support (of rewards times reward_scale)."""
     v_max: float = 250.0
-    weight_decay: float = 0.0  # > 0: AdamW for actor and critic (FastTD3: 0.1)
+    """C51 critics: the highest return of the support (of rewards times reward_scale)."""
+    weight_decay: float = 0.0
+    """AdamW weight decay of actor and critic; 0: Adam, no decay (FastTD3: 0.1)."""
 
     def __post_init__(self):
         check_network_config(self, residual=self.critic_residual)

@@ -1,0 +1,166 @@
+"""Whole-run checkpoints with orbax's CheckpointManager.
+
+A checkpoint is the whole `LoopState` (agent parameters, targets, optimiser states, batch
+statistics, temperature; observation statistics; replay buffer, env states, RNG key, counters)
+plus the run's metric rows so far, so a resumed run continues exactly where the saved one was.
+Folders are `RUN/checkpoints/<env_steps>/`, one orbax item per part:
+
+- `agent`, `obs_stats`: what a policy needs (`jaxrl.load_policy` and `jaxrl eval` read only these);
+- `loop`: the rest of the state (the replay buffer only with `include_buffer`);
+- `history`: the metric rows up to this checkpoint (JSON);
+- `meta`: algorithm, env, sizes, env steps and whether the buffer is in (JSON).
+
+orbax writes each checkpoint under a temporary name and renames it only when complete, so a
+crash during a save leaves the previous checkpoints intact; `keep` bounds how many stay.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+from typing import Any
+
+import jax
+
+from jaxrl.loop import LoopState
+
+LOOP_FIELDS = ("env_state", "buffer", "key", "iteration", "noise_scale", "acting_agent")
+POLICY_ITEMS = ("agent", "obs_stats")
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that is missing, incomplete or of another run."""
+
+
+def _ocp():
+    import orbax.checkpoint as ocp
+
+    return ocp
+
+
+def manager(directory: str | os.PathLike, keep: int | None = 3, create: bool = True):
+    """An orbax CheckpointManager over `directory` keeping the newest `keep` checkpoints (None:
+    all). Saves are synchronous: training continues only once the checkpoint is on disk."""
+    ocp = _ocp()
+    options = ocp.CheckpointManagerOptions(
+        max_to_keep=keep, create=create, enable_async_checkpointing=False
+    )
+    return ocp.CheckpointManager(pathlib.Path(directory).absolute(), options=options)
+
+
+def save(
+    checkpoints,
+    state: LoopState,
+    env_steps: int,
+    history: list[dict],
+    meta: dict[str, Any],
+    *,
+    include_buffer: bool = True,
+) -> None:
+    """Writes checkpoint `env_steps` through the manager `checkpoints`."""
+    ocp = _ocp()
+    loop = {name: getattr(state, name) for name in LOOP_FIELDS}
+    if not include_buffer:
+        loop["buffer"] = None
+    meta = {**meta, "env_steps": int(env_steps), "has_buffer": loop["buffer"] is not None}
+    checkpoints.save(
+        int(env_steps),
+        args=ocp.args.Composite(
+            agent=ocp.args.StandardSave(state.agent),
+            obs_stats=ocp.args.StandardSave(state.obs_stats),
+            loop=ocp.args.StandardSave(loop),
+            history=ocp.args.JsonSave(history),
+            meta=ocp.args.JsonSave(meta),
+        ),
+        force=True,
+    )
+    checkpoints.wait_until_finished()
+
+
+def _reader(directory: str | os.PathLike):
+    # Not orbax's read_only mode, which logs warnings on every open; a manager that keeps all
+    # checkpoints and creates nothing never writes or deletes unless asked to save.
+    return manager(directory, keep=None, create=False)
+
+
+def steps(directory: str | os.PathLike) -> list[int]:
+    """The env steps of the complete checkpoints under `directory`, oldest first."""
+    path = pathlib.Path(directory)
+    if not path.is_dir():
+        return []
+    return sorted(_reader(path).all_steps())
+
+
+def pick(directory: str | os.PathLike, step: int | None = None) -> int:
+    """`step` if a complete checkpoint of it exists, else (None) the newest one."""
+    available = steps(directory)
+    if not available:
+        raise CheckpointError(f"no complete checkpoint under {directory}")
+    if step is None:
+        return available[-1]
+    if step not in available:
+        raise CheckpointError(
+            f"no checkpoint at env step {step} under {directory}; there are: "
+            f"{', '.join(map(str, available))}"
+        )
+    return step
+
+
+def _abstract(tree):
+    return jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), tree)
+
+
+def read_meta(directory: str | os.PathLike, step: int) -> tuple[dict, list[dict]]:
+    """(meta, history) of checkpoint `step`."""
+    ocp = _ocp()
+    restored = _reader(directory).restore(
+        step, args=ocp.args.Composite(meta=ocp.args.JsonRestore(), history=ocp.args.JsonRestore())
+    )
+    return restored["meta"], restored["history"]
+
+
+def check_meta(meta: dict, expected: dict, where: str) -> None:
+    """Refuses a checkpoint whose algorithm, env or sizes differ from the run's."""
+    differ = [
+        f"{name} {meta.get(name)!r} (run: {value!r})"
+        for name, value in expected.items()
+        if meta.get(name) != value
+    ]
+    if differ:
+        raise CheckpointError(f"checkpoint {where} is of another run: {'; '.join(differ)}")
+
+
+def restore_policy(directory: str | os.PathLike, step: int, like_agent, like_stats):
+    """(agent state, observation statistics) of checkpoint `step`, shaped like the templates
+    (arrays or ShapeDtypeStructs); the replay buffer and env states are not read."""
+    ocp = _ocp()
+    restored = _reader(directory).restore(
+        step,
+        args=ocp.args.Composite(
+            agent=ocp.args.StandardRestore(_abstract(like_agent)),
+            obs_stats=ocp.args.StandardRestore(_abstract(like_stats)),
+        ),
+    )
+    return restored["agent"], restored["obs_stats"]
+
+
+def restore_state(directory: str | os.PathLike, step: int, like: LoopState) -> LoopState:
+    """The whole LoopState of checkpoint `step`, shaped like `like` (a fresh state from
+    `trainer.init`). Saved without the replay buffer, the state gets `like`'s (empty) one."""
+    ocp = _ocp()
+    meta, _ = read_meta(directory, step)
+    loop_like = {name: getattr(like, name) for name in LOOP_FIELDS}
+    if not meta.get("has_buffer", True):
+        loop_like["buffer"] = None
+    restored = _reader(directory).restore(
+        step,
+        args=ocp.args.Composite(
+            agent=ocp.args.StandardRestore(_abstract(like.agent)),
+            obs_stats=ocp.args.StandardRestore(_abstract(like.obs_stats)),
+            loop=ocp.args.StandardRestore(_abstract(loop_like)),
+        ),
+    )
+    loop = dict(restored["loop"])
+    if loop["buffer"] is None:
+        loop["buffer"] = like.buffer
+    return like.replace(agent=restored["agent"], obs_stats=restored["obs_stats"], **loop)

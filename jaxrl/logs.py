@@ -1,0 +1,222 @@
+"""Where a run's metric rows go: metrics.jsonl, metrics.csv, TensorBoard event files (tensorboardX),
+optionally Weights & Biases; and the live progress display (rich's progress bar on a terminal,
+one plain line per chunk elsewhere)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import pathlib
+import sys
+from collections.abc import Callable
+from typing import Any
+
+# Rows hold these keys first, in this order; the algorithm's own metrics follow, sorted.
+FIRST_COLUMNS = (
+    "chunk",
+    "env_steps",
+    "eval_return",
+    "eval_return_std",
+    "eval_length",
+    "train_episode_return",
+    "train_episode_length",
+    "train_episodes",
+    "train_seconds",
+    "wall_seconds",
+    "chunk_seconds",
+    "env_steps_per_second",
+    "chunk_env_steps_per_second",
+)
+
+
+def columns(row: dict) -> list[str]:
+    first = [name for name in FIRST_COLUMNS if name in row]
+    return first + sorted(name for name in row if name not in FIRST_COLUMNS)
+
+
+class RunLogger:
+    """Writes each chunk's row to the run folder's files (and W&B when a project is given).
+
+    `history`: rows already logged by an earlier process of this run (a resume): the files are
+    rewritten to hold exactly those, so rows a killed process wrote after its last checkpoint do
+    not appear twice, and TensorBoard drops its events past them (`purge_step`)."""
+
+    def __init__(
+        self,
+        out_path: pathlib.Path,
+        *,
+        history: list[dict] | None = None,
+        tensorboard: bool = True,
+        wandb_project: str | None = None,
+        config: dict | None = None,
+    ):
+        self.out_path = out_path
+        history = list(history or [])
+        self._jsonl = open(out_path / "metrics.jsonl", "w")  # noqa: SIM115
+        self._csv_file = open(out_path / "metrics.csv", "w", newline="")  # noqa: SIM115
+        self._csv = None
+        for row in history:
+            self._write_files(row)
+        self._tb = None
+        if tensorboard:
+            from tensorboardX import SummaryWriter
+
+            purge = history[-1]["env_steps"] + 1 if history else None
+            self._tb = SummaryWriter(str(out_path / "tensorboard"), purge_step=purge)
+        self._wandb = None
+        if wandb_project:
+            self._wandb = start_wandb(wandb_project, out_path, config, resume=bool(history))
+
+    def _write_files(self, row: dict) -> None:
+        self._jsonl.write(json.dumps(row) + "\n")
+        self._jsonl.flush()
+        if self._csv is None:
+            self._csv = csv.DictWriter(self._csv_file, columns(row), extrasaction="ignore")
+            self._csv.writeheader()
+        self._csv.writerow(row)
+        self._csv_file.flush()
+
+    def write(self, row: dict) -> None:
+        self._write_files(row)
+        scalars = {
+            k: v
+            for k, v in row.items()
+            if isinstance(v, int | float) and not isinstance(v, bool) and k != "chunk"
+        }
+        if self._tb is not None:
+            for name, value in scalars.items():
+                self._tb.add_scalar(name, value, global_step=row["env_steps"])
+            self._tb.flush()
+        if self._wandb is not None:
+            self._wandb.log(scalars, step=row["env_steps"])
+
+    def close(self) -> None:
+        self._jsonl.close()
+        self._csv_file.close()
+        if self._tb is not None:
+            self._tb.close()
+        if self._wandb is not None:
+            self._wandb.finish()
+
+
+class WandbMissingError(RuntimeError):
+    pass
+
+
+def check_wandb() -> None:
+    """Weights & Biases is optional: `pip install wandb` (or the `wandb` extra) to use it."""
+    try:
+        import wandb  # noqa: F401
+    except ImportError:
+        raise WandbMissingError(
+            "--wandb needs the wandb package, which is optional: pip install 'jaxrl[wandb]' "
+            "(or pip install wandb), then run again."
+        ) from None
+
+
+def start_wandb(project: str, out_path: pathlib.Path, config: dict | None, resume: bool):
+    check_wandb()
+    import wandb
+
+    return wandb.init(
+        project=project,
+        name=out_path.name,
+        id=out_path.name.replace("/", "-"),
+        dir=str(out_path),
+        config=config,
+        resume="allow" if resume else None,
+    )
+
+
+def _eta(seconds: float) -> str:
+    if not math.isfinite(seconds):
+        return "?"
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+def progress_line(row: dict, name: str, total_steps: int) -> str:
+    """One chunk as a line: env steps, the last chunk's rate, ETA at that rate, returns."""
+    rate = row["chunk_env_steps_per_second"]
+    remaining = (total_steps - row["env_steps"]) / rate if rate > 0 else math.inf
+    parts = [
+        f"[{name}] {row['env_steps']:>9,}/{total_steps:,} steps",
+        f"{rate:>8,.0f} env-steps/s",
+        f"ETA {_eta(remaining)}",
+        f"eval {row['eval_return']:9.2f} ± {row['eval_return_std']:.1f}",
+    ]
+    if row.get("train_episode_return") is not None:
+        parts.append(f"train ep {row['train_episode_return']:9.2f}")
+    return " | ".join(parts)
+
+
+class Progress:
+    """Reports compile time and each chunk. `mode`: "bar" (rich's live progress bar, with a
+    line per chunk printed above it), "lines" (one line per chunk to `printer`), or "auto" (the
+    bar when stderr is a terminal, else lines)."""
+
+    def __init__(
+        self,
+        name: str,
+        total_steps: int,
+        done_steps: int = 0,
+        mode: str = "auto",
+        printer: Callable[[str], None] = print,
+    ):
+        if mode == "auto":
+            mode = "bar" if sys.stderr.isatty() else "lines"
+        self.name, self.total_steps, self.mode, self.printer = name, total_steps, mode, printer
+        self._bar = None
+        if mode == "bar":
+            import rich.progress as rp
+
+            self._bar = rp.Progress(
+                rp.TextColumn(f"[bold]{name}"),
+                rp.BarColumn(),
+                rp.TextColumn("{task.completed:,.0f}/{task.total:,.0f} steps"),
+                rp.TextColumn("{task.fields[rate]}"),
+                rp.TextColumn("ETA {task.fields[eta]}"),
+                rp.TextColumn("eval {task.fields[eval]}"),
+                transient=False,
+            )
+            self._task = self._bar.add_task(
+                name, total=total_steps, completed=done_steps, rate="", eta="?", eval="-"
+            )
+            self._bar.start()
+
+    def message(self, text: str) -> None:
+        if self._bar is not None:
+            self._bar.console.print(text)
+        else:
+            self.printer(text)
+
+    def chunk(self, row: dict) -> None:
+        line = progress_line(row, self.name, self.total_steps)
+        if self._bar is None:
+            self.printer(line)
+            return
+        rate = row["chunk_env_steps_per_second"]
+        remaining = (self.total_steps - row["env_steps"]) / rate if rate > 0 else math.inf
+        self._bar.update(
+            self._task,
+            completed=row["env_steps"],
+            rate=f"{rate:,.0f} env-steps/s",
+            eta=_eta(remaining),
+            eval=f"{row['eval_return']:.2f}",
+        )
+        self._bar.console.print(line)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+
+
+def make_progress(progress: Any, name: str, total: int, done: int) -> Progress | None:
+    """`progress`: None (silent), "auto" / "bar" / "lines", or a callable taking each line."""
+    if progress is None:
+        return None
+    if isinstance(progress, str):
+        return Progress(name, total, done, mode=progress)
+    return Progress(name, total, done, mode="lines", printer=progress)

@@ -1,0 +1,291 @@
+"""Renders one greedy episode of a policy on a Brax or MuJoCo Playground task to a video file.
+
+    render_policy("brax/inverted_pendulum", {}, policy, "videos/pendulum.mp4")
+
+Headless by default: MuJoCo's OpenGL backend is chosen from the MUJOCO_GL environment variable
+when `mujoco` is first imported, and with it unset MuJoCo picks GLFW, which needs a display.
+This module defaults MUJOCO_GL to "egl" (headless, works with Mesa on a CPU-only machine). Since
+`import jaxrl` already imports mujoco (through brax), that default usually comes too late, so
+`_ensure_gl_backend` re-reads the variable just before the first render if mujoco was imported
+under a different value. Setting MUJOCO_GL in the shell (e.g. MUJOCO_GL=glfw on a desktop) is
+always respected.
+
+The rollout is jitted (a `lax.while_loop` that stops when the episode is done and records the
+physics of every control step); the frames are rendered on the host with `mujoco.Renderer`
+from the env's MjModel, the same way Brax's `PipelineEnv.render` and Playground's
+`MjxEnv.render` do it (qpos/qvel, plus mocap and applied forces where the state has them, then
+`mj_forward`), but with one renderer for all frames and camera ids honoured as given.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import os
+import pathlib
+import platform
+import shutil
+from collections.abc import Callable
+from typing import Any
+
+if platform.system() == "Linux":
+    os.environ.setdefault("MUJOCO_GL", "egl")
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import envs
+from envs.wrappers import ActionRepeat, EpisodeWrapper
+
+VIDEO_SUFFIXES = (".mp4", ".gif")
+DEFAULT_FPS = 30.0
+
+
+class RenderError(ValueError):
+    pass
+
+
+def render_policy(
+    env_name: str,
+    env_options: dict | None,
+    policy: Callable[[jax.Array], jax.Array],
+    out: str | os.PathLike,
+    *,
+    max_steps: int | None = None,
+    width: int = 320,
+    height: int = 240,
+    camera: str | int | None = None,
+    seed: int = 0,
+    episode_length: int | None = None,
+    action_repeat: int | None = None,
+) -> dict:
+    """Rolls out one episode of `policy` from `reset(PRNGKey(seed))` and writes it as a video.
+
+    `policy(obs) -> action` maps one observation [obs_size] to one action [action_size]; it is
+    traced into a jitted rollout, so it must be a JAX function (e.g. `jaxrl.load_policy(run)`).
+    The episode stops when done (termination or the time limit `episode_length`, default the
+    task's) or after `max_steps` control steps (default the episode length). Each control step
+    applies the action `action_repeat` times (default the task's), as in training. One frame
+    per control step, plus the initial state; the video plays in real time (fps = 1 / (env.dt
+    x action_repeat)). `camera`: a camera name or id of the MuJoCo model; None: the free camera.
+    `out` must end in .mp4 or .gif; its folder is created.
+
+    Returns {"path", "frames", "width", "height", "fps", "bytes", "return", "length"}:
+    "return" is the undiscounted episode return, "length" the number of control steps.
+    Raises RenderError for a task without a MuJoCo model (classic/*), a bad size, file name or
+    camera, or when no OpenGL context can be made.
+    """
+    path = pathlib.Path(out)
+    if path.suffix.lower() not in VIDEO_SUFFIXES:
+        raise RenderError(f"video file {str(out)!r} must end in .mp4 or .gif")
+    for label, value in (("width", width), ("height", height)):
+        if not isinstance(value, int | np.integer) or value < 1:
+            raise RenderError(f"{label} must be a positive integer, got {value!r}")
+    for label, value in (
+        ("max_steps", max_steps),
+        ("episode_length", episode_length),
+        ("action_repeat", action_repeat),
+    ):
+        if value is not None and (not isinstance(value, int | np.integer) or value < 1):
+            raise RenderError(f"{label} must be a positive integer, got {value!r}")
+    family, _ = envs.check_name(env_name)
+    if family == "classic":
+        raise RenderError(
+            f"{env_name} is a pure-JAX task with no MuJoCo model, so it cannot be rendered; "
+            "rendering works for brax/* and playground/* tasks"
+        )
+
+    base = envs.make(env_name, **dict(env_options or {}))
+    mj_model = _mj_model(base)
+    if mj_model is None:
+        raise RenderError(f"{env_name} has no MuJoCo model to render")
+    camera_id = _camera_id(mj_model, camera)
+    episode_length = int(episode_length or base.episode_length)
+    action_repeat = int(action_repeat or getattr(base, "action_repeat", 1))
+    max_steps = int(min(max_steps or episode_length, episode_length))
+    env = EpisodeWrapper(ActionRepeat(base, action_repeat), episode_length)
+
+    rollout = jax.jit(_make_rollout(env, policy, max_steps))
+    steps, episode_return, physics = rollout(jax.random.PRNGKey(seed))
+    steps = int(steps)
+    physics = {k: np.asarray(v)[: steps + 1] for k, v in physics.items()}
+
+    frames = render_frames(mj_model, physics, width=width, height=height, camera=camera_id)
+    fps = _fps(base, action_repeat)
+    _write_video(path, frames, fps)
+    return {
+        "path": str(path),
+        "frames": len(frames),
+        "width": width,
+        "height": height,
+        "fps": fps,
+        "bytes": path.stat().st_size,
+        "return": float(episode_return),
+        "length": steps,
+    }
+
+
+def _mj_model(base: Any):
+    """The MjModel of a Brax PipelineEnv (`sys.mj_model`) or a Playground MjxEnv (`mj_model`)."""
+    unwrapped = getattr(base, "unwrapped", base)
+    model = getattr(unwrapped, "mj_model", None)
+    if model is None:
+        model = getattr(getattr(unwrapped, "sys", None), "mj_model", None)
+    return model
+
+
+def _camera_id(mj_model, camera: str | int | None) -> int:
+    import mujoco
+
+    names = [mj_model.camera(i).name for i in range(mj_model.ncam)]
+    available = (
+        f"the model's cameras: {', '.join(names) or 'none'} (or ids -1..{mj_model.ncam - 1})"
+    )
+    if camera is None:
+        return -1
+    if isinstance(camera, str):
+        camera_id = mujoco.mj_name2id(mj_model, mujoco.mjtObj.mjOBJ_CAMERA, camera)
+        if camera_id < 0:
+            raise RenderError(f"no camera named {camera!r}; {available}")
+        return camera_id
+    if not isinstance(camera, int | np.integer) or not -1 <= camera < mj_model.ncam:
+        raise RenderError(f"camera id {camera!r} out of range; {available}")
+    return int(camera)
+
+
+def _physics(state) -> dict[str, jax.Array]:
+    """What a frame needs from a state: Brax's `pipeline_state` (q, qd) or Playground's `data`."""
+    pipeline = getattr(state, "pipeline_state", None)
+    if pipeline is not None:
+        out = {"qpos": pipeline.q, "qvel": pipeline.qd}
+        data = pipeline
+    else:
+        data = state.data
+        out = {"qpos": data.qpos, "qvel": data.qvel}
+        if hasattr(data, "xfrc_applied"):
+            out["xfrc_applied"] = data.xfrc_applied
+    for key in ("mocap_pos", "mocap_quat"):
+        if getattr(data, key, None) is not None:
+            out[key] = getattr(data, key)
+    return out
+
+
+def _make_rollout(env: Any, policy: Callable, max_steps: int) -> Callable:
+    """key -> (control steps taken, episode return, physics of the steps [max_steps + 1, ...]);
+    entries past the steps taken are zeros."""
+
+    def rollout(key):
+        state = env.reset(key)
+        first = _physics(state)
+        buffer = jax.tree.map(
+            lambda x: jnp.zeros((max_steps + 1, *x.shape), x.dtype).at[0].set(x), first
+        )
+
+        def running(carry):
+            i, state, _, _ = carry
+            return (i < max_steps) & (state.done == 0)
+
+        def step(carry):
+            i, state, buffer, total = carry
+            action = policy(state.obs)
+            state = env.step(state, action)
+            buffer = jax.tree.map(lambda b, x: b.at[i + 1].set(x), buffer, _physics(state))
+            return i + 1, state, buffer, total + state.reward
+
+        carry = (jnp.zeros((), jnp.int32), state, buffer, jnp.zeros((), jnp.float32))
+        steps, _, buffer, total = jax.lax.while_loop(running, step, carry)
+        return steps, total, buffer
+
+    return rollout
+
+
+def render_frames(
+    mj_model,
+    physics: dict[str, np.ndarray],
+    *,
+    width: int,
+    height: int,
+    camera: int = -1,
+) -> list[np.ndarray]:
+    """RGB frames [height, width, 3] uint8, one per row of `physics` (qpos, qvel and optionally
+    mocap_pos, mocap_quat, xfrc_applied, each [T, ...])."""
+    import mujoco
+
+    model = mj_model
+    visual = model.vis.global_
+    if width > visual.offwidth or height > visual.offheight:
+        # The offscreen framebuffer is sized by the model; enlarge it on a copy.
+        model = copy.deepcopy(mj_model)
+        model.vis.global_.offwidth = max(width, visual.offwidth)
+        model.vis.global_.offheight = max(height, visual.offheight)
+    _ensure_gl_backend()
+    try:
+        renderer = mujoco.Renderer(model, height=height, width=width)
+    except Exception as err:  # noqa: BLE001 - any GL failure gets the same advice
+        raise RenderError(
+            f"cannot create an OpenGL context (MUJOCO_GL={os.environ.get('MUJOCO_GL')!r}): "
+            f"{err}; on a machine without a display use MUJOCO_GL=egl (needs libEGL) and set "
+            "it before anything imports mujoco"
+        ) from err
+    frames = []
+    try:
+        data = mujoco.MjData(model)
+        for t in range(len(physics["qpos"])):
+            for key, values in physics.items():
+                getattr(data, key)[...] = values[t].reshape(getattr(data, key).shape)
+            mujoco.mj_forward(model, data)
+            renderer.update_scene(data, camera=camera)
+            frames.append(renderer.render().copy())
+    finally:
+        renderer.close()
+    return frames
+
+
+def _ensure_gl_backend() -> None:
+    """Makes MuJoCo's renderer use the OpenGL backend MUJOCO_GL names now.
+
+    mujoco reads MUJOCO_GL once, when `mujoco.rendering.classic.gl_context` is first imported
+    (by `import mujoco`). If that happened before MUJOCO_GL was set (e.g. before this module set
+    its "egl" default), the module is re-imported so that `mujoco.Renderer` picks up the value.
+    """
+    from mujoco.rendering.classic import gl_context
+
+    wanted = os.environ.get("MUJOCO_GL", "").lower().strip()
+    if getattr(gl_context, "_MUJOCO_GL", wanted) != wanted:
+        importlib.reload(gl_context)
+
+
+def _fps(base: Any, action_repeat: int) -> float:
+    """Frames per second of real time: one frame per control step of `action_repeat` env steps.
+    Brax's `dt` is timestep x n_frames, Playground's is ctrl_dt; both are one env step."""
+    dt = getattr(getattr(base, "unwrapped", base), "dt", None)
+    try:
+        dt = float(dt) * action_repeat
+    except (TypeError, ValueError):
+        return DEFAULT_FPS
+    # Rounded: Brax's dt is a float32 (0.04 -> 25.00000056 fps).
+    return round(1.0 / dt, 3) if dt > 0 else DEFAULT_FPS
+
+
+def _set_ffmpeg() -> None:
+    import mediapy
+
+    try:
+        import imageio_ffmpeg
+    except ImportError:
+        if shutil.which("ffmpeg") is None:
+            raise RenderError(
+                "writing video needs ffmpeg: pip install imageio-ffmpeg, or install ffmpeg"
+            ) from None
+        return
+    mediapy.set_ffmpeg(imageio_ffmpeg.get_ffmpeg_exe())
+
+
+def _write_video(path: pathlib.Path, frames: list[np.ndarray], fps: float) -> None:
+    import mediapy
+
+    _set_ffmpeg()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    codec = "gif" if path.suffix.lower() == ".gif" else "h264"
+    mediapy.write_video(path, frames, fps=fps, codec=codec)

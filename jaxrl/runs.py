@@ -1,0 +1,138 @@
+"""Reading a run folder back: its configs, a jitted policy of a checkpoint (`load_policy`), and
+greedy evaluation of a checkpoint (`evaluate_run`, the `jaxrl eval` command)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import pathlib
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxrl import agents, checkpoint, normalization
+from jaxrl.config import ConfigError, TrainConfig
+from jaxrl.loop import make_policy
+
+
+class RunError(ValueError):
+    """A run folder that is missing or does not hold what is asked of it."""
+
+
+def read_config_json(run_dir: str | os.PathLike) -> dict:
+    path = pathlib.Path(run_dir)
+    if not path.is_dir():
+        raise RunError(f"{path} is not a run folder (no such folder)")
+    config_file = path / "config.json"
+    if not config_file.is_file():
+        raise RunError(f"{path} is not a run folder: it has no config.json")
+    try:
+        return json.loads(config_file.read_text())
+    except json.JSONDecodeError as error:
+        raise RunError(f"{config_file} is not valid JSON ({error})") from None
+
+
+def _from_dict(cls: type, values: dict) -> Any:
+    """A config dataclass from its JSON dict: lists back to tuples (hidden sizes); unknown
+    names are an error naming them."""
+    names = {field.name for field in dataclasses.fields(cls)}
+    unknown = sorted(set(values) - names)
+    if unknown:
+        raise ConfigError(f"{cls.__name__} has no field(s) {', '.join(unknown)}")
+    values = {k: tuple(v) if isinstance(v, list) else v for k, v in values.items()}
+    try:
+        return cls(**values)
+    except (TypeError, ValueError) as error:
+        raise ConfigError(f"{cls.__name__}: {error}") from None
+
+
+def configs_from_json(saved: dict) -> tuple[TrainConfig, Any]:
+    """(TrainConfig, agent config) from a config.json's "train" and "agent" entries."""
+    if "train" not in saved or "agent" not in saved:
+        raise ConfigError('a run config needs "train" and "agent" entries')
+    train = dict(saved["train"])
+    spec = agents.get(train.get("algo", "sac"))
+    return _from_dict(TrainConfig, train), _from_dict(spec.config_cls, saved["agent"])
+
+
+def read_configs(run_dir: str | os.PathLike) -> tuple[TrainConfig, Any]:
+    return configs_from_json(read_config_json(run_dir))
+
+
+@dataclasses.dataclass
+class Policy:
+    """A trained policy, callable as `policy(obs) -> action`: greedy (the deterministic action)
+    and jitted, with the run's observation normalisation applied. `obs` is one observation
+    [obs_size] or a batch [..., obs_size]."""
+
+    config: TrainConfig
+    agent_config: Any
+    agent_state: Any
+    obs_stats: normalization.RunningStats
+    env_steps: int
+    _apply: Callable = dataclasses.field(repr=False)
+
+    def __call__(self, obs: jax.Array) -> jax.Array:
+        return self._apply(self.agent_state, self.obs_stats, jnp.asarray(obs, jnp.float32))
+
+
+def _sizes(saved: dict) -> tuple[int, int]:
+    info = saved.get("env_info", {})
+    if "observation_size" not in info or "action_size" not in info:
+        raise RunError("config.json has no env_info with observation_size and action_size")
+    return int(info["observation_size"]), int(info["action_size"])
+
+
+def load_policy(run_dir: str | os.PathLike, checkpoint_step: int | None = None) -> Policy:
+    """The greedy policy of a run's newest checkpoint (or of `checkpoint_step`, in env steps):
+    `policy = jaxrl.load_policy("runs/NAME"); action = policy(obs)`. Builds no env."""
+    saved = read_config_json(run_dir)
+    config, agent_config = configs_from_json(saved)
+    obs_size, action_size = _sizes(saved)
+    directory = pathlib.Path(run_dir) / "checkpoints"
+    step = checkpoint.pick(directory, checkpoint_step)
+    agent = agents.get(config.algo).make(agent_config)
+    like_agent = jax.eval_shape(
+        lambda key: agent.init(key, obs_size, action_size), jax.random.PRNGKey(0)
+    )
+    agent_state, stats = checkpoint.restore_policy(
+        directory, step, like_agent, normalization.init(obs_size)
+    )
+    apply = jax.jit(make_policy(config, agent))
+    return Policy(config, agent_config, agent_state, stats, step, apply)
+
+
+def evaluate_run(
+    run_dir: str | os.PathLike,
+    episodes: int = 10,
+    checkpoint_step: int | None = None,
+    seed: int = 0,
+) -> dict:
+    """Mean, std and standard error of the undiscounted return of `episodes` greedy episodes
+    (run in parallel, one env each) of a checkpoint's policy, with the run's env settings."""
+    if episodes < 1:
+        raise RunError(f"--episodes must be a positive integer, got {episodes}")
+    from jaxrl.loop import make_envs, make_evaluate
+
+    policy = load_policy(run_dir, checkpoint_step)
+    config = dataclasses.replace(policy.config, eval_envs=episodes)
+    agent = agents.get(config.algo).make(policy.agent_config)
+    _, eval_env = make_envs(config)
+    evaluate = make_evaluate(config, agent, eval_env, per_episode=True)
+    result = jax.jit(evaluate)(policy.agent_state, policy.obs_stats, jax.random.PRNGKey(seed))
+    returns = np.asarray(result["eval_returns"], np.float64)
+    std = float(returns.std(ddof=1)) if episodes > 1 else 0.0
+    return {
+        "checkpoint": policy.env_steps,
+        "episodes": episodes,
+        "mean": float(returns.mean()),
+        "std": std,
+        "stderr": std / math.sqrt(episodes),
+        "mean_length": float(np.asarray(result["eval_length"])),
+        "returns": returns.tolist(),
+    }

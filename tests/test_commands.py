@@ -1,0 +1,195 @@
+"""The run commands end to end through the CLI: train, Ctrl-C, resume, eval, sweep."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from jaxrl import checkpoint, cli
+
+TINY = [
+    "--env",
+    "classic/pendulum",
+    "--num-envs",
+    "4",
+    "--batch-size",
+    "16",
+    "--updates-per-step",
+    "2",
+    "--buffer-size",
+    "512",
+    "--learning-starts",
+    "64",
+    "--eval-envs",
+    "2",
+    "--actor-hidden",
+    "16",
+    "--critic-hidden",
+    "16",
+]
+
+
+def _run(capsys, *argv):
+    code = cli.main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_ctrl_c_saves_a_checkpoint_and_resume_finishes_the_run(tmp_path):
+    out = tmp_path / "run"
+    argv = [*TINY, "--steps", "409600", "--eval-every", "2048", "--out", str(out)]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "jaxrl.cli", "train", *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    for line in process.stdout:  # the first chunk's progress line: training is under way
+        if "env-steps/s" in line:
+            break
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 130, err
+    assert "checkpoint saved" in err and "--resume" in err
+    (saved,) = checkpoint.steps(out / "checkpoints")
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").open()]
+    assert rows[-1]["env_steps"] == saved  # nothing logged past the checkpoint
+    assert not (out / "summary.json").exists()
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "jaxrl.cli",
+            "train",
+            "--resume",
+            str(out),
+            "--steps",
+            str(saved + 4096),
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").open()]
+    assert [r["env_steps"] for r in rows] == list(range(2048, saved + 4096 + 1, 2048))
+    assert json.loads((out / "summary.json").read_text())["env_steps"] == saved + 4096
+
+
+def test_train_resume_and_eval_commands(capsys, tmp_path):
+    out = tmp_path / "run"
+    code, _, err = _run(
+        capsys,
+        "train",
+        *TINY,
+        "--steps",
+        "256",
+        "--eval-every",
+        "128",
+        "--out",
+        str(out),
+        "--quiet",
+        "--normalize-observations",
+    )
+    assert code == 0, err
+    code, _, err = _run(capsys, "train", "--resume", str(out))
+    assert code == 2 and "is complete (256 env steps); pass --steps" in err
+    code, stdout, err = _run(capsys, "train", "--resume", str(out), "--steps", "512", "--quiet")
+    assert code == 0, err
+    assert checkpoint.steps(out / "checkpoints") == [256, 512]
+    code, stdout, _ = _run(capsys, "eval", str(out), "--episodes", "3", "--json")
+    assert code == 0
+    report = json.loads(stdout)
+    assert report["checkpoint"] == 512 and report["episodes"] == 3 and len(report["returns"]) == 3
+    code, stdout, _ = _run(capsys, "eval", str(out), "--episodes", "3", "--checkpoint", "256")
+    assert code == 0 and "@ 256 env steps: return" in stdout
+    code, _, err = _run(capsys, "eval", str(tmp_path / "nothing"))
+    assert code == 2 and "no such folder" in err
+    code, _, err = _run(capsys, "train", "--resume", str(out), "--steps", "512", "--seed", "3")
+    assert code == 2 and "--seed cannot change on resume" in err
+
+
+def test_sweep_trains_the_grid_and_summarises(capsys, tmp_path):
+    out = tmp_path / "sweep"
+    code, stdout, err = _run(
+        capsys,
+        "sweep",
+        *TINY,
+        "--steps",
+        "256",
+        "--eval-every",
+        "256",
+        "--quiet",
+        "--grid",
+        "actor_lr=1e-3,3e-4",
+        "--seeds",
+        "0,1",
+        "--out",
+        str(out),
+    )
+    assert code == 0, err
+    summary = json.loads((out / "summary.json").read_text())
+    assert sorted(r["setting"] for r in summary) == ["actor_lr=0.0003", "actor_lr=0.001"]
+    for row in summary:
+        assert len(row["returns"]) == 2
+        assert row["mean"] == pytest.approx(sum(row["returns"]) / 2)
+        for seed in (0, 1):
+            saved = json.loads((out / row["setting"] / f"s{seed}" / "config.json").read_text())
+            assert saved["train"]["seed"] == seed
+            assert saved["agent"]["actor_lr"] == float(row["setting"].split("=")[1])
+    assert "actor_lr=0.001" in stdout and (out / "summary.md").exists()
+
+
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["--grid", "actor_lrr=1e-3"], "not a field of the run or sac config"),
+        (["--grid", "actor_lr=1e-3,0"], "actor_lr must be > 0"),
+        (["--grid", "seed=1,2"], "(seeds: --seeds)"),
+        (["--seeds", "0,0"], "repeats a seed"),
+    ],
+)
+def test_sweep_checks_every_setting_before_training(capsys, tmp_path, argv, message):
+    out = tmp_path / "sweep"
+    code, _, err = _run(capsys, "sweep", *TINY, "--steps", "256", "--out", str(out), *argv)
+    assert code == 2 and message in err
+    assert not out.exists()
+
+
+@pytest.mark.slow
+def test_render_command_writes_a_video_of_the_saved_policy(capsys, tmp_path):
+    """`jaxrl render RUN` on a Brax task: the saved policy's greedy episode, read back."""
+    from tests.test_render import _pixels_moved, _read_video
+
+    out = tmp_path / "run"
+    argv = [*TINY, "--env", "brax/inverted_pendulum", "--steps", "256", "--eval-every", "256"]
+    code, _, err = _run(capsys, "train", *argv, "--out", str(out), "--quiet")
+    assert code == 0, err
+    video = tmp_path / "policy.mp4"
+    code, stdout, err = _run(
+        capsys,
+        "render",
+        str(out),
+        "--out",
+        str(video),
+        "--steps",
+        "30",
+        "--width",
+        "64",
+        "--height",
+        "48",
+    )
+    assert code == 0, err
+    frames, _ = _read_video(video)
+    assert 2 <= len(frames) <= 31 and frames.shape[1:] == (48, 64, 3)
+    assert f"wrote {video}: {len(frames)} frames of 64x48" in stdout
+    assert _pixels_moved(frames) > 0
+    code, _, err = _run(capsys, "render", str(tmp_path / "nothing"))
+    assert code == 2 and "no such folder" in err

@@ -1,0 +1,211 @@
+"""Whole-run checkpoints, exact resume, the run's log files, `load_policy` and `evaluate_run`."""
+
+import csv
+import json
+import shutil
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxrl
+from jaxrl import checkpoint, driver, ppo, runs, sac
+from jaxrl.agents.sac import SACConfig
+from jaxrl.config import TrainConfig
+from jaxrl.loop import make_train
+
+TINY_SAC = SACConfig(actor_hidden=(16,), critic_hidden=(16,))
+TINY_PPO = ppo.PPOConfig(actor_hidden=(8,), critic_hidden=(8,), num_epochs=2, num_minibatches=4)
+QUIET = dict(progress=None)
+
+
+def _sac(**overrides):
+    base = dict(
+        env="classic/pendulum",
+        total_steps=512,
+        num_envs=4,
+        batch_size=16,
+        updates_per_step=2,
+        buffer_size=512,
+        learning_starts=64,
+        eval_every=128,
+        eval_envs=2,
+        normalize_observations=True,
+    )
+    return TrainConfig(**{**base, **overrides})
+
+
+def _ppo(**overrides):
+    base = dict(
+        env="classic/pendulum",
+        algo="ppo",
+        total_steps=1024,
+        num_envs=4,
+        unroll_length=16,
+        eval_every=256,
+        eval_envs=2,
+        normalize_observations=True,
+    )
+    return TrainConfig(**{**base, **overrides})
+
+
+def _stop_after(run_dir, env_steps):
+    """The run folder as a process killed after checkpoint `env_steps` leaves it: later
+    checkpoints gone, and metric rows past the checkpoint written (to be dropped on resume)."""
+    for step in checkpoint.steps(run_dir / "checkpoints"):
+        if step > env_steps:
+            shutil.rmtree(run_dir / "checkpoints" / str(step))
+    (run_dir / "summary.json").unlink()
+
+
+def _assert_same_run(resumed, full):
+    chex.assert_trees_all_equal(resumed.state, full.state)
+    assert driver.learning_metrics(resumed.history) == driver.learning_metrics(full.history)
+
+
+def test_off_policy_resume_is_bit_identical(tmp_path):
+    options = driver.RunOptions(checkpoint_every=1, keep_checkpoints=0)
+    full = driver.train(_sac(), TINY_SAC, tmp_path / "full", options=options, **QUIET)
+    assert checkpoint.steps(tmp_path / "full" / "checkpoints") == [128, 256, 384, 512]
+    shutil.copytree(tmp_path / "full", tmp_path / "stopped")
+    _stop_after(tmp_path / "stopped", 256)
+    resumed = driver.resume(tmp_path / "stopped", **QUIET)
+    _assert_same_run(resumed, full)
+    # The metric files hold each chunk once, as the uninterrupted run's do.
+    rows = [json.loads(line) for line in (tmp_path / "stopped" / "metrics.jsonl").open()]
+    assert driver.learning_metrics(rows) == driver.learning_metrics(full.history)
+    with open(tmp_path / "stopped" / "metrics.csv") as f:
+        assert [int(r["env_steps"]) for r in csv.DictReader(f)] == [128, 256, 384, 512]
+
+
+def test_extending_a_short_run_equals_the_long_run(tmp_path):
+    """A run of 2 chunks resumed with --steps for 4 is the 4-chunk run (same seed): the
+    checkpoint carries buffer, env states, key and counters, and nothing reads total_steps."""
+    long = driver.train(_sac(), TINY_SAC, tmp_path / "long", **QUIET)
+    driver.train(_sac(total_steps=256), TINY_SAC, tmp_path / "short", **QUIET)
+    with pytest.raises(driver.ResumeError, match="is complete"):
+        driver.resume(tmp_path / "short", **QUIET)
+    extended = driver.resume(tmp_path / "short", total_steps=500, **QUIET)  # rounds up to 512
+    _assert_same_run(extended, long)
+    saved = json.loads((tmp_path / "short" / "config.json").read_text())
+    assert saved["train"]["total_steps"] == 512
+
+
+def test_on_policy_resume_is_bit_identical(tmp_path):
+    options = driver.RunOptions(checkpoint_every=1, keep_checkpoints=0)
+    full = driver.train(_ppo(), TINY_PPO, tmp_path / "full", options=options, **QUIET)
+    shutil.copytree(tmp_path / "full", tmp_path / "stopped")
+    _stop_after(tmp_path / "stopped", 256)
+    resumed = driver.resume(tmp_path / "stopped", **QUIET)
+    _assert_same_run(resumed, full)
+
+
+def test_checkpoint_without_buffer_resumes_with_an_empty_one(tmp_path):
+    options = driver.RunOptions(checkpoint_every=1, checkpoint_buffer=False, keep_checkpoints=2)
+    full = driver.train(_sac(), TINY_SAC, tmp_path / "run", options=options, **QUIET)
+    assert checkpoint.steps(tmp_path / "run" / "checkpoints") == [384, 512]  # the newest 2
+    _stop_after(tmp_path / "run", 384)
+    resumed = driver.resume(tmp_path / "run", **QUIET)
+    # 128 new env steps refill 128 rows, above learning_starts: it learned again, but from
+    # another buffer than the uninterrupted run's.
+    assert int(resumed.state.buffer.size) == 128
+    assert resumed.history[-1]["updates"] > 0
+    assert not np.allclose(
+        jax.tree.leaves(resumed.state.agent)[0], jax.tree.leaves(full.state.agent)[0]
+    )
+
+
+def test_resume_refuses_a_run_without_checkpoint_or_another_run(tmp_path):
+    driver.train(_sac(total_steps=256), TINY_SAC, tmp_path / "run", **QUIET)
+    shutil.rmtree(tmp_path / "run" / "checkpoints")
+    with pytest.raises(driver.ResumeError, match="no complete checkpoint"):
+        driver.resume(tmp_path / "run", **QUIET)
+    with pytest.raises(runs.RunError, match="no config.json"):
+        driver.resume(tmp_path, **QUIET)
+
+
+def test_checkpoint_of_another_env_is_refused(tmp_path):
+    driver.train(_sac(total_steps=256), TINY_SAC, tmp_path / "run", **QUIET)
+    path = tmp_path / "run" / "config.json"
+    saved = json.loads(path.read_text())
+    saved["train"]["env"] = "classic/mountain_car_continuous"
+    saved["env_info"]["observation_size"] = 2
+    saved["env_info"]["action_size"] = 1
+    path.write_text(json.dumps(saved))
+    with pytest.raises(checkpoint.CheckpointError, match="another run: env 'classic/pendulum'"):
+        driver.resume(tmp_path / "run", total_steps=512, **QUIET)
+
+
+def test_log_files_and_tensorboard(tmp_path):
+    result = driver.train(_sac(total_steps=256), TINY_SAC, tmp_path / "run", **QUIET)
+    with open(tmp_path / "run" / "metrics.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert [float(r["eval_return"]) for r in rows] == [r["eval_return"] for r in result.history]
+    (events,) = (tmp_path / "run" / "tensorboard").glob("events.out.tfevents.*")
+    scalars = _read_scalars(events)
+    assert scalars["eval_return"] == [(r["env_steps"], r["eval_return"]) for r in result.history]
+    assert [step for step, _ in scalars["critic_loss"]] == [128, 256]
+
+
+def _read_scalars(path) -> dict:
+    """TensorBoard's event file read back: TFRecords (length, crc, Event proto, crc) parsed
+    with tensorboardX's own protos (tensorboard itself is not a dependency)."""
+    import struct
+
+    from tensorboardX.proto import event_pb2
+
+    data, scalars, offset = path.read_bytes(), {}, 0
+    while offset < len(data):
+        (length,) = struct.unpack("<Q", data[offset : offset + 8])
+        event = event_pb2.Event.FromString(data[offset + 12 : offset + 12 + length])
+        offset += 12 + length + 4
+        for value in event.summary.value:
+            scalars.setdefault(value.tag, []).append(
+                (event.step, pytest.approx(value.simple_value))
+            )
+    return scalars
+
+
+def test_chunk_rate_is_the_chunks_own(tmp_path):
+    result = driver.train(_sac(total_steps=256), TINY_SAC, None, **QUIET)
+    for row in result.history:
+        assert row["chunk_env_steps_per_second"] == pytest.approx(
+            128 / row["chunk_seconds"], rel=1e-2
+        )
+
+
+def test_load_policy_applies_the_saved_normalisation(tmp_path):
+    config = _sac(total_steps=256)
+    result = driver.train(config, TINY_SAC, tmp_path / "run", **QUIET)
+    policy = jaxrl.load_policy(tmp_path / "run")
+    assert policy.env_steps == 256
+    stats = result.state.obs_stats
+    assert float(stats.count) > 0 and not np.allclose(stats.mean, 0)
+    agent = sac.make(TINY_SAC)
+    obs = jnp.array([[1.0, 0.0, 0.5], [0.0, 1.0, -2.0]])
+    key = jax.random.PRNGKey(0)
+    normalised = jnp.clip((obs - stats.mean) / jnp.sqrt(stats.var + 1e-8), -10, 10)
+    expected = agent.act(result.state.agent, normalised, key, 0.0)
+    np.testing.assert_allclose(policy(obs), expected, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(policy(obs[0]), expected[0], rtol=1e-6, atol=1e-6)
+    raw = agent.act(result.state.agent, obs, key, 0.0)  # what reading raw observations gives
+    assert not np.allclose(policy(obs), raw, atol=1e-3)
+
+
+def test_evaluate_run_matches_the_trainers_evaluation(tmp_path):
+    config = _sac(total_steps=256, eval_envs=4)
+    result = driver.train(config, TINY_SAC, tmp_path / "run", **QUIET)
+    report = jaxrl.evaluate_run(tmp_path / "run", episodes=4, seed=3)
+    trainer = make_train(config, sac.make(TINY_SAC))
+    expected = jax.jit(trainer.evaluate)(
+        result.state.agent, result.state.obs_stats, jax.random.PRNGKey(3)
+    )
+    assert report["mean"] == pytest.approx(float(expected["eval_return"]), rel=1e-6)
+    returns = np.array(report["returns"])
+    assert report["std"] == pytest.approx(returns.std(ddof=1))
+    assert report["stderr"] == pytest.approx(returns.std(ddof=1) / 2)
+    assert report == jaxrl.evaluate_run(tmp_path / "run", episodes=4, seed=3)
+    with pytest.raises(checkpoint.CheckpointError, match="no checkpoint at env step 100"):
+        jaxrl.evaluate_run(tmp_path / "run", checkpoint_step=100)
