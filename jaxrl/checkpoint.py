@@ -48,6 +48,28 @@ def manager(directory: str | os.PathLike, keep: int | None = 3, create: bool = T
     return ocp.CheckpointManager(pathlib.Path(directory).absolute(), options=options)
 
 
+def _drop_empty(tree):
+    """`tree` with its zero-size arrays replaced by None. orbax refuses to write arrays of size 0,
+    and MJX states hold some (e.g. `data.act` of a model without actuator activations); they
+    carry no values, so a restore takes them back from the template (`_put_back_empty`)."""
+    leaves, treedef = jax.tree.flatten(tree)
+    return jax.tree.unflatten(treedef, [None if leaf.size == 0 else leaf for leaf in leaves])
+
+
+def _put_back_empty(restored, like):
+    """`restored` (read from a tree saved through `_drop_empty`) with `like`'s zero-size arrays
+    back in their places."""
+    like_leaves, treedef = jax.tree.flatten(like)
+    restored_leaves = treedef.flatten_up_to(restored)
+    return jax.tree.unflatten(
+        treedef,
+        [
+            template if template.size == 0 else value
+            for template, value in zip(like_leaves, restored_leaves, strict=True)
+        ],
+    )
+
+
 def save(
     checkpoints,
     state: LoopState,
@@ -66,9 +88,9 @@ def save(
     checkpoints.save(
         int(env_steps),
         args=ocp.args.Composite(
-            agent=ocp.args.StandardSave(state.agent),
-            obs_stats=ocp.args.StandardSave(state.obs_stats),
-            loop=ocp.args.StandardSave(loop),
+            agent=ocp.args.StandardSave(_drop_empty(state.agent)),
+            obs_stats=ocp.args.StandardSave(_drop_empty(state.obs_stats)),
+            loop=ocp.args.StandardSave(_drop_empty(loop)),
             history=ocp.args.JsonSave(history),
             meta=ocp.args.JsonSave(meta),
         ),
@@ -107,7 +129,8 @@ def pick(directory: str | os.PathLike, step: int | None = None) -> int:
 
 
 def _abstract(tree):
-    return jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), tree)
+    """The shapes and dtypes of `tree`'s arrays, zero-size ones dropped as `save` drops them."""
+    return _drop_empty(jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), tree))
 
 
 def read_meta(directory: str | os.PathLike, step: int) -> tuple[dict, list[dict]]:
@@ -141,7 +164,10 @@ def restore_policy(directory: str | os.PathLike, step: int, like_agent, like_sta
             obs_stats=ocp.args.StandardRestore(_abstract(like_stats)),
         ),
     )
-    return restored["agent"], restored["obs_stats"]
+    return (
+        _put_back_empty(restored["agent"], like_agent),
+        _put_back_empty(restored["obs_stats"], like_stats),
+    )
 
 
 def restore_state(directory: str | os.PathLike, step: int, like: LoopState) -> LoopState:
@@ -163,4 +189,9 @@ def restore_state(directory: str | os.PathLike, step: int, like: LoopState) -> L
     loop = dict(restored["loop"])
     if loop["buffer"] is None:
         loop["buffer"] = like.buffer
-    return like.replace(agent=restored["agent"], obs_stats=restored["obs_stats"], **loop)
+    loop = _put_back_empty(loop, {name: getattr(like, name) for name in LOOP_FIELDS})
+    return like.replace(
+        agent=_put_back_empty(restored["agent"], like.agent),
+        obs_stats=_put_back_empty(restored["obs_stats"], like.obs_stats),
+        **loop,
+    )

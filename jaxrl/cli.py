@@ -13,12 +13,15 @@ import ast
 import dataclasses
 import datetime
 import difflib
+import functools
+import inspect
 import itertools
 import json
 import math
 import pathlib
 import re
 import sys
+import textwrap
 import typing
 from typing import Annotated, Any
 
@@ -132,6 +135,8 @@ class TrainOptions:
     """Write TensorBoard event files under RUN/tensorboard."""
     wandb: str | None = None
     """Also log to this Weights & Biases project (optional: pip install wandb)."""
+    stop_at_return: float | None = None
+    """End the run (final checkpoint saved) at the first evaluation returning at least this."""
     compile_cache: bool = True
     """JAX's persistent compilation cache (~/.cache/jaxrl/xla): re-runs skip compilation."""
     quiet: bool = False
@@ -141,14 +146,79 @@ class TrainOptions:
 _GROUP = (tyro.conf.OmitArgPrefixes,)
 
 
+@functools.cache
+def _field_docstrings(cls: type) -> dict[str, str]:
+    """Each field's docstring (the string literal below it), the nearest class of the MRO that
+    documents the field giving it. Read with ast: tyro reads them too, but only whole."""
+    docs: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):
+        try:
+            tree = ast.parse(textwrap.dedent(inspect.getsource(klass)))
+        except (OSError, TypeError, SyntaxError):
+            continue
+        body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
+        for statement, following in zip(body, body[1:], strict=False):
+            if (
+                isinstance(statement, ast.AnnAssign)
+                and isinstance(statement.target, ast.Name)
+                and isinstance(following, ast.Expr)
+                and isinstance(following.value, ast.Constant)
+                and isinstance(following.value.value, str)
+            ):
+                docs[statement.target.id] = inspect.cleandoc(following.value.value)
+    return docs
+
+
+def _one_line(text: str) -> str:
+    """A docstring's first sentence or line, as the flag's description in --help."""
+    return " ".join(text.split("\n\n")[0].splitlines()[:1]).strip() if text else ""
+
+
+@functools.cache
+def _help_mirror(cls: type) -> type:
+    """A dataclass with `cls`'s fields whose --help shows one line per flag (the first line of
+    the field's docstring); `_from_mirror` turns a parsed one back into `cls`, which runs
+    `cls`'s own checks."""
+    hints = typing.get_type_hints(cls, include_extras=True)
+    docs = _field_docstrings(cls)
+    fields = []
+    for field in dataclasses.fields(cls):
+        hint, extras = hints[field.name], ()
+        if typing.get_origin(hint) is Annotated:
+            hint, *extras = typing.get_args(hint)
+        line = _one_line(docs.get(field.name, ""))
+        configs = [e for e in extras if isinstance(e, type(tyro.conf.arg()))]
+        others = [e for e in extras if not isinstance(e, type(tyro.conf.arg()))]
+        arg = dataclasses.replace(configs[0], help=line) if configs else tyro.conf.arg(help=line)
+        default = (
+            dataclasses.field(default_factory=field.default_factory)
+            if field.default_factory is not dataclasses.MISSING
+            else dataclasses.field(default=field.default)
+        )
+        fields.append((field.name, Annotated[(hint, *others, arg)], default))
+    return dataclasses.make_dataclass(cls.__name__, fields)
+
+
+def _to_mirror(value: Any) -> Any:
+    cls = _help_mirror(type(value))
+    return cls(**{f.name: getattr(value, f.name) for f in dataclasses.fields(value)})
+
+
+def _from_mirror(value: Any, cls: type) -> Any:
+    return cls(**{f.name: getattr(value, f.name) for f in dataclasses.fields(value)})
+
+
 def _command_class(algo: str) -> type:
     spec = agents.get(algo)
     return dataclasses.make_dataclass(
         "TrainCommand",
         [
-            ("options", Annotated[TrainOptions, *_GROUP, tyro.conf.arg(name="")]),
-            ("run", Annotated[TrainConfig, *_GROUP, tyro.conf.arg(name="")]),
-            ("agent", Annotated[spec.config_cls, *_GROUP, tyro.conf.arg(name="")]),
+            ("options", Annotated[_help_mirror(TrainOptions), *_GROUP, tyro.conf.arg(name="")]),
+            ("run", Annotated[_help_mirror(TrainConfig), *_GROUP, tyro.conf.arg(name="")]),
+            (
+                "agent",
+                Annotated[_help_mirror(spec.config_cls), *_GROUP, tyro.conf.arg(name="")],
+            ),
         ],
     )
 
@@ -221,8 +291,9 @@ def _config_path(text: str) -> pathlib.Path:
     return path / "config.json" if path.is_dir() else path
 
 
-def _starting_configs(known: argparse.Namespace) -> tuple[TrainConfig, Any]:
-    """The defaults the flags override: the algorithm's own, a preset's or a saved run's."""
+def _starting_configs(known: argparse.Namespace) -> tuple[TrainConfig, Any, dict]:
+    """The defaults the flags override: the algorithm's own, a preset's or a saved run's (with
+    the saved run's options: checkpoint cadence, loggers, ...)."""
     if known.preset and known.config:
         raise ConfigError("--preset and --config both set the starting values; pick one.")
     if known.config:
@@ -240,7 +311,9 @@ def _starting_configs(known: argparse.Namespace) -> tuple[TrainConfig, Any]:
             raise ConfigError(
                 f"--config {path} is a {train.algo} run; --algo {known.algo} does not apply"
             )
-        return train, agent
+        option_names = {f.name for f in dataclasses.fields(TrainOptions)}
+        run_options = {k: v for k, v in saved.get("run", {}).items() if k in option_names}
+        return train, agent, run_options
     preset = _preset(known.preset) if known.preset else {}
     algo = known.algo or preset.get("algo", "sac")
     if preset and known.algo and known.algo != preset["algo"]:
@@ -251,7 +324,7 @@ def _starting_configs(known: argparse.Namespace) -> tuple[TrainConfig, Any]:
         agent = spec.config_cls(**preset.get("agent", {}))
     except ValueError as error:
         raise ConfigError(str(error)) from None
-    return train, agent
+    return train, agent, {}
 
 
 def _pre_parse(argv: list[str]) -> argparse.Namespace:
@@ -266,7 +339,7 @@ def build_configs(argv: list[str]) -> tuple[TrainConfig, Any, TrainOptions]:
     """Resolves defaults < preset (or saved config) < flags into (TrainConfig, agent config,
     train options). Bad input raises ConfigError (or exits 2 from tyro for bad flags)."""
     known = _pre_parse(argv)
-    train, agent = _starting_configs(known)
+    train, agent, run_options = _starting_configs(known)
     _check_foreign_flags(argv, train.algo)
     cls = _command_class(train.algo)
     argv = _optional_bool_flags(argv, (TrainConfig, agents.get(train.algo).config_cls))
@@ -277,12 +350,22 @@ def build_configs(argv: list[str]) -> tuple[TrainConfig, Any, TrainOptions]:
             description="Train an agent. Every option has a flag; defaults shown are the "
             "preset's or saved config's where one is given.",
             args=argv,
-            default=cls(TrainOptions(preset=known.preset, config=known.config), train, agent),
+            default=cls(
+                _to_mirror(TrainOptions(preset=known.preset, config=known.config, **run_options)),
+                _to_mirror(train),
+                _to_mirror(agent),
+            ),
             registry=_registry(),
         )
     except ValueError as error:  # a config's own check, raised while tyro builds it
         raise ConfigError(str(error)) from None
-    options, train, agent = command.options, command.run, command.agent
+    # Back to the real classes, whose own checks (__post_init__) run here.
+    options = _from_mirror(command.options, TrainOptions)
+    try:
+        train = _from_mirror(command.run, TrainConfig)
+        agent = _from_mirror(command.agent, type(agent))
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
     if train.algo != agent_algo(agent):
         raise ConfigError(
             f"--algo {train.algo} does not match the starting config's algorithm "
@@ -309,6 +392,7 @@ def _run_options(options: TrainOptions):
         checkpoint_buffer=options.checkpoint_buffer,
         tensorboard=options.tensorboard,
         wandb=options.wandb,
+        stop_at_return=options.stop_at_return,
     )
 
 
@@ -327,6 +411,8 @@ class ResumeArgs:
     """JAX's persistent compilation cache."""
     quiet: bool = False
     """No progress display."""
+    wandb: bool = True
+    """Go on logging to the run's W&B project, if it has one (--no-wandb: without it)."""
 
 
 def cmd_resume(argv: list[str]) -> int:
@@ -354,6 +440,7 @@ def cmd_resume(argv: list[str]) -> int:
         total_steps=args.steps,
         progress=None if args.quiet else "auto",
         compile_cache=args.compile_cache,
+        wandb=args.wandb,
     )
     _done(result)
     return 0
@@ -588,10 +675,10 @@ def plan_sweep(argv: list[str]) -> tuple[pathlib.Path, list, list[int], TrainOpt
             agent_config = dataclasses.replace(agent, **agent_kwargs)
             for seed in seeds:
                 config = dataclasses.replace(train, seed=seed, **run_kwargs)
-                check = getattr(agent_config, "check_train", None)
-                if check is not None:
-                    check(config)
                 plan.append((point, seed, config, agent_config))
+            # The checks jaxrl train makes before compiling (env name and options, sizes the
+            # agent needs of the run, the algorithm's loop defaults), once per setting.
+            driver.check_setting(config, agent_config)
         except ValueError as error:
             raise ConfigError(f"grid setting {_setting_label(point)}: {error}") from None
         for seed in seeds:

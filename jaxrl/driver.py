@@ -10,10 +10,12 @@ import math
 import os
 import pathlib
 import platform
+import shutil
 import signal
 import sys
 import threading
 import time
+import uuid
 from typing import Any
 
 import jax
@@ -75,14 +77,21 @@ def check_run_dir(out_dir: str | os.PathLike | None) -> pathlib.Path | None:
     path = pathlib.Path(out_dir)
     if path.exists() and not path.is_dir():
         raise RunDirError(f"--out {path} is a file, not a folder; pick another --out.")
-    held = [
-        name for name in ("config.json", "metrics.jsonl", "checkpoints") if (path / name).exists()
-    ]
+    held = []
+    metrics = path / "metrics.jsonl"
+    if metrics.is_file() and metrics.stat().st_size > 0:
+        held.append("metrics.jsonl")
+    if checkpoint.steps(path / "checkpoints"):
+        held.append("checkpoints")
+    if (path / "summary.json").exists():
+        held.append("summary.json")
     if held:
         raise RunDirError(
             f"{path} already holds a run ({', '.join(held)}); pick another --out or remove "
             "that folder first."
         )
+    # A config.json alone is a run that stopped before finishing its first chunk: nothing of
+    # it can be resumed, so the folder is taken over (its files are rewritten).
     return path
 
 
@@ -113,13 +122,15 @@ class RunOptions:
     keeps them. `checkpoint_every`: chunks between checkpoints (0: only the final one, and on
     Ctrl-C); `keep_checkpoints`: the newest K stay (0: all); `checkpoint_buffer`: whether
     checkpoints hold the replay buffer (without it, a resumed run refills its buffer before
-    learning again, so it is not identical to one that never stopped)."""
+    learning again, so it is not identical to one that never stopped); `stop_at_return`: the
+    run ends (with its final checkpoint) after the first evaluation returning at least this."""
 
     checkpoint_every: int = 0
     keep_checkpoints: int = 3
     checkpoint_buffer: bool = True
     tensorboard: bool = True
     wandb: str | None = None  # a Weights & Biases project to log to (needs `pip install wandb`)
+    stop_at_return: float | None = None
 
     def __post_init__(self):
         if not isinstance(self.checkpoint_every, int) or self.checkpoint_every < 0:
@@ -132,6 +143,13 @@ class RunOptions:
                 f"keep_checkpoints must be an integer >= 0 (0: keep all), got "
                 f"{self.keep_checkpoints!r}"
             )
+        target = self.stop_at_return
+        if target is not None and (
+            isinstance(target, bool)
+            or not isinstance(target, int | float)
+            or not math.isfinite(target)
+        ):
+            raise ConfigError(f"stop_at_return must be a finite number, got {target!r}")
 
 
 def _row(
@@ -195,6 +213,14 @@ def _check_agent_config(config: TrainConfig, agent_config: Any) -> Any:
     return agent_config
 
 
+def check_setting(config: TrainConfig, agent_config: Any) -> None:
+    """The checks `train` makes of a run's settings before compiling anything: the agent's
+    config, the env's name and options (the env is built), the run's sizes against the agent's
+    and the algorithm's loop defaults. Raises ConfigError (or the env's own error)."""
+    agent_config = _check_agent_config(config, agent_config)
+    make_train(config, agents.get(config.algo).make(agent_config))
+
+
 def _meta(trainer) -> dict:
     """What a checkpoint must share with the run that restores it."""
     return {
@@ -236,7 +262,6 @@ def train(
     config = trainer.config  # with the algorithm's own loop defaults filled in
     saved = None
     if out_path is not None:
-        out_path.mkdir(parents=True, exist_ok=True)
         saved = {
             "train": dataclasses.asdict(config),
             "agent": dataclasses.asdict(agent_config),
@@ -249,8 +274,9 @@ def train(
                 "num_chunks": config.num_chunks,
             },
             "versions": versions(),
+            # Names this run in loggers that outlive a process (W&B), the same on resume.
+            "run_id": uuid.uuid4().hex[:12],
         }
-        (out_path / "config.json").write_text(json.dumps(saved, indent=2, default=str))
 
     start = time.perf_counter()
     state = jax.jit(trainer.init)(jax.random.PRNGKey(config.seed))
@@ -267,25 +293,34 @@ def resume(
     total_steps: int | None = None,
     progress: Any = print,
     compile_cache: bool = True,
+    wandb: bool = True,
 ) -> RunResult:
     """Continues the run in `run_dir` from its newest complete checkpoint. Restored with the
     replay buffer (the default), it gives bit-identical parameters and metrics to a run that
     never stopped, on the same device. `total_steps` extends (or, if the run stopped early,
     still ends) the run at that many env steps, rounded up to whole chunks of the saved
-    length; a decaying schedule (PPO's learning rate) then stretches over the new total."""
+    length; a decaying schedule (PPO's learning rate) then stretches over the new total, and a
+    run that ended at its `stop_at_return` target trains on without it. `wandb=False` goes on
+    without the run's Weights & Biases logging (e.g. where wandb is not installed)."""
     from jaxrl import runs
 
     out_path = pathlib.Path(run_dir)
     saved = runs.read_config_json(out_path)
     config, agent_config = runs.configs_from_json(saved)
-    options = RunOptions(**saved.get("run", {}))
+    try:
+        options = RunOptions(**saved.get("run", {}))
+    except TypeError as error:
+        raise ConfigError(f'{out_path / "config.json"}: bad "run" entry ({error})') from None
+    if not wandb:
+        options = dataclasses.replace(options, wandb=None)
     directory = out_path / "checkpoints"
     try:
         step = checkpoint.pick(directory)
     except checkpoint.CheckpointError:
         raise ResumeError(
             f"{out_path} has no complete checkpoint to resume from (it stopped before its "
-            "first one); start it again with jaxrl train."
+            f"first one); start it again: jaxrl train --config {out_path} --out NEW_FOLDER "
+            f"(or remove {out_path} and train into it again)."
         ) from None
     per_chunk = int(saved["env_info"]["env_steps_per_chunk"])
     if total_steps is not None:
@@ -298,7 +333,7 @@ def resume(
         config = dataclasses.replace(config, total_steps=chunks * per_chunk, eval_every=per_chunk)
     agent_config = _check_agent_config(config, agent_config)
     if options.wandb:
-        logs.check_wandb()
+        logs.check_wandb(resuming=True)
     configure_compile_cache(compile_cache)
     trainer = make_train(config, agents.get(config.algo).make(agent_config))
     if trainer.config.env_steps_per_chunk != per_chunk:
@@ -314,10 +349,18 @@ def resume(
         )
     meta, history = checkpoint.read_meta(directory, step)
     checkpoint.check_meta(meta, _meta(trainer), f"{directory / str(step)}")
+    target = options.stop_at_return
+    if target is not None and history and history[-1]["eval_return"] >= target:
+        if total_steps is None:
+            raise ResumeError(
+                f"{out_path} ended when it reached its stop_at_return target {target:g} at "
+                f"{step:,} env steps; pass --steps N to train it further."
+            )
+        options = dataclasses.replace(options, stop_at_return=None)
     if total_steps is not None:
         saved["train"] = dataclasses.asdict(trainer.config)
         saved["env_info"]["num_chunks"] = trainer.config.num_chunks
-        (out_path / "config.json").write_text(json.dumps(saved, indent=2, default=str))
+    saved["run"] = dataclasses.asdict(options)
 
     start = time.perf_counter()
     like = jax.jit(trainer.init)(jax.random.PRNGKey(trainer.config.seed))
@@ -331,6 +374,13 @@ def _execute(trainer, state, history, out_path, options, progress, start, saved)
     config = trainer.config
     chunk = jax.jit(trainer.chunk, donate_argnums=0).lower(state).compile()
     compile_seconds = time.perf_counter() - start
+    if out_path is not None:
+        # Written once the program compiled: input that fails in tracing or compilation leaves
+        # no run folder behind (and a resume's new --steps only lands once it can run).
+        out_path.mkdir(parents=True, exist_ok=True)
+        if not history:
+            shutil.rmtree(out_path / "tensorboard", ignore_errors=True)  # of a run with no rows
+        _write_atomically(out_path / "config.json", json.dumps(saved, indent=2, default=str))
     total = config.num_chunks * config.env_steps_per_chunk
     done = history[-1]["env_steps"] if history else 0
     train_before = history[-1]["train_seconds"] if history else 0.0
@@ -385,7 +435,9 @@ def _execute(trainer, state, history, out_path, options, progress, start, saved)
                     logger.write(row)
                 if reporter:
                     reporter.chunk(row)
-                last = index == config.num_chunks - 1
+                target = options.stop_at_return
+                reached = target is not None and row["eval_return"] >= target
+                last = index == config.num_chunks - 1 or reached
                 every = options.checkpoint_every
                 due = last or (every and (index + 1) % every == 0) or stop.requested
                 if checkpoints is not None and due:
@@ -404,6 +456,14 @@ def _execute(trainer, state, history, out_path, options, progress, start, saved)
                         f"Continue with: jaxrl train --resume {out_path}",
                         result,
                     )
+                if reached:
+                    if reporter:
+                        reporter.message(
+                            f"[{config.algo} {config.env}] eval return {row['eval_return']:.2f} "
+                            f">= stop_at_return {target:g}: run ended at "
+                            f"{row['env_steps']:,} env steps"
+                        )
+                    break
     finally:
         if reporter:
             reporter.close()
@@ -418,9 +478,18 @@ def _execute(trainer, state, history, out_path, options, progress, start, saved)
             "wall_seconds": row["wall_seconds"],
             "env_steps": row["env_steps"],
             "final_eval_return": row["eval_return"],
+            "stopped_at_return": options.stop_at_return is not None
+            and row["eval_return"] >= options.stop_at_return,
         }
         (out_path / "summary.json").write_text(json.dumps(summary, indent=2))
     return RunResult(state, history, compile_seconds, train_seconds, out_path)
+
+
+def _write_atomically(path: pathlib.Path, text: str) -> None:
+    """`path` holds either its old or its new text, never a partial one."""
+    temporary = path.with_name(path.name + ".tmp")
+    temporary.write_text(text)
+    os.replace(temporary, path)
 
 
 class _StopRequest:

@@ -5,6 +5,7 @@ one plain line per chunk elsewhere)."""
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import math
 import pathlib
@@ -104,25 +105,31 @@ class WandbMissingError(RuntimeError):
     pass
 
 
-def check_wandb() -> None:
+def check_wandb(resuming: bool = False) -> None:
     """Weights & Biases is optional: `pip install wandb` (or the `wandb` extra) to use it."""
     try:
         import wandb  # noqa: F401
     except ImportError:
+        hint = " (or resume with --no-wandb to go on without W&B logging)" if resuming else ""
         raise WandbMissingError(
             "--wandb needs the wandb package, which is optional: pip install 'jaxrl[wandb]' "
-            "(or pip install wandb), then run again."
+            f"(or pip install wandb), then run again{hint}."
         ) from None
 
 
 def start_wandb(project: str, out_path: pathlib.Path, config: dict | None, resume: bool):
+    """A W&B run named after the run folder; its id is the run's own `run_id` (config.json),
+    so a resume continues the same W&B run and two runs never share one."""
     check_wandb()
     import wandb
 
+    run_id = (config or {}).get("run_id")
+    if not run_id:  # a config.json without one: stable per folder
+        run_id = hashlib.sha1(str(out_path.absolute()).encode()).hexdigest()[:12]
     return wandb.init(
         project=project,
         name=out_path.name,
-        id=out_path.name.replace("/", "-"),
+        id=run_id,
         dir=str(out_path),
         config=config,
         resume="allow" if resume else None,

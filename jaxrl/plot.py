@@ -4,7 +4,7 @@
 
 Writes one PNG with two panels: eval return against env steps, and eval return against
 wall-clock seconds (the rows' `wall_seconds`: training plus compile time since the start).
-Runs whose config.json agree on everything but the seed (`IGNORED_KEYS` of "train") are one
+Runs whose config.json agree on everything but seed and length (`IGNORED_KEYS`) are one
 setting, drawn as the mean over its seeds with a 95% percentile-bootstrap confidence band of
 that mean; a setting of one run is a plain line. Settings are labelled by what differs between
 them (`algo=sac actor_lr=0.0003`), a single setting by its run folder's name (several seeds:
@@ -27,8 +27,9 @@ from typing import Any
 import numpy as np
 
 # Keys of a config.json's "train" entry that do not describe the setting: runs differing only
-# in these are seeds of one curve.
-IGNORED_KEYS = ("seed",)
+# in these are seeds of one curve. A run's length is not part of its setting (`--resume
+# --steps` extends one): runs of different lengths are drawn over the env steps they share.
+IGNORED_KEYS = ("seed", "total_steps")
 
 # The parts of config.json that describe a setting. "run" (checkpoint cadence, loggers),
 # "env_info" (derived from the env; num_chunks grows on a resume) and "versions" (library

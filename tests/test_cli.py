@@ -145,6 +145,22 @@ def test_config_of_a_saved_run_is_the_starting_point(tmp_path):
         cli.build_configs(["--config", str(tmp_path), "--preset", "sac_pendulum"])
 
 
+def test_help_gives_one_line_per_flag(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "400")
+    with pytest.raises(SystemExit):
+        cli.main(["train", "--help"])
+    out = capsys.readouterr().out
+    # The first line of each field's docstring, not the lines that explain it further.
+    assert "Length of the run in env steps (transitions collected), all envs together." in out
+    assert "Rounded up so that every evaluation chunk" not in out
+    assert "Replay buffer capacity in transitions (off-policy only). (default: 1000000)" in out
+    assert "Rounded down to a multiple of num_envs" not in out
+    # Inherited docstrings reach subclasses that only change a default (REDQ's critics).
+    with pytest.raises(SystemExit):
+        cli.main(["train", "--algo", "redq", "--help"])
+    assert "Critics in the ensemble; the target takes the min" in capsys.readouterr().out
+
+
 def test_version(capsys):
     code, out, _ = _run(capsys, "--version")
     assert code == 0 and out.startswith("jaxrl 0.")
@@ -152,6 +168,7 @@ def test_version(capsys):
 
 def test_refuses_a_folder_that_holds_a_run(capsys, tmp_path):
     (tmp_path / "config.json").write_text('{"earlier": "run"}')
+    (tmp_path / "metrics.jsonl").write_text('{"chunk": 0, "env_steps": 128}\n')
     code, _, err = _run(capsys, "train", "--out", str(tmp_path))
     assert code == 2 and "already holds a run" in err
     assert json.loads((tmp_path / "config.json").read_text()) == {"earlier": "run"}

@@ -13,6 +13,9 @@ Thresholds and budgets (presets in experiments/presets.py; seeds checked on a 2-
 - playground/CartpoleBalance, PPO: eval return >= 900 (1,000 at most; about 250 at the start)
   within 1,290,240 env steps: 5 of 5 seeds passed 900 by 1,075,200 (seed 0, tested here, is the
   slowest: 928 then).
+The CLI runs end at their first evaluation at or above the threshold (`--stop-at-return`), so a
+test takes the time its seed needs, not the whole budget; the API case runs the whole budget
+as one compiled program.
 """
 
 import json
@@ -47,17 +50,20 @@ CLI_CASES = (
 @pytest.mark.parametrize("preset,threshold", CLI_CASES)
 def test_cli_training_reaches_threshold(preset, threshold, tmp_path, capsys):
     out = tmp_path / "run"
-    assert cli.main(["train", "--preset", preset, "--seed", "0", "--out", str(out)]) == 0
+    # The run ends at the first evaluation over the threshold (or at the preset's budget).
+    argv = ["train", "--preset", preset, "--seed", "0", "--out", str(out)]
+    assert cli.main([*argv, "--stop-at-return", str(threshold)]) == 0
     rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     budget = PRESETS[preset]["train"]["total_steps"]
     assert rows[-1]["env_steps"] <= budget + PRESETS[preset]["train"]["eval_every"]
-    assert max(r["eval_return"] for r in rows) >= threshold, [r["eval_return"] for r in rows]
+    assert rows[-1]["eval_return"] >= threshold, [r["eval_return"] for r in rows]
+    assert all(r["eval_return"] < threshold for r in rows[:-1])
     config = json.loads((out / "config.json").read_text())
     assert config["train"]["env"] == PRESETS[preset]["train"]["env"]
     assert "env-steps/s" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("preset,threshold", CASES)
+@pytest.mark.parametrize("preset,threshold", [("sac_pendulum", PENDULUM)])
 def test_api_training_reaches_threshold(preset, threshold):
     preset = PRESETS[preset]
     config = jaxrl.TrainConfig(**preset["train"], seed=1)

@@ -199,10 +199,11 @@ def test_main_names_the_folder_and_what_is_missing(tmp_path, capsys, damage, mes
 
 
 def test_runs_of_unequal_length_use_their_common_steps(tmp_path, capsys):
-    # Seed 1 stopped after 3 of its 5 chunks: the same config, fewer rows.
+    # Seed 1 stopped after 3 of its chunks: the same setting, fewer rows.
     runs = [
         _make_run(tmp_path / "s0", seed=0, rows=5, total_steps=5000),
-        _make_run(tmp_path / "s1", seed=1, rows=3, total_steps=5000),
+        # Seed 1 was resumed with --steps 7000 too: still a seed of the same setting.
+        _make_run(tmp_path / "s1", seed=1, rows=3, total_steps=7000),
     ]
     # A killed run's last line can be cut short: it is skipped.
     with open(runs[1] / "metrics.jsonl", "a") as file:

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import jaxrl
-from jaxrl import checkpoint, driver, ppo, runs, sac
+from jaxrl import checkpoint, driver, logs, ppo, runs, sac
 from jaxrl.agents.sac import SACConfig
 from jaxrl.config import TrainConfig
 from jaxrl.loop import make_train
@@ -69,15 +69,17 @@ def test_off_policy_resume_is_bit_identical(tmp_path):
     options = driver.RunOptions(checkpoint_every=1, keep_checkpoints=0)
     full = driver.train(_sac(), TINY_SAC, tmp_path / "full", options=options, **QUIET)
     assert checkpoint.steps(tmp_path / "full" / "checkpoints") == [128, 256, 384, 512]
-    shutil.copytree(tmp_path / "full", tmp_path / "stopped")
-    _stop_after(tmp_path / "stopped", 256)
-    resumed = driver.resume(tmp_path / "stopped", **QUIET)
-    _assert_same_run(resumed, full)
-    # The metric files hold each chunk once, as the uninterrupted run's do.
-    rows = [json.loads(line) for line in (tmp_path / "stopped" / "metrics.jsonl").open()]
-    assert driver.learning_metrics(rows) == driver.learning_metrics(full.history)
-    with open(tmp_path / "stopped" / "metrics.csv") as f:
-        assert [int(r["env_steps"]) for r in csv.DictReader(f)] == [128, 256, 384, 512]
+    for stopped_at in (128, 256, 384):  # after chunk k, for every k the run can stop at
+        stopped = tmp_path / f"stopped-{stopped_at}"
+        shutil.copytree(tmp_path / "full", stopped)
+        _stop_after(stopped, stopped_at)
+        resumed = driver.resume(stopped, **QUIET)
+        _assert_same_run(resumed, full)
+        # The metric files hold each chunk once, as the uninterrupted run's do.
+        rows = [json.loads(line) for line in (stopped / "metrics.jsonl").open()]
+        assert driver.learning_metrics(rows) == driver.learning_metrics(full.history)
+        with open(stopped / "metrics.csv") as f:
+            assert [int(r["env_steps"]) for r in csv.DictReader(f)] == [128, 256, 384, 512]
 
 
 def test_extending_a_short_run_equals_the_long_run(tmp_path):
@@ -209,3 +211,150 @@ def test_evaluate_run_matches_the_trainers_evaluation(tmp_path):
     assert report == jaxrl.evaluate_run(tmp_path / "run", episodes=4, seed=3)
     with pytest.raises(checkpoint.CheckpointError, match="no checkpoint at env step 100"):
         jaxrl.evaluate_run(tmp_path / "run", checkpoint_step=100)
+
+
+class _EmptyLeafPendulum:
+    """classic/pendulum whose state carries a zero-size array, as an MJX state does
+    (`data.act` of a model without actuator activations): orbax refuses to write such arrays."""
+
+    def __init__(self):
+        import envs
+
+        self.env = envs.make("classic/pendulum")
+        self.observation_size, self.action_size = self.env.observation_size, self.env.action_size
+        self.episode_length = 200
+
+    def reset(self, key):
+        state = self.env.reset(key)
+        return state.replace(info={**state.info, "act": jnp.zeros((0,))})
+
+    def step(self, state, action):
+        return self.env.step(state, action)
+
+
+def test_checkpoint_keeps_states_with_zero_size_arrays(tmp_path):
+    trainer = make_train(_sac(total_steps=256), sac.make(TINY_SAC), env=_EmptyLeafPendulum())
+    state, _ = jax.jit(trainer.chunk)(trainer.init(jax.random.PRNGKey(0)))
+    assert state.env_state.info["act"].shape == (4, 0)
+    manager = checkpoint.manager(tmp_path / "checkpoints")
+    checkpoint.save(manager, state, 128, [], {"algo": "sac"})
+    restored = checkpoint.restore_state(
+        tmp_path / "checkpoints", 128, like=trainer.init(jax.random.PRNGKey(1))
+    )
+    chex.assert_trees_all_equal(restored, state)
+
+
+def test_stop_at_return_ends_the_run_with_a_checkpoint(tmp_path):
+    options = driver.RunOptions(stop_at_return=-1e9)  # reached by the first evaluation
+    result = driver.train(_sac(), TINY_SAC, tmp_path / "run", options=options, **QUIET)
+    assert [row["env_steps"] for row in result.history] == [128]
+    assert checkpoint.steps(tmp_path / "run" / "checkpoints") == [128]
+    assert json.loads((tmp_path / "run" / "summary.json").read_text())["stopped_at_return"]
+    with pytest.raises(driver.ResumeError, match="reached its stop_at_return target"):
+        driver.resume(tmp_path / "run", **QUIET)
+    # --steps trains it further, without the target: it runs to the end.
+    resumed = driver.resume(tmp_path / "run", total_steps=384, **QUIET)
+    assert [row["env_steps"] for row in resumed.history] == [128, 256, 384]
+    saved = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert saved["run"]["stop_at_return"] is None
+    # A target never reached leaves the run whole.
+    options = driver.RunOptions(stop_at_return=1e9)
+    whole = driver.train(_sac(total_steps=256), TINY_SAC, tmp_path / "b", options=options, **QUIET)
+    assert len(whole.history) == 2
+    with pytest.raises(jaxrl.ConfigError, match="stop_at_return must be a finite number"):
+        driver.RunOptions(stop_at_return=float("nan"))
+
+
+def test_a_run_that_fails_to_compile_leaves_no_run_behind(tmp_path):
+    """An env option of the wrong type fails while the program is traced: nothing is written,
+    so the same --out can be used again."""
+    bad = _sac(env_options={"max_torque": "abc"})
+    with pytest.raises(TypeError):
+        driver.train(bad, TINY_SAC, tmp_path / "run", **QUIET)
+    assert not (tmp_path / "run").exists()
+    # A folder whose run stopped before its first chunk (config.json, empty metrics, no
+    # checkpoint) holds nothing to resume: a new run takes it over.
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "config.json").write_text("{}")
+    (tmp_path / "run" / "metrics.jsonl").write_text("")
+    result = driver.train(_sac(total_steps=128), TINY_SAC, tmp_path / "run", **QUIET)
+    saved = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert saved["train"]["total_steps"] == 128 and len(result.history) == 1
+
+
+class _FakeWandb:
+    """Stands in for the wandb package: records init's arguments and the logged rows."""
+
+    def __init__(self):
+        self.inits, self.logged = [], []
+
+    def init(self, **kwargs):
+        self.inits.append(kwargs)
+        return self
+
+    def log(self, scalars, step):
+        self.logged.append((step, scalars["eval_return"]))
+
+    def finish(self):
+        pass
+
+
+def test_wandb_logs_every_row_under_the_run_s_own_id(tmp_path, monkeypatch):
+    import sys
+
+    fake = _FakeWandb()
+    monkeypatch.setitem(sys.modules, "wandb", fake)
+    options = driver.RunOptions(wandb="proj", checkpoint_every=1)
+    full = driver.train(_sac(total_steps=256), TINY_SAC, tmp_path / "run", options=options, **QUIET)
+    run_id = json.loads((tmp_path / "run" / "config.json").read_text())["run_id"]
+    assert [init["id"] for init in fake.inits] == [run_id]
+    assert fake.inits[0]["project"] == "proj" and fake.inits[0]["resume"] is None
+    assert fake.logged == [(r["env_steps"], r["eval_return"]) for r in full.history]
+    # Another run in a folder of the same name gets another id; a resume keeps its own.
+    driver.train(_sac(total_steps=128), TINY_SAC, tmp_path / "b" / "run", options=options, **QUIET)
+    assert fake.inits[1]["id"] != run_id
+    driver.resume(tmp_path / "run", total_steps=384, **QUIET)
+    assert fake.inits[2]["id"] == run_id and fake.inits[2]["resume"] == "allow"
+    # Without the package: refused before training, and a resume can go on without W&B.
+    monkeypatch.setitem(sys.modules, "wandb", None)
+    with pytest.raises(logs.WandbMissingError, match="--no-wandb"):
+        driver.resume(tmp_path / "run", total_steps=512, **QUIET)
+    resumed = driver.resume(tmp_path / "run", total_steps=512, wandb=False, **QUIET)
+    assert resumed.history[-1]["env_steps"] == 512
+
+
+def _progress_row(env_steps, rate, eval_return=-150.0, train_return=None):
+    return {
+        "env_steps": env_steps,
+        "chunk_env_steps_per_second": rate,
+        "eval_return": eval_return,
+        "eval_return_std": 2.5,
+        "train_episode_return": train_return,
+    }
+
+
+def test_progress_lines_show_steps_the_chunks_own_rate_eta_and_returns():
+    line = logs.progress_line(_progress_row(2_000, 1_000.0, train_return=-300.0), "sac x", 62_000)
+    assert line.startswith("[sac x]     2,000/62,000 steps")
+    assert "1,000 env-steps/s" in line and "ETA 1:00" in line  # 60,000 steps at 1,000/s
+    assert "eval   -150.00 ± 2.5" in line and "train ep   -300.00" in line
+    assert "ETA 1:00:00" in logs.progress_line(_progress_row(0, 1.0), "a", 3_600)
+    assert "train ep" not in logs.progress_line(_progress_row(10, 5.0), "a", 20)
+
+
+def test_progress_bar_follows_the_chunks(capsys):
+    lines = []
+    reporter = logs.make_progress(lines.append, "sac x", 4_000, 1_000)
+    reporter.message("compiled in 1.0s")
+    reporter.chunk(_progress_row(2_000, 500.0))
+    reporter.close()
+    assert lines[0] == "compiled in 1.0s" and "ETA 0:04" in lines[1]
+    bar = logs.Progress("sac x", 4_000, 1_000, mode="bar")
+    task = bar._bar.tasks[0]
+    assert task.completed == 1_000 and task.total == 4_000  # a resume starts where it was
+    bar.chunk(_progress_row(3_000, 250.0, eval_return=12.5))
+    task = bar._bar.tasks[0]
+    assert task.completed == 3_000 and task.fields["eta"] == "0:04"
+    assert task.fields["rate"] == "250 env-steps/s" and task.fields["eval"] == "12.50"
+    bar.close()
+    assert logs.make_progress(None, "a", 1, 0) is None
