@@ -1,6 +1,13 @@
 """`jaxrl bench`: runs a suite, each case in its own process, appending one JSON record per case
-to ./benchmarks/results/<suite>-<backend>.jsonl under the current folder (or --results), then
-writes the markdown summary and plots beside it; nothing is written inside the installed package.
+to ./benchmarks/results/<suite>-<backend>.jsonl under the current folder, then writes the
+markdown summary RESULTS.md and the plots from every records file in that folder; nothing is
+written inside the installed package.
+
+Where: by default the repository's layout, ./benchmarks/RESULTS.md over ./benchmarks/results/
+(records and plots). `--results DIR` or `--out DIR/FILE.jsonl` name another records folder,
+which then holds everything: records, plots and its own RESULTS.md. Bad input (a filter that
+matches no case, --out outside --results, --report-only without records) exits 2 before
+anything is written.
 
     jaxrl bench --suite smoke                 # CPU, under 15 minutes
     jaxrl bench --suite smoke --only brax/    # cases whose name contains a filter
@@ -33,13 +40,19 @@ def _print(line: str) -> None:
     print(line, flush=True)  # progress shows as it happens, also when piped to a file
 
 
-def run_suite(
-    suite: str, out: pathlib.Path, only: list[str], timeout: float, progress=_print
-) -> list[dict]:
+def select(suite: str, only: list[str]):
+    """The suite's cases whose name contains one of the filters (all cases without filters)."""
     cases = [c for c in SUITES[suite]() if not only or any(f in c.name for f in only)]
     if not cases:
         names = ", ".join(c.name for c in SUITES[suite]())
         raise ConfigError(f"no case of suite {suite!r} matches --only {only}; its cases: {names}")
+    return cases
+
+
+def run_suite(
+    suite: str, out: pathlib.Path, only: list[str], timeout: float, progress=_print
+) -> list[dict]:
+    cases = select(suite, only)
     records = []
     env = {
         **os.environ,
@@ -75,30 +88,70 @@ def run_suite(
     return records
 
 
+def locations(
+    results: str | None, out: str | None
+) -> tuple[pathlib.Path, pathlib.Path | None, pathlib.Path]:
+    """(records folder, records file if --out names one, summary file). The summary covers
+    every records file in the folder, so --out must be in the --results folder where both are
+    given. The default folder keeps the repository's layout (RESULTS.md beside it); any other
+    folder holds its own RESULTS.md, so nothing is written outside the folder named."""
+    folder = pathlib.Path(results).resolve() if results else None
+    file = pathlib.Path(out).resolve() if out else None
+    if file is not None:
+        if file.is_dir():
+            raise ConfigError(f"--out {out} is a folder; it names the records file (.jsonl)")
+        if folder is not None and file.parent != folder:
+            raise ConfigError(
+                f"--out {out} is not in --results {results}: the summary covers the records "
+                "files in one folder; give --out a file name in that folder, or only one of them"
+            )
+        folder = file.parent
+    folder = folder or default_results()
+    summary = folder.parent if folder == default_results() else folder
+    return folder, file, summary / "RESULTS.md"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="jaxrl bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--suite", default="smoke", choices=sorted(SUITES))
     parser.add_argument("--only", action="append", default=[], help="case-name filter")
-    parser.add_argument("--out", default=None, help="records file (default: by suite)")
+    parser.add_argument(
+        "--out",
+        default=None,
+        help="records file (default: <suite>-<backend>.jsonl in the results folder); its "
+        "folder is then the results folder",
+    )
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds per case")
     parser.add_argument("--report-only", action="store_true")
     parser.add_argument(
         "--results",
         default=None,
-        help="folder of records, summary and plots (default: ./benchmarks/results); "
-        "RESULTS.md is written to its parent",
+        help="folder of records, plots and RESULTS.md (default: ./benchmarks/results, with "
+        "RESULTS.md in ./benchmarks as the repository keeps it)",
     )
     args = parser.parse_args(argv)
-    results = pathlib.Path(args.results).resolve() if args.results else default_results()
+    try:
+        results, out, summary = locations(args.results, args.out)
+        if args.report_only:
+            if args.only:
+                raise ConfigError("--only picks cases to run; --report-only runs none")
+            if not (results.is_dir() and any(results.glob("*.jsonl"))):
+                raise ConfigError(f"--report-only: no records (*.jsonl) in {results}")
+        else:
+            select(args.suite, args.only)  # a filter that matches nothing fails here
+            if not args.timeout > 0:
+                raise ConfigError(f"--timeout must be > 0 seconds, got {args.timeout}")
+    except ConfigError as error:
+        print(f"jaxrl bench: error: {error}", file=sys.stderr)
+        return 2
+    # Checked: from here on, files are written.
     results.mkdir(parents=True, exist_ok=True)
     if not args.report_only:
         import jax
 
-        name = f"{args.suite}-{jax.default_backend()}.jsonl"
-        out = pathlib.Path(args.out).resolve() if args.out else results / name
+        out = out or results / f"{args.suite}-{jax.default_backend()}.jsonl"
         run_suite(args.suite, out, args.only, args.timeout)
-    summary = report.write(results)
-    print(f"summary: {summary}")
+    print(f"summary: {report.write(results, summary)}")
     return 0
 
 

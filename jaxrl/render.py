@@ -7,8 +7,10 @@ when `mujoco` is first imported, and with it unset MuJoCo picks GLFW, which need
 This module defaults MUJOCO_GL to "egl" (headless, works with Mesa on a CPU-only machine). Since
 `import jaxrl` already imports mujoco (through brax), that default usually comes too late, so
 `_ensure_gl_backend` re-reads the variable just before the first render if mujoco was imported
-under a different value. Setting MUJOCO_GL in the shell (e.g. MUJOCO_GL=glfw on a desktop) is
-always respected.
+under a different value. If no EGL context can be made under that default, rendering falls
+back to OSMesa (software); if neither works, RenderError names the system packages to install
+(Debian/Ubuntu: libegl1 libgl1-mesa-dri for EGL, libosmesa6 for OSMesa). Setting MUJOCO_GL in
+the shell (e.g. MUJOCO_GL=glfw on a desktop, or osmesa) is always respected, with no fallback.
 
 The rollout is jitted (a `lax.while_loop` that stops when the episode is done and records the
 physics of every control step); the frames are rendered on the host with `mujoco.Renderer`
@@ -25,11 +27,15 @@ import os
 import pathlib
 import platform
 import shutil
+import sys
+import warnings
 from collections.abc import Callable
 from typing import Any
 
-if platform.system() == "Linux":
-    os.environ.setdefault("MUJOCO_GL", "egl")
+# Before the imports below (envs imports brax, which imports mujoco, which reads MUJOCO_GL). The
+# user's value (_USER_GL) is used alone; unset, the backend is ours: EGL, else OSMesa.
+if not (_USER_GL := os.environ.get("MUJOCO_GL", "").strip()) and platform.system() == "Linux":
+    os.environ["MUJOCO_GL"] = "egl"
 
 import jax
 import jax.numpy as jnp
@@ -40,6 +46,11 @@ from envs.wrappers import ActionRepeat, EpisodeWrapper
 
 VIDEO_SUFFIXES = (".mp4", ".gif")
 DEFAULT_FPS = 30.0
+# The headless backends tried in turn where MUJOCO_GL is ours to choose, and the system packages
+# each needs (Debian/Ubuntu names).
+GL_FALLBACKS = ("egl", "osmesa")
+GL_PACKAGES = {"egl": "libegl1 libgl1-mesa-dri", "osmesa": "libosmesa6"}
+GL_NAMES = {"egl": "EGL", "osmesa": "OSMesa"}
 
 
 class RenderError(ValueError):
@@ -219,15 +230,7 @@ def render_frames(
         model = copy.deepcopy(mj_model)
         model.vis.global_.offwidth = max(width, visual.offwidth)
         model.vis.global_.offheight = max(height, visual.offheight)
-    _ensure_gl_backend()
-    try:
-        renderer = mujoco.Renderer(model, height=height, width=width)
-    except Exception as err:  # noqa: BLE001 - any GL failure gets the same advice
-        raise RenderError(
-            f"cannot create an OpenGL context (MUJOCO_GL={os.environ.get('MUJOCO_GL')!r}): "
-            f"{err}; on a machine without a display use MUJOCO_GL=egl (needs libEGL) and set "
-            "it before anything imports mujoco"
-        ) from err
+    renderer = _renderer(model, height=height, width=width)
     frames = []
     try:
         data = mujoco.MjData(model)
@@ -240,6 +243,56 @@ def render_frames(
     finally:
         renderer.close()
     return frames
+
+
+def _renderer(model, *, height: int, width: int):
+    """A `mujoco.Renderer` on the backend MUJOCO_GL names. Where MUJOCO_GL is this module's
+    default and no EGL context can be made, OSMesa instead (with a warning); RenderError naming
+    the system packages to install where no backend works."""
+    import mujoco
+
+    current = os.environ.get("MUJOCO_GL", "").lower().strip()
+    ours = not _USER_GL and platform.system() == "Linux" and current in GL_FALLBACKS
+    backends = GL_FALLBACKS[GL_FALLBACKS.index(current) :] if ours else (current,)
+    failures: list[tuple[str, Exception]] = []
+    for backend in backends:
+        if failures:
+            _forget_gl_backend(failures[-1][0])
+            os.environ["MUJOCO_GL"] = backend
+        try:
+            _ensure_gl_backend()
+            renderer = mujoco.Renderer(model, height=height, width=width)
+        except Exception as err:  # noqa: BLE001 - any GL failure: the next backend, or advice
+            failures.append((backend, err))
+            continue
+        if failures:
+            warnings.warn(
+                f"jaxrl.render: no {GL_NAMES[failures[0][0]]} context ({failures[0][1]}); "
+                f"rendering with {GL_NAMES[backend]} (MUJOCO_GL={backend}) instead",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+        return renderer
+    tried = "; ".join(f"MUJOCO_GL={b!r}: {type(e).__name__}: {e}" for b, e in failures)
+    packages = [f"{GL_PACKAGES[b]} (for {GL_NAMES[b]})" for b, _ in failures if b in GL_PACKAGES]
+    advice = (
+        "install the system libraries, on Debian/Ubuntu: apt-get install " + " or ".join(packages)
+        if packages
+        else "without a display, use MUJOCO_GL=egl (Debian/Ubuntu packages: libegl1 "
+        "libgl1-mesa-dri) or MUJOCO_GL=osmesa (libosmesa6)"
+    )
+    raise RenderError(f"cannot create an OpenGL context ({tried}); {advice}") from failures[-1][1]
+
+
+def _forget_gl_backend(failed: str) -> None:
+    """Drops what the failed backend left imported, so that the next one loads afresh: PyOpenGL
+    (it binds one platform, from PYOPENGL_PLATFORM, when first imported) and mujoco's EGL and
+    OSMesa modules (which set PYOPENGL_PLATFORM to their own name when imported)."""
+    for name in list(sys.modules):
+        if name == "OpenGL" or name.startswith(("OpenGL.", "mujoco.egl", "mujoco.osmesa")):
+            del sys.modules[name]
+    if os.environ.get("PYOPENGL_PLATFORM", "").lower() == failed:
+        del os.environ["PYOPENGL_PLATFORM"]
 
 
 def _ensure_gl_backend() -> None:

@@ -2,6 +2,9 @@
 records, the markdown summary and the plots."""
 
 import json
+import pathlib
+
+import pytest
 
 from benchmarks import case as case_module
 from benchmarks import report, run
@@ -92,3 +95,111 @@ def test_gpu_throughput_target_reports_the_fraction_of_the_limit_and_the_profile
     )
     records[1]["machine"] = {"backend": "cpu"}  # the target is a GPU's
     assert report.throughput_target(records) == []
+
+
+MACHINE = {"cpu": "test", "cores": 2, "backend": "cpu", "device_count": 1, "devices": ["cpu"]}
+MACHINE |= {"jax": "0", "brax": "0", "mujoco": "0"}
+RECORDS = [  # hand-made, as benchmarks.case writes them (the fields the summary reads)
+    {"case": "limit/random/classic/pendulum/4/s0", "system": "limit", "algo": "random"}
+    | {"env": "classic/pendulum", "num_envs": 4, "env_steps_per_second": 1000.0}
+    | {"machine": MACHINE},
+    {"case": "jaxrl/sac/classic/pendulum/4/s0", "system": "jaxrl", "algo": "sac", "seed": 0}
+    | {"env": "classic/pendulum", "num_envs": 4, "threshold": -250.0, "machine": MACHINE}
+    | {"seconds_to_threshold": None, "steps_to_threshold": None, "compile_seconds": 3.0}
+    | {"env_steps_per_second": 100.0, "updates_per_second": 50.0, "final_return": -900.0}
+    | {"peak_rss_mb": 500.0}
+    | {
+        "evals": [
+            {"env_steps": 400, "wall_seconds": 3.0, "eval_return": -1200.0},
+            {"env_steps": 800, "wall_seconds": 7.0, "eval_return": -900.0},
+        ]
+    },
+]
+
+
+def _write_records(path: pathlib.Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in RECORDS))
+
+
+def _package_files() -> dict[str, tuple[int, int]]:
+    """Every file of the installed benchmarks package (size, mtime), bytecode caches aside."""
+    package = pathlib.Path(run.__file__).resolve().parent
+    return {
+        str(f.relative_to(package)): (f.stat().st_size, f.stat().st_mtime_ns)
+        for f in package.rglob("*")
+        if f.is_file() and "__pycache__" not in f.parts
+    }
+
+
+def test_report_only_writes_under_the_current_folder_not_the_package(tmp_path, monkeypatch):
+    """The defaults from another folder: the repository's layout there, ./benchmarks/RESULTS.md
+    over ./benchmarks/results/ (records and plots), and nothing in the installed package."""
+    _write_records(tmp_path / "benchmarks" / "results" / "tiny-cpu.jsonl")
+    before = _package_files()
+    monkeypatch.chdir(tmp_path)
+    assert run.main(["--report-only"]) == 0
+    assert _package_files() == before
+    summary = tmp_path / "benchmarks" / "RESULTS.md"
+    text = summary.read_text()
+    assert "records in `results/`" in text and "### classic/pendulum (threshold -250)" in text
+    assert "![tiny-cpu-classic-pendulum](results/tiny-cpu-classic-pendulum.png)" in text
+    assert (tmp_path / "benchmarks" / "results" / "tiny-cpu-classic-pendulum.png").is_file()
+    written = {str(f.relative_to(tmp_path)) for f in tmp_path.rglob("*") if f.is_file()}
+    assert written == {
+        "benchmarks/RESULTS.md",
+        "benchmarks/results/tiny-cpu.jsonl",
+        "benchmarks/results/tiny-cpu-classic-pendulum.png",
+    }
+
+
+@pytest.mark.parametrize(
+    "argv,records,summary",
+    [
+        ([], "benchmarks/results/tiny-{backend}.jsonl", "benchmarks/RESULTS.md"),
+        (["--out", "mine/tiny.jsonl"], "mine/tiny.jsonl", "mine/RESULTS.md"),
+        (["--results", "res"], "res/tiny-{backend}.jsonl", "res/RESULTS.md"),
+        (["--results", "res", "--out", "res/a.jsonl"], "res/a.jsonl", "res/RESULTS.md"),
+    ],
+)
+def test_the_records_of_a_run_reach_its_summary(tmp_path, monkeypatch, argv, records, summary):
+    """Where the records go (the default, --out, --results) the summary and plots read them,
+    all under the current folder; the cases themselves are stubbed (a hand-made record)."""
+    import jax
+
+    ran = []
+
+    def run_suite(suite, out, only, timeout):
+        ran.append(out)
+        _write_records(out)
+
+    monkeypatch.setattr(run, "run_suite", run_suite)
+    root = tmp_path.resolve()  # bench resolves its paths
+    monkeypatch.chdir(root)
+    before = _package_files()
+    assert run.main(["--suite", "tiny", *argv]) == 0
+    assert _package_files() == before
+    assert ran == [root / records.format(backend=jax.default_backend())]
+    text = (root / summary).read_text()
+    assert "### classic/pendulum (threshold -250)" in text and "jaxrl/sac" in text
+    png = ran[0].parent / f"{ran[0].stem}-classic-pendulum.png"
+    assert png.is_file()
+    written = {f for f in root.rglob("*") if f.is_file()}
+    assert written == {ran[0], root / summary, png}
+
+
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["--suite", "tiny", "--only", "nomatch"], "no case of suite 'tiny' matches"),
+        (["--report-only"], "no records (*.jsonl)"),
+        (["--report-only", "--only", "brax/"], "--report-only runs none"),
+        (["--out", "a/x.jsonl", "--results", "b"], "is not in --results b"),
+        (["--suite", "tiny", "--timeout", "0"], "--timeout must be > 0"),
+    ],
+)
+def test_bad_input_exits_2_and_writes_nothing(tmp_path, monkeypatch, capsys, argv, message):
+    monkeypatch.chdir(tmp_path)
+    assert run.main(argv) == 2
+    assert message in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())

@@ -154,6 +154,8 @@ def test_sweep_trains_the_grid_and_summarises(capsys, tmp_path):
         (["--grid", "actor_lr=1e-3,0"], "actor_lr must be > 0"),
         (["--grid", "seed=1,2"], "(seeds: --seeds)"),
         (["--seeds", "0,0"], "repeats a seed"),
+        (["--grid", "env=classic/pendulum,classic/pendulumm"], "env=classic/pendulumm"),
+        (["--grid", "buffer_size=512,8"], "grid setting buffer_size=8"),
     ],
 )
 def test_sweep_checks_every_setting_before_training(capsys, tmp_path, argv, message):
@@ -190,6 +192,6 @@ def test_render_command_writes_a_video_of_the_saved_policy(capsys, tmp_path):
     frames, _ = _read_video(video)
     assert 2 <= len(frames) <= 31 and frames.shape[1:] == (48, 64, 3)
     assert f"wrote {video}: {len(frames)} frames of 64x48" in stdout
-    assert _pixels_moved(frames) > 0
+    assert _pixels_moved(frames) >= 6  # codec noise: 0-2 (test_render.py); the fall moves 12
     code, _, err = _run(capsys, "render", str(tmp_path / "nothing"))
     assert code == 2 and "no such folder" in err

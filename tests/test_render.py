@@ -1,10 +1,12 @@
 """`jaxrl.render`: a policy's episode on Brax and Playground tasks written to a video, read back,
 on tiny frames; the frames match the envs' own `render`; headless OpenGL; the errors."""
 
+import json
 import os
 import subprocess
 import sys
 import textwrap
+import warnings
 
 import imageio_ffmpeg
 import jax
@@ -136,6 +138,105 @@ def test_switches_to_egl_when_mujoco_was_imported_first(tmp_path):
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "mujoco.egl" in done.stdout
+
+
+@pytest.mark.parametrize(
+    "user_gl,broken,used,message",
+    [
+        # MUJOCO_GL unset (ours): EGL, else OSMesa, else the packages of both.
+        (None, set(), "egl", None),
+        (None, {"egl"}, "osmesa", None),
+        (
+            None,
+            {"egl", "osmesa"},
+            None,
+            "libegl1 libgl1-mesa-dri (for EGL) or libosmesa6 (for OSMesa)",
+        ),
+        # Set by the user: that backend alone, its packages named on failure.
+        ("egl", {"egl"}, None, "apt-get install libegl1 libgl1-mesa-dri (for EGL)"),
+        ("osmesa", {"egl"}, "osmesa", None),
+        ("osmesa", {"osmesa"}, None, "apt-get install libosmesa6 (for OSMesa)"),
+        ("glfw", {"glfw"}, None, "or MUJOCO_GL=osmesa (libosmesa6)"),
+    ],
+)
+def test_gl_backend_falls_back_from_egl_to_osmesa_unless_the_user_chose(
+    monkeypatch, user_gl, broken, used, message
+):
+    """Which backends are tried, in which order, and the advice; the contexts are stubbed
+    (test_falls_back_to_osmesa_when_no_egl_context_can_be_made makes real ones)."""
+    import mujoco
+
+    tried, forgotten = [], []
+
+    def renderer(model, height, width):
+        tried.append(os.environ["MUJOCO_GL"])
+        if tried[-1] in broken:
+            raise RuntimeError(f"no {tried[-1]} here")
+        return "renderer"
+
+    monkeypatch.setattr(mujoco, "Renderer", renderer)
+    monkeypatch.setattr(render, "_ensure_gl_backend", lambda: None)
+    monkeypatch.setattr(render, "_forget_gl_backend", forgotten.append)
+    monkeypatch.setattr(render, "_USER_GL", user_gl or "")
+    monkeypatch.setattr(render.platform, "system", lambda: "Linux")
+    monkeypatch.setenv("MUJOCO_GL", user_gl or "egl")
+    if message is None:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            assert render._renderer(None, height=H, width=W) == "renderer"
+        assert tried[-1] == os.environ["MUJOCO_GL"] == used
+        assert len(caught) == len(forgotten) == len(tried) - 1
+        if caught:
+            assert "no EGL context (no egl here); rendering with OSMesa" in str(caught[0].message)
+    else:
+        with pytest.raises(RenderError, match="cannot create an OpenGL context") as error:
+            render._renderer(None, height=H, width=W)
+        assert str(error.value).endswith(message)  # the advice
+        assert tried == (list(render.GL_FALLBACKS) if user_gl is None else [user_gl])
+        assert all(f"MUJOCO_GL={b!r}: RuntimeError: no {b} here" in str(error.value) for b in tried)
+
+
+def test_falls_back_to_osmesa_when_no_egl_context_can_be_made():
+    """With no EGL vendor library (glvnd finds none), rendering falls back to OSMesa: it
+    renders where libOSMesa is installed, else the error names the packages of both."""
+    script = textwrap.dedent(
+        """
+        import ctypes.util, json, warnings
+        import mujoco
+        import numpy as np
+        from mujoco.rendering.classic import gl_context
+        from jaxrl import render
+        model = mujoco.MjModel.from_xml_string(
+            '<mujoco><worldbody><light pos="0 0 2"/><geom size=".1"/></worldbody></mujoco>')
+        physics = {"qpos": np.zeros((1, 0)), "qvel": np.zeros((1, 0))}
+        out = {"osmesa_installed": ctypes.util.find_library("OSMesa") is not None}
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                frame, = render.render_frames(model, physics, width=16, height=12)
+            out["context"] = gl_context.GLContext.__module__
+            out["max"] = int(frame.max())
+            out["warnings"] = [str(w.message) for w in caught]
+        except render.RenderError as error:
+            out["error"] = str(error)
+        print(json.dumps(out))
+        """
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("MUJOCO_GL", "PYOPENGL_PLATFORM")}
+    env |= {"JAX_PLATFORMS": "cpu", "__EGL_VENDOR_LIBRARY_FILENAMES": os.devnull}
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = json.loads(done.stdout.splitlines()[-1])
+    if out.get("context") == "mujoco.egl":
+        pytest.skip("EGL works even without a vendor library here; nothing to fall back from")
+    if out["osmesa_installed"]:
+        assert out["context"] == "mujoco.osmesa" and out["max"] > 0, out
+        assert any("rendering with OSMesa" in w for w in out["warnings"]), out
+    else:
+        assert "MUJOCO_GL='egl'" in out["error"] and "MUJOCO_GL='osmesa'" in out["error"], out
+        assert "libegl1 libgl1-mesa-dri (for EGL) or libosmesa6 (for OSMesa)" in out["error"]
 
 
 @pytest.mark.parametrize(
