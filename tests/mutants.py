@@ -542,7 +542,7 @@ MUTANTS = [
         "jaxrl/driver.py",
         '    done = history[-1]["env_steps"] if history else 0\n',
         "    done = 0\n",
-        "a resumed run's progress display and checkpoints count env steps from zero again",
+        "a resumed run's progress bar starts from zero env steps again",
         RUNS,
         "tests/test_commands.py",
     ),

@@ -82,6 +82,18 @@ def test_off_policy_resume_is_bit_identical(tmp_path):
             assert [int(r["env_steps"]) for r in csv.DictReader(f)] == [128, 256, 384, 512]
 
 
+def test_a_resumed_run_s_progress_starts_where_it_stopped(tmp_path, monkeypatch):
+    options = driver.RunOptions(checkpoint_every=1)
+    driver.train(_sac(total_steps=256), TINY_SAC, tmp_path / "run", options=options, **QUIET)
+    _stop_after(tmp_path / "run", 128)
+    calls, real = [], logs.make_progress
+    monkeypatch.setattr(logs, "make_progress", lambda *args: calls.append(args) or real(*args))
+    lines = []
+    driver.resume(tmp_path / "run", progress=lines.append)
+    assert [call[2:] for call in calls] == [(256, 128)]  # (total, done): the bar starts at 128
+    assert len(lines) == 2 and "256/256 steps" in lines[1]
+
+
 def test_extending_a_short_run_equals_the_long_run(tmp_path):
     """A run of 2 chunks resumed with --steps for 4 is the 4-chunk run (same seed): the
     checkpoint carries buffer, env states, key and counters, and nothing reads total_steps."""
