@@ -415,6 +415,11 @@ class ResumeArgs:
     """Go on logging to the run's W&B project, if it has one (--no-wandb: without it)."""
 
 
+def _parse(cls: type, prog: str, description: str, argv: list[str]) -> Any:
+    """A command's arguments: tyro over `cls`, with jaxrl's number and width parsing."""
+    return tyro.cli(cls, prog=prog, description=description, args=argv, registry=_registry())
+
+
 def cmd_resume(argv: list[str]) -> int:
     from jaxrl import driver
 
@@ -428,12 +433,11 @@ def cmd_resume(argv: list[str]) -> int:
             "change on resume (only --steps can). To train with other settings, start a new "
             "run from this one's: jaxrl train --config RUN/config.json ..."
         )
-    args = tyro.cli(
+    args = _parse(
         ResumeArgs,
-        prog="jaxrl train --resume RUN",
-        description="Continue a run from its newest checkpoint with its saved config.",
-        args=argv,
-        registry=_registry(),
+        "jaxrl train --resume RUN",
+        "Continue a run from its newest checkpoint with its saved config.",
+        argv,
     )
     result = driver.resume(
         args.resume,
@@ -494,12 +498,11 @@ class EvalArgs:
 def cmd_eval(argv: list[str]) -> int:
     from jaxrl import runs
 
-    args = tyro.cli(
+    args = _parse(
         EvalArgs,
-        prog="jaxrl eval",
-        description="Return of a saved policy's greedy episodes: mean, std, standard error.",
-        args=argv,
-        registry=_registry(),
+        "jaxrl eval",
+        "Return of a saved policy's greedy episodes: mean, std, standard error.",
+        argv,
     )
     report = runs.evaluate_run(args.run, args.episodes, args.checkpoint, args.seed)
     if args.json:
@@ -536,12 +539,8 @@ class RenderArgs:
 def cmd_render(argv: list[str]) -> int:
     from jaxrl import render, runs
 
-    args = tyro.cli(
-        RenderArgs,
-        prog="jaxrl render",
-        description="Render a greedy episode of a saved policy to a video.",
-        args=argv,
-        registry=_registry(),
+    args = _parse(
+        RenderArgs, "jaxrl render", "Render a greedy episode of a saved policy to a video.", argv
     )
     policy = runs.load_policy(args.run, args.checkpoint)
     config = policy.config

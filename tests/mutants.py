@@ -660,7 +660,8 @@ def repository_files() -> list[str]:
 
 
 def pytest(copy: pathlib.Path, targets: list[str], timeout: float) -> tuple[int, str]:
-    command = [sys.executable, "-m", "pytest", "-x", "-q", "-m", "not slow"]
+    # -n 0: one process per mutant (the script checks several mutants at once itself).
+    command = [sys.executable, "-m", "pytest", "-n", "0", "-x", "-q", "-m", "not slow"]
     command += ["-p", "no:cacheprovider", "--no-header", *targets]
     env = {**os.environ, "JAXRL_COMPILE_CACHE": "0"}
     try:
