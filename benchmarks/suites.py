@@ -55,7 +55,7 @@ def jaxrl_case(algo: str, env: str, preset: str, threshold: float, **kw) -> Case
     return Case("jaxrl", algo, env, threshold=threshold, preset=preset, **kw)
 
 
-# Brax SAC as MuJoCo Playground runs it on the DM Control Suite (ALGORITHMS.md): 128 envs,
+# Brax SAC as MuJoCo Playground runs it on the DM Control Suite (docs/ALGORITHMS.md): 128 envs,
 # batch 512, 8 gradient updates per step, lr 1e-3, gamma 0.99, replay warm-up 8192,
 # observation normalisation, LayerNorm in the Q-network. Evaluation on 16 envs, as jaxrl's.
 BRAX_SAC = {
@@ -126,7 +126,7 @@ def _smoke() -> list[Case]:
     return [Case("limit", "random", env, n) for env, n in limits] + cases
 
 
-# Brax PPO as MuJoCo Playground runs it on the DM Control Suite (ALGORITHMS.md).
+# Brax PPO as MuJoCo Playground runs it on the DM Control Suite (docs/ALGORITHMS.md).
 BRAX_PPO_DMC = {
     "num_envs": 2048,
     "batch_size": 1024,

@@ -43,7 +43,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "train": dict(_INVERTED_PENDULUM),
         "agent": {**_SMALL, "alpha_lr": 1e-3},
     },
-    # Brax SAC as MuJoCo Playground runs it on the DM Control Suite (ALGORITHMS.md): 128 envs,
+    # Brax SAC as MuJoCo Playground runs it on the DM Control Suite (docs/ALGORITHMS.md): 128 envs,
     # batch 512, 8 updates per step, replay 4M (min 8192), lr 1e-3, gamma 0.99, LayerNorm Q,
     # with Brax SAC's own choices, which the parity suite measured as better on these tasks
     # (ReacherEasy, 5 seeds: 615 against 430 with the paper's squashed log-std and the rest):
@@ -156,7 +156,7 @@ PRESETS["fast_td3_inverted_pendulum"] = {
     "train": {**_INVERTED_PENDULUM, **_FAST_TD3_LOOP},
     "agent": {**_FAST_TD3_SMALL, "v_min": -10.0, "v_max": 110.0},  # returns in [0, 100]
 }
-# The public implementation's MuJoCo Playground settings (ALGORITHMS.md): 1024 envs, batch
+# The public implementation's MuJoCo Playground settings (docs/ALGORITHMS.md): 1024 envs, batch
 # 32,768, 2 updates per step, gamma 0.97, support [-10, 10] (for a GPU).
 PRESETS["fast_td3_playground"] = {
     "algo": "fast_td3",
@@ -194,7 +194,7 @@ PRESETS["pql_inverted_pendulum"] = {
     "train": {**_INVERTED_PENDULUM, **_PQL_LOOP, "acting_lag": 4, "total_steps": 32_768},
     "agent": dict(_SMALL),
 }
-# The public implementation's settings (ALGORITHMS.md): 4096 envs, batch 8192, replay 5e6,
+# The public implementation's settings (docs/ALGORITHMS.md): 4096 envs, batch 8192, replay 5e6,
 # 8 critic updates per step of all envs, critic:actor 2 (policy_delay), 3-step returns.
 PRESETS["pql_published"] = {
     "algo": "pql",
@@ -281,7 +281,7 @@ PRESETS["ppo_cartpole_balance"] = {
         "max_grad_norm": 0.0,
     },
 }
-# MuJoCo Playground's DM Control PPO (ALGORITHMS.md): 2048 envs, 32 minibatches of 1024
+# MuJoCo Playground's DM Control PPO (docs/ALGORITHMS.md): 2048 envs, 32 minibatches of 1024
 # unrolls of 30 steps, 16 epochs, gamma 0.995, lr 1e-3, reward scaling 10, 60M steps. Brax
 # collects those 32 x 1024 unrolls as 16 rollouts of 2048 envs; here that is one rollout of
 # 16 x 30 = 480 steps per env (GAE then runs over 480 steps instead of 30-step segments).
@@ -308,7 +308,7 @@ PRESETS["ppo_dmc"] = {
         "max_grad_norm": 0.0,
     },
 }
-# MuJoCo Playground's locomotion PPO (ALGORITHMS.md): 8192 envs, 32 minibatches of 256
+# MuJoCo Playground's locomotion PPO (docs/ALGORITHMS.md): 8192 envs, 32 minibatches of 256
 # unrolls of 20 steps (one rollout of all envs), 4 epochs, gamma 0.97, lr 3e-4, entropy 1e-2,
 # gradient-norm clip 1.0. Its robots need the Menagerie assets (not installable offline), so
 # the preset runs Brax's ant; pass --env for another task.

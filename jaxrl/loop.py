@@ -1,4 +1,4 @@
-"""The off-policy training loop as one compiled program (see DESIGN.md).
+"""The off-policy training loop as one compiled program (see docs/DESIGN.md).
 
 `make_train(config, agent)` composes an env and an agent into pure functions:
 

@@ -22,7 +22,7 @@ from jaxrl.types import Batch
 
 @dataclasses.dataclass(frozen=True)
 class CrossQConfig:
-    # Authors' defaults (ALGORITHMS.md) unless noted.
+    # Authors' defaults (docs/ALGORITHMS.md) unless noted.
 
     actor_hidden: tuple[int, ...] = (256, 256)
     """Hidden-layer widths of the policy network, each layer with BatchRenorm."""

@@ -18,7 +18,7 @@ from jaxrl.agents.base import Agent
 
 @dataclasses.dataclass(frozen=True)
 class FastTD3Config(td3.TD3Config):
-    # Defaults of the public implementation (ALGORITHMS.md, "impl").
+    # Defaults of the public implementation (docs/ALGORITHMS.md, "impl").
     actor_hidden: tuple[int, ...] = (512, 256, 128)
     critic_hidden: tuple[int, ...] = (1024, 512, 256)
     actor_lr: float = 3e-4
@@ -36,8 +36,8 @@ class FastTD3Config(td3.TD3Config):
     v_max: float = 250.0
 
 
-# The loop settings of the public implementation (ALGORITHMS.md, "impl"): each env explores with
-# its own noise std drawn from U[0.001, 0.4] at every reset, and observations are normalised.
+# The loop settings of the public implementation (docs/ALGORITHMS.md, "impl"): each env explores
+# with its own noise std drawn from U[0.001, 0.4] at every reset, and observations are normalised.
 LOOP_DEFAULTS = {
     "exploration": "uniform",
     "noise_scale_min": 0.001,

@@ -26,7 +26,7 @@ from jaxrl.types import Rollout
 @dataclasses.dataclass(frozen=True)
 class PPOConfig:
     # Network sizes of MuJoCo Playground's DM Control PPO runs; the rest are the paper's or
-    # Brax's defaults (ALGORITHMS.md). Presets set each task's values.
+    # Brax's defaults (docs/ALGORITHMS.md). Presets set each task's values.
 
     actor_hidden: tuple[int, ...] = (32, 32, 32, 32)
     """Hidden-layer widths of the policy network."""

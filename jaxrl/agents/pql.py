@@ -22,7 +22,7 @@ from jaxrl.agents.base import Agent
 
 @dataclasses.dataclass(frozen=True)
 class PQLConfig(td3.TD3Config):
-    # Defaults of the public implementation (ALGORITHMS.md, "impl").
+    # Defaults of the public implementation (docs/ALGORITHMS.md, "impl").
     actor_lr: float = 5e-4
     critic_lr: float = 5e-4
     tau: float = 0.05
@@ -32,8 +32,8 @@ class PQLConfig(td3.TD3Config):
     exploration_noise: float = 1.0
 
 
-# The loop settings of the public implementation (ALGORITHMS.md, "impl"): mixed exploration with
-# per-env noise std spaced evenly over [0.05, 0.8], 3-step returns, normalised observations.
+# The loop settings of the public implementation (docs/ALGORITHMS.md, "impl"): mixed exploration
+# with per-env noise std spaced evenly over [0.05, 0.8], 3-step returns, normalised observations.
 LOOP_DEFAULTS = {
     "exploration": "linspace",
     "noise_scale_min": 0.05,
