@@ -170,8 +170,11 @@ def _field_docstrings(cls: type) -> dict[str, str]:
 
 
 def _one_line(text: str) -> str:
-    """A docstring's first sentence or line, as the flag's description in --help."""
-    return " ".join(text.split("\n\n")[0].splitlines()[:1]).strip() if text else ""
+    """A docstring's first line, as the flag's description in --help."""
+    return text.splitlines()[0].strip() if text else ""
+
+
+_ARG_CONFIG = type(tyro.conf.arg())  # what tyro.conf.arg(...) marks a field with
 
 
 @functools.cache
@@ -187,8 +190,8 @@ def _help_mirror(cls: type) -> type:
         if typing.get_origin(hint) is Annotated:
             hint, *extras = typing.get_args(hint)
         line = _one_line(docs.get(field.name, ""))
-        configs = [e for e in extras if isinstance(e, type(tyro.conf.arg()))]
-        others = [e for e in extras if not isinstance(e, type(tyro.conf.arg()))]
+        configs = [e for e in extras if isinstance(e, _ARG_CONFIG)]
+        others = [e for e in extras if not isinstance(e, _ARG_CONFIG)]
         arg = dataclasses.replace(configs[0], help=line) if configs else tyro.conf.arg(help=line)
         default = (
             dataclasses.field(default_factory=field.default_factory)

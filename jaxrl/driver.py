@@ -406,6 +406,7 @@ def _execute(trainer, state, history, out_path, options, progress, start, saved)
     stop = _StopRequest(enabled=out_path is not None)
     train_seconds = 0.0
     row = history[-1] if history else None
+    reached = False  # the run ended at its stop_at_return target
     try:
         with stop:
             for index in range(len(history), config.num_chunks):
@@ -478,8 +479,7 @@ def _execute(trainer, state, history, out_path, options, progress, start, saved)
             "wall_seconds": row["wall_seconds"],
             "env_steps": row["env_steps"],
             "final_eval_return": row["eval_return"],
-            "stopped_at_return": options.stop_at_return is not None
-            and row["eval_return"] >= options.stop_at_return,
+            "stopped_at_return": reached,
         }
         (out_path / "summary.json").write_text(json.dumps(summary, indent=2))
     return RunResult(state, history, compile_seconds, train_seconds, out_path)
