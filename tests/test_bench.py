@@ -75,6 +75,53 @@ def test_every_suite_case_round_trips_through_json():
             assert Case.from_json(case.to_json()) == case
 
 
+@pytest.mark.parametrize("suite", ["parity", "parity_long"])
+def test_parity_cases_give_jaxrl_exactly_the_peer_settings(suite):
+    """Each jaxrl parity case parses, and its configs carry the peer's own hyperparameters."""
+    from jaxrl import cli
+
+    cases = SUITES[suite]()
+    peers = {(c.algo, c.env, c.seed): dict(c.peer) for c in cases if c.system == "brax"}
+    for case in (c for c in cases if c.system == "jaxrl"):
+        peer = peers[(case.algo, case.env, case.seed)]
+        train, agent, _ = cli.build_configs(case_module.jaxrl_argv(case))
+        assert (train.num_envs, train.total_steps) == (case.num_envs, case.total_steps)
+        assert train.gamma == peer["discounting"]
+        assert train.episode_length == peer["episode_length"]
+        assert train.action_repeat == peer.get("action_repeat", 1)
+        assert train.normalize_observations == peer["normalize_observations"]
+        assert train.eval_envs == peer["num_eval_envs"] == 128 and peer["deterministic_eval"]
+        assert train.obs_clip == 0.0 and agent.softplus_std
+        assert agent.reward_scale == peer["reward_scaling"]
+        # The same evaluation points: Brax's num_evals counts the one at the start.
+        assert -(-train.total_steps // train.eval_every) == peer["num_evals"] - 1
+        if case.algo == "sac":
+            assert (train.batch_size, train.updates_per_step) == (
+                peer["batch_size"],
+                peer["grad_updates_per_step"],
+            )
+            assert (train.buffer_size, train.learning_starts) == (
+                peer["max_replay_size"],
+                peer["min_replay_size"],
+            )
+            assert agent.actor_lr == agent.critic_lr == peer["learning_rate"]
+            assert agent.critic_layer_norm == peer.get("q_network_layer_norm", False)
+            assert (agent.actor_hidden, agent.critic_hidden) == ((256, 256), (256, 256))
+            assert (agent.tau, agent.init_alpha, agent.target_entropy_scale) == (0.005, 1, 0.5)
+            assert train.warmup_actions == "policy" and not agent.actor_uses_updated_critic
+        else:
+            unrolls = peer["batch_size"] * peer["num_minibatches"] // case.num_envs
+            assert train.unroll_length == peer["unroll_length"] * unrolls
+            assert (agent.num_minibatches, agent.num_epochs) == (
+                peer["num_minibatches"],
+                peer["num_updates_per_batch"],
+            )
+            assert agent.learning_rate == peer["learning_rate"]
+            assert agent.entropy_coef == peer["entropy_cost"]
+            assert (agent.clip_epsilon, agent.gae_lambda, agent.max_grad_norm) == (0.3, 0.95, 0)
+            assert agent.activation == "swish" and train.renormalize_rollout
+
+
 def test_gpu_throughput_target_reports_the_fraction_of_the_limit_and_the_profile():
     gpu = {"backend": "gpu"}
     env = "playground/CheetahRun"
