@@ -1,6 +1,6 @@
 """One benchmark case, measured in this process: a jaxrl algorithm, one of Brax's own trainers,
-or the simulator's random-action limit. `python -m benchmarks.case '<case JSON>' OUT.jsonl`
-appends its record; `benchmarks.run` starts one such process per case, so compile caches and
+or the simulator's random-action limit. `python -m jaxrl.benchmarks.case '<case JSON>' OUT.jsonl`
+appends its record; `jaxrl.benchmarks.run` starts one such process per case, so compile caches and
 memory never leak from one system into the next.
 """
 
@@ -18,7 +18,7 @@ from typing import Any
 
 import jax
 
-from benchmarks.suites import Case
+from jaxrl.benchmarks.suites import Case
 
 
 def machine() -> dict:
@@ -77,7 +77,7 @@ def simulator_limit(env_name: str, num_envs: int, steps: int | None = None, **op
     """env-steps/s of the env as the trainers step it (vectorised, episode limit, auto-reset),
     with uniform random actions inside one compiled scan and no learning. `steps` (scan
     length) defaults to 1,000 steps, on a CPU to about 256k env steps (100 at least)."""
-    import envs
+    from jaxrl import envs
 
     if steps is None:  # a CPU steps thousands of envs slowly: about 256k env steps there
         cpu = jax.default_backend() == "cpu"
@@ -136,8 +136,8 @@ def jaxrl_argv(case: Case) -> list[str]:
 
 
 def run_profile(case: Case) -> dict:
-    from benchmarks.profile import profile
     from jaxrl import agents, cli
+    from jaxrl.benchmarks.profile import profile
     from jaxrl.loop import make_train
 
     argv = jaxrl_argv(case)
@@ -188,7 +188,7 @@ def run(case: Case) -> dict:
         if case.system == "jaxrl":
             evals, updates, extra = run_jaxrl(case)
         else:
-            from benchmarks import peers
+            from jaxrl.benchmarks import peers
 
             evals, updates, extra = peers.run(case)
         record["evals"] = evals

@@ -9,7 +9,7 @@ import time
 import jax
 import jax.numpy as jnp
 
-from benchmarks.suites import Case
+from jaxrl.benchmarks.suites import Case
 
 
 def install_jax_shims() -> None:
@@ -29,7 +29,7 @@ def run(case: Case) -> tuple[list[dict], float, dict]:
     """Trains with Brax's trainer; returns the evaluation points, the gradient updates done and
     extra fields for the record."""
     install_jax_shims()
-    import envs
+    from jaxrl import envs
 
     settings = dict(case.peer)
     start = time.perf_counter()

@@ -25,7 +25,7 @@ from collections.abc import Callable
 import jax
 import jax.numpy as jnp
 
-from benchmarks.case import random_steps
+from jaxrl.benchmarks.case import random_steps
 from jaxrl.loop import make_train
 from jaxrl.types import Rollout, random_batch
 

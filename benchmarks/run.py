@@ -24,11 +24,14 @@ import subprocess
 import sys
 import time
 
-from benchmarks import report
-from benchmarks.suites import SUITES
+import jaxrl
+from jaxrl.benchmarks import report
+from jaxrl.benchmarks.suites import SUITES
 from jaxrl.config import ConfigError
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]  # where the case processes import from
+# Where the case processes import jaxrl from: the folder holding the `jaxrl` package this
+# process runs (a source checkout's root, or site-packages), so they run the same code.
+ROOT = pathlib.Path(jaxrl.__file__).resolve().parents[1]
 
 
 def default_results() -> pathlib.Path:
@@ -64,7 +67,7 @@ def run_suite(
         before = out.read_text().count("\n") if out.exists() else 0
         try:
             proc = subprocess.run(
-                [sys.executable, "-m", "benchmarks.case", case.to_json(), str(out)],
+                [sys.executable, "-m", "jaxrl.benchmarks.case", case.to_json(), str(out)],
                 env=env,
                 cwd=ROOT,
                 capture_output=True,

@@ -47,7 +47,7 @@ class Case:
 
 
 def jaxrl_case(algo: str, env: str, preset: str, threshold: float, **kw) -> Case:
-    from experiments.presets import PRESETS
+    from jaxrl.experiments.presets import PRESETS
 
     train = PRESETS[preset]["train"]
     kw.setdefault("num_envs", train["num_envs"])

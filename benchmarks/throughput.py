@@ -1,6 +1,6 @@
 """Training throughput against the simulator's own limit, one JSON line per case.
 
-    python benchmarks/throughput.py --preset ppo_dmc --num-envs 4096 --steps 20000000 \
+    python -m jaxrl.benchmarks.throughput --preset ppo_dmc --num-envs 4096 --steps 20000000 \
         --out benchmarks/results/throughput.jsonl
 
 For the preset's env at `num_envs`, it measures
@@ -16,12 +16,9 @@ from __future__ import annotations
 import argparse
 import json
 import pathlib
-import sys
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-
-from benchmarks.case import machine, simulator_limit  # noqa: E402
-from jaxrl import cli, driver  # noqa: E402
+from jaxrl import cli, driver, envs
+from jaxrl.benchmarks.case import machine, simulator_limit
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -31,6 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-limit", action="store_true", help="no simulator-limit run")
     args, train_argv = parser.parse_known_args(argv)
     train_config, agent_config, _ = cli.build_configs(train_argv)
+    envs.import_modules(train_config.env_imports)
     record = {
         "case": f"{train_config.algo}/{train_config.env}/{train_config.num_envs}",
         "algo": train_config.algo,

@@ -1,30 +1,47 @@
-"""Environment registry and wrappers: `envs.make("playground/CheetahRun")`, `envs.make_vec(...)`."""
+"""Environment registry and wrappers: `envs.make("playground/CheetahRun")`, `envs.make_vec(...)`,
+and the user's own envs: `envs.register("mylab/Task", factory)`."""
 
-from envs.registry import (
+from jaxrl.envs.registry import (
     BRAX_BACKENDS,
     FAMILIES,
+    EnvImportError,
     EnvOptionError,
+    RegistrationError,
     UnknownEnvError,
+    adapt,
+    check_env_object,
     check_name,
+    families,
+    import_modules,
     list_envs,
     make,
     make_vec,
+    register,
+    unregister,
     wrap,
 )
-from envs.wrappers import ActionRepeat, AutoResetWrapper, EpisodeWrapper, VmapWrapper
+from jaxrl.envs.wrappers import ActionRepeat, AutoResetWrapper, EpisodeWrapper, VmapWrapper
 
 __all__ = [
     "BRAX_BACKENDS",
     "FAMILIES",
     "ActionRepeat",
     "AutoResetWrapper",
+    "EnvImportError",
     "EnvOptionError",
+    "RegistrationError",
     "EpisodeWrapper",
     "UnknownEnvError",
     "VmapWrapper",
+    "adapt",
+    "check_env_object",
     "check_name",
+    "families",
+    "import_modules",
     "list_envs",
     "make",
     "make_vec",
+    "register",
+    "unregister",
     "wrap",
 ]

@@ -1,15 +1,21 @@
-"""The environment registry: `make("family/name", **options)` over Brax, MuJoCo Playground and
-the pure-JAX classic tasks, all behind Brax's reset/step/State convention."""
+"""The environment registry: `make("family/name", **options)` over Brax, MuJoCo Playground,
+the pure-JAX classic tasks and the user's own (`register`), all behind Brax's reset/step/State
+convention."""
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import functools
+import importlib
 import inspect
+import os
+import sys
+from collections.abc import Callable, Iterable
 from typing import Any
 
-from envs import classic
-from envs.wrappers import (
+from jaxrl.envs import classic
+from jaxrl.envs.wrappers import (
     ActionRepeat,
     AutoResetWrapper,
     EpisodeWrapper,
@@ -29,6 +35,132 @@ class EnvOptionError(ValueError):
     pass
 
 
+class RegistrationError(ValueError):
+    """A bad `register` call."""
+
+
+# -- The user's own envs ------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Registration:
+    factory: Callable[..., Any]
+    episode_length: int | None
+    action_repeat: int | None
+
+
+_REGISTERED: dict[str, Registration] = {}
+ENV_METHODS = ("reset", "step", "observation_size", "action_size")
+
+
+def register(
+    name: str,
+    factory: Callable[..., Any],
+    *,
+    episode_length: int | None = None,
+    action_repeat: int | None = None,
+) -> None:
+    """Makes `factory(**options)` the env `name` ("family/task", family not a built-in one),
+    for `make`, `jaxrl.train`, the CLI (`--env name`, with `--import MODULE` naming the module
+    that registers it) and the run commands. The factory returns an object with Brax's
+    reset/step/observation_size/action_size (a Brax PipelineEnv, a Playground MjxEnv, or pure
+    JAX); `episode_length` and `action_repeat` are its defaults where it has no such attribute.
+    Registering a name again replaces it."""
+    family, slash, task = name.partition("/")
+    if not slash or not family or not task or "/" in task:
+        raise RegistrationError(
+            f"register: env names are family/task, e.g. mylab/Reach; got {name!r}"
+        )
+    if family in FAMILIES:
+        raise RegistrationError(
+            f"register: {family}/ is a built-in family of jaxrl; register {task!r} under a "
+            f"family of your own, e.g. mylab/{task}"
+        )
+    if not callable(factory):
+        raise RegistrationError(
+            f"register: the factory of {name} must be callable, got {factory!r}"
+        )
+    for value, what in ((episode_length, "episode_length"), (action_repeat, "action_repeat")):
+        if value is not None and (not isinstance(value, int) or value < 1):
+            raise RegistrationError(f"register: {what} must be a positive integer, got {value!r}")
+    _REGISTERED[name] = Registration(factory, episode_length, action_repeat)
+
+
+def unregister(name: str) -> None:
+    """Removes an env added by `register` (no error if there is none)."""
+    _REGISTERED.pop(name, None)
+
+
+class EnvImportError(ImportError):
+    pass
+
+
+def import_modules(modules: Iterable[str]) -> None:
+    """Imports the modules that register the user's envs (the CLI's `--import`). The current
+    folder is searched too, as `python -m` does, so `--import mylab.tasks` finds
+    ./mylab/tasks.py when jaxrl runs as a console script (which does not search it)."""
+    modules = list(modules)
+    if modules and os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.append(os.getcwd())
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as error:
+            raise EnvImportError(
+                f"--import {module}: no module named {error.name!r} (searched the current "
+                "folder and the Python path; install the package or run from the folder "
+                "holding it)"
+            ) from None
+        except RegistrationError as error:
+            raise EnvImportError(f"--import {module}: {error}") from None
+
+
+def _registered_families() -> list[str]:
+    return sorted({name.partition("/")[0] for name in _REGISTERED})
+
+
+def families() -> tuple[str, ...]:
+    """The built-in families and those of registered envs."""
+    return FAMILIES + tuple(f for f in _registered_families() if f not in FAMILIES)
+
+
+def check_env_object(env: Any, what: str = "the env") -> Any:
+    """`env` if it has Brax's env interface, else an error naming what it lacks."""
+    missing = [name for name in ENV_METHODS if not hasattr(env, name)]
+    if missing:
+        raise EnvOptionError(
+            f"{what} ({type(env).__name__}) lacks {', '.join(missing)}: an env needs Brax's "
+            "reset(key) -> State, step(state, action) -> State, observation_size, action_size"
+        )
+    return env
+
+
+def _make_registered(name: str, options: dict):
+    registration = _REGISTERED[name]
+    factory = registration.factory
+    parameters = inspect.signature(factory).parameters.values()
+    if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        allowed = [
+            p.name
+            for p in parameters
+            if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+        ]
+        _check_options(name, options, allowed)
+    env = check_env_object(factory(**options), f"the factory of {name}")
+    env = adapt(env)
+    for attribute in ("episode_length", "action_repeat"):
+        default = getattr(registration, attribute)
+        if default is not None and getattr(env, attribute, None) is None:
+            try:
+                setattr(env, attribute, default)
+            except (AttributeError, TypeError):
+                raise EnvOptionError(
+                    f"{name}: cannot set {attribute} on {type(env).__name__}; give the env "
+                    f"that attribute, or pass --{attribute.replace('_', '-')}"
+                ) from None
+    return env
+
+
 @functools.cache
 def _brax_names() -> tuple[str, ...]:
     from brax import envs as brax_envs
@@ -37,23 +169,63 @@ def _brax_names() -> tuple[str, ...]:
     return tuple(sorted(n for n in brax_envs._envs if n != "fast"))
 
 
-def _menagerie_available() -> bool:
-    # Playground's locomotion and manipulation tasks load robot assets from a git clone of MuJoCo
-    # Menagerie, which it downloads on first use; without network access only the tasks that
-    # ship their assets in the wheel (the DM Control Suite) load.
+# Playground's locomotion and manipulation tasks load robot assets from a git clone of MuJoCo
+# Menagerie, which Playground makes on first use (network needed) under its own package folder.
+# An existing checkout elsewhere is passed on through this environment variable or the env
+# option `menagerie_path`.
+MENAGERIE_ENV = "JAXRL_MENAGERIE_PATH"
+MENAGERIE_URL = "https://github.com/google-deepmind/mujoco_menagerie"
+
+
+def _menagerie_path():
     from mujoco_playground._src import mjx_env
 
-    return mjx_env.MENAGERIE_PATH.exists()
+    return mjx_env.MENAGERIE_PATH
+
+
+def _menagerie_available() -> bool:
+    return _menagerie_path().exists()
+
+
+def use_menagerie(path: str | os.PathLike) -> None:
+    """Makes Playground load robot assets from the Menagerie checkout at `path` (for this
+    process: Playground reads the location from a module attribute when it builds a task)."""
+    from etils import epath
+    from mujoco_playground._src import mjx_env
+
+    folder = epath.Path(os.path.expanduser(os.fspath(path)))
+    if not folder.is_dir():
+        raise EnvOptionError(f"menagerie_path {os.fspath(path)!r} is not a folder")
+    mjx_env.MENAGERIE_PATH = folder
+
+
+@functools.cache
+def _robot_names() -> tuple[str, ...]:
+    from mujoco_playground import registry
+
+    return tuple(registry.locomotion.ALL_ENVS) + tuple(registry.manipulation.ALL_ENVS)
 
 
 @functools.cache
 def _playground_names() -> tuple[str, ...]:
     from mujoco_playground import registry
 
-    names = list(registry.dm_control_suite.ALL_ENVS)
-    if _menagerie_available():
-        names += list(registry.locomotion.ALL_ENVS) + list(registry.manipulation.ALL_ENVS)
-    return tuple(names)
+    return tuple(registry.dm_control_suite.ALL_ENVS) + _robot_names()
+
+
+def _menagerie_help(task: str) -> str:
+    from mujoco_playground._src import mjx_env
+
+    commit = getattr(mjx_env, "MENAGERIE_COMMIT_SHA", None)
+    checkout = f" && git -C mujoco_menagerie checkout {commit}" if commit else ""
+    return (
+        f"playground/{task} needs the MuJoCo Menagerie robot assets, not found at "
+        f"{_menagerie_path()}. Either run it once on a machine with network access "
+        f"(Playground then clones {MENAGERIE_URL} there itself), or point jaxrl to a "
+        f"checkout you have (git clone {MENAGERIE_URL}{checkout}): --env-option "
+        f"menagerie_path=/path/to/mujoco_menagerie, or {MENAGERIE_ENV}=/path/to/mujoco_menagerie "
+        "in the environment. The DM Control Suite tasks (`jaxrl list playground`) need no assets."
+    )
 
 
 def _names_of(family: str) -> tuple[str, ...]:
@@ -65,34 +237,27 @@ def _names_of(family: str) -> tuple[str, ...]:
 
 
 def list_envs(family: str | None = None) -> list[str]:
-    """All registered names, as `family/name`."""
-    families = FAMILIES if family is None else (family,)
-    return [f"{fam}/{name}" for fam in families for name in _names_of(fam)]
+    """All names, as `family/name`: the built-in families', then those `register` added."""
+    built_in = [fam for fam in FAMILIES if family in (None, fam)]
+    names = [f"{fam}/{name}" for fam in built_in for name in _names_of(fam)]
+    return names + sorted(n for n in _REGISTERED if family in (None, n.partition("/")[0]))
 
 
 def check_name(name: str) -> tuple[str, str]:
     """Splits and validates `family/name`, or raises UnknownEnvError naming close matches."""
     family, _, task = name.partition("/")
-    if family in FAMILIES and task in _names_of(family):
+    if name in _REGISTERED or (family in FAMILIES and task in _names_of(family)):
         return family, task
-    if family not in FAMILIES:
-        candidates = [f"{fam}/{name}" for fam in FAMILIES]
+    if family not in families():
+        candidates = [f"{fam}/{task}" for fam in families()]
     else:
         candidates = list_envs(family)
-    if family == "playground" and not _menagerie_available():
-        from mujoco_playground import registry
-
-        if task in registry.ALL_ENVS:
-            raise UnknownEnvError(
-                f"playground/{task} needs the MuJoCo Menagerie robot assets, which are not "
-                "installed and cannot be downloaded without network access; the DM Control "
-                "Suite tasks (`jaxrl list playground`) work offline."
-            )
     close = difflib.get_close_matches(name, candidates + list_envs(), n=5, cutoff=0.5)
     hint = f" Did you mean: {', '.join(dict.fromkeys(close))}?" if close else ""
     raise UnknownEnvError(
         f"Unknown environment {name!r}.{hint} Names are family/task with family one of "
-        f"{', '.join(FAMILIES)}; `jaxrl list` prints them all."
+        f"{', '.join(families())}; `jaxrl list` prints them all (your own envs: "
+        "jaxrl.envs.register, and --import the module that registers them)."
     )
 
 
@@ -128,7 +293,7 @@ class _PlaygroundEnv:
     """Adapts a MuJoCo Playground env: dict observations keep their "state" entry (the policy's
     input in Playground's own trainers) and the time limit comes from the task's config."""
 
-    def __init__(self, env: Any, episode_length: int, action_repeat: int):
+    def __init__(self, env: Any, episode_length: int | None, action_repeat: int | None):
         self.env = env
         self.episode_length = episode_length
         self.action_repeat = action_repeat
@@ -166,14 +331,60 @@ def _make_playground(task: str, options: dict):
     from mujoco_playground import registry
 
     config = registry.get_default_config(task)
-    _check_options(f"playground/{task}", options, list(config.keys()))
+    robot = task in _robot_names()
+    allowed = list(config.keys()) + (["menagerie_path"] if robot else [])
+    _check_options(f"playground/{task}", options, allowed)
     # Playground 0.2 defaults to its Warp implementation; the JAX one (MJX) runs anywhere jax
     # does, the CPU included, and is what its published JAX training numbers use.
+    path = options.pop("menagerie_path", None) or os.environ.get(MENAGERIE_ENV)
+    if robot and path:
+        use_menagerie(path)
     overrides = {"impl": "jax", **options}
-    env = registry.load(task, config_overrides=overrides)
+    if robot:
+        env = _load_robot(registry, task, overrides)
+    else:
+        env = registry.load(task, config_overrides=overrides)
     cfg = registry.get_default_config(task)
     cfg.update(overrides)
     return _PlaygroundEnv(env, int(cfg.episode_length), int(cfg.get("action_repeat", 1)))
+
+
+def adapt(env: Any) -> Any:
+    """Your env, checked, with dict observations (a Playground robot task's) read at "state",
+    as the built-in Playground tasks are."""
+    check_env_object(env)
+    if not isinstance(env.observation_size, dict):
+        return env
+    if "state" not in env.observation_size:
+        raise EnvOptionError(
+            f"{type(env).__name__} has dict observations without a 'state' entry (it has "
+            f"{', '.join(env.observation_size)}); the policy reads 'state'"
+        )
+    length, repeat = (getattr(env, a, None) for a in ("episode_length", "action_repeat"))
+    return _PlaygroundEnv(env, length, repeat)
+
+
+def _load_robot(registry, task: str, overrides: dict):
+    """Playground's robot task, or an error saying how to get its assets: without them,
+    Playground tries to clone Menagerie (which fails without network access); with a
+    checkout that lacks the robot's folder, MuJoCo fails to open a file."""
+    import subprocess
+
+    if not _menagerie_available():
+        try:
+            return registry.load(task, config_overrides=overrides)
+        except (subprocess.CalledProcessError, OSError) as error:
+            raise EnvOptionError(f"{_menagerie_help(task)} (download failed: {error})") from None
+    try:
+        return registry.load(task, config_overrides=overrides)
+    except ValueError as error:
+        if "file" not in str(error).lower() and "resource" not in str(error).lower():
+            raise
+        first = str(error).strip().splitlines()[0]
+        raise EnvOptionError(
+            f"playground/{task}: the Menagerie checkout at {_menagerie_path()} lacks an asset "
+            f"this task loads ({first}); use a full checkout of {MENAGERIE_URL}"
+        ) from None
 
 
 def _make_classic(task: str, options: dict):
@@ -188,10 +399,12 @@ def make(name: str, **options):
 
     `options` go to the family: Brax takes `backend` (mjx, generalized, positional, spring) and
     its env's constructor arguments; Playground takes its task config's keys; classic tasks
-    take their constructor's arguments. The env carries its default `episode_length` and
-    `action_repeat`.
+    take their constructor's arguments; a registered env, its factory's. The env carries its
+    default `episode_length` and `action_repeat`.
     """
     family, task = check_name(name)
+    if name in _REGISTERED:
+        return _make_registered(name, dict(options))
     maker = {"brax": _make_brax, "playground": _make_playground, "classic": _make_classic}[family]
     return maker(task, dict(options))
 
@@ -203,10 +416,12 @@ def make_vec(
     episode_length: int | None = None,
     action_repeat: int | None = None,
     auto_reset: bool = True,
+    randomization: tuple[Callable, Any] | None = None,
     **options,
 ):
     """A batched training env: `num_envs` copies with time limit, episode statistics, action
-    repeat and (optionally) auto-reset. Sizes default to the task's own."""
+    repeat and (optionally) auto-reset and domain randomization (see `wrap`). Sizes default to
+    the task's own."""
     require_positive("num_envs", num_envs)  # before building the (slow) base env
     base = make(name, **options)
     return wrap(
@@ -215,6 +430,7 @@ def make_vec(
         episode_length=episode_length,
         action_repeat=action_repeat,
         auto_reset=auto_reset,
+        randomization=randomization,
     )
 
 
@@ -225,17 +441,28 @@ def wrap(
     episode_length: int | None = None,
     action_repeat: int | None = None,
     auto_reset: bool = True,
+    randomization: tuple[Callable, Any] | None = None,
 ):
     """The training wrappers around an env made by `make` (one base env can serve several
-    batched envs, e.g. for training and for evaluation)."""
+    batched envs, e.g. for training and for evaluation). `randomization`: (randomization_fn,
+    key) gives each of the `num_envs` envs physics of its own (`envs.randomization`)."""
     episode_length = episode_length or getattr(base, "episode_length", None)
     if episode_length is None:
-        raise ValueError(
-            "the env has no episode_length attribute: pass episode_length (the time limit)"
+        raise EnvOptionError(
+            f"the env ({type(base).__name__}) has no episode_length attribute: give the time "
+            "limit as episode_length (--episode-length N, TrainConfig(episode_length=N), or "
+            "register(..., episode_length=N))"
         )
-    action_repeat = action_repeat or getattr(base, "action_repeat", 1)
+    action_repeat = action_repeat or getattr(base, "action_repeat", None) or 1
     env = EpisodeWrapper(ActionRepeat(base, action_repeat), episode_length)
-    env = VmapWrapper(env, num_envs)
+    if randomization is None:
+        env = VmapWrapper(env, num_envs)
+    else:
+        from jaxrl.envs import randomization as dr
+
+        randomization_fn, key = randomization
+        models, in_axes = dr.randomized_models(randomization_fn, base, num_envs, key)
+        env = dr.RandomizedVmapWrapper(env, num_envs, models, in_axes)
     if auto_reset:
         env = AutoResetWrapper(env)
     env.episode_length = episode_length

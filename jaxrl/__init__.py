@@ -8,16 +8,32 @@ Host driver with logging and whole-run checkpoints: `jaxrl.train(config, agent_c
 out_dir)`, `jaxrl.resume(out_dir)`; a trained policy: `jaxrl.load_policy(out_dir)`.
 """
 
-import envs
-from jaxrl import agents, replay
-from jaxrl.agents import ALGORITHMS, Agent, ppo, sac
-from jaxrl.agents.ppo import PPOConfig
-from jaxrl.agents.sac import SACConfig
-from jaxrl.config import ConfigError, TrainConfig
-from jaxrl.driver import RunOptions, RunResult, resume, train
-from jaxrl.loop import LoopState, Trainer, make_train
-from jaxrl.runs import Policy, evaluate_run, load_policy
-from jaxrl.types import Batch, Rollout, Transition
+import pathlib as _pathlib
+
+
+def _source_checkout_path() -> None:
+    """Installed, `envs/`, `experiments/` and `benchmarks/` are the subpackages `jaxrl.envs`,
+    `jaxrl.experiments` and `jaxrl.benchmarks` (pyproject.toml's package-dir), so nothing named
+    `envs` lands in site-packages. When this `jaxrl` is imported straight from a source checkout
+    (its tests, a copy made by the mutation script, a clone run with another checkout's
+    environment), those folders sit beside it instead: its own are searched first, so the code
+    that runs is always the checkout's own, never that of whichever checkout was installed."""
+    root = _pathlib.Path(__file__).resolve().parent.parent
+    if (root / "pyproject.toml").is_file() and (root / "envs" / "registry.py").is_file():
+        __path__.append(str(root))
+
+
+_source_checkout_path()
+
+from jaxrl import agents, envs, replay  # noqa: E402
+from jaxrl.agents import ALGORITHMS, Agent, ppo, sac  # noqa: E402
+from jaxrl.agents.ppo import PPOConfig  # noqa: E402
+from jaxrl.agents.sac import SACConfig  # noqa: E402
+from jaxrl.config import ConfigError, TrainConfig  # noqa: E402
+from jaxrl.driver import RunOptions, RunResult, resume, train  # noqa: E402
+from jaxrl.loop import LoopState, Trainer, make_train  # noqa: E402
+from jaxrl.runs import Policy, evaluate_run, load_policy  # noqa: E402
+from jaxrl.types import Batch, Rollout, Transition  # noqa: E402
 
 make_env = envs.make
 make_vec_env = envs.make_vec

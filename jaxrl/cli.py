@@ -280,7 +280,7 @@ def _check_foreign_flags(argv: list[str], algo: str) -> None:
 
 
 def _preset(name: str) -> dict:
-    from experiments.presets import PRESETS
+    from jaxrl.experiments.presets import PRESETS
 
     if name not in PRESETS:
         close = difflib.get_close_matches(name, PRESETS, n=3)
@@ -462,12 +462,12 @@ def _done(result) -> None:
 
 
 def cmd_train(argv: list[str]) -> int:
-    import envs
-    from jaxrl import driver
+    from jaxrl import driver, envs
 
     if _pre_parse(argv).resume is not None:
         return cmd_resume(argv)
     train_config, agent_config, options = build_configs(argv)
+    envs.import_modules(train_config.env_imports)
     envs.check_name(train_config.env)
     result = driver.train(
         train_config,
@@ -540,13 +540,15 @@ class RenderArgs:
 
 
 def cmd_render(argv: list[str]) -> int:
-    from jaxrl import render, runs
+    from jaxrl import envs, render, runs
 
     args = _parse(
         RenderArgs, "jaxrl render", "Render a greedy episode of a saved policy to a video.", argv
     )
+    runs.check_env_given(runs.read_config_json(args.run), None, pathlib.Path(args.run))
     policy = runs.load_policy(args.run, args.checkpoint)
     config = policy.config
+    envs.import_modules(config.env_imports)
     camera = args.camera
     if camera is not None and re.fullmatch(r"-?\d+", camera):
         camera = int(camera)  # an index (-1: the free camera), else a camera's name
@@ -758,16 +760,27 @@ def _write_sweep_summary(out: pathlib.Path, finals: dict[str, list[float]], seed
 
 
 def cmd_list(argv: list[str]) -> int:
-    import envs
-    from experiments.presets import PRESETS
+    from jaxrl import envs
+    from jaxrl.experiments.presets import PRESETS
 
     parser = argparse.ArgumentParser(
         prog="jaxrl list",
         description="List algorithms, presets and environments.",
         allow_abbrev=False,
     )
-    parser.add_argument("family", nargs="?", choices=envs.FAMILIES, help="only this env family")
+    parser.add_argument("family", nargs="?", help="only this env family")
+    parser.add_argument(
+        "--import",
+        dest="imports",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import a module that registers envs first (repeatable)",
+    )
     args = parser.parse_args(argv)
+    envs.import_modules(args.imports)
+    if args.family is not None and args.family not in envs.families():
+        raise ConfigError(f"no env family {args.family!r}; families: {', '.join(envs.families())}")
     if args.family is None:
         print("algorithms:")
         for name, spec in agents.ALGORITHMS.items():
@@ -782,7 +795,7 @@ def cmd_list(argv: list[str]) -> int:
 
 
 def cmd_bench(argv: list[str]) -> int:
-    from benchmarks import run
+    from jaxrl.benchmarks import run
 
     return run.main(argv)
 
@@ -827,8 +840,7 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    import envs
-    from jaxrl import checkpoint, driver, logs, render, runs
+    from jaxrl import checkpoint, driver, envs, logs, render, runs
 
     try:
         return COMMANDS[command][0](rest)
@@ -842,6 +854,7 @@ def main(argv: list[str] | None = None) -> int:
         ConfigError,
         envs.UnknownEnvError,
         envs.EnvOptionError,
+        envs.EnvImportError,
         agents.UnknownAlgorithmError,
         driver.RunDirError,
         driver.ResumeError,

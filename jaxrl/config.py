@@ -45,6 +45,21 @@ class TrainConfig:
     Brax takes its backend (mjx, generalized, positional, spring) and the env's constructor
     arguments, Playground its task config's keys, classic tasks their constructor's
     arguments. On the command line: --env-option KEY=VALUE."""
+    env_imports: Annotated[
+        tuple[str, ...], tyro.conf.UseAppendAction, tyro.conf.arg(name="import")
+    ] = ()
+    """A module to import before the env is made: yours, registering jaxrl.envs.register envs.
+    Repeatable: --import mylab.tasks --env mylab/Reach. Saved with the run, so resume, eval
+    and render import it again; the current folder is searched too."""
+    randomize: str | None = None
+    """Domain randomization of the training envs' physics, one draw per env; None: none.
+    "mass", "friction" (each body's mass, each geom's friction scaled by U[1 - s, 1 + s],
+    s = randomize_scale), "playground" (the task's own randomizer in Playground, which its
+    robot tasks have), or several joined by commas. MJX models: brax/* need backend=mjx."""
+    randomize_scale: float = 0.1
+    """Half-width s of the built-in randomizers' scale factors U[1 - s, 1 + s]."""
+    randomize_eval: bool = False
+    """Evaluate on randomized physics too (other draws than training's); default: nominal."""
     episode_length: int | None = None
     """Time limit of an episode in agent steps (after action repeat); None: the task's own."""
     action_repeat: int | None = None
@@ -106,6 +121,8 @@ class TrainConfig:
     it normalised with the statistics it was collected under."""
 
     def __post_init__(self):
+        if isinstance(self.env_imports, str):  # one module named as a string
+            object.__setattr__(self, "env_imports", (self.env_imports,))
         positive = (
             "total_steps",
             "num_envs",
@@ -126,6 +143,16 @@ class TrainConfig:
                 raise ConfigError(f"{name} must be a positive integer or unset, got {value!r}")
         if self.n_step is not None and self.n_step < 1:
             raise ConfigError(f"n_step must be a positive integer, got {self.n_step!r}")
+        if self.randomize is not None:
+            names = [part.strip() for part in self.randomize.split(",")]
+            unknown = [n for n in names if n not in ("playground", "mass", "friction")]
+            if unknown:
+                raise ConfigError(
+                    f"unknown randomize {', '.join(map(repr, unknown))}; choose from playground, "
+                    "mass, friction (or several, joined by commas)"
+                )
+        if not 0 < self.randomize_scale < 1:
+            raise ConfigError(f"randomize_scale must be in (0, 1), got {self.randomize_scale}")
         if not 0 <= self.gamma <= 1:
             raise ConfigError(f"gamma must be in [0, 1], got {self.gamma}")
         if self.exploration is not None and self.exploration not in EXPLORATION_MODES:

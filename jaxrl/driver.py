@@ -21,8 +21,7 @@ from typing import Any
 import jax
 import numpy as np
 
-import envs
-from jaxrl import agents, checkpoint, logs
+from jaxrl import agents, checkpoint, envs, logs
 from jaxrl.config import ConfigError, TrainConfig
 from jaxrl.loop import LoopState, make_train
 
@@ -198,7 +197,7 @@ def learning_metrics(rows: list[dict]) -> list[dict]:
     return [{k: v for k, v in row.items() if k not in TIMING_KEYS} for row in rows]
 
 
-def _check_agent_config(config: TrainConfig, agent_config: Any) -> Any:
+def _check_agent_config(config: TrainConfig, agent_config: Any, env: Any = None) -> Any:
     spec = agents.get(config.algo)
     agent_config = spec.config_cls() if agent_config is None else agent_config
     if not isinstance(agent_config, spec.config_cls):
@@ -209,16 +208,25 @@ def _check_agent_config(config: TrainConfig, agent_config: Any) -> Any:
     cross_check = getattr(agent_config, "check_train", None)
     if cross_check is not None:  # sizes the agent needs of the run (PPO: minibatches)
         cross_check(config)
-    envs.check_name(config.env)
+    if env is None:
+        envs.import_modules(config.env_imports)
+        envs.check_name(config.env)
+    else:
+        envs.check_env_object(env)
+        if config.env_options:
+            raise ConfigError(
+                f"env_options {config.env_options} go to the registry's env maker; with an "
+                "env object passed in (env=...), make it with those options yourself"
+            )
     return agent_config
 
 
-def check_setting(config: TrainConfig, agent_config: Any) -> None:
+def check_setting(config: TrainConfig, agent_config: Any, env: Any = None) -> None:
     """The checks `train` makes of a run's settings before compiling anything: the agent's
     config, the env's name and options (the env is built), the run's sizes against the agent's
     and the algorithm's loop defaults. Raises ConfigError (or the env's own error)."""
-    agent_config = _check_agent_config(config, agent_config)
-    make_train(config, agents.get(config.algo).make(agent_config))
+    agent_config = _check_agent_config(config, agent_config, env)
+    make_train(config, agents.get(config.algo).make(agent_config), env)
 
 
 def _meta(trainer) -> dict:
@@ -241,8 +249,15 @@ def train(
     checkpoint_every: int = 0,
     options: RunOptions | None = None,
     compile_cache: bool = True,
+    env: Any = None,
+    randomization_fn: Any = None,
 ) -> RunResult:
-    """Trains `config.algo` on `config.env`. With `out_dir`: writes config.json, metrics
+    """Trains `config.algo` on `config.env`, or on `env`: your own env object, with Brax's
+    reset/step/observation_size/action_size (config.env is then only its label; the time
+    limit, action repeat, auto-reset and batching wrap it as they do the registry's envs).
+    `randomization_fn(model, rng) -> (models, in_axes)`: domain randomization of your own
+    (`config.randomize` names the built-in ones); a resume needs it again.
+    With `out_dir`: writes config.json, metrics
     (metrics.jsonl, metrics.csv, TensorBoard under tensorboard/), whole-run checkpoints under
     checkpoints/<env_steps> and summary.json; `resume(out_dir)` continues it.
 
@@ -252,13 +267,14 @@ def train(
     for `RunOptions(checkpoint_every=...)`."""
     # Every check that can fail on bad input runs here, before anything is compiled.
     options = options or RunOptions(checkpoint_every=checkpoint_every)
-    agent_config = _check_agent_config(config, agent_config)
+    agent_config = _check_agent_config(config, agent_config, env)
     out_path = check_run_dir(out_dir)
     if options.wandb and out_path is not None:
         logs.check_wandb()
     configure_compile_cache(compile_cache)
 
-    trainer = make_train(config, agents.get(config.algo).make(agent_config))
+    agent = agents.get(config.algo).make(agent_config)
+    trainer = make_train(config, agent, env, randomization_fn)
     config = trainer.config  # with the algorithm's own loop defaults filled in
     saved = None
     if out_path is not None:
@@ -272,6 +288,11 @@ def train(
                 "episode_length": trainer.env.episode_length,
                 "env_steps_per_chunk": config.env_steps_per_chunk,
                 "num_chunks": config.num_chunks,
+                # Set when the run trained on an env object: resume and eval need it again.
+                "env_object": None if env is None else _qualified_name(env),
+                "randomization_fn": (
+                    None if randomization_fn is None else _qualified_name(randomization_fn)
+                ),
             },
             "versions": versions(),
             # Names this run in loggers that outlive a process (W&B), the same on resume.
@@ -287,6 +308,12 @@ class ResumeError(ValueError):
     pass
 
 
+def _qualified_name(thing: Any) -> str:
+    """An object's class, or a function, by module and name (recorded, never imported)."""
+    named = thing if callable(thing) and hasattr(thing, "__qualname__") else type(thing)
+    return f"{getattr(named, '__module__', None) or '?'}.{named.__qualname__}"
+
+
 def resume(
     run_dir: str | os.PathLike,
     *,
@@ -294,6 +321,8 @@ def resume(
     progress: Any = print,
     compile_cache: bool = True,
     wandb: bool = True,
+    env: Any = None,
+    randomization_fn: Any = None,
 ) -> RunResult:
     """Continues the run in `run_dir` from its newest complete checkpoint. Restored with the
     replay buffer (the default), it gives bit-identical parameters and metrics to a run that
@@ -301,12 +330,14 @@ def resume(
     still ends) the run at that many env steps, rounded up to whole chunks of the saved
     length; a decaying schedule (PPO's learning rate) then stretches over the new total, and a
     run that ended at its `stop_at_return` target trains on without it. `wandb=False` goes on
-    without the run's Weights & Biases logging (e.g. where wandb is not installed)."""
+    without the run's Weights & Biases logging (e.g. where wandb is not installed). `env`,
+    `randomization_fn`: those the run trained with, where it was given them (`train(...)`)."""
     from jaxrl import runs
 
     out_path = pathlib.Path(run_dir)
     saved = runs.read_config_json(out_path)
     config, agent_config = runs.configs_from_json(saved)
+    runs.check_env_given(saved, env, out_path, randomization_fn)
     try:
         options = RunOptions(**saved.get("run", {}))
     except TypeError as error:
@@ -331,11 +362,12 @@ def resume(
         chunks = -(-total_steps // per_chunk)
         # Same chunk length, more (or fewer) chunks: see TrainConfig.iterations_per_chunk.
         config = dataclasses.replace(config, total_steps=chunks * per_chunk, eval_every=per_chunk)
-    agent_config = _check_agent_config(config, agent_config)
+    agent_config = _check_agent_config(config, agent_config, env)
     if options.wandb:
         logs.check_wandb(resuming=True)
     configure_compile_cache(compile_cache)
-    trainer = make_train(config, agents.get(config.algo).make(agent_config))
+    agent = agents.get(config.algo).make(agent_config)
+    trainer = make_train(config, agent, env, randomization_fn)
     if trainer.config.env_steps_per_chunk != per_chunk:
         raise ResumeError(
             f"the saved config gives {trainer.config.env_steps_per_chunk} env steps per chunk, "

@@ -22,8 +22,7 @@ import flax.struct
 import jax
 import jax.numpy as jnp
 
-import envs
-from jaxrl import normalization, replay
+from jaxrl import envs, normalization, replay
 from jaxrl.agents.base import Agent
 from jaxrl.config import ConfigError, TrainConfig
 from jaxrl.types import Batch, Transition
@@ -55,15 +54,42 @@ class Trainer(NamedTuple):
     normalisation applied to raw observations (one [obs_size] or a batch [..., obs_size])."""
 
 
-def make_envs(config: TrainConfig, base: Any = None) -> tuple[Any, Any]:
+def make_envs(
+    config: TrainConfig, base: Any = None, randomization_fn: Any = None
+) -> tuple[Any, Any]:
     """The training envs (auto-reset) and the evaluation envs, over one base env: `base` when
     given (any object with Brax's reset/step/observation_size/action_size), else the registry's
-    `config.env`."""
+    `config.env` (after importing `config.env_imports`, which may register it).
+
+    Domain randomization (`randomization_fn(model, rng) -> (models, in_axes)`, else the one
+    `config.randomize` names): each training env gets its own physics, drawn from the seed;
+    evaluation envs other draws where `config.randomize_eval`, else the nominal physics."""
     if base is None:
+        envs.import_modules(config.env_imports)
         base = envs.make(config.env, **config.env_options)
+    else:
+        base = envs.adapt(base)
+    if randomization_fn is None and config.randomize:
+        from jaxrl.envs import randomization
+
+        randomization_fn = randomization.named(
+            config.randomize, config.randomize_scale, config.env, base
+        )
+    train_dr = eval_dr = None
+    if randomization_fn is not None:
+        # Its own stream of the seed's keys: the same physics on resume, none of the run's
+        # other randomness moved.
+        key = jax.random.fold_in(jax.random.PRNGKey(config.seed), RANDOMIZATION_STREAM)
+        train_key, eval_key = jax.random.split(key)
+        train_dr = (randomization_fn, train_key)
+        eval_dr = (randomization_fn, eval_key) if config.randomize_eval else None
     sizes = dict(episode_length=config.episode_length, action_repeat=config.action_repeat)
-    env = envs.wrap(base, config.num_envs, **sizes)
-    return env, envs.wrap(base, config.eval_envs, auto_reset=False, **sizes)
+    env = envs.wrap(base, config.num_envs, randomization=train_dr, **sizes)
+    eval_env = envs.wrap(base, config.eval_envs, auto_reset=False, randomization=eval_dr, **sizes)
+    return env, eval_env
+
+
+RANDOMIZATION_STREAM = 0xD0  # folded into the seed's key for the physics draws
 
 
 def make_observe(config: TrainConfig) -> Callable:
@@ -179,17 +205,21 @@ def resolve_config(config: TrainConfig, agent: Agent) -> TrainConfig:
     return config.resolved(agent.loop_defaults)
 
 
-def make_train(config: TrainConfig, agent: Agent, env: Any = None) -> Trainer:
+def make_train(
+    config: TrainConfig, agent: Agent, env: Any = None, randomization_fn: Any = None
+) -> Trainer:
     """The training program of `agent` on `config.env` (or on the base env `env`, an object
     with Brax's reset/step/observation_size/action_size): the replay loop below for off-policy
     agents, `jaxrl.onpolicy` for on-policy ones (those with `explore`). Config fields left at
-    None take the agent's loop defaults (`Trainer.config` holds the resolved config)."""
+    None take the agent's loop defaults (`Trainer.config` holds the resolved config).
+    `randomization_fn(model, rng) -> (models, in_axes)`: domain randomization, as Brax's and
+    Playground's trainers take it (see `make_envs`)."""
     config = resolve_config(config, agent)
     if agent.on_policy:
         from jaxrl import onpolicy
 
-        return onpolicy.make_train(config, agent, env)
-    env, eval_env = make_envs(config, env)
+        return onpolicy.make_train(config, agent, env, randomization_fn)
+    env, eval_env = make_envs(config, env, randomization_fn)
     num_envs, action_size = config.num_envs, env.action_size
     batch_rows = config.batch_size * config.updates_per_step
     learn_after = max(config.learning_starts, config.batch_size, config.n_step * num_envs)

@@ -32,10 +32,12 @@ from jaxrl.loop import (
 from jaxrl.types import Rollout
 
 
-def make_train(config: TrainConfig, agent: Agent, env: Any = None) -> Trainer:
+def make_train(
+    config: TrainConfig, agent: Agent, env: Any = None, randomization_fn: Any = None
+) -> Trainer:
     """The on-policy program (`jaxrl.loop.make_train` picks it for agents with `explore`)."""
     config = resolve_config(config, agent)
-    env, eval_env = make_envs(config, env)
+    env, eval_env = make_envs(config, env, randomization_fn)
     observe = make_observe(config)
     evaluate = make_evaluate(config, agent, eval_env)
     rollouts_per_chunk = config.iterations_per_chunk // config.unroll_length

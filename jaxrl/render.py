@@ -41,8 +41,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-import envs
-from envs.wrappers import ActionRepeat, EpisodeWrapper
+from jaxrl import envs
+from jaxrl.envs.wrappers import ActionRepeat, EpisodeWrapper
 
 VIDEO_SUFFIXES = (".mp4", ".gif")
 DEFAULT_FPS = 30.0

@@ -88,6 +88,28 @@ def _sizes(saved: dict) -> tuple[int, int]:
     return int(info["observation_size"]), int(info["action_size"])
 
 
+def check_env_given(
+    saved: dict, env: Any, run_dir: pathlib.Path, randomization_fn: Any = "unused"
+) -> None:
+    """A run trained on an env object (`jaxrl.train(..., env=...)`) can only be resumed or
+    evaluated with an env given again: its config's env name is only a label. Resuming a run
+    trained with a randomization function of its own needs that function again."""
+    info = saved.get("env_info", {})
+    randomized = info.get("randomization_fn")
+    if randomized and randomization_fn is None:
+        raise RunError(
+            f"{run_dir} trained with the domain randomization function {randomized}: pass it "
+            "again (randomization_fn=...) to resume it"
+        )
+    made_from = info.get("env_object")
+    if made_from and env is None:
+        raise RunError(
+            f"{run_dir} trained on an env object ({made_from}) passed to jaxrl.train, not on a "
+            f"registry name ({saved['train'].get('env')!r} is only its label): pass the same "
+            "env again (env=...), or register it with jaxrl.envs.register and train by name"
+        )
+
+
 def load_policy(run_dir: str | os.PathLike, checkpoint_step: int | None = None) -> Policy:
     """The greedy policy of a run's newest checkpoint (or of `checkpoint_step`, in env steps):
     `policy = jaxrl.load_policy("runs/NAME"); action = policy(obs)`. Builds no env."""
@@ -112,17 +134,20 @@ def evaluate_run(
     episodes: int = 10,
     checkpoint_step: int | None = None,
     seed: int = 0,
+    env: Any = None,
 ) -> dict:
     """Mean, std and standard error of the undiscounted return of `episodes` greedy episodes
-    (run in parallel, one env each) of a checkpoint's policy, with the run's env settings."""
+    (run in parallel, one env each) of a checkpoint's policy, with the run's env settings
+    (on `env`, an env object, where the run trained on one)."""
     if episodes < 1:
         raise RunError(f"--episodes must be a positive integer, got {episodes}")
     from jaxrl.loop import make_envs, make_evaluate
 
+    check_env_given(read_config_json(run_dir), env, pathlib.Path(run_dir))
     policy = load_policy(run_dir, checkpoint_step)
     config = dataclasses.replace(policy.config, eval_envs=episodes)
     agent = agents.get(config.algo).make(policy.agent_config)
-    _, eval_env = make_envs(config)
+    _, eval_env = make_envs(config, env)
     evaluate = make_evaluate(config, agent, eval_env, per_episode=True)
     result = jax.jit(evaluate)(policy.agent_state, policy.obs_stats, jax.random.PRNGKey(seed))
     returns = np.asarray(result["eval_returns"], np.float64)

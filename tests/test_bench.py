@@ -6,9 +6,9 @@ import pathlib
 
 import pytest
 
-from benchmarks import case as case_module
-from benchmarks import report, run
-from benchmarks.suites import SUITES, Case
+from jaxrl.benchmarks import case as case_module
+from jaxrl.benchmarks import report, run
+from jaxrl.benchmarks.suites import SUITES, Case
 
 
 def test_tiny_suite_writes_records_summary_and_plots(tmp_path):

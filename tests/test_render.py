@@ -14,8 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-import envs
-from jaxrl import render
+from jaxrl import envs, render
 from jaxrl.render import RenderError, render_policy
 
 W, H = 64, 48

@@ -230,7 +230,7 @@ class _EmptyLeafPendulum:
     (`data.act` of a model without actuator activations): orbax refuses to write such arrays."""
 
     def __init__(self):
-        import envs
+        from jaxrl import envs
 
         self.env = envs.make("classic/pendulum")
         self.observation_size, self.action_size = self.env.observation_size, self.env.action_size

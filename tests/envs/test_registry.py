@@ -4,7 +4,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-import envs
+from jaxrl import envs
 
 
 @pytest.mark.parametrize(
