@@ -21,6 +21,7 @@ from jaxrl.envs.wrappers import (
     EpisodeWrapper,
     VmapWrapper,
     require_positive,
+    with_action_bounds,
 )
 
 FAMILIES = ("brax", "playground", "classic")
@@ -313,6 +314,10 @@ class _PlaygroundEnv:
     def unwrapped(self) -> Any:
         return self.env
 
+    @property
+    def action_bounds(self) -> Any:
+        return getattr(self.env, "action_bounds", None)
+
     def _flat(self, state):
         if self._obs_key is None:
             return state
@@ -454,7 +459,7 @@ def wrap(
             "register(..., episode_length=N))"
         )
     action_repeat = action_repeat or getattr(base, "action_repeat", None) or 1
-    env = EpisodeWrapper(ActionRepeat(base, action_repeat), episode_length)
+    env = EpisodeWrapper(ActionRepeat(with_action_bounds(base), action_repeat), episode_length)
     if randomization is None:
         env = VmapWrapper(env, num_envs)
     else:

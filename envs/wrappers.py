@@ -75,6 +75,37 @@ class ActionRepeat(Wrapper):
         return state.replace(reward=total)
 
 
+class RescaleAction(Wrapper):
+    """The agent acts in [-1, 1] (tanh policies, clipped noise); an env whose actions live in
+    [low, high] gets low + (a + 1) (high - low) / 2, per action entry."""
+
+    def __init__(self, env: Any, low: Any, high: Any):
+        super().__init__(env)
+        self.low, self.high = jnp.asarray(low, jnp.float32), jnp.asarray(high, jnp.float32)
+        if not bool(jnp.all(self.high > self.low)):
+            raise ValueError(f"action bounds need high > low, got {low} and {high}")
+
+    def step(self, state, action: jax.Array):
+        scaled = self.low + (jnp.clip(action, -1.0, 1.0) + 1.0) * 0.5 * (self.high - self.low)
+        return self.env.step(state, scaled)
+
+
+def action_bounds(env: Any) -> tuple[Any, Any] | None:
+    """An env's `action_bounds` = (low, high) where it declares bounds other than [-1, 1]."""
+    bounds = getattr(env, "action_bounds", None)
+    if bounds is None:
+        return None
+    low, high = (jnp.broadcast_to(jnp.asarray(b, jnp.float32), (env.action_size,)) for b in bounds)
+    if bool(jnp.all(low == -1.0)) and bool(jnp.all(high == 1.0)):
+        return None
+    return low, high
+
+
+def with_action_bounds(env: Any) -> Any:
+    bounds = action_bounds(env)
+    return env if bounds is None else RescaleAction(env, *bounds)
+
+
 class EpisodeWrapper(Wrapper):
     """Time limit and episode statistics for one (unbatched) env.
 

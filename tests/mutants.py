@@ -53,6 +53,8 @@ DSAC_REF = "tests/agents/test_dsac_t_update_reference.py"
 PPO_REF = "tests/agents/test_ppo_update_reference.py"
 WIRING = "tests/test_wiring.py"
 RUNS = "tests/test_runs.py"
+OWN_ENV = "tests/envs/test_own_env.py"
+RANDOMIZATION = "tests/envs/test_randomization.py"
 
 MUTANTS = [
     # --- Agents. ---------------------------------------------------------------------------
@@ -645,6 +647,71 @@ MUTANTS = [
         "FastTD3 and PQL without a preset explore with noise std 1 (their own defaults lost)",
         WIRING,
         "tests/test_loop.py",
+    ),
+    # --- Your own envs, Menagerie, domain randomization (issue 16). --------------------------
+    m(
+        "registered-episode-length-ignored",
+        "envs/registry.py",
+        "        if default is not None and getattr(env, attribute, None) is None:",
+        "        if False:",
+        "register(..., episode_length=N) is not applied to an env without the attribute",
+        OWN_ENV,
+    ),
+    m(
+        "import-ignores-current-folder",
+        "envs/registry.py",
+        "        sys.path.append(os.getcwd())",
+        "        pass",
+        "--import does not search the current folder, as a console script does not",
+        OWN_ENV,
+    ),
+    m(
+        "env-object-run-resumes-without-it",
+        "jaxrl/runs.py",
+        "    if made_from and env is None:",
+        "    if False:",
+        "a run trained on an env object resumes on whatever env its label names",
+        OWN_ENV,
+    ),
+    m(
+        "menagerie-path-not-passed-on",
+        "envs/registry.py",
+        "    mjx_env.MENAGERIE_PATH = folder",
+        "    pass",
+        "--env-option menagerie_path is checked but never given to Playground",
+        OWN_ENV,
+    ),
+    m(
+        "randomized-envs-share-one-model",
+        "envs/randomization.py",
+        "        return jax.vmap(one, in_axes=(self.in_axes, 0, 0))(self.models, state, action)",
+        "        return jax.vmap(one, in_axes=(None, 0, 0))(self.models, state, action)",
+        "every env steps with one set of physics (the batched models read unbatched)",
+        RANDOMIZATION,
+    ),
+    m(
+        "randomization-scales-first-entry-only",
+        "envs/randomization.py",
+        "                    k, getattr(model, name).shape, minval=1 - scale, maxval=1 + scale",
+        "                    k, (), minval=1 - scale, maxval=1 + scale",
+        "one factor per env for all bodies instead of one per body",
+        RANDOMIZATION,
+    ),
+    m(
+        "eval-envs-always-randomized",
+        "jaxrl/loop.py",
+        "        eval_dr = (randomization_fn, eval_key) if config.randomize_eval else None",
+        "        eval_dr = (randomization_fn, eval_key)",
+        "evaluation runs on randomized physics although randomize_eval is off",
+        RANDOMIZATION,
+    ),
+    m(
+        "randomization-key-not-from-seed",
+        "jaxrl/loop.py",
+        "        key = jax.random.fold_in(jax.random.PRNGKey(config.seed), RANDOMIZATION_STREAM)",
+        "        key = jax.random.PRNGKey(RANDOMIZATION_STREAM)",
+        "every seed trains on the same randomized physics",
+        RANDOMIZATION,
     ),
 ]
 

@@ -323,3 +323,40 @@ def test_menagerie_path_is_passed_on_to_playground(no_menagerie, monkeypatch, ro
 
 
 KEY = jax.random.PRNGKey(0)
+
+
+class Echo:
+    """Observes the action it was given: what the wrappers pass on, read back."""
+
+    observation_size = action_size = 2
+    episode_length = 10
+
+    def __init__(self, bounds=None):
+        self.action_bounds = bounds
+
+    def reset(self, key):
+        from brax.envs.base import State
+
+        zero = jnp.zeros(())
+        return State(jnp.zeros(()), jnp.zeros(2), zero, zero, {}, {})
+
+    def step(self, state, action):
+        return state.replace(obs=action)
+
+
+@pytest.mark.parametrize(
+    "bounds,actions,expected",
+    [
+        (([0.0, -3.0], [1.0, 3.0]), [[-1.0, 1.0], [0.0, 0.0]], [[0.0, 3.0], [0.5, 0.0]]),
+        ((-1.0, 1.0), [[-1.0, 0.5], [0.2, -0.3]], [[-1.0, 0.5], [0.2, -0.3]]),
+        (None, [[-1.0, 0.5], [0.2, -0.3]], [[-1.0, 0.5], [0.2, -0.3]]),
+    ],
+)
+def test_actions_are_rescaled_to_the_env_bounds(bounds, actions, expected):
+    env = envs.wrap(Echo(bounds), 2)
+    state = env.step(env.reset(jax.random.PRNGKey(0)), jnp.asarray(actions))
+    np.testing.assert_allclose(state.info["final_obs"], expected, atol=1e-6)
+    # An action beyond [-1, 1] (exploration noise) is clipped before the rescale.
+    if bounds is not None and bounds[0] != -1.0:
+        state = env.step(state, jnp.asarray([[-5.0, 5.0], [5.0, -5.0]]))
+        np.testing.assert_allclose(state.info["final_obs"], [[0.0, 3.0], [1.0, -3.0]])
