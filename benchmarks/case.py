@@ -65,7 +65,7 @@ def random_steps(env, num_envs: int, steps: int):
         def body(state, key):
             action = jax.random.uniform(key, (num_envs, env.action_size), minval=-1)
             state = env.step(state, action)
-            return state, state.obs.sum()
+            return state, sum(x.sum() for x in jax.tree.leaves(state.obs))
 
         _, out = jax.lax.scan(body, env_state, jax.random.split(key, steps))
         return out.sum()

@@ -58,14 +58,23 @@ def learning_data(trainer, agent_state, key: jax.Array):
     """What one update learns from, at the run's sizes: a rollout of unroll_length steps of all
     envs (on-policy) or a batch of batch_size rows (off-policy), random but well-formed."""
     config, agent, env = trainer.config, trainer.agent, trainer.env
-    obs_size, action_size = env.observation_size, env.action_size
+    obs_size, action_size = trainer.observation.actor_size, env.action_size
+    critic_size = trainer.observation.critic_size  # asymmetric: the critic's own input
+    key, critic_key = jax.random.split(key)
     if not agent.on_policy:
-        return random_batch(key, config.batch_size, obs_size, action_size, config.gamma)
+        batch = random_batch(key, config.batch_size, obs_size, action_size, config.gamma)
+        if critic_size is None:
+            return batch
+        critic_obs = jax.random.normal(critic_key, (config.batch_size, critic_size))
+        return batch._replace(critic_obs=critic_obs, next_critic_obs=critic_obs)
     k1, k2, k3 = jax.random.split(key, 3)
     steps, n = config.unroll_length, config.num_envs
     obs = jax.random.normal(k1, (steps, n, obs_size))
     _, extras = agent.explore(agent_state, obs.reshape(steps * n, obs_size), k2)
     zeros = jnp.zeros((steps, n))
+    critic_obs = None
+    if critic_size is not None:
+        critic_obs = jax.random.normal(critic_key, (steps, n, critic_size))
     return Rollout(
         obs=obs,
         reward=jax.random.normal(k3, (steps, n)),
@@ -75,6 +84,8 @@ def learning_data(trainer, agent_state, key: jax.Array):
         discount=zeros + config.gamma,
         extras=jax.tree.map(lambda x: x.reshape((steps, n) + x.shape[1:]), extras),
         progress=jnp.zeros(()),
+        critic_obs=critic_obs,
+        next_critic_obs=critic_obs,
     )
 
 

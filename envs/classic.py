@@ -72,6 +72,32 @@ class Pendulum:
         )
 
 
+class PrivilegedPendulum(Pendulum):
+    """Pendulum observed as Playground's robot tasks observe: a dict whose "state" entry is
+    Pendulum's observation (what the policy reads) and whose "privileged_state" adds what only
+    the simulator knows, the wrapped angle and the last torque, for an asymmetric critic
+    (`--critic-obs privileged_state`)."""
+
+    @property
+    def observation_size(self) -> dict:
+        return {"state": (3,), "privileged_state": (5,)}
+
+    def _dict_obs(self, physics: jax.Array, torque: jax.Array) -> dict:
+        obs = self._obs(physics)
+        angle = jnp.mod(physics[0] + jnp.pi, 2 * jnp.pi) - jnp.pi
+        extra = jnp.stack([angle, torque / self.max_torque])
+        return {"state": obs, "privileged_state": jnp.concatenate([obs, extra])}
+
+    def reset(self, key: jax.Array) -> State:
+        state = super().reset(key)
+        return state.replace(obs=self._dict_obs(state.pipeline_state, jnp.zeros(())))
+
+    def step(self, state: State, action: jax.Array) -> State:
+        state = super().step(state, action)
+        torque = jnp.clip(action[0], -1.0, 1.0) * self.max_torque
+        return state.replace(obs=self._dict_obs(state.pipeline_state, torque))
+
+
 class MountainCarContinuous:
     """Continuous mountain car (Gym MountainCarContinuous-v0): a sparse-reward exploration task.
 
@@ -114,4 +140,8 @@ class MountainCarContinuous:
         )
 
 
-ENVS = {"pendulum": Pendulum, "mountain_car_continuous": MountainCarContinuous}
+ENVS = {
+    "pendulum": Pendulum,
+    "pendulum_privileged": PrivilegedPendulum,
+    "mountain_car_continuous": MountainCarContinuous,
+}

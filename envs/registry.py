@@ -19,6 +19,7 @@ from jaxrl.envs.wrappers import (
     ActionRepeat,
     AutoResetWrapper,
     EpisodeWrapper,
+    JointLimitActions,
     VmapWrapper,
     require_positive,
     with_action_bounds,
@@ -291,20 +292,19 @@ def _make_brax(task: str, options: dict):
 
 
 class _PlaygroundEnv:
-    """Adapts a MuJoCo Playground env: dict observations keep their "state" entry (the policy's
-    input in Playground's own trainers) and the time limit comes from the task's config."""
+    """Adapts a MuJoCo Playground env: the time limit and action repeat come from the task's
+    config. Dict observations stay whole (some tasks read their last observation back in
+    `step`); the training loops read the entries a run names (`jaxrl.observations`)."""
 
     def __init__(self, env: Any, episode_length: int | None, action_repeat: int | None):
         self.env = env
         self.episode_length = episode_length
         self.action_repeat = action_repeat
-        size = env.observation_size
-        self._obs_key = "state" if isinstance(size, dict) else None
-        self._obs_size = size["state"][0] if self._obs_key else size
 
     @property
-    def observation_size(self) -> int:
-        return int(self._obs_size)
+    def observation_size(self) -> Any:
+        """An int, or (robot tasks) a dict of entry -> shape."""
+        return self.env.observation_size
 
     @property
     def action_size(self) -> int:
@@ -318,18 +318,11 @@ class _PlaygroundEnv:
     def action_bounds(self) -> Any:
         return getattr(self.env, "action_bounds", None)
 
-    def _flat(self, state):
-        if self._obs_key is None:
-            return state
-        return state.replace(obs=state.obs[self._obs_key])
-
     def reset(self, key):
-        return self._flat(self.env.reset(key))
+        return self.env.reset(key)
 
     def step(self, state, action):
-        # Playground tasks build each observation afresh from the physics and `info`, so the
-        # flattened observation carried in `state.obs` is never read back by the task.
-        return self._flat(self.env.step(state, action))
+        return self.env.step(state, action)
 
 
 def _make_playground(task: str, options: dict):
@@ -355,18 +348,10 @@ def _make_playground(task: str, options: dict):
 
 
 def adapt(env: Any) -> Any:
-    """Your env, checked, with dict observations (a Playground robot task's) read at "state",
-    as the built-in Playground tasks are."""
+    """Your env, checked. Dict observations (a Playground robot task's) stay whole: the run's
+    `actor_obs` / `critic_obs` name the entries actor and critic read (`jaxrl.observations`)."""
     check_env_object(env)
-    if not isinstance(env.observation_size, dict):
-        return env
-    if "state" not in env.observation_size:
-        raise EnvOptionError(
-            f"{type(env).__name__} has dict observations without a 'state' entry (it has "
-            f"{', '.join(env.observation_size)}); the policy reads 'state'"
-        )
-    length, repeat = (getattr(env, a, None) for a in ("episode_length", "action_repeat"))
-    return _PlaygroundEnv(env, length, repeat)
+    return env
 
 
 def _load_robot(registry, task: str, overrides: dict):
@@ -414,6 +399,17 @@ def make(name: str, **options):
     return maker(task, dict(options))
 
 
+def bounded_actions(base, joint_limit_actions: bool = False):
+    """`base` acting in [-1, 1]: rescaled to its `action_bounds` where it declares them, or
+    (`joint_limit_actions`) bounded by its joints' limits (`envs.robots`)."""
+    if not joint_limit_actions:
+        return with_action_bounds(base)
+    from jaxrl.envs import robots
+
+    label = type(getattr(base, "unwrapped", base)).__name__
+    return JointLimitActions(base, *robots.joint_limit_bounds(base, label))
+
+
 def make_vec(
     name: str,
     num_envs: int,
@@ -447,10 +443,12 @@ def wrap(
     action_repeat: int | None = None,
     auto_reset: bool = True,
     randomization: tuple[Callable, Any] | None = None,
+    joint_limit_actions: bool = False,
 ):
     """The training wrappers around an env made by `make` (one base env can serve several
     batched envs, e.g. for training and for evaluation). `randomization`: (randomization_fn,
-    key) gives each of the `num_envs` envs physics of its own (`envs.randomization`)."""
+    key) gives each of the `num_envs` envs physics of its own (`envs.randomization`).
+    `joint_limit_actions`: actions bounded by the joints' limits (`envs.robots`)."""
     episode_length = episode_length or getattr(base, "episode_length", None)
     if episode_length is None:
         raise EnvOptionError(
@@ -459,7 +457,9 @@ def wrap(
             "register(..., episode_length=N))"
         )
     action_repeat = action_repeat or getattr(base, "action_repeat", None) or 1
-    env = EpisodeWrapper(ActionRepeat(with_action_bounds(base), action_repeat), episode_length)
+    env = EpisodeWrapper(
+        ActionRepeat(bounded_actions(base, joint_limit_actions), action_repeat), episode_length
+    )
     if randomization is None:
         env = VmapWrapper(env, num_envs)
     else:

@@ -90,6 +90,25 @@ class RescaleAction(Wrapper):
         return self.env.step(state, scaled)
 
 
+class JointLimitActions(Wrapper):
+    """Joint-limit-aware action bounds (the FastSAC / FastTD3 humanoid recipe) for tasks whose
+    motor targets are default_pose + action x action_scale: the agent's a in [-1, 1] becomes
+    a x high where a >= 0 and -a x low where a < 0, per action entry, with [low, high] the
+    actions that take each joint from its default pose to its limits. So 0 stays the default
+    pose, and +-1 reach the joint's limits whatever the task's action_scale."""
+
+    def __init__(self, env: Any, low: Any, high: Any):
+        super().__init__(env)
+        self.low, self.high = jnp.asarray(low, jnp.float32), jnp.asarray(high, jnp.float32)
+        if not bool(jnp.all(self.low <= 0.0)) or not bool(jnp.all(self.high >= 0.0)):
+            raise ValueError(f"joint-limit bounds need low <= 0 <= high, got {low} and {high}")
+
+    def step(self, state, action: jax.Array):
+        action = jnp.clip(action, -1.0, 1.0)
+        scaled = jnp.where(action >= 0.0, action * self.high, -action * self.low)
+        return self.env.step(state, scaled)
+
+
 def action_bounds(env: Any) -> tuple[Any, Any] | None:
     """An env's `action_bounds` = (low, high) where it declares bounds other than [-1, 1]."""
     bounds = getattr(env, "action_bounds", None)
@@ -129,7 +148,7 @@ class EpisodeWrapper(Wrapper):
             episode_length=jnp.zeros((), jnp.int32),
         )
         return state.replace(
-            obs=jnp.asarray(state.obs, jnp.float32),
+            obs=_float32(state.obs),
             reward=zero,
             done=zero,
             info=info,
@@ -148,11 +167,16 @@ class EpisodeWrapper(Wrapper):
             episode_length=length,
         )
         return stepped.replace(
-            obs=jnp.asarray(stepped.obs, jnp.float32),
+            obs=_float32(stepped.obs),
             reward=reward,
             done=jnp.maximum(terminated, truncated),
             info=info,
         )
+
+
+def _float32(obs: Any) -> Any:
+    """An observation (an array, or a dict of them) in float32."""
+    return jax.tree.map(lambda x: jnp.asarray(x, jnp.float32), obs)
 
 
 class VmapWrapper(Wrapper):

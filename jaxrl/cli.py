@@ -564,6 +564,7 @@ def cmd_render(argv: list[str]) -> int:
         seed=args.seed,
         episode_length=config.episode_length,
         action_repeat=config.action_repeat,
+        joint_limit_actions=config.joint_limit_actions,
     )
     print(
         f"wrote {info['path']}: {info['frames']} frames of {info['width']}x{info['height']} at "

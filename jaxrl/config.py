@@ -51,6 +51,19 @@ class TrainConfig:
     """A module to import before the env is made: yours, registering jaxrl.envs.register envs.
     Repeatable: --import mylab.tasks --env mylab/Reach. Saved with the run, so resume, eval
     and render import it again; the current folder is searched too."""
+    actor_obs: str | None = None
+    """The entry of a dict observation the policy reads; None: "state" (Playground's choice).
+    Playground's robot tasks observe {"state": ..., "privileged_state": ...}. Evaluation and
+    saved policies read this entry only. Envs that observe one array: leave it unset."""
+    critic_obs: str | None = None
+    """The entry the critics (PPO: the value function) read; None: the actor's entry.
+    E.g. privileged_state: an asymmetric actor-critic, whose critic sees what the simulator
+    knows and the robot does not (training only; the policy never reads it)."""
+    joint_limit_actions: bool = False
+    """Bound each action by its joint's limits (FastSAC's humanoid recipe) instead of [-1, 1].
+    For tasks whose motor targets are default_pose + action x action_scale (Playground's
+    locomotion joystick tasks): -1 and +1 then reach the joint's lower and upper limit, and
+    0 stays the default pose. Other tasks are refused before compiling."""
     randomize: str | None = None
     """Domain randomization of the training envs' physics, one draw per env; None: none.
     "mass", "friction" (each body's mass, each geom's friction scaled by U[1 - s, 1 + s],
@@ -143,6 +156,10 @@ class TrainConfig:
                 raise ConfigError(f"{name} must be a positive integer or unset, got {value!r}")
         if self.n_step is not None and self.n_step < 1:
             raise ConfigError(f"n_step must be a positive integer, got {self.n_step!r}")
+        for name in ("actor_obs", "critic_obs"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, str) or not value.strip()):
+                raise ConfigError(f"{name} must name an observation entry, got {value!r}")
         if self.randomize is not None:
             names = [part.strip() for part in self.randomize.split(",")]
             unknown = [n for n in names if n not in ("playground", "mass", "friction")]

@@ -231,13 +231,16 @@ def check_setting(config: TrainConfig, agent_config: Any, env: Any = None) -> No
 
 def _meta(trainer) -> dict:
     """What a checkpoint must share with the run that restores it."""
-    return {
+    meta = {
         "algo": trainer.config.algo,
         "env": trainer.config.env,
         "num_envs": trainer.config.num_envs,
-        "observation_size": int(trainer.env.observation_size),
+        "observation_size": trainer.observation.actor_size,
         "action_size": int(trainer.env.action_size),
     }
+    if trainer.observation.asymmetric:  # absent otherwise: older checkpoints stay readable
+        meta["critic_observation_size"] = trainer.observation.critic_size
+    return meta
 
 
 def train(
@@ -283,7 +286,9 @@ def train(
             "agent": dataclasses.asdict(agent_config),
             "run": dataclasses.asdict(options),
             "env_info": {
-                "observation_size": trainer.env.observation_size,
+                "observation_size": trainer.observation.actor_size,
+                # Asymmetric actor-critic: the critic's own input (None: the actor's).
+                "critic_observation_size": trainer.observation.critic_size,
                 "action_size": trainer.env.action_size,
                 "episode_length": trainer.env.episode_length,
                 "env_steps_per_chunk": config.env_steps_per_chunk,

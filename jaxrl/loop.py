@@ -22,9 +22,10 @@ import flax.struct
 import jax
 import jax.numpy as jnp
 
-from jaxrl import envs, normalization, replay
+from jaxrl import envs, normalization, observations, replay
 from jaxrl.agents.base import Agent
 from jaxrl.config import ConfigError, TrainConfig
+from jaxrl.observations import ObservationView, actor_part, split_critic
 from jaxrl.types import Batch, Transition
 
 
@@ -51,7 +52,10 @@ class Trainer(NamedTuple):
     train: Callable[[jax.Array], tuple[LoopState, dict]]
     policy: Callable[[Any, normalization.RunningStats, jax.Array], jax.Array]
     """`policy(agent_state, obs_stats, obs) -> action`: greedy, with the run's observation
-    normalisation applied to raw observations (one [obs_size] or a batch [..., obs_size])."""
+    normalisation applied to raw observations (one [obs_size] or a batch [..., obs_size], or
+    the env's dict observation, read at the run's actor entry)."""
+    observation: ObservationView
+    """Which of the env's observations actor and critic read, and their sizes."""
 
 
 def make_envs(
@@ -83,13 +87,37 @@ def make_envs(
         train_key, eval_key = jax.random.split(key)
         train_dr = (randomization_fn, train_key)
         eval_dr = (randomization_fn, eval_key) if config.randomize_eval else None
-    sizes = dict(episode_length=config.episode_length, action_repeat=config.action_repeat)
+    if config.joint_limit_actions:  # checked here, to name the task in the error
+        from jaxrl.envs import robots
+
+        robots.joint_limit_bounds(base, config.env)
+    sizes = dict(
+        episode_length=config.episode_length,
+        action_repeat=config.action_repeat,
+        joint_limit_actions=config.joint_limit_actions,
+    )
     env = envs.wrap(base, config.num_envs, randomization=train_dr, **sizes)
     eval_env = envs.wrap(base, config.eval_envs, auto_reset=False, randomization=eval_dr, **sizes)
     return env, eval_env
 
 
 RANDOMIZATION_STREAM = 0xD0  # folded into the seed's key for the physics draws
+
+
+def observation_view(config: TrainConfig, env: Any) -> ObservationView:
+    """What actor and critic read of `env`'s observations under `config.actor_obs` /
+    `config.critic_obs` (ConfigError where the env has no such entry)."""
+    return observations.view(
+        env.observation_size, config.actor_obs, config.critic_obs, label=config.env
+    )
+
+
+def init_agent(agent: Agent, key: jax.Array, view: ObservationView, action_size: int) -> Any:
+    """The agent's initial state; the critic's own observation size is passed only where it
+    reads one (asymmetric), so an agent whose init takes three arguments still works."""
+    if view.asymmetric:
+        return agent.init(key, view.actor_size, action_size, view.critic_size)
+    return agent.init(key, view.actor_size, action_size)
 
 
 def make_observe(config: TrainConfig) -> Callable:
@@ -103,27 +131,36 @@ def make_observe(config: TrainConfig) -> Callable:
 
 def make_policy(config: TrainConfig, agent: Agent) -> Callable:
     """The greedy action of raw observations: normalised as in training, then `agent.act` with
-    no noise. `config` must be resolved (its `normalize_observations` set)."""
+    no noise. `config` must be resolved (its `normalize_observations` set). A dict observation
+    (the env's own) is read at the actor's entry, `config.actor_obs` (default "state")."""
     observe = make_observe(config)
     key = jax.random.PRNGKey(0)  # unused by a greedy action; act's signature takes one
 
     def policy(agent_state, obs_stats, obs):
+        if isinstance(obs, dict):
+            obs = obs[config.actor_obs or observations.DEFAULT_KEY]
         obs = jnp.asarray(obs, jnp.float32)
         single = obs.ndim == 1
         batch = obs[None] if single else obs.reshape(-1, obs.shape[-1])
-        action = agent.act(agent_state, observe(obs_stats, batch), key, 0.0)
+        action = agent.act(agent_state, observe(actor_part(obs_stats), batch), key, 0.0)
         return action[0] if single else action.reshape(obs.shape[:-1] + action.shape[-1:])
 
     return policy
 
 
 def make_evaluate(
-    config: TrainConfig, agent: Agent, eval_env: Any, per_episode: bool = False
+    config: TrainConfig,
+    agent: Agent,
+    eval_env: Any,
+    per_episode: bool = False,
+    view: ObservationView | None = None,
 ) -> Callable:
     """evaluate(agent_state, obs_stats, key) -> mean undiscounted return (and its spread and
     episode length) of `eval_envs` deterministic episodes, without auto-reset; with
-    `per_episode`, also each episode's return ("eval_returns")."""
+    `per_episode`, also each episode's return ("eval_returns"). The actor reads the env's
+    observations through `view` (default: `observation_view(config, eval_env)`)."""
     observe = make_observe(config)
+    view = view or observation_view(config, eval_env)
 
     def evaluate(agent_state, stats, key: jax.Array) -> dict:
         env_key, act_key = jax.random.split(key)
@@ -136,7 +173,8 @@ def make_evaluate(
 
         def body(carry):
             env_state, episode_return, alive, length, t = carry
-            action = agent.act(agent_state, observe(stats, env_state.obs), act_key, 0.0)
+            obs = actor_part(view(env_state.obs))
+            action = agent.act(agent_state, observe(actor_part(stats), obs), act_key, 0.0)
             env_state = eval_env.step(env_state, action)
             # where, not multiply: a finished env may step into NaN physics.
             episode_return = episode_return + jnp.where(alive > 0, env_state.reward, 0.0)
@@ -220,6 +258,7 @@ def make_train(
 
         return onpolicy.make_train(config, agent, env, randomization_fn)
     env, eval_env = make_envs(config, env, randomization_fn)
+    view = observation_view(config, env)
     num_envs, action_size = config.num_envs, env.action_size
     batch_rows = config.batch_size * config.updates_per_step
     learn_after = max(config.learning_starts, config.batch_size, config.n_step * num_envs)
@@ -233,23 +272,24 @@ def make_train(
         return jnp.ones(num_envs)
 
     observe = make_observe(config)
-    evaluate = make_evaluate(config, agent, eval_env)
+    evaluate = make_evaluate(config, agent, eval_env, view=view)
 
     def init(key: jax.Array) -> LoopState:
         key, agent_key, env_key, noise_key = jax.random.split(key, 4)
         env_state = env.reset(env_key)
+        first_obs = jax.tree.map(lambda x: x[0], view(env_state.obs))
         example = Transition(
-            obs=env_state.obs[0],
+            obs=first_obs,
             action=jnp.zeros((action_size,), jnp.float32),
             reward=env_state.reward[0],
-            next_obs=env_state.obs[0],
+            next_obs=first_obs,
             terminated=env_state.reward[0],
             done=env_state.reward[0],
         )
         # Identity until the first update: the reset states are far narrower than those the
         # policy visits, and seeding the statistics with them slowed PPO (as Brax, not seeded).
-        stats = normalization.init(env.observation_size)
-        agent_state = agent.init(agent_key, env.observation_size, action_size)
+        stats = normalization.init(view.sizes)
+        agent_state = init_agent(agent, agent_key, view, action_size)
         return LoopState(
             agent=agent_state,
             env_state=env_state,
@@ -281,6 +321,7 @@ def make_train(
         batch = batch._replace(
             obs=observe(stats, batch.obs), next_obs=observe(stats, batch.next_obs)
         )
+        batch = split_critic(batch)  # the critic's own observations into critic_obs
         batches = jax.tree.map(
             lambda x: x.reshape((config.updates_per_step, config.batch_size) + x.shape[1:]), batch
         )
@@ -294,9 +335,10 @@ def make_train(
 
     def iteration(state: LoopState, _):
         key, act_key, random_key, learn_key, noise_key = jax.random.split(state.key, 5)
-        obs = state.env_state.obs
+        obs = view(state.env_state.obs)
         acting = state.agent if config.acting_lag == 0 else state.acting_agent
-        policy_action = agent.act(acting, observe(state.obs_stats, obs), act_key, state.noise_scale)
+        actor_obs = observe(actor_part(state.obs_stats), actor_part(obs))
+        policy_action = agent.act(acting, actor_obs, act_key, state.noise_scale)
         if config.warmup_actions == "uniform":
             random_action = jax.random.uniform(
                 random_key, (num_envs, action_size), minval=-1, maxval=1
@@ -309,13 +351,12 @@ def make_train(
         env_state = env.step(state.env_state, action)
         info = env_state.info
         terminated = env_state.done * (1.0 - info["truncation"])
-        transition = Transition(
-            obs, action, env_state.reward, info["final_obs"], terminated, env_state.done
-        )
+        next_obs = view(info["final_obs"])
+        transition = Transition(obs, action, env_state.reward, next_obs, terminated, env_state.done)
         buffer = replay.add(state.buffer, transition)
         stats = state.obs_stats
         if config.normalize_observations:
-            stats = normalization.update(stats, info["final_obs"])
+            stats = normalization.update(stats, next_obs)
 
         ready = buffer.size >= learn_after
         metric_shapes = jax.eval_shape(lambda a: learn(a, buffer, stats, learn_key)[1], state.agent)
@@ -362,4 +403,4 @@ def make_train(
         return jax.lax.scan(lambda s, _: chunk(s), init(key), None, config.num_chunks)
 
     policy = make_policy(config, agent)
-    return Trainer(config, agent, env, eval_env, init, chunk, evaluate, train, policy)
+    return Trainer(config, agent, env, eval_env, init, chunk, evaluate, train, policy, view)

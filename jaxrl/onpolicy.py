@@ -22,13 +22,16 @@ from jaxrl.loop import (
     LoopState,
     Trainer,
     episode_metrics,
+    init_agent,
     make_envs,
     make_evaluate,
     make_observe,
     make_policy,
+    observation_view,
     resolve_config,
     summarize_chunk,
 )
+from jaxrl.observations import actor_part, split_critic
 from jaxrl.types import Rollout
 
 
@@ -38,8 +41,9 @@ def make_train(
     """The on-policy program (`jaxrl.loop.make_train` picks it for agents with `explore`)."""
     config = resolve_config(config, agent)
     env, eval_env = make_envs(config, env, randomization_fn)
+    view = observation_view(config, env)
     observe = make_observe(config)
-    evaluate = make_evaluate(config, agent, eval_env)
+    evaluate = make_evaluate(config, agent, eval_env, view=view)
     rollouts_per_chunk = config.iterations_per_chunk // config.unroll_length
     total_rollouts = rollouts_per_chunk * config.num_chunks
 
@@ -48,9 +52,9 @@ def make_train(
         env_state = env.reset(env_key)
         # Identity until the first update: the reset states are far narrower than those the
         # policy visits, and seeding the statistics with them slowed PPO (as Brax, not seeded).
-        stats = normalization.init(env.observation_size)
+        stats = normalization.init(view.sizes)
         return LoopState(
-            agent=agent.init(agent_key, env.observation_size, env.action_size),
+            agent=init_agent(agent, agent_key, view, env.action_size),
             env_state=env_state,
             buffer=None,
             obs_stats=stats,
@@ -64,12 +68,14 @@ def make_train(
         """unroll_length steps of all envs under the current policy and statistics."""
 
         def step(env_state, key):
-            raw_obs = env_state.obs
-            action, extras = agent.explore(state.agent, observe(state.obs_stats, raw_obs), key)
+            raw_obs = view(env_state.obs)
+            actor_obs = observe(actor_part(state.obs_stats), actor_part(raw_obs))
+            action, extras = agent.explore(state.agent, actor_obs, key)
             env_state = env.step(env_state, action)
             info = env_state.info
             terminated = env_state.done * (1.0 - info["truncation"])
-            data = (raw_obs, env_state.reward, info["final_obs"], terminated, env_state.done)
+            final_obs = view(info["final_obs"])
+            data = (raw_obs, env_state.reward, final_obs, terminated, env_state.done)
             return env_state, (data, extras, episode_metrics(env_state))
 
         keys = jax.random.split(key, config.unroll_length)
@@ -79,7 +85,8 @@ def make_train(
         # the update reads it normalised with them, as the next rollout will act.
         stats = state.obs_stats
         if config.normalize_observations:
-            stats = normalization.update(stats, final_obs.reshape(-1, final_obs.shape[-1]))
+            flat = jax.tree.map(lambda x: x.reshape(-1, x.shape[-1]), final_obs)
+            stats = normalization.update(stats, flat)
         seen = stats if config.renormalize_rollout else state.obs_stats
         batch = Rollout(
             obs=observe(seen, raw_obs),
@@ -91,6 +98,7 @@ def make_train(
             extras=extras,
             progress=state.iteration / (total_rollouts * config.unroll_length),
         )
+        batch = split_critic(batch)  # the critic's own observations into critic_obs
         return env_state, batch, stats, jax.tree.map(jnp.sum, episodes)
 
     def iteration(state: LoopState, _):
@@ -122,4 +130,4 @@ def make_train(
         return jax.lax.scan(lambda s, _: chunk(s), init(key), None, config.num_chunks)
 
     policy = make_policy(config, agent)
-    return Trainer(config, agent, env, eval_env, init, chunk, evaluate, train, policy)
+    return Trainer(config, agent, env, eval_env, init, chunk, evaluate, train, policy, view)

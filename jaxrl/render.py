@@ -42,7 +42,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxrl import envs
-from jaxrl.envs.wrappers import ActionRepeat, EpisodeWrapper, with_action_bounds
+from jaxrl.envs.wrappers import ActionRepeat, EpisodeWrapper
 
 VIDEO_SUFFIXES = (".mp4", ".gif")
 DEFAULT_FPS = 30.0
@@ -70,6 +70,7 @@ def render_policy(
     seed: int = 0,
     episode_length: int | None = None,
     action_repeat: int | None = None,
+    joint_limit_actions: bool = False,
 ) -> dict:
     """Rolls out one episode of `policy` from `reset(PRNGKey(seed))` and writes it as a video.
 
@@ -115,7 +116,8 @@ def render_policy(
     episode_length = int(episode_length or base.episode_length)
     action_repeat = int(action_repeat or getattr(base, "action_repeat", 1))
     max_steps = int(min(max_steps or episode_length, episode_length))
-    env = EpisodeWrapper(ActionRepeat(with_action_bounds(base), action_repeat), episode_length)
+    actions = envs.bounded_actions(base, joint_limit_actions)  # as the run trained
+    env = EpisodeWrapper(ActionRepeat(actions, action_repeat), episode_length)
 
     rollout = jax.jit(_make_rollout(env, policy, max_steps))
     steps, episode_return, physics = rollout(jax.random.PRNGKey(seed))

@@ -90,10 +90,10 @@ def sample_n_step(
     powers = gamma ** jnp.arange(n_step, dtype=jnp.float32)
     first = index[:, 0]
     return Batch(
-        obs=data.obs[first],
+        obs=jax.tree.map(lambda x: x[first], data.obs),
         action=data.action[first],
         reward=(alive * reward * powers).sum(1),
-        next_obs=data.next_obs[last],
+        next_obs=jax.tree.map(lambda x: x[last], data.next_obs),
         terminated=data.terminated[last],
         discount=gamma ** steps.astype(jnp.float32),
     )

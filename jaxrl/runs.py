@@ -17,7 +17,8 @@ import numpy as np
 
 from jaxrl import agents, checkpoint, normalization
 from jaxrl.config import ConfigError, TrainConfig
-from jaxrl.loop import make_policy
+from jaxrl.loop import init_agent, make_policy
+from jaxrl.observations import ObservationView
 
 
 class RunError(ValueError):
@@ -68,7 +69,8 @@ def read_configs(run_dir: str | os.PathLike) -> tuple[TrainConfig, Any]:
 class Policy:
     """A trained policy, callable as `policy(obs) -> action`: greedy (the deterministic action)
     and jitted, with the run's observation normalisation applied. `obs` is one observation
-    [obs_size] or a batch [..., obs_size]."""
+    [obs_size] or a batch [..., obs_size], or the env's dict observation (read at the run's
+    actor entry, `config.actor_obs`, default "state")."""
 
     config: TrainConfig
     agent_config: Any
@@ -77,15 +79,19 @@ class Policy:
     env_steps: int
     _apply: Callable = dataclasses.field(repr=False)
 
-    def __call__(self, obs: jax.Array) -> jax.Array:
-        return self._apply(self.agent_state, self.obs_stats, jnp.asarray(obs, jnp.float32))
+    def __call__(self, obs: Any) -> jax.Array:
+        obs = jax.tree.map(lambda x: jnp.asarray(x, jnp.float32), obs)
+        return self._apply(self.agent_state, self.obs_stats, obs)
 
 
-def _sizes(saved: dict) -> tuple[int, int]:
+def _sizes(saved: dict) -> tuple[int, int | None, int]:
+    """(observation size, the critic's own observation size or None, action size)."""
     info = saved.get("env_info", {})
     if "observation_size" not in info or "action_size" not in info:
         raise RunError("config.json has no env_info with observation_size and action_size")
-    return int(info["observation_size"]), int(info["action_size"])
+    critic = info.get("critic_observation_size")
+    critic = None if critic is None else int(critic)
+    return int(info["observation_size"]), critic, int(info["action_size"])
 
 
 def check_env_given(
@@ -115,15 +121,17 @@ def load_policy(run_dir: str | os.PathLike, checkpoint_step: int | None = None) 
     `policy = jaxrl.load_policy("runs/NAME"); action = policy(obs)`. Builds no env."""
     saved = read_config_json(run_dir)
     config, agent_config = configs_from_json(saved)
-    obs_size, action_size = _sizes(saved)
+    obs_size, critic_size, action_size = _sizes(saved)
     directory = pathlib.Path(run_dir) / "checkpoints"
     step = checkpoint.pick(directory, checkpoint_step)
     agent = agents.get(config.algo).make(agent_config)
+    view = ObservationView(None, None, obs_size, critic_size)
     like_agent = jax.eval_shape(
-        lambda key: agent.init(key, obs_size, action_size), jax.random.PRNGKey(0)
+        lambda key: init_agent(agent, key, view, action_size), jax.random.PRNGKey(0)
     )
+    sizes = view.sizes
     agent_state, stats = checkpoint.restore_policy(
-        directory, step, like_agent, normalization.init(obs_size)
+        directory, step, like_agent, normalization.init(sizes)
     )
     apply = jax.jit(make_policy(config, agent))
     return Policy(config, agent_config, agent_state, stats, step, apply)

@@ -38,6 +38,17 @@ class Batch(NamedTuple):
     next_obs: jax.Array  # [B, obs_size]
     terminated: jax.Array  # [B]
     discount: jax.Array  # [B]
+    # Asymmetric actor-critic (`jaxrl.observations`): the critic's own observations, [B, C];
+    # None: the critic reads obs / next_obs as the actor does.
+    critic_obs: jax.Array | None = None
+    next_critic_obs: jax.Array | None = None
+
+    @property
+    def critic_inputs(self) -> tuple[jax.Array, jax.Array]:
+        """(observation, next observation) as the critic reads them."""
+        if self.critic_obs is None:
+            return self.obs, self.next_obs
+        return self.critic_obs, self.next_critic_obs
 
 
 class Rollout(NamedTuple):
@@ -56,6 +67,16 @@ class Rollout(NamedTuple):
     discount: jax.Array  # [T, N], gamma
     extras: dict  # what the agent's explore() returned besides the action, [T, N, ...]
     progress: jax.Array  # scalar in [0, 1]: fraction of the run done (learning-rate schedules)
+    # Asymmetric actor-critic: what the value function reads, [T, N, C]; None: obs / next_obs.
+    critic_obs: jax.Array | None = None
+    next_critic_obs: jax.Array | None = None
+
+    @property
+    def critic_inputs(self) -> tuple[jax.Array, jax.Array]:
+        """(observation, next observation) as the value function reads them."""
+        if self.critic_obs is None:
+            return self.obs, self.next_obs
+        return self.critic_obs, self.next_critic_obs
 
 
 def random_batch(key, size=32, obs_size=3, action_size=2, discount=0.99) -> Batch:

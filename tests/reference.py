@@ -419,3 +419,27 @@ def assert_polyak(new_target: Any, old_target: Any, online: Any, tau: float) -> 
         old_target,
         online,
     )
+
+
+# --- Asymmetric actor-critic. -----------------------------------------------------------------
+
+CRITIC_OBS = 5  # the critic's own observation size in asymmetric cases (the actor's is other)
+
+
+def with_critic_obs(batch: Batch, key: jax.Array, size: int = CRITIC_OBS) -> Batch:
+    """`batch` with the critic's own observations (asymmetric actor-critic): of another size
+    than the actor's and drawn apart from them, so an update whose critic reads `obs` (or whose
+    actor reads `critic_obs`) fails on shapes or gives other numbers."""
+    k1, k2 = jax.random.split(key)
+    rows = batch.reward.shape[0]
+    return batch._replace(
+        critic_obs=jax.random.normal(k1, (rows, size)) - 0.5,
+        next_critic_obs=jax.random.normal(k2, (rows, size)) + 0.5,
+    )
+
+
+def critic_inputs(batch: Any) -> tuple[Any, Any]:
+    """(obs, next_obs) as a critic must read them: its own where the batch has them."""
+    if batch.critic_obs is None:
+        return batch.obs, batch.next_obs
+    return batch.critic_obs, batch.next_critic_obs

@@ -51,6 +51,38 @@ class Counter:
         )
 
 
+class DictCounter(Counter):
+    """Counter observed as Playground's robot tasks observe: a dict. "state" is Counter's
+    observation (the actor's), "privileged_state" = [10 position, step, id, 1] (the critic's:
+    another size, and its first entry tells the two apart), and "pixels" no network reads."""
+
+    observation_size = {"state": (3,), "privileged_state": (4,), "pixels": (2, 2)}
+
+    @staticmethod
+    def observe(counter):
+        ones = jnp.ones(counter.shape[:-1] + (1,))
+        privileged = jnp.concatenate([counter * jnp.array([10.0, 1.0, 1.0]), ones], -1)
+        return {"state": counter, "privileged_state": privileged, "pixels": jnp.zeros((2, 2))}
+
+    def reset(self, key):
+        state = super().reset(key)
+        return state.replace(obs=self.observe(state.pipeline_state))
+
+    def step(self, state, action):
+        state = super().step(state.replace(obs=state.pipeline_state), action)
+        return state.replace(obs=self.observe(state.pipeline_state))
+
+
+def privileged(counter):
+    """DictCounter's critic entry of Counter observations [..., 3], in numpy."""
+    return np.concatenate(
+        [counter * np.array([10.0, 1.0, 1.0]), np.ones(counter.shape[:-1] + (1,))], -1
+    )
+
+
+ASYMMETRIC = dict(actor_obs="state", critic_obs="privileged_state")
+
+
 def _config(**overrides):
     base = dict(
         env="custom/counter",
@@ -70,11 +102,15 @@ def _config(**overrides):
 def recording_agent(batch_size: int) -> Agent:
     """Acts [0.5 * noise_scale, tanh(0.1 * obs[:, 0])]; its state is the last batch it got."""
 
-    def init(key, obs_size, action_size):
+    def init(key, obs_size, action_size, critic_obs_size=None):
         zeros = lambda *shape: jnp.zeros((batch_size,) + shape)
         batch = Batch(
             zeros(obs_size), zeros(action_size), zeros(), zeros(obs_size), zeros(), zeros()
         )
+        if critic_obs_size is not None:
+            batch = batch._replace(
+                critic_obs=zeros(critic_obs_size), next_critic_obs=zeros(critic_obs_size)
+            )
         return {"batch": batch, "updates": jnp.zeros((), jnp.int32)}
 
     def act(state, obs, key, noise_scale=1.0):
@@ -93,8 +129,8 @@ def normalize(stats, x):
     return np.clip((x - mean) / np.sqrt(var + 1e-8), -10, 10)
 
 
-def _run(config, agent):
-    trainer = make_train(config, agent, env=Counter())
+def _run(config, agent, env=None):
+    trainer = make_train(config, agent, env=env or Counter())
     state, metrics = jax.jit(trainer.chunk)(jax.jit(trainer.init)(jax.random.PRNGKey(0)))
     return trainer, state, metrics
 
@@ -235,11 +271,15 @@ def test_per_env_noise_scales_reach_act():
 def recording_on_policy_agent(unroll: int) -> Agent:
     """Explores [tanh(0.1 obs[:, 0]), 0]; its state is the last rollout it got."""
 
-    def init(key, obs_size, action_size):
+    def init(key, obs_size, action_size, critic_obs_size=None):
         zeros = lambda *shape: jnp.zeros((unroll, NUM_ENVS) + shape)
-        return Rollout(
+        rollout = Rollout(
             zeros(obs_size), zeros(), zeros(obs_size), zeros(), zeros(), zeros(), {}, jnp.zeros(())
         )
+        if critic_obs_size is None:
+            return rollout
+        critic = zeros(critic_obs_size)
+        return rollout._replace(critic_obs=critic, next_critic_obs=critic)
 
     def act(state, obs, key, noise_scale=1.0):
         return jnp.stack([jnp.tanh(0.1 * obs[:, 0]), jnp.zeros(obs.shape[0])], -1)
@@ -371,3 +411,99 @@ def test_a_config_for_another_algorithm_is_refused():
     unnamed = recording_on_policy_agent(12)._replace(name="")
     with pytest.raises(ConfigError, match="does not match an on-policy agent"):
         make_train(_config(), unnamed, env=Counter())
+
+
+# --- Dict observations and the asymmetric actor-critic. ---------------------------------------
+
+
+def test_asymmetric_critic_reads_its_own_entry_with_its_own_statistics():
+    config = _config(normalize_observations=True, **ASYMMETRIC)
+    trainer, state, _ = _run(config, recording_agent(16), DictCounter())
+    assert trainer.observation.sizes == {"actor": 3, "critic": 4}
+    rows = _rows(state.buffer)
+    obs, nxt = rows.obs["actor"], rows.next_obs["actor"]
+    # Stored: both entries of the same step (the critic's is the privileged one).
+    np.testing.assert_array_equal(rows.obs["critic"], privileged(obs))
+    np.testing.assert_array_equal(rows.next_obs["critic"], privileged(nxt))
+    np.testing.assert_array_equal(nxt, obs + np.array([1.0, 1.0, 0.0]))  # as Counter's
+    # Statistics per entry, each over the observations the steps reached.
+    stats = state.obs_stats
+    assert set(stats) == {"actor", "critic"}
+    for part in ("actor", "critic"):
+        seen = rows.next_obs[part]
+        np.testing.assert_allclose(stats[part].mean, seen.mean(0), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(stats[part].var, seen.var(0), rtol=1e-4, atol=1e-6)
+    # The last update's batch: the actor's entry in obs, the critic's in critic_obs, both of
+    # one stored row and each normalised with its own statistics.
+    batch = jax.device_get(state.agent["batch"])
+    stored = normalize(stats["actor"], obs)
+    for r in range(16):
+        (match,) = np.nonzero(np.isclose(stored, batch.obs[r], atol=1e-5).all(-1))
+        i = match[0]
+        np.testing.assert_allclose(batch.next_obs[r], normalize(stats["actor"], nxt[i]), atol=1e-5)
+        critic = normalize(stats["critic"], rows.obs["critic"][i])
+        np.testing.assert_allclose(batch.critic_obs[r], critic, atol=1e-5)
+        next_critic = normalize(stats["critic"], rows.next_obs["critic"][i])
+        np.testing.assert_allclose(batch.next_critic_obs[r], next_critic, atol=1e-5)
+        assert batch.terminated[r] == rows.terminated[i]
+
+
+def test_the_actor_acts_and_is_evaluated_on_its_own_entry():
+    # No normalisation: the recorded action tells the actor's input apart (10 x position in
+    # the critic's entry would give another tanh).
+    config = _config(**ASYMMETRIC)
+    trainer, state, metrics = _run(config, recording_agent(16), DictCounter())
+    rows = _rows(state.buffer)
+    acted = np.arange(len(rows.action)) >= 10 * NUM_ENVS
+    expected = np.tanh(0.1 * rows.obs["actor"][acted, 0])
+    np.testing.assert_allclose(rows.action[acted, 1], expected, rtol=1e-6)
+    # The greedy policy takes the env's whole dict observation (or its actor entry alone).
+    env_obs = DictCounter.observe(jnp.array([[2.0, 1.0, 0.5]]))
+    action = trainer.policy(state.agent, state.obs_stats, env_obs)
+    same = trainer.policy(state.agent, state.obs_stats, env_obs["state"])
+    np.testing.assert_allclose(action, same)
+    np.testing.assert_allclose(action[0, 1], np.tanh(0.2), rtol=1e-6)
+    # Evaluation: Counter's rewards (position + 0.1 action) under the actor's action, which
+    # is the same as with symmetric Counter observations.
+    _, plain, plain_metrics = _run(_config(), recording_agent(16))
+    np.testing.assert_allclose(metrics["eval_return"], plain_metrics["eval_return"], rtol=1e-6)
+
+
+def test_asymmetric_rollouts_carry_the_critic_entry():
+    config = _config(
+        algo="ppo",
+        unroll_length=12,
+        total_steps=NUM_ENVS * 24,
+        eval_every=NUM_ENVS * 24,
+        normalize_observations=True,
+        renormalize_rollout=True,  # the last rollout normalised with the state's statistics
+        **ASYMMETRIC,
+    )
+    _, state, _ = _run(config, recording_on_policy_agent(12), DictCounter())
+    rollout = jax.device_get(state.agent)
+    stats = state.obs_stats
+    assert float(stats["actor"].count) == float(stats["critic"].count) == 2 * 12 * NUM_ENVS
+
+    def raw(part, x):  # each entry undone with its own statistics
+        s = stats[part]
+        scale = np.sqrt(np.asarray(s.var, np.float64) + 1e-8)
+        return np.asarray(x, np.float64) * scale + np.asarray(s.mean, np.float64)
+
+    actor, critic = raw("actor", rollout.obs), raw("critic", rollout.critic_obs)
+    np.testing.assert_allclose(critic, privileged(actor), atol=1e-4)
+    next_actor, next_critic = raw("actor", rollout.next_obs), raw("critic", rollout.next_critic_obs)
+    np.testing.assert_allclose(next_critic, privileged(next_actor), atol=1e-4)
+    np.testing.assert_allclose(next_actor, actor + np.array([1.0, 1.0, 0.0]), atol=1e-4)
+
+
+def test_observation_entries_are_checked_before_compiling():
+    agent = recording_agent(16)
+    with pytest.raises(ConfigError, match="'privileged'.*entries are 'state', 'privileged_state'"):
+        make_train(_config(critic_obs="privileged"), agent, env=DictCounter())
+    with pytest.raises(ConfigError, match="--actor-obs 'pixels'.*shape \\(2, 2\\)"):
+        make_train(_config(actor_obs="pixels"), agent, env=DictCounter())
+    with pytest.raises(ConfigError, match="--critic-obs privileged_state: .* one array"):
+        make_train(_config(critic_obs="privileged_state"), agent, env=Counter())
+    # Without --actor-obs, a dict observation is read at "state" by actor and critic alike.
+    trainer = make_train(_config(), agent, env=DictCounter())
+    assert not trainer.observation.asymmetric and trainer.observation.sizes == 3

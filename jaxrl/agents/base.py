@@ -14,7 +14,9 @@ Metrics = dict[str, jax.Array]
 
 
 class Agent(NamedTuple):
-    """init(key, obs_size, action_size) -> state;
+    """init(key, obs_size, action_size, critic_obs_size=None) -> state: critic_obs_size is the
+    size of the critic's own observation (asymmetric actor-critic, `jaxrl.observations`),
+    None where the critic reads the actor's; its batches then carry `critic_obs`;
     act(state, obs [N, O], key, noise_scale) -> actions [N, A] in [-1, 1], where noise_scale
     ([N] or scalar) scales the agent's exploration noise: 1 its own, 0 deterministic (eval);
     update(state, batch, key) -> (state, metrics): `batch` is a replay Batch [B] for
@@ -28,7 +30,7 @@ class Agent(NamedTuple):
     by `make_train`); `loop_defaults` are the loop-level settings the algorithm intends (e.g.
     FastTD3's per-env noise scales), taken by every TrainConfig field left at None."""
 
-    init: Callable[[jax.Array, int, int], AgentState]
+    init: Callable[..., AgentState]
     act: Callable[[AgentState, jax.Array, jax.Array, jax.Array | float], jax.Array]
     update: Callable[[AgentState, Any, jax.Array], tuple[AgentState, Metrics]]
     explore: Callable[[AgentState, jax.Array, jax.Array], tuple[jax.Array, dict]] | None = None

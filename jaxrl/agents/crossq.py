@@ -88,11 +88,14 @@ def make(config: CrossQConfig = CrossQConfig()) -> Agent:
             action_size, config.actor_hidden, config.bn_momentum, config.bn_warmup_steps
         )
 
-    def init(key: jax.Array, obs_size: int, action_size: int) -> CrossQState:
+    def init(
+        key: jax.Array, obs_size: int, action_size: int, critic_obs_size: int | None = None
+    ) -> CrossQState:
         actor_key, critic_key = jax.random.split(key)
         obs, action = jnp.zeros((2, obs_size)), jnp.zeros((2, action_size))
+        critic_obs = jnp.zeros((2, critic_obs_size or obs_size))
         actor_vars = actor_net(action_size).init(actor_key, obs)
-        critic_vars = critic_net.init(critic_key, obs, action)
+        critic_vars = critic_net.init(critic_key, critic_obs, action)
         return CrossQState(
             actor=learner(actor_vars["params"], actor_opt),
             actor_stats=actor_vars["batch_stats"],
@@ -119,6 +122,7 @@ def make(config: CrossQConfig = CrossQConfig()) -> Agent:
         target_entropy = -config.target_entropy_scale * action_size
         next_key, actor_key = jax.random.split(key)
         alpha = jnp.exp(state.log_alpha.params)
+        critic_obs, next_critic_obs = batch.critic_inputs  # obs / next_obs unless asymmetric
         mean, log_std = policy(state.actor.params, state.actor_stats, batch.next_obs, action_size)
         next_action, next_log_prob = distributions.tanh_gaussian_sample(next_key, mean, log_std)
 
@@ -129,7 +133,7 @@ def make(config: CrossQConfig = CrossQConfig()) -> Agent:
                 return q, updates["batch_stats"]
 
             q, next_q, stats = joint_critic_pass(
-                apply, batch.obs, batch.action, batch.next_obs, next_action
+                apply, critic_obs, batch.action, next_critic_obs, next_action
             )
             # No target network: the target is the stop-gradient of the same joint pass.
             target = sac.critic_target(
@@ -153,7 +157,7 @@ def make(config: CrossQConfig = CrossQConfig()) -> Agent:
             )
             action, log_prob = distributions.tanh_gaussian_sample(actor_key, mean, log_std)
             variables = {"params": critic.params, "batch_stats": critic_stats}
-            q_pi = critic_net.apply(variables, batch.obs, action)  # running statistics
+            q_pi = critic_net.apply(variables, critic_obs, action)  # running statistics
             return sac.actor_loss(q_pi, log_prob, alpha), (log_prob, updates["batch_stats"])
 
         def update_actor(_):

@@ -214,12 +214,15 @@ def make(config: PPOConfig = PPOConfig()) -> Agent:
     def value(params, obs: jax.Array) -> jax.Array:
         return value_net.apply(params["value"], obs)[..., 0]
 
-    def init(key: jax.Array, obs_size: int, action_size: int) -> PPOState:
+    def init(
+        key: jax.Array, obs_size: int, action_size: int, critic_obs_size: int | None = None
+    ) -> PPOState:
         policy_key, value_key = jax.random.split(key)
         obs = jnp.zeros((1, obs_size))
+        value_obs = jnp.zeros((1, critic_obs_size or obs_size))
         params = {
             "policy": policy_net(action_size).init(policy_key, obs),
-            "value": value_net.init(value_key, obs),
+            "value": value_net.init(value_key, value_obs),
         }
         return PPOState(params, optimizer.init(params), jnp.zeros((), jnp.int32))
 
@@ -245,7 +248,12 @@ def make(config: PPOConfig = PPOConfig()) -> Agent:
             advantage = (advantage - advantage.mean()) / (advantage.std() + 1e-8)
         policy_loss = clipped_surrogate(ratio, advantage, config.clip_epsilon)
         clip = config.clip_epsilon if config.clip_value else None
-        v_loss = value_loss(value(params, batch["obs"]), batch["target"], batch["value"], clip)
+        v_loss = value_loss(
+            value(params, batch.get("value_obs", batch["obs"])),
+            batch["target"],
+            batch["value"],
+            clip,
+        )
         entropy = distributions.tanh_gaussian_entropy(key, mean, log_std).mean()
         total = policy_loss + config.value_coef * v_loss - config.entropy_coef * entropy
         metrics = {
@@ -261,11 +269,12 @@ def make(config: PPOConfig = PPOConfig()) -> Agent:
     def update(state: PPOState, rollout: Rollout, key: jax.Array):
         samples = rollout.reward.size
         check_minibatches(samples, config.num_minibatches)  # at trace time, before compiling
-        values = value(state.params, rollout.obs)
+        value_obs, next_value_obs = rollout.critic_inputs  # obs / next_obs unless asymmetric
+        values = value(state.params, value_obs)
         advantage, target = gae(
             config.reward_scale * rollout.reward,
             values,
-            value(state.params, rollout.next_obs),
+            value(state.params, next_value_obs),
             rollout.terminated,
             rollout.done,
             rollout.discount,
@@ -281,6 +290,8 @@ def make(config: PPOConfig = PPOConfig()) -> Agent:
             "target": target,
             "value": values,
         }
+        if rollout.critic_obs is not None:  # asymmetric: the value function's own input
+            flat["value_obs"] = value_obs
         flat = jax.tree.map(lambda x: x.reshape((samples,) + x.shape[2:]), flat)
         flat = jax.lax.stop_gradient(flat)
         fraction = 1.0 - rollout.progress if config.lr_schedule == "linear" else 1.0

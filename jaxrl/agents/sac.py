@@ -195,12 +195,15 @@ def make(config: SACConfig = SACConfig()) -> Agent:
     def actor_module(action_size: int) -> GaussianActor:
         return GaussianActor(action_size, config.actor_hidden, softplus_std=config.softplus_std)
 
-    def init(key: jax.Array, obs_size: int, action_size: int) -> SACState:
+    def init(
+        key: jax.Array, obs_size: int, action_size: int, critic_obs_size: int | None = None
+    ) -> SACState:
         actor_key, critic_key = jax.random.split(key)
         obs = jnp.zeros((1, obs_size))
+        critic_obs = jnp.zeros((1, critic_obs_size or obs_size))
         action = jnp.zeros((1, action_size))
         actor_params = actor_module(action_size).init(actor_key, obs)
-        critic_params = critic_net.init(critic_key, obs, action)
+        critic_params = critic_net.init(critic_key, critic_obs, action)
         log_alpha = jnp.asarray(jnp.log(config.init_alpha), jnp.float32)
         return SACState(
             actor=learner(actor_params, actor_opt),
@@ -234,11 +237,12 @@ def make(config: SACConfig = SACConfig()) -> Agent:
         target_entropy = -config.target_entropy_scale * action_size
         keys = jax.random.split(key, 7)
         alpha = jnp.exp(state.log_alpha.params)
+        critic_obs, next_critic_obs = batch.critic_inputs  # obs / next_obs unless asymmetric
 
         # Critic.
         mean, log_std = _policy(state.actor.params, batch.next_obs, action_size)
         next_action, next_log_prob = distributions.tanh_gaussian_sample(keys[0], mean, log_std)
-        next_out = critic_apply(state.target_critic_params, batch.next_obs, next_action, keys[1])
+        next_out = critic_apply(state.target_critic_params, next_critic_obs, next_action, keys[1])
         next_out = target_subset(keys[2], next_out, config.num_target_critics)
         reward = config.reward_scale * batch.reward
         if gaussian:
@@ -254,7 +258,7 @@ def make(config: SACConfig = SACConfig()) -> Agent:
             )
 
         def critic_objective(params):
-            out = critic_apply(params, batch.obs, batch.action, keys[3])
+            out = critic_apply(params, critic_obs, batch.action, keys[3])
             if not gaussian:
                 return critic_loss(out, target), (out, state.mean_std)
             q, std = gaussian_heads(out)
@@ -280,7 +284,7 @@ def make(config: SACConfig = SACConfig()) -> Agent:
         def actor_objective(params):
             mean, log_std = _policy(params, batch.obs, action_size)
             action, log_prob = distributions.tanh_gaussian_sample(keys[4], mean, log_std)
-            q_pi = q_values(critic_apply(actor_critic_params, batch.obs, action, keys[5]))
+            q_pi = q_values(critic_apply(actor_critic_params, critic_obs, action, keys[5]))
             return actor_loss(q_pi, log_prob, alpha, config.actor_q), log_prob
 
         def update_actor(_):

@@ -163,11 +163,14 @@ def make(config: TD3Config = TD3Config()) -> Agent:
     def action_size_of(params) -> int:
         return params["params"]["MLP_0"][f"Dense_{len(config.actor_hidden)}"]["bias"].shape[-1]
 
-    def init(key: jax.Array, obs_size: int, action_size: int) -> TD3State:
+    def init(
+        key: jax.Array, obs_size: int, action_size: int, critic_obs_size: int | None = None
+    ) -> TD3State:
         actor_key, critic_key = jax.random.split(key)
         obs, action = jnp.zeros((1, obs_size)), jnp.zeros((1, action_size))
+        critic_obs = jnp.zeros((1, critic_obs_size or obs_size))
         actor_params = actor_net(action_size).init(actor_key, obs)
-        critic_params = critic_net.init(critic_key, obs, action)
+        critic_params = critic_net.init(critic_key, critic_obs, action)
         return TD3State(
             actor=learner(actor_params, actor_opt),
             critic=learner(critic_params, critic_opt),
@@ -184,6 +187,7 @@ def make(config: TD3Config = TD3Config()) -> Agent:
 
     def update(state: TD3State, batch: Batch, key: jax.Array):
         policy = actor_net(batch.action.shape[-1])
+        critic_obs, next_critic_obs = batch.critic_inputs  # obs / next_obs unless asymmetric
         target_policy = state.target_actor_params if config.target_actor else state.actor.params
         next_action = smoothed_target_action(
             key,
@@ -191,7 +195,7 @@ def make(config: TD3Config = TD3Config()) -> Agent:
             config.target_noise,
             config.target_noise_clip,
         )
-        next_out = critic_net.apply(state.target_critic_params, batch.next_obs, next_action)
+        next_out = critic_net.apply(state.target_critic_params, next_critic_obs, next_action)
         reward = config.reward_scale * batch.reward
         if c51:
             target = c51_target(next_out, reward, batch.terminated, batch.discount, atoms)
@@ -199,7 +203,7 @@ def make(config: TD3Config = TD3Config()) -> Agent:
             target = critic_target(reward, batch.terminated, batch.discount, next_out)
 
         def critic_objective(params):
-            out = critic_net.apply(params, batch.obs, batch.action)
+            out = critic_net.apply(params, critic_obs, batch.action)
             loss = c51_critic_loss(out, target) if c51 else critic_loss(out, target)
             return loss, q_values(out)
 
@@ -207,7 +211,7 @@ def make(config: TD3Config = TD3Config()) -> Agent:
         critic = apply_gradients(state.critic, grads, critic_opt)
 
         def actor_objective(params):
-            out = critic_net.apply(critic.params, batch.obs, policy.apply(params, batch.obs))
+            out = critic_net.apply(critic.params, critic_obs, policy.apply(params, batch.obs))
             # C51 (FastTD3): the min of the critics' expected values; TD3: the first critic.
             return -q_values(out).min(axis=0).mean() if c51 else actor_loss(out)
 

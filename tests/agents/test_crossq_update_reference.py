@@ -39,6 +39,17 @@ CASES = {
         ),
         5,
     ),
+    # Asymmetric actor-critic after the warm-up: the critics read observations of their own.
+    "renorm_asymmetric": (
+        crossq.CrossQConfig(
+            actor_hidden=(8,),
+            critic_hidden=(8,),
+            init_alpha=0.5,
+            reward_scale=2.0,
+            bn_warmup_steps=5,
+        ),
+        5,
+    ),
 }
 
 
@@ -68,7 +79,8 @@ def _agent(case):
     config, steps = CASES[case]
     agent = crossq.make(config)
     keys = jax.random.split(jax.random.PRNGKey(SEED), 5)
-    state = agent.init(keys[0], OBS, ACT)
+    asymmetric = case.endswith("_asymmetric")
+    state = agent.init(keys[0], OBS, ACT, ref.CRITIC_OBS if asymmetric else None)
     # Parameters off their initial values (BatchRenorm's scale 1 and bias 0 included), running
     # statistics off the batch's.
     state = state.replace(
@@ -83,7 +95,10 @@ def _agent(case):
 def _setup(case, step=0):
     state, update, act = _agent(case)
     state = state.replace(step=jnp.asarray(step, state.step.dtype))
-    return update, act, state, ref.mixed_batch(jax.random.PRNGKey(1), B, OBS, ACT)
+    batch = ref.mixed_batch(jax.random.PRNGKey(1), B, OBS, ACT)
+    if case.endswith("_asymmetric"):
+        batch = ref.with_critic_obs(batch, jax.random.PRNGKey(3))
+    return update, act, state, batch
 
 
 def _reference(config, state, batch, key):
@@ -91,6 +106,7 @@ def _reference(config, state, batch, key):
     actor's terms as a function of actor and critic parameters and critic running statistics,
     the temperature loss, and the new running statistics of critic and actor."""
     p, b = ref.to64(state), ref.to64(batch)
+    critic_obs, next_critic_obs = ref.critic_inputs(b)  # the actor reads b.obs / b.next_obs
     m, w = config.bn_momentum, config.bn_warmup_steps
     next_key, actor_key = jax.random.split(key)
     alpha = np.exp(p.log_alpha.params)
@@ -104,7 +120,7 @@ def _reference(config, state, batch, key):
     next_log_prob = ref.tanh_gaussian_log_prob(u, mean, log_std)
 
     # One training-mode pass over both halves; the target is its second half, held fixed.
-    joint_obs = np.concatenate([b.obs, b.next_obs])
+    joint_obs = np.concatenate([critic_obs, next_critic_obs])
     joint_action = np.concatenate([b.action, np.tanh(u)])
     q_all, critic_stats, critic_rd = ref.brn_q_ensemble(
         p.critic.params, p.critic_stats, joint_obs, joint_action, True, m, w
@@ -130,7 +146,9 @@ def _reference(config, state, batch, key):
         )
         u = mean + np.exp(log_std) * eps
         log_prob = ref.tanh_gaussian_log_prob(u, mean, log_std)
-        q = ref.brn_q_ensemble(critic_params, critic_running, b.obs, np.tanh(u), False, m, w)[0]
+        q = ref.brn_q_ensemble(critic_params, critic_running, critic_obs, np.tanh(u), False, m, w)[
+            0
+        ]
         return (alpha * log_prob - q.min(0)).mean(), log_prob, q
 
     def alpha_loss(log_prob):

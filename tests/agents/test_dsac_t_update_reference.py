@@ -43,25 +43,36 @@ CASES = {
     "later_step": dict(
         config=dsac_t.DSACTConfig(**BASE, td_bound=0.5), step=2, mean_std=(0.3, 1.6)
     ),
+    # Asymmetric actor-critic: the Gaussian critics read observations of their own.
+    "later_step_asymmetric": dict(
+        config=dsac_t.DSACTConfig(**BASE, td_bound=0.5),
+        step=2,
+        mean_std=(0.3, 1.6),
+        asymmetric=True,
+    ),
 }
 
 
 @functools.cache
-def _agent(config):
+def _agent(config, asymmetric=False):
     """The agent, its jitted update, a fresh state with perturbed target critics and the
-    batch, built once per config (compiling is most of these tests' time)."""
+    batch (with `asymmetric`, the critics' own observations in it), built once per config
+    (compiling is most of these tests' time)."""
     agent = dsac_t.make(config)
     # Seed 1: the perturbed target critics' means cross (each is the lower on some rows).
     k_init, k_target, k_batch = jax.random.split(jax.random.PRNGKey(1), 3)
-    state = agent.init(k_init, OBS, ACT)
+    state = agent.init(k_init, OBS, ACT, ref.CRITIC_OBS if asymmetric else None)
     state = state.replace(
         target_critic_params=ref.perturbed(state.target_critic_params, k_target, 0.2)
     )
-    return jax.jit(agent.update), state, ref.mixed_batch(k_batch, B, OBS, ACT)
+    batch = ref.mixed_batch(k_batch, B, OBS, ACT)
+    if asymmetric:
+        batch = ref.with_critic_obs(batch, jax.random.PRNGKey(2))
+    return jax.jit(agent.update), state, batch
 
 
-def _setup(config, step, mean_std):
-    update, state, batch = _agent(config)
+def _setup(config, step, mean_std, asymmetric=False):
+    update, state, batch = _agent(config, asymmetric)
     state = state.replace(step=state.step + step, mean_std=jnp.asarray(mean_std, jnp.float32))
     return update, state, batch
 
@@ -71,6 +82,7 @@ def _reference(config, state, batch, key):
     surrogate (coefficients frozen at the current parameters) and the actor's loss as numpy
     functions of the parameters."""
     p, b = ref.to64(state), ref.to64(batch)
+    critic_obs, next_critic_obs = ref.critic_inputs(b)  # the actor reads b.obs / b.next_obs
     keys = jax.random.split(key, 7)
     alpha = np.exp(p.log_alpha.params)
     target_entropy = -config.target_entropy_scale * ACT
@@ -80,7 +92,9 @@ def _reference(config, state, batch, key):
     mean, log_std = ref.gaussian_actor(p.actor.params, b.next_obs)
     u = mean + np.exp(log_std) * ref.normal(keys[0], mean.shape)
     next_log_prob = ref.tanh_gaussian_log_prob(u, mean, log_std)
-    next_mean, next_std = ref.gaussian_q_ensemble(p.target_critic_params, b.next_obs, np.tanh(u))
+    next_mean, next_std = ref.gaussian_q_ensemble(
+        p.target_critic_params, next_critic_obs, np.tanh(u)
+    )
     lower = np.where(next_mean[0] <= next_mean[1], 0, 1)
     q_next, std_next = next_mean[lower, cols], next_std[lower, cols]
     raw_noise = ref.normal(keys[6], (B,))
@@ -91,7 +105,7 @@ def _reference(config, state, batch, key):
     y_z = reward + bootstrap * (q_next + noise * std_next - alpha * next_log_prob)
 
     # Running std: the batch mean at step 0, else the EMA with rate std_tau.
-    q, std = ref.gaussian_q_ensemble(p.critic.params, b.obs, b.action)
+    q, std = ref.gaussian_q_ensemble(p.critic.params, critic_obs, b.action)
     batch_std = std.mean(-1)
     if int(state.step) == 0:
         mean_std = batch_std
@@ -107,7 +121,7 @@ def _reference(config, state, batch, key):
     omega = mean_std**2 + bias
 
     def critic_surrogate(params):
-        q_, std_ = ref.gaussian_q_ensemble(params, b.obs, b.action)
+        q_, std_ = ref.gaussian_q_ensemble(params, critic_obs, b.action)
         return float((omega * (-mean_coef * q_ - std_coef * std_).mean(-1)).sum())
 
     eps = ref.normal(keys[4], (B, ACT))
@@ -116,7 +130,7 @@ def _reference(config, state, batch, key):
         mean, log_std = ref.gaussian_actor(params, b.obs)
         u = mean + np.exp(log_std) * eps
         log_prob = ref.tanh_gaussian_log_prob(u, mean, log_std)
-        q_pi, _ = ref.gaussian_q_ensemble(critic_params, b.obs, np.tanh(u))
+        q_pi, _ = ref.gaussian_q_ensemble(critic_params, critic_obs, np.tanh(u))
         return (alpha * log_prob - q_pi.min(0)).mean(), log_prob
 
     def alpha_loss(log_prob):
@@ -174,7 +188,7 @@ def _check_discriminating(r, case):
         assert inside.any()
     # The later case clips y_z around Q on some entries and not on others.
     clipped = np.abs(r["y_z"][None] - r["q"]) > r["bound"]
-    if case == "later_step":
+    if case.startswith("later_step"):
         assert 0 < clipped.sum() < clipped.size
 
 
@@ -182,7 +196,7 @@ def _check_discriminating(r, case):
 def test_update_matches_numpy_reference(case):
     c = CASES[case]
     config = c["config"]
-    update, state, batch = _setup(config, c["step"], c["mean_std"])
+    update, state, batch = _setup(config, c["step"], c["mean_std"], c.get("asymmetric", False))
     key = jax.random.PRNGKey(KEY)
     new, metrics = update(state, batch, key)
     r = _reference(config, state, batch, key)
@@ -209,7 +223,8 @@ def test_update_matches_numpy_reference(case):
     )
     assert int(new.step) == c["step"] + 1
     # The mean heads learn towards y_q: the step lowers their squared error.
-    q_new, _ = ref.gaussian_q_ensemble(n.critic.params, ref.to64(batch.obs), ref.to64(batch.action))
+    critic_obs = ref.critic_inputs(ref.to64(batch))[0]
+    q_new, _ = ref.gaussian_q_ensemble(n.critic.params, critic_obs, ref.to64(batch.action))
     assert ((q_new - r["y_q"]) ** 2).sum() < ((r["q"] - r["y_q"]) ** 2).sum()
 
 

@@ -71,16 +71,22 @@ CASES = {
         config=ppo.PPOConfig(**{**BASE, "max_grad_norm": 0.01}, softplus_std=True),
         progress=0.4,
     ),
+    # Asymmetric actor-critic: the value function reads observations of its own (another
+    # size), in GAE and in the minibatch's value loss alike.
+    "asymmetric": dict(
+        config=ppo.PPOConfig(**BASE, softplus_std=True), progress=0.4, asymmetric=True
+    ),
 }
 
 
 @functools.cache
-def _agent(config):
+def _agent(config, asymmetric=False):
     """The agent, its jitted update, a fresh state and a rollout whose actions and log-probs
-    come from an older (perturbed) policy, built once per config."""
+    come from an older (perturbed) policy, built once per config; with `asymmetric`, the
+    value function's own observations in the rollout."""
     agent = ppo.make(config)
     k_init, k_old, k_obs, k_final, k_reward, k_act = jax.random.split(jax.random.PRNGKey(0), 6)
-    state = agent.init(k_init, OBS, ACT)
+    state = agent.init(k_init, OBS, ACT, ref.CRITIC_OBS if asymmetric else None)
 
     ends = np.array(ENDS)
     terminated = (ends == "T").astype(np.float32)
@@ -106,19 +112,28 @@ def _agent(config):
         extras=extras,
         progress=jnp.asarray(0.0, jnp.float32),
     )
+    if asymmetric:  # the same episode structure: a fresh critic observation after an ending
+        k_critic, k_critic_final = jax.random.split(jax.random.PRNGKey(9))
+        c_states = np.asarray(jax.random.normal(k_critic, (T + 1, N, ref.CRITIC_OBS)), np.float32)
+        c_finals = jax.random.normal(k_critic_final, (T, N, ref.CRITIC_OBS)) - 1.0
+        c_next = np.where(done[..., None] > 0, np.asarray(c_finals, np.float32), c_states[1:])
+        rollout = rollout._replace(
+            critic_obs=jnp.asarray(c_states[:T]), next_critic_obs=jnp.asarray(c_next)
+        )
     return jax.jit(agent.update), state, rollout
 
 
-def _setup(config, progress):
-    update, state, rollout = _agent(config)
+def _setup(config, progress, asymmetric=False):
+    update, state, rollout = _agent(config, asymmetric)
     return update, state, rollout._replace(progress=jnp.asarray(progress, jnp.float32))
 
 
 def _gae(config, params, rollout):
     """Values, advantages and value targets [T, N] by a plain loop over t."""
     r = ref.to64(rollout)
-    value = ref.value_mlp(params["value"], r.obs, config.activation)
-    next_value = ref.value_mlp(params["value"], r.next_obs, config.activation)
+    value_obs, next_value_obs = ref.critic_inputs(r)  # the policy reads r.obs
+    value = ref.value_mlp(params["value"], value_obs, config.activation)
+    next_value = ref.value_mlp(params["value"], next_value_obs, config.activation)
     reward = config.reward_scale * r.reward
     horizon, lam = config.gae_horizon, config.gae_lambda
     advantage, target = np.zeros((T, N)), np.zeros((T, N))
@@ -169,6 +184,7 @@ def _loss_fn(config, params, rollout):
     _, advantage, target = _gae(config, params, rollout)
     flat = lambda x: x.reshape((T * N,) + x.shape[2:])
     obs, raw = flat(r.obs), flat(r.extras["raw_action"])
+    value_obs = flat(ref.critic_inputs(r)[0])
     old_log_prob, advantage, target = flat(r.extras["log_prob"]), flat(advantage), flat(target)
     eps_clip = config.clip_epsilon
 
@@ -182,7 +198,7 @@ def _loss_fn(config, params, rollout):
         if config.normalize_advantages:  # per minibatch
             a = (a - a.mean()) / (a.std() + 1e-8)
         policy_loss = -np.minimum(ratio * a, np.clip(ratio, 1 - eps_clip, 1 + eps_clip) * a).mean()
-        value = ref.value_mlp(params["value"], obs[rows], config.activation)
+        value = ref.value_mlp(params["value"], value_obs[rows], config.activation)
         value_loss = 0.5 * ((value - target[rows]) ** 2).mean()
         eps = ref.normal(step_key, (rows.size, ACT))
         entropy = ref.tanh_gaussian_entropy_estimate(eps, mean, log_std).mean()
@@ -207,7 +223,7 @@ def _check_pieces(metrics, pieces):
 @pytest.mark.parametrize("case", list(CASES))
 def test_update_matches_numpy_reference(case):
     config, progress = CASES[case]["config"], CASES[case]["progress"]
-    update, state, rollout = _setup(config, progress)
+    update, state, rollout = _setup(config, progress, CASES[case].get("asymmetric", False))
     key = jax.random.PRNGKey(3)
     new, metrics = update(state, rollout, key)
 

@@ -13,21 +13,26 @@ from tests import reference as ref
 OBS, ACT, B = 3, 2, 8
 
 
-def _setup(config, key=0, step=0):
+def _setup(config, key=0, step=0, asymmetric=False):
+    """Agent, state (targets perturbed away from the online critics) and a mixed batch; with
+    `asymmetric`, critics of the critic's own observations (of another size) in the batch."""
     agent = sac.make(config)
-    k_init, k_target, k_batch = jax.random.split(jax.random.PRNGKey(key), 3)
-    state = agent.init(k_init, OBS, ACT)
+    k_init, k_target, k_batch, k_critic = jax.random.split(jax.random.PRNGKey(key), 4)
+    critic_size = ref.CRITIC_OBS if asymmetric else None
+    state = agent.init(k_init, OBS, ACT, critic_size)
     state = state.replace(
         target_critic_params=ref.perturbed(state.target_critic_params, k_target, 0.2),
         step=state.step + step,
     )
-    return agent, state, ref.mixed_batch(k_batch, B, OBS, ACT)
+    batch = ref.mixed_batch(k_batch, B, OBS, ACT)
+    return agent, state, ref.with_critic_obs(batch, k_critic) if asymmetric else batch
 
 
 def _reference(config, state, batch, key):
     """(target y [B], critic loss, actor loss, alpha loss, log-probs [B]) and the numpy loss
     functions of the critic and actor parameters, all in float64."""
     p, b = ref.to64(state), ref.to64(batch)
+    critic_obs, next_critic_obs = ref.critic_inputs(b)  # the actor reads b.obs / b.next_obs
     ln = config.critic_layer_norm, config.critic_norm_after_relu
     keys = jax.random.split(key, 7)
     alpha = np.exp(p.log_alpha.params)
@@ -36,7 +41,7 @@ def _reference(config, state, batch, key):
     mean, log_std = ref.gaussian_actor(p.actor.params, b.next_obs, config.softplus_std)
     u = mean + np.exp(log_std) * ref.normal(keys[0], mean.shape)
     next_log_prob = ref.tanh_gaussian_log_prob(u, mean, log_std)
-    next_q = ref.q_ensemble(p.target_critic_params, b.next_obs, np.tanh(u), *ln)[..., 0]
+    next_q = ref.q_ensemble(p.target_critic_params, next_critic_obs, np.tanh(u), *ln)[..., 0]
     if config.num_target_critics is not None:
         subset = jax.random.choice(
             keys[2], config.num_critics, (config.num_target_critics,), replace=False
@@ -48,7 +53,7 @@ def _reference(config, state, batch, key):
     y = config.reward_scale * b.reward + b.discount * (1 - b.terminated) * soft_value
 
     def critic_loss(params):
-        q = ref.q_ensemble(params, b.obs, b.action, *ln)[..., 0]
+        q = ref.q_ensemble(params, critic_obs, b.action, *ln)[..., 0]
         return 0.5 * ((q - y) ** 2).mean(-1).sum()
 
     eps = ref.normal(keys[4], (B, ACT))
@@ -57,7 +62,7 @@ def _reference(config, state, batch, key):
         mean, log_std = ref.gaussian_actor(params, b.obs, config.softplus_std)
         u = mean + np.exp(log_std) * eps
         log_prob = ref.tanh_gaussian_log_prob(u, mean, log_std)
-        q = ref.q_ensemble(critic_params, b.obs, np.tanh(u), *ln)[..., 0]
+        q = ref.q_ensemble(critic_params, critic_obs, np.tanh(u), *ln)[..., 0]
         q = q.min(0) if config.actor_q == "min" else q.mean(0)
         return (alpha * log_prob - q).mean(), log_prob
 
@@ -89,6 +94,10 @@ CONFIGS = {
         init_alpha=0.5,
         tau=0.1,
     ),
+    # Asymmetric actor-critic: the critics read observations of their own (another size).
+    "sac_asymmetric": sac.SACConfig(
+        actor_hidden=(8,), critic_hidden=(8, 8), init_alpha=0.5, reward_scale=2.0, tau=0.1
+    ),
     "redq": redq.REDQConfig(
         actor_hidden=(8,), critic_hidden=(8,), num_critics=4, policy_delay=1, tau=0.1
     ),
@@ -101,13 +110,20 @@ CONFIGS = {
 
 # Update keys: for REDQ, one whose random subset of 2 of the 4 target critics misses the row
 # minimum on some rows (asserted below), so a target over all critics gives other numbers.
-UPDATE_KEYS = {"sac": 7, "sac_softplus_std": 7, "sac_brax": 7, "redq": 1, "droq": 7}
+UPDATE_KEYS = {
+    "sac": 7,
+    "sac_softplus_std": 7,
+    "sac_brax": 7,
+    "sac_asymmetric": 7,
+    "redq": 1,
+    "droq": 7,
+}
 
 
 @pytest.mark.parametrize("name", list(CONFIGS))
 def test_update_matches_numpy_reference(name):
     config = CONFIGS[name]
-    agent, state, batch = _setup(config)
+    agent, state, batch = _setup(config, asymmetric=name.endswith("asymmetric"))
     key = jax.random.PRNGKey(UPDATE_KEYS[name])
     new, metrics = jax.jit(agent.update)(state, batch, key)
     y, critic_loss, actor_terms, alpha_loss, target_entropy = _reference(config, state, batch, key)
@@ -117,7 +133,7 @@ def test_update_matches_numpy_reference(name):
     np.testing.assert_allclose(metrics["critic_loss"], critic_loss(p.critic.params), rtol=1e-4)
     q = ref.q_ensemble(
         p.critic.params,
-        ref.to64(batch.obs),
+        ref.critic_inputs(ref.to64(batch))[0],
         ref.to64(batch.action),
         config.critic_layer_norm,
         config.critic_norm_after_relu,

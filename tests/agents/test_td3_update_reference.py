@@ -29,6 +29,16 @@ CONFIGS = {
         target_noise_clip=0.4,
         exploration_noise=0.3,
     ),
+    # Asymmetric actor-critic: the critics read observations of their own (another size).
+    "td3_asymmetric": td3.TD3Config(
+        actor_hidden=(8,),
+        critic_hidden=(8, 8),
+        tau=0.1,
+        reward_scale=2.0,
+        target_noise=0.3,
+        target_noise_clip=0.4,
+        exploration_noise=0.3,
+    ),
     # No target actor: the bootstrap action is the online actor's.
     "pql": pql.PQLConfig(
         actor_hidden=(8,), critic_hidden=(8,), target_noise=0.3, target_noise_clip=0.4
@@ -53,7 +63,8 @@ def _agent(name):
     agent = td3.make(CONFIGS[name])
     # Seed 4: neither critic is the lower one on every row, for the target's min and the actor's.
     k_init, k_critic, k_actor = jax.random.split(jax.random.PRNGKey(4), 3)
-    state = agent.init(k_init, OBS, ACT)
+    asymmetric = name.endswith("_asymmetric")
+    state = agent.init(k_init, OBS, ACT, ref.CRITIC_OBS if asymmetric else None)
     state = state.replace(
         target_critic_params=ref.perturbed(state.target_critic_params, k_critic, 0.2),
         target_actor_params=ref.perturbed(state.target_actor_params, k_actor, 0.3),
@@ -64,13 +75,17 @@ def _agent(name):
 def _setup(name, step=0):
     state, update, act = _agent(name)
     state = state.replace(step=jnp.asarray(step, state.step.dtype))
-    return update, act, state, ref.mixed_batch(jax.random.PRNGKey(1), B, OBS, ACT)
+    batch = ref.mixed_batch(jax.random.PRNGKey(1), B, OBS, ACT)
+    if name.endswith("_asymmetric"):
+        batch = ref.with_critic_obs(batch, jax.random.PRNGKey(2))
+    return update, act, state, batch
 
 
 def _reference(config, state, batch, key):
     """The numpy critic loss and actor loss as functions of parameters (the critic's target
     held fixed, as a stop-gradient), the target itself and the smoothing noise."""
     p, b = ref.to64(state), ref.to64(batch)
+    critic_obs, next_critic_obs = ref.critic_inputs(b)  # the actor reads b.obs / b.next_obs
     c51 = config.critic == "c51"
     atoms = np.linspace(config.v_min, config.v_max, config.num_atoms)
 
@@ -79,7 +94,7 @@ def _reference(config, state, batch, key):
     raw_noise = config.target_noise * ref.normal(key, (B, ACT))
     noise = np.clip(raw_noise, -config.target_noise_clip, config.target_noise_clip)
     next_action = np.clip(ref.deterministic_actor(bootstrap_actor, b.next_obs) + noise, -1, 1)
-    next_out = ref.q_ensemble(p.target_critic_params, b.next_obs, next_action)  # [E, B, K|1]
+    next_out = ref.q_ensemble(p.target_critic_params, next_critic_obs, next_action)  # [E,B,K|1]
     reward = config.reward_scale * b.reward
     bootstrap = b.discount * (1.0 - b.terminated)
 
@@ -94,7 +109,7 @@ def _reference(config, state, batch, key):
             return (ref.softmax(out) * atoms).sum(-1)
 
         def critic_loss(params):
-            logits = ref.q_ensemble(params, b.obs, b.action)
+            logits = ref.q_ensemble(params, critic_obs, b.action)
             return -(target * ref.log_softmax(logits)).sum(-1).mean(-1).sum()
 
     else:
@@ -104,12 +119,12 @@ def _reference(config, state, batch, key):
             return out[..., 0]
 
         def critic_loss(params):
-            q = ref.q_ensemble(params, b.obs, b.action)[..., 0]
+            q = ref.q_ensemble(params, critic_obs, b.action)[..., 0]
             return 0.5 * ((q - target) ** 2).mean(-1).sum()
 
     def actor_q(actor_params, critic_params):
         action = ref.deterministic_actor(actor_params, b.obs)
-        return q_values(ref.q_ensemble(critic_params, b.obs, action))  # [E, B]
+        return q_values(ref.q_ensemble(critic_params, critic_obs, action))  # [E, B]
 
     def actor_loss(actor_params, critic_params):
         q = actor_q(actor_params, critic_params)
@@ -117,7 +132,7 @@ def _reference(config, state, batch, key):
         return -q.min(0).mean() if c51 else -q[0].mean()
 
     def q_mean(params):
-        return q_values(ref.q_ensemble(params, b.obs, b.action)).mean()
+        return q_values(ref.q_ensemble(params, critic_obs, b.action)).mean()
 
     return {
         "critic_loss": critic_loss,

@@ -297,20 +297,28 @@ def test_robot_tasks_are_listed_and_say_how_to_get_their_assets(no_menagerie):
         envs.make("playground/CartpoleBalance", menagerie_path=str(no_menagerie))
 
 
-@pytest.mark.parametrize("route", ["option", "environment"])
-def test_menagerie_path_is_passed_on_to_playground(no_menagerie, monkeypatch, route):
-    # A stand-in checkout: the Go1 meshes its MJX model loads, as tiny tetrahedra.
-    folder = no_menagerie / "mujoco_menagerie"
+def _stand_in_menagerie(root):
+    """A stand-in Menagerie checkout: the Go1 meshes its MJX model loads, as tiny tetrahedra."""
+    folder = root / "mujoco_menagerie"
     (folder / "unitree_go1" / "assets").mkdir(parents=True)
     for name in GO1_MESHES:
         (folder / "unitree_go1" / "assets" / f"{name}.stl").write_bytes(_tetrahedron_stl())
+    return folder
+
+
+@pytest.mark.parametrize("route", ["option", "environment"])
+def test_menagerie_path_is_passed_on_to_playground(no_menagerie, monkeypatch, route):
+    folder = _stand_in_menagerie(no_menagerie)
     options = {}
     if route == "option":
         options["menagerie_path"] = str(folder)
     else:
         monkeypatch.setenv(envs.registry.MENAGERIE_ENV, str(folder))
     env = envs.make(GO1, **options)
-    assert env.action_size == 12 and env.observation_size > 12
+    # Dict observations: the policy's state and the critic's privileged state.
+    sizes = env.observation_size
+    assert env.action_size == 12 and {"state", "privileged_state"} <= set(sizes)
+    assert sizes["privileged_state"][0] > sizes["state"][0] > 12
     assert env.unwrapped.mj_model.nmesh == len(GO1_MESHES)
     if route == "option":
         # Playground's own randomizer for the task, as --randomize playground uses it.
@@ -360,3 +368,37 @@ def test_actions_are_rescaled_to_the_env_bounds(bounds, actions, expected):
     if bounds is not None and bounds[0] != -1.0:
         state = env.step(state, jnp.asarray([[-5.0, 5.0], [5.0, -5.0]]))
         np.testing.assert_allclose(state.info["final_obs"], [[0.0, 3.0], [1.0, -3.0]])
+
+
+def test_joint_limit_actions_reach_each_joint_s_limits(no_menagerie):
+    from jaxrl.envs import robots
+
+    env = envs.make(GO1, menagerie_path=str(_stand_in_menagerie(no_menagerie)))
+    low, high = robots.joint_limit_bounds(env, GO1)
+    # By hand from the MuJoCo model: Go1's targets are home pose + 0.5 x action, so the
+    # actions reaching actuator i's joint limits are (limit - home angle) / 0.5.
+    model = env.unwrapped.mj_model
+    joints = model.actuator_trnid[:, 0]
+    home = model.key("home").qpos[model.jnt_qposadr[joints]]
+    lower, upper = model.jnt_range[joints].T
+    lower = np.maximum(lower, model.actuator_ctrlrange[:, 0])  # Go1's actuators clip too
+    upper = np.minimum(upper, model.actuator_ctrlrange[:, 1])
+    assert model.actuator_ctrllimited.all() and model.jnt_limited[joints].all()
+    np.testing.assert_allclose(low, (lower - home) / 0.5, rtol=1e-6)
+    np.testing.assert_allclose(high, (upper - home) / 0.5, rtol=1e-6)
+    assert (low < 0).all() and (high > 0).all() and (np.maximum(-low, high) > 1.5).any()
+    # The wrapper: 0 stays the default pose, -1 and +1 reach the limits, halfway is halfway.
+    wrapped = envs.wrappers.JointLimitActions(Echo(), low[:2], high[:2])
+    state = wrapped.reset(KEY)
+    for action, expected in (
+        ([-1.0, 1.0], [low[0], high[1]]),
+        ([0.0, -0.5], [0.0, 0.5 * low[1]]),
+        ([3.0, -3.0], [high[0], low[1]]),  # beyond [-1, 1]: clipped first
+    ):
+        np.testing.assert_allclose(wrapped.step(state, jnp.asarray(action)).obs, expected)
+    # Tasks that do not set targets from a default pose are refused before compiling.
+    with pytest.raises(envs.EnvOptionError, match="joint-limit-actions.*playground/Cartpole"):
+        robots.joint_limit_bounds(envs.make("playground/CartpoleBalance"), "playground/Cartpole")
+    config = jaxrl.TrainConfig("classic/pendulum", joint_limit_actions=True)
+    with pytest.raises(envs.EnvOptionError, match="classic/pendulum does not set motor targets"):
+        jaxrl.make_train(config, jaxrl.sac.make())
