@@ -18,6 +18,7 @@ from typing import Any
 
 import jax
 
+from jaxrl.config import RANDOMIZERS
 from jaxrl.envs.registry import EnvOptionError
 from jaxrl.envs.wrappers import VmapWrapper
 
@@ -25,7 +26,7 @@ RandomizationFn = Callable[[Any, jax.Array], tuple[Any, Any]]
 
 # What each built-in randomizer scales by U[1 - scale, 1 + scale], per env and per entry.
 BUILT_IN = {"mass": ("body_mass",), "friction": ("geom_friction",)}
-NAMES = ("playground", *BUILT_IN)
+NAMES = RANDOMIZERS  # "playground" and the BUILT_IN ones (TrainConfig checks names by it)
 
 
 class RandomizationError(EnvOptionError):
@@ -172,11 +173,3 @@ class RandomizedVmapWrapper(VmapWrapper):
                 return self.env.step(state, action)
 
         return jax.vmap(one, in_axes=(self.in_axes, 0, 0))(self.models, state, action)
-
-
-def randomized_models(
-    randomization_fn: RandomizationFn, env: Any, num_envs: int, key: jax.Array
-) -> tuple[Any, Any]:
-    """(models, in_axes) for `num_envs` envs: one randomized model per env."""
-    models, in_axes = randomization_fn(model_of(env), jax.random.split(key, num_envs))
-    return models, in_axes

@@ -333,11 +333,12 @@ def _make_playground(task: str, options: dict):
     allowed = list(config.keys()) + (["menagerie_path"] if robot else [])
     _check_options(f"playground/{task}", options, allowed)
     # Playground 0.2 defaults to its Warp implementation; the JAX one (MJX) runs anywhere jax
-    # does, the CPU included, and is what its published JAX training numbers use.
+    # does, the CPU included, and is what its published JAX training numbers use. A task
+    # whose config has no `impl` (e.g. AeroCubeRotateZAxis) has no choice to make.
     path = options.pop("menagerie_path", None) or os.environ.get(MENAGERIE_ENV)
     if robot and path:
         use_menagerie(path)
-    overrides = {"impl": "jax", **options}
+    overrides = {**({"impl": "jax"} if "impl" in config else {}), **options}
     if robot:
         env = _load_robot(registry, task, overrides)
     else:
@@ -463,10 +464,12 @@ def wrap(
     if randomization is None:
         env = VmapWrapper(env, num_envs)
     else:
+        import jax
+
         from jaxrl.envs import randomization as dr
 
-        randomization_fn, key = randomization
-        models, in_axes = dr.randomized_models(randomization_fn, base, num_envs, key)
+        randomization_fn, key = randomization  # one randomized model per env:
+        models, in_axes = randomization_fn(dr.model_of(base), jax.random.split(key, num_envs))
         env = dr.RandomizedVmapWrapper(env, num_envs, models, in_axes)
     if auto_reset:
         env = AutoResetWrapper(env)

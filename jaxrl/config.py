@@ -9,6 +9,9 @@ import tyro
 
 EXPLORATION_MODES = ("fixed", "uniform", "linspace")
 WARMUP_ACTIONS = ("uniform", "policy")
+# Domain randomizers by name (`jaxrl.envs.randomization` implements them): the task's own in
+# Playground, and the built-in scalings of body masses and geom frictions.
+RANDOMIZERS = ("playground", "mass", "friction")
 
 # The loop-level settings an algorithm may choose for itself (an agent's `loop_defaults`), and
 # their values for algorithms that choose none: a config field left at None takes the agent's
@@ -162,11 +165,11 @@ class TrainConfig:
                 raise ConfigError(f"{name} must name an observation entry, got {value!r}")
         if self.randomize is not None:
             names = [part.strip() for part in self.randomize.split(",")]
-            unknown = [n for n in names if n not in ("playground", "mass", "friction")]
+            unknown = [n for n in names if n not in RANDOMIZERS]
             if unknown:
                 raise ConfigError(
-                    f"unknown randomize {', '.join(map(repr, unknown))}; choose from playground, "
-                    "mass, friction (or several, joined by commas)"
+                    f"unknown randomize {', '.join(map(repr, unknown))}; choose from "
+                    f"{', '.join(RANDOMIZERS)} (or several, joined by commas)"
                 )
         if not 0 < self.randomize_scale < 1:
             raise ConfigError(f"randomize_scale must be in (0, 1), got {self.randomize_scale}")

@@ -8,6 +8,14 @@ import jax
 import jax.numpy as jnp
 
 
+def _critic_inputs(batch) -> tuple[jax.Array, jax.Array]:
+    """(observation, next observation) as a critic (PPO: the value function) reads them: its
+    own where the batch has them (asymmetric actor-critic), else the actor's."""
+    if batch.critic_obs is None:
+        return batch.obs, batch.next_obs
+    return batch.critic_obs, batch.next_critic_obs
+
+
 class Transition(NamedTuple):
     """One env step per row, as stored in replay. Leading axes: [N] envs when collected.
 
@@ -43,12 +51,7 @@ class Batch(NamedTuple):
     critic_obs: jax.Array | None = None
     next_critic_obs: jax.Array | None = None
 
-    @property
-    def critic_inputs(self) -> tuple[jax.Array, jax.Array]:
-        """(observation, next observation) as the critic reads them."""
-        if self.critic_obs is None:
-            return self.obs, self.next_obs
-        return self.critic_obs, self.next_critic_obs
+    critic_inputs = property(_critic_inputs)
 
 
 class Rollout(NamedTuple):
@@ -71,12 +74,7 @@ class Rollout(NamedTuple):
     critic_obs: jax.Array | None = None
     next_critic_obs: jax.Array | None = None
 
-    @property
-    def critic_inputs(self) -> tuple[jax.Array, jax.Array]:
-        """(observation, next observation) as the value function reads them."""
-        if self.critic_obs is None:
-            return self.obs, self.next_obs
-        return self.critic_obs, self.next_critic_obs
+    critic_inputs = property(_critic_inputs)
 
 
 def random_batch(key, size=32, obs_size=3, action_size=2, discount=0.99) -> Batch:

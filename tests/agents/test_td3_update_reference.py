@@ -29,16 +29,6 @@ CONFIGS = {
         target_noise_clip=0.4,
         exploration_noise=0.3,
     ),
-    # Asymmetric actor-critic: the critics read observations of their own (another size).
-    "td3_asymmetric": td3.TD3Config(
-        actor_hidden=(8,),
-        critic_hidden=(8, 8),
-        tau=0.1,
-        reward_scale=2.0,
-        target_noise=0.3,
-        target_noise_clip=0.4,
-        exploration_noise=0.3,
-    ),
     # No target actor: the bootstrap action is the online actor's.
     "pql": pql.PQLConfig(
         actor_hidden=(8,), critic_hidden=(8,), target_noise=0.3, target_noise_clip=0.4
@@ -54,6 +44,8 @@ CONFIGS = {
         target_noise_clip=0.4,
     ),
 }
+# Asymmetric actor-critic: TD3's settings, the critics reading observations of their own.
+CONFIGS["td3_asymmetric"] = CONFIGS["td3"]
 
 
 @functools.cache

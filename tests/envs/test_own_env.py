@@ -16,6 +16,7 @@ import pytest
 
 import jaxrl
 from jaxrl import cli, envs
+from jaxrl.benchmarks.robots import tetrahedron_stl
 
 # A pure-JAX task written as a user would: a point on a line pushed towards `target`.
 # Reward -|x - target| per step; leaving [-2, 2] terminates. Episodes of 25 steps: holding
@@ -247,21 +248,6 @@ GO1 = "playground/Go1JoystickFlatTerrain"
 GO1_MESHES = ("calf", "hip", "thigh", "thigh_mirror", "trunk")  # what its MJX model loads
 
 
-def _tetrahedron_stl() -> bytes:
-    """A binary STL of one small tetrahedron: a stand-in mesh that MuJoCo accepts."""
-    import struct
-
-    points = [(0, 0, 0), (0.05, 0, 0), (0, 0.05, 0), (0, 0, 0.05)]
-    faces = [(0, 2, 1), (0, 1, 3), (0, 3, 2), (1, 2, 3)]
-    data = b"\0" * 80 + struct.pack("<I", len(faces))
-    for face in faces:
-        data += struct.pack("<3f", 0, 0, 0)
-        for index in face:
-            data += struct.pack("<3f", *points[index])
-        data += struct.pack("<H", 0)
-    return data
-
-
 @pytest.fixture
 def no_menagerie(tmp_path, monkeypatch):
     """Playground's own Menagerie location, empty, and its download failing as it does
@@ -302,7 +288,7 @@ def _stand_in_menagerie(root):
     folder = root / "mujoco_menagerie"
     (folder / "unitree_go1" / "assets").mkdir(parents=True)
     for name in GO1_MESHES:
-        (folder / "unitree_go1" / "assets" / f"{name}.stl").write_bytes(_tetrahedron_stl())
+        (folder / "unitree_go1" / "assets" / f"{name}.stl").write_bytes(tetrahedron_stl())
     return folder
 
 
@@ -402,3 +388,19 @@ def test_joint_limit_actions_reach_each_joint_s_limits(no_menagerie):
     config = jaxrl.TrainConfig("classic/pendulum", joint_limit_actions=True)
     with pytest.raises(envs.EnvOptionError, match="classic/pendulum does not set motor targets"):
         jaxrl.make_train(config, jaxrl.sac.make())
+
+
+def test_robot_check_builds_stand_ins_and_reports_each_task(no_menagerie, monkeypatch, capsys):
+    from jaxrl.benchmarks import robots as check
+
+    monkeypatch.setenv(envs.registry.MENAGERIE_ENV, "unset")  # restored after the test
+    out = no_menagerie / "robots.jsonl"
+    tasks = ["Go1JoystickFlatTerrain", "LeapCubeRotateZAxis", "PandaPickCube"]
+    assert check.main(["--stand-in", str(no_menagerie / "m"), *tasks, "--out", str(out)]) == 0
+    go1, leap, panda = (json.loads(line) for line in out.read_text().splitlines())
+    assert go1["loads"] and go1["stand_ins"] == len(GO1_MESHES) and go1["action_size"] == 12
+    assert set(go1["entries"]) == {"state", "privileged_state"} and go1["joint_limits"]
+    assert leap["loads"] and leap["joint_limits"] is None  # Leap's targets are not pose-based
+    # Panda's robot description is Menagerie's own XML: no stand-in for it.
+    assert not panda["loads"] and "mjx_panda.xml" in panda["error"]
+    assert "2 of 3 tasks load" in capsys.readouterr().err

@@ -116,3 +116,9 @@ def test_own_randomization_function_is_used_and_needed_on_resume(tmp_path):
         jaxrl.resume(out, total_steps=128, progress=None)
     resumed = jaxrl.resume(out, total_steps=128, progress=None, randomization_fn=heavy_carts)
     assert resumed.history[-1]["env_steps"] == 128
+
+
+def test_every_randomizer_name_the_config_accepts_is_implemented():
+    from jaxrl.config import RANDOMIZERS
+
+    assert set(RANDOMIZERS) == {"playground", *dr.BUILT_IN}
