@@ -137,6 +137,10 @@ class TrainOptions:
     """Also log to this Weights & Biases project (optional: pip install wandb)."""
     stop_at_return: float | None = None
     """End the run (final checkpoint saved) at the first evaluation returning at least this."""
+    seeds: str | None = None
+    """Train several seeds in one compiled program: a count (8: seeds 0-7) or a list (0,3,7).
+    Each seed's metrics go to RUN/seed_<seed>/; the run's rows give their mean, IQM and 95%
+    bootstrap interval. --seed is then ignored."""
     compile_cache: bool = True
     """JAX's persistent compilation cache (~/.cache/jaxrl/xla): re-runs skip compilation."""
     quiet: bool = False
@@ -454,9 +458,17 @@ def cmd_resume(argv: list[str]) -> int:
 
 
 def _done(result) -> None:
+    last = result.history[-1]
+    seeds = ""
+    if "seeds" in last:  # several seeds: the mean, its summary and the best seed
+        seeds = (
+            f" (mean of {len(last['seeds'])} seeds; IQM {last['eval_return_iqm']:.2f}, 95% CI "
+            f"[{last['eval_return_ci_low']:.2f}, {last['eval_return_ci_high']:.2f}], best seed "
+            f"{last['best_seed']}: {max(last['eval_returns']):.2f})"
+        )
     print(
-        f"done: {result.history[-1]['env_steps']:,} env steps, eval return "
-        f"{result.final_eval_return:.2f}, compile {result.compile_seconds:.1f}s, "
+        f"done: {last['env_steps']:,} env steps, eval return "
+        f"{result.final_eval_return:.2f}{seeds}, compile {result.compile_seconds:.1f}s, "
         f"train {result.train_seconds:.1f}s; run folder {result.out_dir}"
     )
 
@@ -476,6 +488,7 @@ def cmd_train(argv: list[str]) -> int:
         progress=None if options.quiet else "auto",
         options=_run_options(options),
         compile_cache=options.compile_cache,
+        seeds=options.seeds,
     )
     _done(result)
     return 0

@@ -19,6 +19,7 @@ import uuid
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from jaxrl import agents, checkpoint, envs, logs
@@ -151,6 +152,76 @@ class RunOptions:
             raise ConfigError(f"stop_at_return must be a finite number, got {target!r}")
 
 
+def parse_seeds(spec: str | int | Any) -> tuple[int, ...]:
+    """`--seeds` as seeds: a count N (seeds 0..N-1) or a comma-separated list of distinct
+    seeds >= 0. Raises ConfigError naming the input."""
+    if isinstance(spec, int) and not isinstance(spec, bool):
+        parts = [str(spec)]
+    elif isinstance(spec, str):
+        parts = [p.strip() for p in spec.split(",")]
+    else:
+        parts = [str(s) for s in spec]
+    if not all(p.isdigit() for p in parts):
+        raise ConfigError(
+            f"--seeds {spec!r}: give a count (--seeds 8: seeds 0 to 7) or seeds joined by "
+            "commas (--seeds 0,3,7), each an integer >= 0"
+        )
+    if len(parts) == 1 and not isinstance(spec, list | tuple):
+        count = int(parts[0])
+        if count < 1:
+            raise ConfigError(f"--seeds {spec!r}: the count of seeds must be >= 1")
+        return tuple(range(count))
+    seeds = tuple(int(p) for p in parts)
+    if len(set(seeds)) != len(seeds):
+        raise ConfigError(f"--seeds {spec!r}: a seed is listed twice")
+    return seeds
+
+
+def seed_summary(returns: Any) -> dict:
+    """Mean, interquartile mean (the middle 50% of seeds, scipy's trim_mean) and a 95%
+    percentile-bootstrap interval of the mean (scipy.stats.bootstrap, fixed resampling seed)
+    of one evaluation's per-seed returns."""
+    import scipy.stats
+
+    values = np.asarray(returns, np.float64)
+    mean = float(values.mean())
+    low = high = mean
+    if values.size > 1 and np.ptp(values) > 0:
+        interval = scipy.stats.bootstrap(
+            (values,), np.mean, n_resamples=2000, method="percentile", random_state=0
+        ).confidence_interval
+        low, high = float(interval.low), float(interval.high)
+    return {
+        "eval_return_mean": mean,
+        "eval_return_iqm": float(scipy.stats.trim_mean(values, 0.25)),
+        "eval_return_ci_low": low,
+        "eval_return_ci_high": high,
+    }
+
+
+def _seeds_row(rows: list[dict], seeds: tuple[int, ...]) -> dict:
+    """The aggregate row of one chunk of several seeds: times, steps and rates of one seed
+    (they run together), each seed's return and their summary; `eval_return` is the mean."""
+    first = rows[0]
+    returns = [r["eval_return"] for r in rows]
+    trained = [r["train_episode_return"] for r in rows if r["train_episode_return"] is not None]
+    row = {k: first[k] for k in ("chunk", "env_steps", "train_seconds", "wall_seconds")}
+    row.update(
+        chunk_seconds=first["chunk_seconds"],
+        env_steps_per_second=first["env_steps_per_second"],
+        chunk_env_steps_per_second=first["chunk_env_steps_per_second"],
+        all_seeds_env_steps_per_second=first["env_steps_per_second"] * len(seeds),
+        seeds=list(seeds),
+        eval_returns=returns,
+        eval_return=float(np.mean(returns)),
+        eval_return_std=float(np.std(returns)),
+        best_seed=seeds[int(np.argmax(returns))],
+        train_episode_return=float(np.mean(trained)) if trained else None,
+    )
+    row.update(seed_summary(returns))
+    return row
+
+
 def _row(
     chunk: int,
     metrics: dict,
@@ -189,12 +260,20 @@ TIMING_KEYS = (
     "chunk_seconds",
     "env_steps_per_second",
     "chunk_env_steps_per_second",
+    "all_seeds_env_steps_per_second",
 )
 
 
 def learning_metrics(rows: list[dict]) -> list[dict]:
-    """`rows` without their timings: what two runs of the same seed must agree on exactly."""
-    return [{k: v for k, v in row.items() if k not in TIMING_KEYS} for row in rows]
+    """`rows` without their timings: what two runs of the same seed must agree on exactly
+    (a run of several seeds: its seeds' own rows too)."""
+    kept = []
+    for row in rows:
+        row = {k: v for k, v in row.items() if k not in TIMING_KEYS}
+        if "per_seed" in row:
+            row["per_seed"] = learning_metrics(row["per_seed"])
+        kept.append(row)
+    return kept
 
 
 def _check_agent_config(config: TrainConfig, agent_config: Any, env: Any = None) -> Any:
@@ -229,7 +308,7 @@ def check_setting(config: TrainConfig, agent_config: Any, env: Any = None) -> No
     make_train(config, agents.get(config.algo).make(agent_config), env)
 
 
-def _meta(trainer) -> dict:
+def _meta(trainer, seeds: tuple[int, ...] | None = None) -> dict:
     """What a checkpoint must share with the run that restores it."""
     meta = {
         "algo": trainer.config.algo,
@@ -240,6 +319,8 @@ def _meta(trainer) -> dict:
     }
     if trainer.observation.asymmetric:  # absent otherwise: older checkpoints stay readable
         meta["critic_observation_size"] = trainer.observation.critic_size
+    if seeds is not None:  # a state of several seeds stacked
+        meta["seeds"] = list(seeds)
     return meta
 
 
@@ -254,6 +335,7 @@ def train(
     compile_cache: bool = True,
     env: Any = None,
     randomization_fn: Any = None,
+    seeds: Any = None,
 ) -> RunResult:
     """Trains `config.algo` on `config.env`, or on `env`: your own env object, with Brax's
     reset/step/observation_size/action_size (config.env is then only its label; the time
@@ -267,9 +349,21 @@ def train(
     `progress`: None (silent), a callable taking one line per chunk (default: print), or
     "auto" / "bar" / "lines" (rich's progress bar on a terminal). `options`: how the run is
     kept (checkpoint cadence, retention, buffer, loggers); `checkpoint_every` is a shortcut
-    for `RunOptions(checkpoint_every=...)`."""
+    for `RunOptions(checkpoint_every=...)`.
+
+    `seeds` (a count, or a list of seeds; `--seeds` on the command line): those seeds train
+    together in one compiled program (the chunk vmapped over them), each as the run with its
+    seed alone would; `config.seed` is then ignored. Each seed's metrics go to
+    seed_<seed>/metrics.*; the run's own rows give every seed's eval return, their mean
+    (`eval_return`), interquartile mean and 95% bootstrap interval, and the best seed;
+    `stop_at_return` reads the mean. Checkpoints hold all seeds; a resume continues them all.
+    """
     # Every check that can fail on bad input runs here, before anything is compiled.
     options = options or RunOptions(checkpoint_every=checkpoint_every)
+    if seeds is not None:
+        seeds = parse_seeds(seeds)
+        _check_seeds(config, seeds, randomization_fn)
+        config = dataclasses.replace(config, seed=seeds[0])
     agent_config = _check_agent_config(config, agent_config, env)
     out_path = check_run_dir(out_dir)
     if options.wandb and out_path is not None:
@@ -303,10 +397,32 @@ def train(
             # Names this run in loggers that outlive a process (W&B), the same on resume.
             "run_id": uuid.uuid4().hex[:12],
         }
+        if seeds is not None:
+            saved["seeds"] = list(seeds)
 
     start = time.perf_counter()
-    state = jax.jit(trainer.init)(jax.random.PRNGKey(config.seed))
-    return _execute(trainer, state, [], out_path, options, progress, start, saved)
+    state = _initial_state(trainer, seeds)
+    return _execute(trainer, state, [], out_path, options, progress, start, saved, seeds)
+
+
+def _initial_state(trainer, seeds: tuple[int, ...] | None):
+    """The run's first state: of `config.seed`, or of every seed stacked (vmapped init)."""
+    if seeds is None:
+        return jax.jit(trainer.init)(jax.random.PRNGKey(trainer.config.seed))
+    keys = jnp.stack([jax.random.PRNGKey(seed) for seed in seeds])
+    return jax.jit(jax.vmap(trainer.init))(keys)
+
+
+def _check_seeds(config: TrainConfig, seeds: tuple[int, ...], randomization_fn: Any) -> None:
+    """Settings several seeds cannot share yet: domain randomization draws the envs' physics
+    from `config.seed` once for the whole program, so the seeds would not each train as
+    alone."""
+    if config.randomize or randomization_fn is not None:
+        raise ConfigError(
+            f"--seeds {','.join(map(str, seeds))} with domain randomization: the randomized "
+            "physics is drawn once from --seed for every seed of the program, so the seeds would "
+            "not each train as they do alone; train them one by one (--seed) for now"
+        )
 
 
 class ResumeError(ValueError):
@@ -384,8 +500,9 @@ def resume(
             f"{out_path} is complete ({step:,} env steps); pass --steps N (N > {step:,}) to "
             "train it further."
         )
+    seeds = tuple(saved["seeds"]) if saved.get("seeds") else None
     meta, history = checkpoint.read_meta(directory, step)
-    checkpoint.check_meta(meta, _meta(trainer), f"{directory / str(step)}")
+    checkpoint.check_meta(meta, _meta(trainer, seeds), f"{directory / str(step)}")
     target = options.stop_at_return
     if target is not None and history and history[-1]["eval_return"] >= target:
         if total_steps is None:
@@ -400,16 +517,21 @@ def resume(
     saved["run"] = dataclasses.asdict(options)
 
     start = time.perf_counter()
-    like = jax.jit(trainer.init)(jax.random.PRNGKey(trainer.config.seed))
+    like = _initial_state(trainer, seeds)
     state = checkpoint.restore_state(directory, step, like)
-    return _execute(trainer, state, history, out_path, options, progress, start, saved)
+    return _execute(trainer, state, history, out_path, options, progress, start, saved, seeds)
 
 
-def _execute(trainer, state, history, out_path, options, progress, start, saved) -> RunResult:
+def _execute(
+    trainer, state, history, out_path, options, progress, start, saved, seeds=None
+) -> RunResult:
     """Compiles the chunk program and runs the chunks after `history`'s last one; between
-    chunks only logs, checks for non-finite values and checkpoints."""
+    chunks only logs, checks for non-finite values and checkpoints. `seeds`: `state` holds
+    these seeds stacked, trained together by the vmapped chunk; each gets its own metrics
+    under seed_<seed>/ and the run's rows summarise them (`_seeds_row`)."""
     config = trainer.config
-    chunk = jax.jit(trainer.chunk, donate_argnums=0).lower(state).compile()
+    program = trainer.chunk if seeds is None else jax.vmap(trainer.chunk)
+    chunk = jax.jit(program, donate_argnums=0).lower(state).compile()
     compile_seconds = time.perf_counter() - start
     if out_path is not None:
         # Written once the program compiled: input that fails in tracing or compilation leaves
@@ -428,10 +550,20 @@ def _execute(trainer, state, history, out_path, options, progress, start, saved)
 
     history = list(history)
     logger = checkpoints = None
+    seed_loggers = []
     if out_path is not None:
+        for i, seed in enumerate(seeds or ()):
+            (out_path / f"seed_{seed}").mkdir(exist_ok=True)
+            seed_loggers.append(
+                logs.RunLogger(
+                    out_path / f"seed_{seed}",
+                    history=[r["per_seed"][i] for r in history],
+                    tensorboard=options.tensorboard,
+                )
+            )
         logger = logs.RunLogger(
             out_path,
-            history=history,
+            history=[_without_seeds(r) for r in history],
             tensorboard=options.tensorboard,
             wandb_project=options.wandb,
             config=saved,
@@ -439,7 +571,7 @@ def _execute(trainer, state, history, out_path, options, progress, start, saved)
         checkpoints = checkpoint.manager(
             out_path / "checkpoints", keep=options.keep_checkpoints or None
         )
-    meta = _meta(trainer)
+    meta = _meta(trainer, seeds)
     stop = _StopRequest(enabled=out_path is not None)
     train_seconds = 0.0
     row = history[-1] if history else None
@@ -452,25 +584,37 @@ def _execute(trainer, state, history, out_path, options, progress, start, saved)
                 metrics = jax.device_get(metrics)
                 chunk_seconds = time.perf_counter() - tick
                 train_seconds += chunk_seconds
-                row = _row(
-                    index,
-                    metrics,
-                    config,
+                times = (
                     chunk_seconds,
                     train_before + train_seconds,
                     wall_before + compile_seconds + train_seconds,
                 )
-                bad = [k for k, v in row.items() if isinstance(v, float) and not math.isfinite(v)]
-                if bad:
-                    raise NonFiniteError(
-                        f"non-finite {', '.join(bad)} in chunk {index} (env step "
-                        f"{row['env_steps']}); training stopped and the checkpoints and metrics "
-                        "before it were kept. Lower the learning rates, or enable "
-                        "normalize_observations."
-                    )
+                if seeds is None:
+                    rows = [_row(index, metrics, config, *times)]
+                    row = rows[0]
+                else:
+                    rows = [
+                        _row(index, jax.tree.map(lambda x, i=i: x[i], metrics), config, *times)
+                        for i in range(len(seeds))
+                    ]
+                    row = {**_seeds_row(rows, seeds), "per_seed": rows}
+                for i, one in enumerate(rows):
+                    bad = [
+                        k for k, v in one.items() if isinstance(v, float) and not math.isfinite(v)
+                    ]
+                    if bad:
+                        which = "" if seeds is None else f" of seed {seeds[i]}"
+                        raise NonFiniteError(
+                            f"non-finite {', '.join(bad)}{which} in chunk {index} (env step "
+                            f"{one['env_steps']}); training stopped and the checkpoints and "
+                            "metrics before it were kept. Lower the learning rates, or enable "
+                            "normalize_observations."
+                        )
                 history.append(row)
                 if logger:
-                    logger.write(row)
+                    logger.write(_without_seeds(row))
+                    for seed_logger, one in zip(seed_loggers, rows, strict=bool(seed_loggers)):
+                        seed_logger.write(one)
                 if reporter:
                     reporter.chunk(row)
                 target = options.stop_at_return
@@ -507,6 +651,8 @@ def _execute(trainer, state, history, out_path, options, progress, start, saved)
             reporter.close()
         if logger:
             logger.close()
+        for seed_logger in seed_loggers:
+            seed_logger.close()
         if checkpoints is not None:
             checkpoints.close()
     if out_path is not None:
@@ -518,8 +664,21 @@ def _execute(trainer, state, history, out_path, options, progress, start, saved)
             "final_eval_return": row["eval_return"],
             "stopped_at_return": reached,
         }
+        if seeds is not None:
+            summary.update(
+                seeds=list(seeds),
+                final_eval_returns=row["eval_returns"],
+                best_seed=row["best_seed"],
+                **{k: row[k] for k in ("eval_return_iqm", "eval_return_ci_low")},
+                eval_return_ci_high=row["eval_return_ci_high"],
+            )
         (out_path / "summary.json").write_text(json.dumps(summary, indent=2))
     return RunResult(state, history, compile_seconds, train_seconds, out_path)
+
+
+def _without_seeds(row: dict) -> dict:
+    """A row as the run's own metrics files keep it: without its seeds' own rows."""
+    return {k: v for k, v in row.items() if k != "per_seed"}
 
 
 def _write_atomically(path: pathlib.Path, text: str) -> None:

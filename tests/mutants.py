@@ -778,6 +778,23 @@ MUTANTS = [
         "the lower joint-limit bound multiplies by action_scale instead of dividing",
         OWN_ENV,
     ),
+    # --- Several seeds in one program (issue 17). ---------------------------------------------
+    m(
+        "seeds-rows-all-of-the-first-seed",
+        "jaxrl/driver.py",
+        "_row(index, jax.tree.map(lambda x, i=i: x[i], metrics), config, *times)",
+        "_row(index, jax.tree.map(lambda x, i=i: x[0], metrics), config, *times)",
+        "every seed's metrics files get the first seed's rows",
+        RUNS,
+    ),
+    m(
+        "seeds-init-from-one-key",
+        "jaxrl/driver.py",
+        "keys = jnp.stack([jax.random.PRNGKey(seed) for seed in seeds])",
+        "keys = jnp.stack([jax.random.PRNGKey(seeds[0]) for seed in seeds])",
+        "every seed of a vmapped run starts from the first seed's key",
+        RUNS,
+    ),
 ]
 
 
