@@ -21,6 +21,7 @@ from jaxrl.envs.wrappers import (
     EpisodeWrapper,
     JointLimitActions,
     VmapWrapper,
+    Wrapper,
     require_positive,
     with_action_bounds,
 )
@@ -291,38 +292,20 @@ def _make_brax(task: str, options: dict):
     return env
 
 
-class _PlaygroundEnv:
+class _PlaygroundEnv(Wrapper):
     """Adapts a MuJoCo Playground env: the time limit and action repeat come from the task's
-    config. Dict observations stay whole (some tasks read their last observation back in
-    `step`); the training loops read the entries a run names (`jaxrl.observations`)."""
+    config. Observations (an int size, or for robot tasks a dict of entry -> shape) stay whole
+    (some tasks read their last observation back in `step`); the training loops read the
+    entries a run names (`jaxrl.observations`)."""
 
     def __init__(self, env: Any, episode_length: int | None, action_repeat: int | None):
-        self.env = env
+        super().__init__(env)
         self.episode_length = episode_length
         self.action_repeat = action_repeat
 
     @property
-    def observation_size(self) -> Any:
-        """An int, or (robot tasks) a dict of entry -> shape."""
-        return self.env.observation_size
-
-    @property
-    def action_size(self) -> int:
-        return self.env.action_size
-
-    @property
-    def unwrapped(self) -> Any:
-        return self.env
-
-    @property
     def action_bounds(self) -> Any:
         return getattr(self.env, "action_bounds", None)
-
-    def reset(self, key):
-        return self.env.reset(key)
-
-    def step(self, state, action):
-        return self.env.step(state, action)
 
 
 def _make_playground(task: str, options: dict):

@@ -205,6 +205,7 @@ def _seeds_row(rows: list[dict], seeds: tuple[int, ...]) -> dict:
     first = rows[0]
     returns = [r["eval_return"] for r in rows]
     trained = [r["train_episode_return"] for r in rows if r["train_episode_return"] is not None]
+    summary = seed_summary(returns)
     row = {k: first[k] for k in ("chunk", "env_steps", "train_seconds", "wall_seconds")}
     row.update(
         chunk_seconds=first["chunk_seconds"],
@@ -213,12 +214,12 @@ def _seeds_row(rows: list[dict], seeds: tuple[int, ...]) -> dict:
         all_seeds_env_steps_per_second=first["env_steps_per_second"] * len(seeds),
         seeds=list(seeds),
         eval_returns=returns,
-        eval_return=float(np.mean(returns)),
+        eval_return=summary["eval_return_mean"],
         eval_return_std=float(np.std(returns)),
         best_seed=seeds[int(np.argmax(returns))],
         train_episode_return=float(np.mean(trained)) if trained else None,
     )
-    row.update(seed_summary(returns))
+    row.update(summary)
     return row
 
 
@@ -669,8 +670,10 @@ def _execute(
                 seeds=list(seeds),
                 final_eval_returns=row["eval_returns"],
                 best_seed=row["best_seed"],
-                **{k: row[k] for k in ("eval_return_iqm", "eval_return_ci_low")},
-                eval_return_ci_high=row["eval_return_ci_high"],
+                **{
+                    k: row[k]
+                    for k in ("eval_return_iqm", "eval_return_ci_low", "eval_return_ci_high")
+                },
             )
         (out_path / "summary.json").write_text(json.dumps(summary, indent=2))
     return RunResult(state, history, compile_seconds, train_seconds, out_path)

@@ -57,11 +57,6 @@ def actor_part(obs: Any) -> jax.Array:
     return obs[ACTOR] if isinstance(obs, dict) else obs
 
 
-def critic_part(obs: Any) -> jax.Array:
-    """The critic's observation of a viewed observation."""
-    return obs[CRITIC] if isinstance(obs, dict) else obs
-
-
 def _vector_size(shape: Any, key: str, flag: str, label: str) -> int:
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
     if len(shape) != 1:
