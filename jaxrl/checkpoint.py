@@ -24,8 +24,11 @@ import jax
 
 from jaxrl.loop import LoopState
 
-LOOP_FIELDS = ("env_state", "buffer", "key", "iteration", "noise_scale", "acting_agent")
+LOOP_FIELDS = ("env_state", "buffer", "key", "iteration", "noise_scale", "acting_agent", "hp")
 POLICY_ITEMS = ("agent", "obs_stats")
+# The layout of the saved state. 2: hyperparameters as state (LoopState.hp, agent states' hp,
+# optimiser states of optax.inject_hyperparams); 1 (no "state_layout" in meta): before that.
+STATE_LAYOUT = 2
 
 
 class CheckpointError(ValueError):
@@ -84,7 +87,12 @@ def save(
     loop = {name: getattr(state, name) for name in LOOP_FIELDS}
     if not include_buffer:
         loop["buffer"] = None
-    meta = {**meta, "env_steps": int(env_steps), "has_buffer": loop["buffer"] is not None}
+    meta = {
+        **meta,
+        "env_steps": int(env_steps),
+        "has_buffer": loop["buffer"] is not None,
+        "state_layout": STATE_LAYOUT,
+    }
     checkpoints.save(
         int(env_steps),
         args=ocp.args.Composite(
@@ -142,6 +150,18 @@ def read_meta(directory: str | os.PathLike, step: int) -> tuple[dict, list[dict]
     return restored["meta"], restored["history"]
 
 
+def check_layout(meta: dict, where: str) -> None:
+    """Refuses a checkpoint whose state another layout of jaxrl wrote, naming both."""
+    layout = meta.get("state_layout", 1)
+    if layout != STATE_LAYOUT:
+        raise CheckpointError(
+            f"checkpoint {where} holds a state of layout {layout}, written by another version "
+            f"of jaxrl (this one reads layout {STATE_LAYOUT}: hyperparameters are part of the "
+            "state since layout 2); continue or evaluate it with the jaxrl version that wrote "
+            "it, or train the run anew."
+        )
+
+
 def check_meta(meta: dict, expected: dict, where: str) -> None:
     """Refuses a checkpoint whose algorithm, env or sizes differ from the run's."""
     differ = [
@@ -157,6 +177,7 @@ def restore_policy(directory: str | os.PathLike, step: int, like_agent, like_sta
     """(agent state, observation statistics) of checkpoint `step`, shaped like the templates
     (arrays or ShapeDtypeStructs); the replay buffer and env states are not read."""
     ocp = _ocp()
+    check_layout(read_meta(directory, step)[0], f"{pathlib.Path(directory) / str(step)}")
     restored = _reader(directory).restore(
         step,
         args=ocp.args.Composite(
@@ -175,6 +196,7 @@ def restore_state(directory: str | os.PathLike, step: int, like: LoopState) -> L
     `trainer.init`). Saved without the replay buffer, the state gets `like`'s (empty) one."""
     ocp = _ocp()
     meta, _ = read_meta(directory, step)
+    check_layout(meta, f"{pathlib.Path(directory) / str(step)}")
     loop_like = {name: getattr(like, name) for name in LOOP_FIELDS}
     if not meta.get("has_buffer", True):
         loop_like["buffer"] = None

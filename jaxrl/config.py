@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
 import tyro
 
@@ -32,6 +32,11 @@ class ConfigError(ValueError):
 
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
+    # Data, not program: the loop keeps these in its state (`LoopState.hp`), so a settings grid
+    # (`--vmap gamma=0.98,0.99`) varies them inside one compiled program. Agent configs name
+    # their own (e.g. SACConfig.ARRAY_FIELDS); every other field shapes the program.
+    ARRAY_FIELDS: ClassVar[tuple[str, ...]] = ("gamma", "noise_scale_min", "noise_scale_max")
+
     env: str = "classic/pendulum"
     """Environment as family/name, e.g. brax/ant or classic/pendulum (`jaxrl list` names them)."""
     algo: str = "sac"

@@ -39,6 +39,13 @@ class LoopState:
     iteration: jax.Array  # int32 loop iterations done (env steps = iteration * num_envs)
     noise_scale: jax.Array  # [N] per-env exploration noise scale
     acting_agent: Any  # the agent state used to act: lags `agent` when config.acting_lag > 0
+    hp: dict  # the run config's continuous settings (`loop_hyperparameters`), as arrays
+
+
+def loop_hyperparameters(config: TrainConfig) -> dict[str, jax.Array]:
+    """The loop's continuous settings (TrainConfig.ARRAY_FIELDS: gamma, the exploration noise
+    range) as float32 arrays of the state, so a settings grid varies them under vmap."""
+    return {name: jnp.asarray(getattr(config, name), jnp.float32) for name in config.ARRAY_FIELDS}
 
 
 class Trainer(NamedTuple):
@@ -263,8 +270,8 @@ def make_train(
     batch_rows = config.batch_size * config.updates_per_step
     learn_after = max(config.learning_starts, config.batch_size, config.n_step * num_envs)
 
-    def noise_scales(key: jax.Array) -> jax.Array:
-        low, high = config.noise_scale_min, config.noise_scale_max
+    def noise_scales(key: jax.Array, hp: dict) -> jax.Array:
+        low, high = hp["noise_scale_min"], hp["noise_scale_max"]
         if config.exploration == "linspace":
             return jnp.linspace(low, high, num_envs)
         if config.exploration == "uniform":
@@ -290,6 +297,7 @@ def make_train(
         # policy visits, and seeding the statistics with them slowed PPO (as Brax, not seeded).
         stats = normalization.init(view.sizes)
         agent_state = init_agent(agent, agent_key, view, action_size)
+        hp = loop_hyperparameters(config)
         return LoopState(
             agent=agent_state,
             env_state=env_state,
@@ -297,11 +305,12 @@ def make_train(
             obs_stats=stats,
             key=key,
             iteration=jnp.zeros((), jnp.int32),
-            noise_scale=noise_scales(noise_key),
+            noise_scale=noise_scales(noise_key, hp),
             acting_agent=agent_state if config.acting_lag else None,
+            hp=hp,
         )
 
-    def sample(buffer, key) -> Batch:
+    def sample(buffer, key, gamma) -> Batch:
         if config.n_step == 1:
             rows = replay.sample(buffer, key, batch_rows)
             return Batch(
@@ -310,14 +319,14 @@ def make_train(
                 rows.reward,
                 rows.next_obs,
                 rows.terminated,
-                jnp.full_like(rows.reward, config.gamma),
+                jnp.full_like(rows.reward, gamma),
             )
-        return replay.sample_n_step(buffer, key, batch_rows, config.n_step, num_envs, config.gamma)
+        return replay.sample_n_step(buffer, key, batch_rows, config.n_step, num_envs, gamma)
 
-    def learn(agent_state, buffer, stats, key):
+    def learn(agent_state, buffer, stats, key, gamma):
         sample_key, update_key = jax.random.split(key)
         # One gather for all updates of this iteration, sliced per update inside the scan.
-        batch = sample(buffer, sample_key)
+        batch = sample(buffer, sample_key, gamma)
         batch = batch._replace(
             obs=observe(stats, batch.obs), next_obs=observe(stats, batch.next_obs)
         )
@@ -359,13 +368,16 @@ def make_train(
             stats = normalization.update(stats, next_obs)
 
         ready = buffer.size >= learn_after
-        metric_shapes = jax.eval_shape(lambda a: learn(a, buffer, stats, learn_key)[1], state.agent)
+        gamma = state.hp["gamma"]
+        metric_shapes = jax.eval_shape(
+            lambda a: learn(a, buffer, stats, learn_key, gamma)[1], state.agent
+        )
         skip = lambda agent_state: (
             agent_state,
             jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), metric_shapes),
         )
         agent_state, update_metrics = jax.lax.cond(
-            ready, lambda a: learn(a, buffer, stats, learn_key), skip, state.agent
+            ready, lambda a: learn(a, buffer, stats, learn_key, gamma), skip, state.agent
         )
         metrics = {
             **update_metrics,
@@ -374,20 +386,21 @@ def make_train(
         }
         noise_scale = state.noise_scale
         if config.exploration == "uniform":  # redrawn for envs whose episode just ended
-            noise_scale = jnp.where(env_state.done > 0, noise_scales(noise_key), noise_scale)
+            fresh = noise_scales(noise_key, state.hp)
+            noise_scale = jnp.where(env_state.done > 0, fresh, noise_scale)
         acting_agent = state.acting_agent
         if config.acting_lag:
             refresh = (state.iteration + 1) % config.acting_lag == 0
             acting_agent = jax.lax.cond(refresh, lambda: agent_state, lambda: acting_agent)
-        new_state = LoopState(
-            agent_state,
-            env_state,
-            buffer,
-            stats,
-            key,
-            state.iteration + 1,
-            noise_scale,
-            acting_agent,
+        new_state = state.replace(
+            agent=agent_state,
+            env_state=env_state,
+            buffer=buffer,
+            obs_stats=stats,
+            key=key,
+            iteration=state.iteration + 1,
+            noise_scale=noise_scale,
+            acting_agent=acting_agent,
         )
         return new_state, metrics
 

@@ -23,6 +23,7 @@ from jaxrl.loop import (
     Trainer,
     episode_metrics,
     init_agent,
+    loop_hyperparameters,
     make_envs,
     make_evaluate,
     make_observe,
@@ -62,6 +63,7 @@ def make_train(
             iteration=jnp.zeros((), jnp.int32),
             noise_scale=None,
             acting_agent=None,
+            hp=loop_hyperparameters(config),
         )
 
     def rollout(state: LoopState, key: jax.Array):
@@ -94,7 +96,7 @@ def make_train(
             next_obs=observe(seen, final_obs),
             terminated=terminated,
             done=done,
-            discount=jnp.full_like(reward, config.gamma),
+            discount=jnp.full_like(reward, state.hp["gamma"]),
             extras=extras,
             progress=state.iteration / (total_rollouts * config.unroll_length),
         )

@@ -152,6 +152,22 @@ def test_checkpoint_of_another_env_is_refused(tmp_path):
         driver.resume(tmp_path / "run", total_steps=512, **QUIET)
 
 
+def test_checkpoint_of_an_older_state_layout_is_refused(tmp_path):
+    driver.train(_sac(total_steps=256), TINY_SAC, tmp_path / "run", **QUIET)
+    (meta,) = [
+        f
+        for f in (tmp_path / "run" / "checkpoints" / "256" / "meta").rglob("*")
+        if f.is_file() and "state_layout" in f.read_text()
+    ]
+    saved = json.loads(meta.read_text())
+    del saved["state_layout"]  # as jaxrl wrote it before hyperparameters were state
+    meta.write_text(json.dumps(saved))
+    with pytest.raises(checkpoint.CheckpointError, match="state of layout 1.*reads layout 2"):
+        driver.resume(tmp_path / "run", total_steps=512, **QUIET)
+    with pytest.raises(checkpoint.CheckpointError, match="layout 1"):
+        runs.load_policy(tmp_path / "run")
+
+
 def test_log_files_and_tensorboard(tmp_path):
     result = driver.train(_sac(total_steps=256), TINY_SAC, tmp_path / "run", **QUIET)
     with open(tmp_path / "run" / "metrics.csv") as f:

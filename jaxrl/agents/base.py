@@ -7,6 +7,7 @@ from typing import Any, NamedTuple
 
 import flax.struct
 import jax
+import jax.numpy as jnp
 import optax
 
 AgentState = Any
@@ -48,6 +49,31 @@ class Learner:
 
     params: Any
     opt_state: optax.OptState
+
+
+def adam(learning_rate: float, weight_decay: float = 0.0, **kwargs) -> optax.GradientTransformation:
+    """Adam (AdamW where weight_decay > 0) whose numeric settings live in its state
+    (`optax.inject_hyperparams`), not in the compiled program: states built from configs with
+    other learning rates stack and train under one vmapped update."""
+    if weight_decay > 0:
+        return optax.inject_hyperparams(optax.adamw)(
+            learning_rate=learning_rate, weight_decay=weight_decay, **kwargs
+        )
+    return optax.inject_hyperparams(optax.adam)(learning_rate=learning_rate, **kwargs)
+
+
+def hyperparameters(config: Any, names: tuple[str, ...]) -> dict[str, jax.Array]:
+    """The continuous settings an update reads, as float32 arrays of the agent state (never
+    Python constants closed over by the update): a vmap over states made from configs that
+    differ only in these trains every setting in one program."""
+    return {name: jnp.asarray(getattr(config, name), jnp.float32) for name in names}
+
+
+def array_fields(config: Any) -> tuple[str, ...]:
+    """The fields of an agent config that are data (`ARRAY_FIELDS`: learning rates, tau,
+    scales, ...): those a settings grid (`--vmap`) may vary. Every other field shapes the
+    program (sizes, counts, modes) and is static."""
+    return tuple(getattr(type(config), "ARRAY_FIELDS", ()))
 
 
 def learner(params: Any, optimizer: optax.GradientTransformation) -> Learner:

@@ -7,15 +7,23 @@ the batch statistics cover both distributions. Running statistics are agent stat
 from __future__ import annotations
 
 import dataclasses
+from typing import ClassVar
 
 import flax.struct
 import jax
 import jax.numpy as jnp
-import optax
 
 from jaxrl import distributions, losses
 from jaxrl.agents import sac
-from jaxrl.agents.base import Agent, Learner, apply_gradients, check_network_config, learner
+from jaxrl.agents.base import (
+    Agent,
+    Learner,
+    adam,
+    apply_gradients,
+    check_network_config,
+    hyperparameters,
+    learner,
+)
 from jaxrl.networks import BRNGaussianActor, BRNQEnsemble
 from jaxrl.types import Batch
 
@@ -51,6 +59,18 @@ class CrossQConfig:
     reward_scale: float = 1.0
     """Rewards are multiplied by this in the critic targets."""
 
+    # Data, not program: these live in the agent state (learning rates and beta1 in the
+    # optimiser states), so settings that differ only in them train together under vmap.
+    ARRAY_FIELDS: ClassVar[tuple[str, ...]] = (
+        "actor_lr",
+        "critic_lr",
+        "alpha_lr",
+        "adam_b1",
+        "init_alpha",
+        "target_entropy_scale",
+        "reward_scale",
+    )
+
     def __post_init__(self):
         check_network_config(self)
         if not 0 <= self.adam_b1 < 1 or not 0 < self.bn_momentum < 1:
@@ -65,6 +85,12 @@ class CrossQState:
     critic_stats: dict  # ... of the critics, stacked [E]
     log_alpha: Learner
     step: jax.Array
+    hp: dict  # the continuous settings the update reads (UPDATE_HYPERPARAMETERS), as arrays
+    action_size: int = flax.struct.field(pytree_node=False)
+
+
+# What `update` reads of the config's ARRAY_FIELDS (learning rates and beta1: the optimisers).
+UPDATE_HYPERPARAMETERS = ("target_entropy_scale", "reward_scale")
 
 
 def joint_critic_pass(apply, obs, action, next_obs, next_action):
@@ -79,9 +105,9 @@ def make(config: CrossQConfig = CrossQConfig()) -> Agent:
     critic_net = BRNQEnsemble(
         config.critic_hidden, config.num_critics, config.bn_momentum, config.bn_warmup_steps
     )
-    actor_opt = optax.adam(config.actor_lr, b1=config.adam_b1)
-    critic_opt = optax.adam(config.critic_lr, b1=config.adam_b1)
-    alpha_opt = optax.adam(config.alpha_lr, b1=config.adam_b1)
+    actor_opt = adam(config.actor_lr, b1=config.adam_b1)
+    critic_opt = adam(config.critic_lr, b1=config.adam_b1)
+    alpha_opt = adam(config.alpha_lr, b1=config.adam_b1)
 
     def actor_net(action_size: int) -> BRNGaussianActor:
         return BRNGaussianActor(
@@ -103,6 +129,8 @@ def make(config: CrossQConfig = CrossQConfig()) -> Agent:
             critic_stats=critic_vars["batch_stats"],
             log_alpha=learner(jnp.asarray(jnp.log(config.init_alpha), jnp.float32), alpha_opt),
             step=jnp.zeros((), jnp.int32),
+            hp=hyperparameters(config, UPDATE_HYPERPARAMETERS),
+            action_size=action_size,
         )
 
     def policy(params, stats, obs, action_size, train=False):
@@ -112,14 +140,12 @@ def make(config: CrossQConfig = CrossQConfig()) -> Agent:
         return actor_net(action_size).apply(variables, obs)
 
     def act(state: CrossQState, obs: jax.Array, key: jax.Array, noise_scale=1.0) -> jax.Array:
-        action_size = state.actor.params["BRNMLP_0"][f"Dense_{len(config.actor_hidden)}"]
-        action_size = action_size["bias"].shape[-1] // 2
-        mean, log_std = policy(state.actor.params, state.actor_stats, obs, action_size)
+        mean, log_std = policy(state.actor.params, state.actor_stats, obs, state.action_size)
         return distributions.tanh_gaussian_act(key, mean, log_std, noise_scale)
 
     def update(state: CrossQState, batch: Batch, key: jax.Array):
-        action_size = batch.action.shape[-1]
-        target_entropy = -config.target_entropy_scale * action_size
+        action_size, hp = state.action_size, state.hp
+        target_entropy = -hp["target_entropy_scale"] * action_size
         next_key, actor_key = jax.random.split(key)
         alpha = jnp.exp(state.log_alpha.params)
         critic_obs, next_critic_obs = batch.critic_inputs  # obs / next_obs unless asymmetric
@@ -137,7 +163,7 @@ def make(config: CrossQConfig = CrossQConfig()) -> Agent:
             )
             # No target network: the target is the stop-gradient of the same joint pass.
             target = sac.critic_target(
-                config.reward_scale * batch.reward,
+                hp["reward_scale"] * batch.reward,
                 batch.terminated,
                 jax.lax.stop_gradient(next_q),
                 next_log_prob,
@@ -180,7 +206,14 @@ def make(config: CrossQConfig = CrossQConfig()) -> Agent:
         actor, actor_stats, log_alpha, a_loss, t_loss, log_prob = jax.lax.cond(
             due, update_actor, hold, None
         )
-        new_state = CrossQState(actor, actor_stats, critic, critic_stats, log_alpha, state.step + 1)
+        new_state = state.replace(
+            actor=actor,
+            actor_stats=actor_stats,
+            critic=critic,
+            critic_stats=critic_stats,
+            log_alpha=log_alpha,
+            step=state.step + 1,
+        )
         return new_state, sac.update_metrics(c_loss, a_loss, t_loss, alpha, q, log_prob)
 
     return Agent(init=init, act=act, update=update, name="crossq")

@@ -10,6 +10,7 @@ the update's own business, so the loop stays algorithm-agnostic.
 from __future__ import annotations
 
 import dataclasses
+from typing import ClassVar
 
 import flax.struct
 import jax
@@ -17,7 +18,7 @@ import jax.numpy as jnp
 import optax
 
 from jaxrl import distributions
-from jaxrl.agents.base import Agent, check_network_config
+from jaxrl.agents.base import Agent, check_network_config, hyperparameters
 from jaxrl.config import ConfigError
 from jaxrl.networks import ACTIVATIONS, MLP, GaussianActor
 from jaxrl.types import Rollout
@@ -70,6 +71,19 @@ class PPOConfig:
     activation: str = "relu"
     """Hidden-layer activation of both networks: "relu", or "swish" (Brax's PPO default)."""
 
+    # Data, not program: these live in the agent state (the learning rate and the gradient-norm
+    # clip in the optimiser state), so settings that differ only in them train together under
+    # vmap. Whether gradients are clipped at all (max_grad_norm > 0) is static.
+    ARRAY_FIELDS: ClassVar[tuple[str, ...]] = (
+        "learning_rate",
+        "clip_epsilon",
+        "value_coef",
+        "entropy_coef",
+        "max_grad_norm",
+        "gae_lambda",
+        "reward_scale",
+    )
+
     def __post_init__(self):
         check_network_config(self)
         for name in ("num_epochs", "num_minibatches"):
@@ -119,6 +133,12 @@ class PPOState:
     params: dict  # {"policy": ..., "value": ...}
     opt_state: optax.OptState
     step: jax.Array  # rollouts learned from
+    hp: dict  # the continuous settings the update reads (UPDATE_HYPERPARAMETERS), as arrays
+    action_size: int = flax.struct.field(pytree_node=False)
+
+
+# What `update` reads of the config's ARRAY_FIELDS (learning rate and clip: the optimiser).
+UPDATE_HYPERPARAMETERS = ("clip_epsilon", "value_coef", "entropy_coef", "gae_lambda", "reward_scale")
 
 
 # --- Pure pieces, as the paper writes them. ----------------------------------------------------
@@ -191,12 +211,18 @@ def minibatch_indices(key: jax.Array, samples: int, num_minibatches: int) -> jax
 
 def make(config: PPOConfig = PPOConfig()) -> Agent:
     value_net = MLP(config.critic_hidden, out=1, activation=config.activation)
-    optimizer = optax.chain(
-        optax.clip_by_global_norm(config.max_grad_norm)
-        if config.max_grad_norm > 0
-        else optax.identity(),
-        # The learning rate is applied below, so the schedule can follow the run's progress.
-        optax.scale_by_adam(),
+    def chain(learning_rate, max_grad_norm):
+        return optax.chain(
+            optax.clip_by_global_norm(max_grad_norm)
+            if config.max_grad_norm > 0
+            else optax.identity(),
+            optax.adam(learning_rate),
+        )
+
+    # Learning rate and clip in the optimiser state (data); a linear schedule scales the updates
+    # by the run's remaining fraction below, so it can follow the run's progress.
+    optimizer = optax.inject_hyperparams(chain)(
+        learning_rate=config.learning_rate, max_grad_norm=config.max_grad_norm
     )
 
     def policy_net(action_size: int) -> GaussianActor:
@@ -206,10 +232,6 @@ def make(config: PPOConfig = PPOConfig()) -> Agent:
             softplus_std=config.softplus_std,
             activation=config.activation,
         )
-
-    def action_size_of(params) -> int:
-        layer = params["policy"]["params"]["MLP_0"][f"Dense_{len(config.actor_hidden)}"]
-        return layer["bias"].shape[-1] // 2
 
     def value(params, obs: jax.Array) -> jax.Array:
         return value_net.apply(params["value"], obs)[..., 0]
@@ -224,30 +246,36 @@ def make(config: PPOConfig = PPOConfig()) -> Agent:
             "policy": policy_net(action_size).init(policy_key, obs),
             "value": value_net.init(value_key, value_obs),
         }
-        return PPOState(params, optimizer.init(params), jnp.zeros((), jnp.int32))
+        return PPOState(
+            params,
+            optimizer.init(params),
+            jnp.zeros((), jnp.int32),
+            hyperparameters(config, UPDATE_HYPERPARAMETERS),
+            action_size,
+        )
 
-    def policy(params, obs):
-        return policy_net(action_size_of(params)).apply(params["policy"], obs)
+    def policy(params, obs, action_size: int):
+        return policy_net(action_size).apply(params["policy"], obs)
 
     def act(state: PPOState, obs: jax.Array, key: jax.Array, noise_scale=1.0) -> jax.Array:
-        mean, log_std = policy(state.params, obs)
+        mean, log_std = policy(state.params, obs, state.action_size)
         return distributions.tanh_gaussian_act(key, mean, log_std, noise_scale)
 
     def explore(state: PPOState, obs: jax.Array, key: jax.Array):
-        mean, log_std = policy(state.params, obs)
+        mean, log_std = policy(state.params, obs, state.action_size)
         raw, log_prob = distributions.pre_tanh_sample(key, mean, log_std)
         return jnp.tanh(raw), {"raw_action": raw, "log_prob": log_prob}
 
-    def loss(params, batch: dict, key: jax.Array):
-        mean, log_std = policy(params, batch["obs"])
+    def loss(params, batch: dict, key: jax.Array, hp: dict, action_size: int):
+        mean, log_std = policy(params, batch["obs"], action_size)
         log_prob = distributions.tanh_gaussian_log_prob_pre_tanh(batch["raw_action"], mean, log_std)
         log_ratio = log_prob - batch["log_prob"]
         ratio = jnp.exp(log_ratio)
         advantage = batch["advantage"]
         if config.normalize_advantages:
             advantage = (advantage - advantage.mean()) / (advantage.std() + 1e-8)
-        policy_loss = clipped_surrogate(ratio, advantage, config.clip_epsilon)
-        clip = config.clip_epsilon if config.clip_value else None
+        policy_loss = clipped_surrogate(ratio, advantage, hp["clip_epsilon"])
+        clip = hp["clip_epsilon"] if config.clip_value else None
         v_loss = value_loss(
             value(params, batch.get("value_obs", batch["obs"])),
             batch["target"],
@@ -255,30 +283,30 @@ def make(config: PPOConfig = PPOConfig()) -> Agent:
             clip,
         )
         entropy = distributions.tanh_gaussian_entropy(key, mean, log_std).mean()
-        total = policy_loss + config.value_coef * v_loss - config.entropy_coef * entropy
+        total = policy_loss + hp["value_coef"] * v_loss - hp["entropy_coef"] * entropy
         metrics = {
             "policy_loss": policy_loss,
             "value_loss": v_loss,
             "entropy": entropy,
             # Schulman's low-variance estimator of KL(old || new).
             "approx_kl": ((ratio - 1.0) - log_ratio).mean(),
-            "clip_fraction": (jnp.abs(ratio - 1.0) > config.clip_epsilon).mean(),
+            "clip_fraction": (jnp.abs(ratio - 1.0) > hp["clip_epsilon"]).mean(),
         }
         return total, metrics
 
     def update(state: PPOState, rollout: Rollout, key: jax.Array):
-        samples = rollout.reward.size
+        samples, hp = rollout.reward.size, state.hp
         check_minibatches(samples, config.num_minibatches)  # at trace time, before compiling
         value_obs, next_value_obs = rollout.critic_inputs  # obs / next_obs unless asymmetric
         values = value(state.params, value_obs)
         advantage, target = gae(
-            config.reward_scale * rollout.reward,
+            hp["reward_scale"] * rollout.reward,
             values,
             value(state.params, next_value_obs),
             rollout.terminated,
             rollout.done,
             rollout.discount,
-            config.gae_lambda,
+            hp["gae_lambda"],
             config.gae_horizon,
             config.advantage_estimator,
         )
@@ -295,15 +323,17 @@ def make(config: PPOConfig = PPOConfig()) -> Agent:
         flat = jax.tree.map(lambda x: x.reshape((samples,) + x.shape[2:]), flat)
         flat = jax.lax.stop_gradient(flat)
         fraction = 1.0 - rollout.progress if config.lr_schedule == "linear" else 1.0
-        learning_rate = config.learning_rate * fraction
 
         def minibatch_step(carry, xs):
             params, opt_state = carry
             rows, step_key = xs
             batch = jax.tree.map(lambda x: x[rows], flat)
-            (_, metrics), grads = jax.value_and_grad(loss, has_aux=True)(params, batch, step_key)
+            (_, metrics), grads = jax.value_and_grad(loss, has_aux=True)(
+                params, batch, step_key, hp, state.action_size
+            )
             updates, opt_state = optimizer.update(grads, opt_state, params)
-            updates = jax.tree.map(lambda u: -learning_rate * u, updates)
+            if config.lr_schedule == "linear":
+                updates = jax.tree.map(lambda u: fraction * u, updates)
             metrics["grad_norm"] = optax.tree_utils.tree_norm(grads)
             return (optax.apply_updates(params, updates), opt_state), metrics
 
@@ -323,7 +353,7 @@ def make(config: PPOConfig = PPOConfig()) -> Agent:
             config.num_epochs * config.num_minibatches, jnp.float32
         )
         metrics["value_mean"] = values.mean()
-        return PPOState(params, opt_state, state.step + 1), metrics
+        return state.replace(params=params, opt_state=opt_state, step=state.step + 1), metrics
 
     return Agent(init=init, act=act, update=update, explore=explore, name="ppo")
 

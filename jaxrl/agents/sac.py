@@ -7,18 +7,20 @@ actor trained against the minimum of the critics, and log-alpha trained towards 
 from __future__ import annotations
 
 import dataclasses
+from typing import ClassVar
 
 import flax.struct
 import jax
 import jax.numpy as jnp
-import optax
 
 from jaxrl import distributional, distributions, losses
 from jaxrl.agents.base import (
     Agent,
     Learner,
+    adam,
     apply_gradients,
     check_network_config,
+    hyperparameters,
     learner,
     polyak,
 )
@@ -87,6 +89,21 @@ class SACConfig:
     std_tau: float = 0.005
     """Gaussian critic: rate of each critic's running mean of its predicted std."""
 
+    # Data, not program: these live in the agent state (the learning rates in the optimiser
+    # states), so settings that differ only in them train together under vmap (`--vmap`).
+    ARRAY_FIELDS: ClassVar[tuple[str, ...]] = (
+        "actor_lr",
+        "critic_lr",
+        "alpha_lr",
+        "tau",
+        "init_alpha",
+        "target_entropy_scale",
+        "reward_scale",
+        "td_bound",
+        "std_bias",
+        "std_tau",
+    )
+
     def __post_init__(self):
         check_network_config(self, residual=self.critic_residual)
         if self.num_target_critics is not None and not (
@@ -117,6 +134,19 @@ class SACState:
     log_alpha: Learner  # params: scalar log temperature
     step: jax.Array
     mean_std: jax.Array  # [E] running mean of each critic's predicted std (gaussian critic)
+    hp: dict  # the continuous settings the update reads (UPDATE_HYPERPARAMETERS), as arrays
+    action_size: int = flax.struct.field(pytree_node=False)
+
+
+# What `update` reads of the config's ARRAY_FIELDS (the learning rates live in the optimisers).
+UPDATE_HYPERPARAMETERS = (
+    "tau",
+    "target_entropy_scale",
+    "reward_scale",
+    "td_bound",
+    "std_bias",
+    "std_tau",
+)
 
 
 # --- Losses, as the paper writes them. Shapes: Q [E, B], log-probs [B]. -------------------------
@@ -188,9 +218,9 @@ def make(config: SACConfig = SACConfig()) -> Agent:
         residual=config.critic_residual,
         norm_after_relu=config.critic_norm_after_relu,
     )
-    actor_opt = optax.adam(config.actor_lr)
-    critic_opt = optax.adam(config.critic_lr)
-    alpha_opt = optax.adam(config.alpha_lr)
+    actor_opt = adam(config.actor_lr)
+    critic_opt = adam(config.critic_lr)
+    alpha_opt = adam(config.alpha_lr)
 
     def actor_module(action_size: int) -> GaussianActor:
         return GaussianActor(action_size, config.actor_hidden, softplus_std=config.softplus_std)
@@ -212,16 +242,15 @@ def make(config: SACConfig = SACConfig()) -> Agent:
             log_alpha=learner(log_alpha, alpha_opt),
             step=jnp.zeros((), jnp.int32),
             mean_std=jnp.zeros(config.num_critics, jnp.float32),
+            hp=hyperparameters(config, UPDATE_HYPERPARAMETERS),
+            action_size=action_size,
         )
 
     def _policy(params, obs, action_size):
         return actor_module(action_size).apply(params, obs)
 
     def act(state: SACState, obs: jax.Array, key: jax.Array, noise_scale=1.0) -> jax.Array:
-        # The output layer holds mean and log-std: 2 * |A| units (a static shape under jit).
-        output_layer = state.actor.params["params"]["MLP_0"][f"Dense_{len(config.actor_hidden)}"]
-        action_size = output_layer["bias"].shape[-1] // 2
-        mean, log_std = _policy(state.actor.params, obs, action_size)
+        mean, log_std = _policy(state.actor.params, obs, state.action_size)
         return distributions.tanh_gaussian_act(key, mean, log_std, noise_scale)
 
     def critic_apply(params, obs, action, key):
@@ -233,8 +262,8 @@ def make(config: SACConfig = SACConfig()) -> Agent:
         return gaussian_heads(out)[0] if gaussian else out
 
     def update(state: SACState, batch: Batch, key: jax.Array):
-        action_size = batch.action.shape[-1]
-        target_entropy = -config.target_entropy_scale * action_size
+        action_size, hp = state.action_size, state.hp
+        target_entropy = -hp["target_entropy_scale"] * action_size
         keys = jax.random.split(key, 7)
         alpha = jnp.exp(state.log_alpha.params)
         critic_obs, next_critic_obs = batch.critic_inputs  # obs / next_obs unless asymmetric
@@ -244,7 +273,7 @@ def make(config: SACConfig = SACConfig()) -> Agent:
         next_action, next_log_prob = distributions.tanh_gaussian_sample(keys[0], mean, log_std)
         next_out = critic_apply(state.target_critic_params, next_critic_obs, next_action, keys[1])
         next_out = target_subset(keys[2], next_out, config.num_target_critics)
-        reward = config.reward_scale * batch.reward
+        reward = hp["reward_scale"] * batch.reward
         if gaussian:
             next_mean, next_std = gaussian_heads(next_out)
             noise = jnp.clip(jax.random.normal(keys[6], reward.shape), -3.0, 3.0)
@@ -263,10 +292,10 @@ def make(config: SACConfig = SACConfig()) -> Agent:
                 return critic_loss(out, target), (out, state.mean_std)
             q, std = gaussian_heads(out)
             mean_std = distributional.update_mean_std(
-                state.mean_std, std, config.std_tau, state.step == 0
+                state.mean_std, std, hp["std_tau"], state.step == 0
             )
             loss = distributional.gaussian_critic_loss(
-                q, std, *targets, mean_std, config.td_bound, config.std_bias
+                q, std, *targets, mean_std, hp["td_bound"], hp["std_bias"]
             )
             return loss, (q, mean_std)
 
@@ -314,10 +343,10 @@ def make(config: SACConfig = SACConfig()) -> Agent:
             due = state.step % config.policy_delay == 0
             actor, log_alpha, a_loss, t_loss, log_prob = jax.lax.cond(due, update_actor, hold, None)
 
-        new_state = SACState(
+        new_state = state.replace(
             actor=actor,
             critic=critic,
-            target_critic_params=polyak(state.target_critic_params, critic.params, config.tau),
+            target_critic_params=polyak(state.target_critic_params, critic.params, hp["tau"]),
             log_alpha=log_alpha,
             step=state.step + 1,
             mean_std=mean_std,

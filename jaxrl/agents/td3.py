@@ -7,18 +7,20 @@ Also the base of the deterministic family: `target_actor=False` drops the target
 from __future__ import annotations
 
 import dataclasses
+from typing import ClassVar
 
 import flax.struct
 import jax
 import jax.numpy as jnp
-import optax
 
 from jaxrl import distributional, losses
 from jaxrl.agents.base import (
     Agent,
     Learner,
+    adam,
     apply_gradients,
     check_network_config,
+    hyperparameters,
     learner,
     polyak,
 )
@@ -73,6 +75,21 @@ class TD3Config:
     weight_decay: float = 0.0
     """AdamW weight decay of actor and critic; 0: Adam, no decay (FastTD3: 0.1)."""
 
+    # Data, not program: these live in the agent state (the learning rates and weight decay in
+    # the optimiser states), so settings that differ only in them train together under vmap.
+    ARRAY_FIELDS: ClassVar[tuple[str, ...]] = (
+        "actor_lr",
+        "critic_lr",
+        "tau",
+        "exploration_noise",
+        "target_noise",
+        "target_noise_clip",
+        "reward_scale",
+        "v_min",
+        "v_max",
+        "weight_decay",
+    )
+
     def __post_init__(self):
         check_network_config(self, residual=self.critic_residual)
         if self.critic not in ("double_q", "c51"):
@@ -94,6 +111,21 @@ class TD3State:
     target_actor_params: dict
     target_critic_params: dict
     step: jax.Array  # critic updates done; the actor updates when step % policy_delay == 0
+    hp: dict  # the continuous settings act and update read (UPDATE_HYPERPARAMETERS), as arrays
+    action_size: int = flax.struct.field(pytree_node=False)
+
+
+# What `act` and `update` read of the config's ARRAY_FIELDS (learning rates and weight decay
+# live in the optimisers).
+UPDATE_HYPERPARAMETERS = (
+    "tau",
+    "exploration_noise",
+    "target_noise",
+    "target_noise_clip",
+    "reward_scale",
+    "v_min",
+    "v_max",
+)
 
 
 def smoothed_target_action(
@@ -143,25 +175,19 @@ def make(config: TD3Config = TD3Config()) -> Agent:
         outputs=config.num_atoms if c51 else None,
         residual=config.critic_residual,
     )
-    atoms = distributional.support(config.num_atoms, config.v_min, config.v_max)
+    # Adam, or AdamW where weight_decay > 0 (whether it decays is static, by how much data).
+    actor_opt = adam(config.actor_lr, config.weight_decay)
+    critic_opt = adam(config.critic_lr, config.weight_decay)
 
-    def optimizer(lr: float) -> optax.GradientTransformation:
-        if config.weight_decay > 0:
-            return optax.adamw(lr, weight_decay=config.weight_decay)
-        return optax.adam(lr)
-
-    actor_opt = optimizer(config.actor_lr)
-    critic_opt = optimizer(config.critic_lr)
-
-    def q_values(critic_out: jax.Array) -> jax.Array:
+    def q_values(critic_out: jax.Array, hp: dict) -> jax.Array:
         """[E, B] values: the critics' outputs, or their expected values for C51."""
-        return distributional.expected_value(critic_out, atoms) if c51 else critic_out
+        if not c51:
+            return critic_out
+        atoms = distributional.support(config.num_atoms, hp["v_min"], hp["v_max"])
+        return distributional.expected_value(critic_out, atoms)
 
     def actor_net(action_size: int) -> DeterministicActor:
         return DeterministicActor(action_size, config.actor_hidden)
-
-    def action_size_of(params) -> int:
-        return params["params"]["MLP_0"][f"Dense_{len(config.actor_hidden)}"]["bias"].shape[-1]
 
     def init(
         key: jax.Array, obs_size: int, action_size: int, critic_obs_size: int | None = None
@@ -177,27 +203,30 @@ def make(config: TD3Config = TD3Config()) -> Agent:
             target_actor_params=actor_params,
             target_critic_params=critic_params,
             step=jnp.zeros((), jnp.int32),
+            hp=hyperparameters(config, UPDATE_HYPERPARAMETERS),
+            action_size=action_size,
         )
 
     def act(state: TD3State, obs: jax.Array, key: jax.Array, noise_scale=1.0) -> jax.Array:
-        action = actor_net(action_size_of(state.actor.params)).apply(state.actor.params, obs)
+        action = actor_net(state.action_size).apply(state.actor.params, obs)
         scale = jnp.expand_dims(jnp.asarray(noise_scale, action.dtype), -1)
-        noise = config.exploration_noise * scale * jax.random.normal(key, action.shape)
+        noise = state.hp["exploration_noise"] * scale * jax.random.normal(key, action.shape)
         return jnp.clip(action + noise, -1.0, 1.0)
 
     def update(state: TD3State, batch: Batch, key: jax.Array):
-        policy = actor_net(batch.action.shape[-1])
+        policy, hp = actor_net(state.action_size), state.hp
         critic_obs, next_critic_obs = batch.critic_inputs  # obs / next_obs unless asymmetric
         target_policy = state.target_actor_params if config.target_actor else state.actor.params
         next_action = smoothed_target_action(
             key,
             policy.apply(target_policy, batch.next_obs),
-            config.target_noise,
-            config.target_noise_clip,
+            hp["target_noise"],
+            hp["target_noise_clip"],
         )
         next_out = critic_net.apply(state.target_critic_params, next_critic_obs, next_action)
-        reward = config.reward_scale * batch.reward
+        reward = hp["reward_scale"] * batch.reward
         if c51:
+            atoms = distributional.support(config.num_atoms, hp["v_min"], hp["v_max"])
             target = c51_target(next_out, reward, batch.terminated, batch.discount, atoms)
         else:
             target = critic_target(reward, batch.terminated, batch.discount, next_out)
@@ -205,7 +234,7 @@ def make(config: TD3Config = TD3Config()) -> Agent:
         def critic_objective(params):
             out = critic_net.apply(params, critic_obs, batch.action)
             loss = c51_critic_loss(out, target) if c51 else critic_loss(out, target)
-            return loss, q_values(out)
+            return loss, q_values(out, hp)
 
         (c_loss, q), grads = jax.value_and_grad(critic_objective, has_aux=True)(state.critic.params)
         critic = apply_gradients(state.critic, grads, critic_opt)
@@ -213,14 +242,14 @@ def make(config: TD3Config = TD3Config()) -> Agent:
         def actor_objective(params):
             out = critic_net.apply(critic.params, critic_obs, policy.apply(params, batch.obs))
             # C51 (FastTD3): the min of the critics' expected values; TD3: the first critic.
-            return -q_values(out).min(axis=0).mean() if c51 else actor_loss(out)
+            return -q_values(out, hp).min(axis=0).mean() if c51 else actor_loss(out)
 
         def update_actor_and_targets(_):
             a_loss, grads = jax.value_and_grad(actor_objective)(state.actor.params)
             actor = apply_gradients(state.actor, grads, actor_opt)
             targets = (
-                polyak(state.target_actor_params, actor.params, config.tau),
-                polyak(state.target_critic_params, critic.params, config.tau),
+                polyak(state.target_actor_params, actor.params, hp["tau"]),
+                polyak(state.target_critic_params, critic.params, hp["tau"]),
             )
             return actor, targets, a_loss
 
@@ -232,7 +261,13 @@ def make(config: TD3Config = TD3Config()) -> Agent:
         actor, (target_actor, target_critic), a_loss = jax.lax.cond(
             due, update_actor_and_targets, hold, None
         )
-        new_state = TD3State(actor, critic, target_actor, target_critic, state.step + 1)
+        new_state = state.replace(
+            actor=actor,
+            critic=critic,
+            target_actor_params=target_actor,
+            target_critic_params=target_critic,
+            step=state.step + 1,
+        )
         return new_state, {"critic_loss": c_loss, "actor_loss": a_loss, "q_mean": q.mean()}
 
     return Agent(init=init, act=act, update=update, name="td3")
