@@ -141,6 +141,11 @@ class TrainOptions:
     """Train several seeds in one compiled program: a count (8: seeds 0-7) or a list (0,3,7).
     Each seed's metrics go to RUN/seed_<seed>/; the run's rows give their mean, IQM and 95%
     bootstrap interval. --seed is then ignored."""
+    vmap: Annotated[tuple[str, ...], tyro.conf.UseAppendAction] = ()
+    """A settings grid trained in the same one program: NAME=V1,V2 (repeatable; the product of
+    all, times --seeds). Only fields that are data: learning rates, tau, gamma, scales, noise
+    (an error lists them). Metrics per member under RUN/SETTING/seed_<seed>/; rows and
+    summary.json name the best setting."""
     compile_cache: bool = True
     """JAX's persistent compilation cache (~/.cache/jaxrl/xla): re-runs skip compilation."""
     quiet: bool = False
@@ -466,6 +471,8 @@ def _done(result) -> None:
             f"[{last['eval_return_ci_low']:.2f}, {last['eval_return_ci_high']:.2f}], best seed "
             f"{last['best_seed']}: {max(last['eval_returns']):.2f})"
         )
+    if "best_setting" in last:  # a settings grid: the best setting's mean and summary
+        seeds = f" of the best setting {last['best_setting']}{seeds}"
     print(
         f"done: {last['env_steps']:,} env steps, eval return "
         f"{result.final_eval_return:.2f}{seeds}, compile {result.compile_seconds:.1f}s, "
@@ -489,6 +496,7 @@ def cmd_train(argv: list[str]) -> int:
         options=_run_options(options),
         compile_cache=options.compile_cache,
         seeds=options.seeds,
+        vmap=list(options.vmap) or None,
     )
     _done(result)
     return 0
@@ -509,6 +517,9 @@ class EvalArgs:
     """Seed of the episodes' initial states."""
     json: bool = False
     """Print the result as JSON."""
+    member: int | None = None
+    """Of a run of several seeds or settings: the member (index, as summary.json lists
+    final_eval_returns); default: the one with the best eval return at the checkpoint."""
 
 
 def cmd_eval(argv: list[str]) -> int:
@@ -520,12 +531,15 @@ def cmd_eval(argv: list[str]) -> int:
         "Return of a saved policy's greedy episodes: mean, std, standard error.",
         argv,
     )
-    report = runs.evaluate_run(args.run, args.episodes, args.checkpoint, args.seed)
+    report = runs.evaluate_run(
+        args.run, args.episodes, args.checkpoint, args.seed, member=args.member
+    )
     if args.json:
         print(json.dumps(report))
     else:
+        member = f" ({report['member']})" if report["member"] else ""
         print(
-            f"{args.run} @ {report['checkpoint']:,} env steps: return {report['mean']:.2f} "
+            f"{args.run}{member} @ {report['checkpoint']:,} env steps: return {report['mean']:.2f} "
             f"± {report['stderr']:.2f} (std {report['std']:.2f}, {report['episodes']} greedy "
             f"episodes, mean length {report['mean_length']:.0f})"
         )

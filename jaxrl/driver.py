@@ -22,7 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxrl import agents, checkpoint, envs, logs
+from jaxrl import agents, checkpoint, envs, grid, logs
 from jaxrl.config import ConfigError, TrainConfig
 from jaxrl.loop import LoopState, make_train
 
@@ -223,6 +223,40 @@ def _seeds_row(rows: list[dict], seeds: tuple[int, ...]) -> dict:
     return row
 
 
+def _grid_row(rows: list[dict], run_grid: grid.Grid) -> dict:
+    """The aggregate row of one chunk of a grid: seeds alone give `_seeds_row`; with settings,
+    each setting's summary over its seeds (`settings`, best first by mean eval return), the
+    best setting, and that setting's row (its mean is the row's `eval_return`, which
+    stop_at_return reads)."""
+    if not run_grid.axes:
+        return _seeds_row(rows, run_grid.seeds)
+    per = len(run_grid.seeds)
+    settings = []
+    for i, setting in enumerate(run_grid.settings):
+        one = _seeds_row(rows[i * per : (i + 1) * per], run_grid.seeds)
+        settings.append((setting, one))
+    best_setting, best = max(settings, key=lambda item: item[1]["eval_return"])
+    row = dict(best)
+    row.update(
+        all_seeds_env_steps_per_second=rows[0]["env_steps_per_second"] * len(rows),
+        eval_returns=[r["eval_return"] for r in rows],
+        best_setting=grid.Grid.label(best_setting),
+        settings=sorted(
+            (
+                {
+                    "setting": grid.Grid.label(setting),
+                    **setting,
+                    "eval_returns": one["eval_returns"],
+                    **{k: one[k] for k in one if k.startswith("eval_return_")},
+                }
+                for setting, one in settings
+            ),
+            key=lambda s: -s["eval_return_mean"],
+        ),
+    )
+    return row
+
+
 def _row(
     chunk: int,
     metrics: dict,
@@ -309,7 +343,7 @@ def check_setting(config: TrainConfig, agent_config: Any, env: Any = None) -> No
     make_train(config, agents.get(config.algo).make(agent_config), env)
 
 
-def _meta(trainer, seeds: tuple[int, ...] | None = None) -> dict:
+def _meta(trainer, run_grid: grid.Grid | None = None) -> dict:
     """What a checkpoint must share with the run that restores it."""
     meta = {
         "algo": trainer.config.algo,
@@ -320,8 +354,10 @@ def _meta(trainer, seeds: tuple[int, ...] | None = None) -> dict:
     }
     if trainer.observation.asymmetric:  # absent otherwise: older checkpoints stay readable
         meta["critic_observation_size"] = trainer.observation.critic_size
-    if seeds is not None:  # a state of several seeds stacked
-        meta["seeds"] = list(seeds)
+    if run_grid is not None:  # a state of several members stacked
+        meta["seeds"] = list(run_grid.seeds)
+        if run_grid.axes:  # absent otherwise: checkpoints of seeds alone stay readable
+            meta["vmap"] = run_grid.as_json()["vmap"]
     return meta
 
 
@@ -337,6 +373,7 @@ def train(
     env: Any = None,
     randomization_fn: Any = None,
     seeds: Any = None,
+    vmap: Any = None,
 ) -> RunResult:
     """Trains `config.algo` on `config.env`, or on `env`: your own env object, with Brax's
     reset/step/observation_size/action_size (config.env is then only its label; the time
@@ -358,14 +395,25 @@ def train(
     seed_<seed>/metrics.*; the run's own rows give every seed's eval return, their mean
     (`eval_return`), interquartile mean and 95% bootstrap interval, and the best seed;
     `stop_at_return` reads the mean. Checkpoints hold all seeds; a resume continues them all.
+
+    `vmap` (`{"actor_lr": [1e-4, 3e-4], "tau": [0.005, 0.01]}`, or ["actor_lr=1e-4,3e-4", ...];
+    `--vmap` on the command line): every setting of the product of those values, times every
+    seed, trains in the same one program (`jaxrl.grid`; only fields that are data can vary:
+    TrainConfig.ARRAY_FIELDS and the agent config's). Members' metrics go to
+    SETTING/seed_<seed>/; each row names the best setting (highest mean eval return over its
+    seeds), whose mean is then the row's `eval_return`, and gives every setting's summary.
     """
     # Every check that can fail on bad input runs here, before anything is compiled.
     options = options or RunOptions(checkpoint_every=checkpoint_every)
-    if seeds is not None:
-        seeds = parse_seeds(seeds)
-        _check_seeds(config, seeds, randomization_fn)
-        config = dataclasses.replace(config, seed=seeds[0])
     agent_config = _check_agent_config(config, agent_config, env)
+    run_grid = None
+    if seeds is not None or vmap is not None:
+        run_grid = grid.Grid(
+            parse_seeds(seeds) if seeds is not None else (config.seed,),
+            grid.parse_vmap(vmap, config, agent_config),
+        )
+        _check_seeds(config, run_grid, randomization_fn)
+        config = dataclasses.replace(config, seed=run_grid.seeds[0])
     out_path = check_run_dir(out_dir)
     if options.wandb and out_path is not None:
         logs.check_wandb()
@@ -374,6 +422,7 @@ def train(
     agent = agents.get(config.algo).make(agent_config)
     trainer = make_train(config, agent, env, randomization_fn)
     config = trainer.config  # with the algorithm's own loop defaults filled in
+    members = _members(trainer, agent_config, run_grid)  # checked before compiling
     saved = None
     if out_path is not None:
         saved = {
@@ -398,31 +447,67 @@ def train(
             # Names this run in loggers that outlive a process (W&B), the same on resume.
             "run_id": uuid.uuid4().hex[:12],
         }
-        if seeds is not None:
-            saved["seeds"] = list(seeds)
+        if run_grid is not None:
+            saved.update(run_grid.as_json())
 
     start = time.perf_counter()
-    state = _initial_state(trainer, seeds)
-    return _execute(trainer, state, [], out_path, options, progress, start, saved, seeds)
+    state = _initial_state(trainer, run_grid, members)
+    return _execute(trainer, state, [], out_path, options, progress, start, saved, run_grid)
 
 
-def _initial_state(trainer, seeds: tuple[int, ...] | None):
-    """The run's first state: of `config.seed`, or of every seed stacked (vmapped init)."""
-    if seeds is None:
+def _members(trainer, agent_config: Any, run_grid: grid.Grid | None) -> list | None:
+    """(agent, config) of each setting of the grid, checked: each config as its own run's
+    would be, and each state of the same structure as the trainer's (a setting that would
+    change the program, e.g. AdamW's decay against none, is refused by name)."""
+    if run_grid is None:
+        return None
+    if not run_grid.axes:  # seeds alone
+        return [(trainer.agent, trainer.config)]
+    spec = agents.get(trainer.config.algo)
+    key = jax.random.PRNGKey(0)
+    like = jax.eval_shape(trainer.init, key)
+    members = []
+    for setting in run_grid.settings:
+        config, member_agent_config = grid.member_configs(setting, trainer.config, agent_config)
+        member = (spec.make(member_agent_config), config)
+        shape = jax.eval_shape(lambda k, m=member: trainer.init(k, m), key)
+        if jax.tree.structure(shape) != jax.tree.structure(like) or any(
+            a.shape != b.shape or a.dtype != b.dtype
+            for a, b in zip(jax.tree.leaves(shape), jax.tree.leaves(like), strict=True)
+        ):
+            raise ConfigError(
+                f"--vmap setting {grid.Grid.label(setting)} changes the program (its state "
+                "differs in structure, e.g. AdamW's weight decay against none), so it cannot "
+                "train inside one program with the others; use jaxrl sweep for it"
+            )
+        members.append(member)
+    return members
+
+
+def _initial_state(trainer, run_grid: grid.Grid | None, members: list | None = None):
+    """The run's first state: of `config.seed`, or of every member stacked (vmapped init of
+    each setting's seeds, setting-major)."""
+    if run_grid is None:
         return jax.jit(trainer.init)(jax.random.PRNGKey(trainer.config.seed))
-    keys = jnp.stack([jax.random.PRNGKey(seed) for seed in seeds])
-    return jax.jit(jax.vmap(trainer.init))(keys)
+    keys = jnp.stack([jax.random.PRNGKey(seed) for seed in run_grid.seeds])
+
+    def init_all(keys):
+        states = [jax.vmap(lambda k, m=member: trainer.init(k, m))(keys) for member in members]
+        return jax.tree.map(lambda *xs: jnp.concatenate(xs), *states)
+
+    return jax.jit(init_all)(keys)
 
 
-def _check_seeds(config: TrainConfig, seeds: tuple[int, ...], randomization_fn: Any) -> None:
-    """Settings several seeds cannot share yet: domain randomization draws the envs' physics
-    from `config.seed` once for the whole program, so the seeds would not each train as
+def _check_seeds(config: TrainConfig, run_grid: grid.Grid, randomization_fn: Any) -> None:
+    """Settings several members cannot share yet: domain randomization draws the envs'
+    physics from `config.seed` once for the whole program, so the seeds would not each train as
     alone."""
     if config.randomize or randomization_fn is not None:
         raise ConfigError(
-            f"--seeds {','.join(map(str, seeds))} with domain randomization: the randomized "
-            "physics is drawn once from --seed for every seed of the program, so the seeds would "
-            "not each train as they do alone; train them one by one (--seed) for now"
+            f"--seeds {','.join(map(str, run_grid.seeds))} (or --vmap) with domain "
+            "randomization: the randomized physics is drawn once from --seed for every member "
+            "of the program, so the seeds would not each train as they do alone; train them one "
+            "by one (--seed) for now"
         )
 
 
@@ -501,9 +586,10 @@ def resume(
             f"{out_path} is complete ({step:,} env steps); pass --steps N (N > {step:,}) to "
             "train it further."
         )
-    seeds = tuple(saved["seeds"]) if saved.get("seeds") else None
+    run_grid = grid.Grid.from_json(saved)
+    members = _members(trainer, agent_config, run_grid)
     meta, history = checkpoint.read_meta(directory, step)
-    checkpoint.check_meta(meta, _meta(trainer, seeds), f"{directory / str(step)}")
+    checkpoint.check_meta(meta, _meta(trainer, run_grid), f"{directory / str(step)}")
     target = options.stop_at_return
     if target is not None and history and history[-1]["eval_return"] >= target:
         if total_steps is None:
@@ -518,20 +604,21 @@ def resume(
     saved["run"] = dataclasses.asdict(options)
 
     start = time.perf_counter()
-    like = _initial_state(trainer, seeds)
+    like = _initial_state(trainer, run_grid, members)
     state = checkpoint.restore_state(directory, step, like)
-    return _execute(trainer, state, history, out_path, options, progress, start, saved, seeds)
+    return _execute(trainer, state, history, out_path, options, progress, start, saved, run_grid)
 
 
 def _execute(
-    trainer, state, history, out_path, options, progress, start, saved, seeds=None
+    trainer, state, history, out_path, options, progress, start, saved, run_grid=None
 ) -> RunResult:
     """Compiles the chunk program and runs the chunks after `history`'s last one; between
-    chunks only logs, checks for non-finite values and checkpoints. `seeds`: `state` holds
-    these seeds stacked, trained together by the vmapped chunk; each gets its own metrics
-    under seed_<seed>/ and the run's rows summarise them (`_seeds_row`)."""
+    chunks only logs, checks for non-finite values and checkpoints. `run_grid`: `state` holds
+    its members stacked, trained together by the vmapped chunk; each gets its own metrics
+    (under seed_<seed>/, or SETTING/seed_<seed>/) and the run's rows summarise them
+    (`_seeds_row`, `_grid_row`)."""
     config = trainer.config
-    program = trainer.chunk if seeds is None else jax.vmap(trainer.chunk)
+    program = trainer.chunk if run_grid is None else jax.vmap(trainer.chunk)
     chunk = jax.jit(program, donate_argnums=0).lower(state).compile()
     compile_seconds = time.perf_counter() - start
     if out_path is not None:
@@ -553,11 +640,12 @@ def _execute(
     logger = checkpoints = None
     seed_loggers = []
     if out_path is not None:
-        for i, seed in enumerate(seeds or ()):
-            (out_path / f"seed_{seed}").mkdir(exist_ok=True)
+        for i, (setting, seed) in enumerate(run_grid.members if run_grid else ()):
+            member_dir = out_path / run_grid.member_dir(setting, seed)
+            member_dir.mkdir(parents=True, exist_ok=True)
             seed_loggers.append(
                 logs.RunLogger(
-                    out_path / f"seed_{seed}",
+                    member_dir,
                     history=[r["per_seed"][i] for r in history],
                     tensorboard=options.tensorboard,
                 )
@@ -572,7 +660,7 @@ def _execute(
         checkpoints = checkpoint.manager(
             out_path / "checkpoints", keep=options.keep_checkpoints or None
         )
-    meta = _meta(trainer, seeds)
+    meta = _meta(trainer, run_grid)
     stop = _StopRequest(enabled=out_path is not None)
     train_seconds = 0.0
     row = history[-1] if history else None
@@ -590,21 +678,21 @@ def _execute(
                     train_before + train_seconds,
                     wall_before + compile_seconds + train_seconds,
                 )
-                if seeds is None:
+                if run_grid is None:
                     rows = [_row(index, metrics, config, *times)]
                     row = rows[0]
                 else:
                     rows = [
                         _row(index, jax.tree.map(lambda x, i=i: x[i], metrics), config, *times)
-                        for i in range(len(seeds))
+                        for i in range(len(run_grid))
                     ]
-                    row = {**_seeds_row(rows, seeds), "per_seed": rows}
+                    row = {**_grid_row(rows, run_grid), "per_seed": rows}
                 for i, one in enumerate(rows):
                     bad = [
                         k for k, v in one.items() if isinstance(v, float) and not math.isfinite(v)
                     ]
                     if bad:
-                        which = "" if seeds is None else f" of seed {seeds[i]}"
+                        which = "" if run_grid is None else f" of {run_grid.describe(i)}"
                         raise NonFiniteError(
                             f"non-finite {', '.join(bad)}{which} in chunk {index} (env step "
                             f"{one['env_steps']}); training stopped and the checkpoints and "
@@ -665,9 +753,9 @@ def _execute(
             "final_eval_return": row["eval_return"],
             "stopped_at_return": reached,
         }
-        if seeds is not None:
+        if run_grid is not None:
             summary.update(
-                seeds=list(seeds),
+                seeds=list(run_grid.seeds),
                 final_eval_returns=row["eval_returns"],
                 best_seed=row["best_seed"],
                 **{
@@ -675,6 +763,12 @@ def _execute(
                     for k in ("eval_return_iqm", "eval_return_ci_low", "eval_return_ci_high")
                 },
             )
+            if run_grid.axes:
+                summary.update(
+                    vmap=run_grid.as_json()["vmap"],
+                    best_setting=row["best_setting"],
+                    settings=row["settings"],
+                )
         (out_path / "summary.json").write_text(json.dumps(summary, indent=2))
     return RunResult(state, history, compile_seconds, train_seconds, out_path)
 

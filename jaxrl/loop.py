@@ -53,7 +53,10 @@ class Trainer(NamedTuple):
     agent: Agent
     env: Any
     eval_env: Any
-    init: Callable[[jax.Array], LoopState]
+    init: Callable[..., LoopState]
+    """`init(key, member=None) -> LoopState`; `member`: (agent, config) of one setting of a
+    grid (`jaxrl.grid`), differing from this trainer's only in ARRAY_FIELDS: the state that
+    setting starts from, of the same structure, so the states stack under vmap."""
     chunk: Callable[[LoopState], tuple[LoopState, dict]]
     evaluate: Callable[[Any, normalization.RunningStats, jax.Array], dict]
     train: Callable[[jax.Array], tuple[LoopState, dict]]
@@ -281,7 +284,8 @@ def make_train(
     observe = make_observe(config)
     evaluate = make_evaluate(config, agent, eval_env, view=view)
 
-    def init(key: jax.Array) -> LoopState:
+    def init(key: jax.Array, member: tuple[Agent, TrainConfig] | None = None) -> LoopState:
+        member_agent, member_config = member or (agent, config)
         key, agent_key, env_key, noise_key = jax.random.split(key, 4)
         env_state = env.reset(env_key)
         first_obs = jax.tree.map(lambda x: x[0], view(env_state.obs))
@@ -296,8 +300,8 @@ def make_train(
         # Identity until the first update: the reset states are far narrower than those the
         # policy visits, and seeding the statistics with them slowed PPO (as Brax, not seeded).
         stats = normalization.init(view.sizes)
-        agent_state = init_agent(agent, agent_key, view, action_size)
-        hp = loop_hyperparameters(config)
+        agent_state = init_agent(member_agent, agent_key, view, action_size)
+        hp = loop_hyperparameters(member_config)
         return LoopState(
             agent=agent_state,
             env_state=env_state,

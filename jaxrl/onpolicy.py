@@ -48,14 +48,15 @@ def make_train(
     rollouts_per_chunk = config.iterations_per_chunk // config.unroll_length
     total_rollouts = rollouts_per_chunk * config.num_chunks
 
-    def init(key: jax.Array) -> LoopState:
+    def init(key: jax.Array, member: tuple[Agent, TrainConfig] | None = None) -> LoopState:
+        member_agent, member_config = member or (agent, config)  # see loop.Trainer.init
         key, agent_key, env_key = jax.random.split(key, 3)
         env_state = env.reset(env_key)
         # Identity until the first update: the reset states are far narrower than those the
         # policy visits, and seeding the statistics with them slowed PPO (as Brax, not seeded).
         stats = normalization.init(view.sizes)
         return LoopState(
-            agent=init_agent(agent, agent_key, view, env.action_size),
+            agent=init_agent(member_agent, agent_key, view, env.action_size),
             env_state=env_state,
             buffer=None,
             obs_stats=stats,
@@ -63,7 +64,7 @@ def make_train(
             iteration=jnp.zeros((), jnp.int32),
             noise_scale=None,
             acting_agent=None,
-            hp=loop_hyperparameters(config),
+            hp=loop_hyperparameters(member_config),
         )
 
     def rollout(state: LoopState, key: jax.Array):

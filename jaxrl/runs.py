@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxrl import agents, checkpoint, normalization
+from jaxrl import agents, checkpoint, grid, normalization
 from jaxrl.config import ConfigError, TrainConfig
 from jaxrl.loop import init_agent, make_policy
 from jaxrl.observations import ObservationView
@@ -78,6 +78,8 @@ class Policy:
     obs_stats: normalization.RunningStats
     env_steps: int
     _apply: Callable = dataclasses.field(repr=False)
+    member: str | None = None
+    """Of a run of several seeds or settings (`--seeds`, `--vmap`): which member this is."""
 
     def __call__(self, obs: Any) -> jax.Array:
         obs = jax.tree.map(lambda x: jnp.asarray(x, jnp.float32), obs)
@@ -116,9 +118,13 @@ def check_env_given(
         )
 
 
-def load_policy(run_dir: str | os.PathLike, checkpoint_step: int | None = None) -> Policy:
+def load_policy(
+    run_dir: str | os.PathLike, checkpoint_step: int | None = None, member: int | None = None
+) -> Policy:
     """The greedy policy of a run's newest checkpoint (or of `checkpoint_step`, in env steps):
-    `policy = jaxrl.load_policy("runs/NAME"); action = policy(obs)`. Builds no env."""
+    `policy = jaxrl.load_policy("runs/NAME"); action = policy(obs)`. Builds no env.
+    Of a run of several members (`--seeds`, `--vmap`): member `member` (an index, setting-major
+    as the grid lists them), by default the one with the best eval return at that checkpoint."""
     saved = read_config_json(run_dir)
     config, agent_config = configs_from_json(saved)
     obs_size, critic_size, action_size = _sizes(saved)
@@ -129,12 +135,28 @@ def load_policy(run_dir: str | os.PathLike, checkpoint_step: int | None = None) 
     like_agent = jax.eval_shape(
         lambda key: init_agent(agent, key, view, action_size), jax.random.PRNGKey(0)
     )
-    sizes = view.sizes
-    agent_state, stats = checkpoint.restore_policy(
-        directory, step, like_agent, normalization.init(sizes)
-    )
+    like_stats = jax.eval_shape(lambda: normalization.init(view.sizes))
+    run_grid = grid.Grid.from_json(saved)
+    if run_grid is not None:  # members stacked on a leading axis
+        stacked = lambda tree: jax.tree.map(  # noqa: E731
+            lambda x: jax.ShapeDtypeStruct((len(run_grid), *x.shape), x.dtype), tree
+        )
+        like_agent, like_stats = stacked(like_agent), stacked(like_stats)
+    agent_state, stats = checkpoint.restore_policy(directory, step, like_agent, like_stats)
+    label = None
+    if run_grid is not None:
+        if member is None:
+            _, history = checkpoint.read_meta(directory, step)
+            member = int(np.argmax(history[-1]["eval_returns"]))
+        if not 0 <= member < len(run_grid):
+            raise RunError(f"member {member}: the run has members 0 to {len(run_grid) - 1}")
+        agent_state, stats = jax.tree.map(lambda x: x[member], (agent_state, stats))
+        setting, seed = run_grid.members[member]
+        label = run_grid.member_dir(setting, seed)
+    elif member not in (None, 0):
+        raise RunError(f"member {member}: {run_dir} is a run of one seed")
     apply = jax.jit(make_policy(config, agent))
-    return Policy(config, agent_config, agent_state, stats, step, apply)
+    return Policy(config, agent_config, agent_state, stats, step, apply, label)
 
 
 def evaluate_run(
@@ -143,6 +165,7 @@ def evaluate_run(
     checkpoint_step: int | None = None,
     seed: int = 0,
     env: Any = None,
+    member: int | None = None,
 ) -> dict:
     """Mean, std and standard error of the undiscounted return of `episodes` greedy episodes
     (run in parallel, one env each) of a checkpoint's policy, with the run's env settings
@@ -152,7 +175,7 @@ def evaluate_run(
     from jaxrl.loop import make_envs, make_evaluate
 
     check_env_given(read_config_json(run_dir), env, pathlib.Path(run_dir))
-    policy = load_policy(run_dir, checkpoint_step)
+    policy = load_policy(run_dir, checkpoint_step, member)
     config = dataclasses.replace(policy.config, eval_envs=episodes)
     agent = agents.get(config.algo).make(policy.agent_config)
     _, eval_env = make_envs(config, env)
@@ -168,4 +191,5 @@ def evaluate_run(
         "stderr": std / math.sqrt(episodes),
         "mean_length": float(np.asarray(result["eval_length"])),
         "returns": returns.tolist(),
+        "member": policy.member,
     }

@@ -44,8 +44,11 @@ CLI_CASES = (
         for algo in ("td3", "redq", "droq", "crossq", "fast_td3", "pql", "dsac_t")
     ]
     + [
+        # On a Brax env, the algorithms whose networks or critics differ most from SAC's
+        # (TD3, REDQ, DroQ, PQL and DSAC-T learn the classic pendulum above): a whole-suite
+        # run stays well under 20 minutes with an empty compilation cache.
         pytest.param(f"{algo}_inverted_pendulum", INVERTED_PENDULUM, marks=pytest.mark.slow)
-        for algo in ("td3", "redq", "droq", "crossq", "fast_td3", "pql", "dsac_t")
+        for algo in ("crossq", "fast_td3")
     ]
     + [pytest.param("ppo_cartpole_balance", CARTPOLE_BALANCE, marks=pytest.mark.slow)]
 )

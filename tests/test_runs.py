@@ -1,6 +1,7 @@
 """Whole-run checkpoints, exact resume, the run's log files, `load_policy` and `evaluate_run`."""
 
 import csv
+import dataclasses
 import json
 import shutil
 
@@ -465,6 +466,107 @@ def test_seeds_are_a_count_or_a_list(spec, expected):
     ],
 )
 def test_bad_seeds_fail_before_compiling_and_write_nothing(tmp_path, capsys, flags, message):
+    from jaxrl import cli
+
+    out = tmp_path / "run"
+    assert cli.main(["train", "--steps", "20000", "--out", str(out), *flags]) == 2
+    assert message in capsys.readouterr().err
+    assert not out.exists()
+
+
+# --- A settings grid in one program (--vmap). ----------------------------------------------
+
+
+def test_a_vmapped_grid_trains_each_setting_as_alone_and_resumes(tmp_path):
+    options = driver.RunOptions(checkpoint_every=2, keep_checkpoints=0)
+    grid = {"actor_lr": [1e-3, 3e-3], "gamma": [0.9, 0.99]}
+    together = driver.train(
+        _sac(), TINY_SAC, tmp_path / "grid", vmap=grid, seeds=[1], options=options, **QUIET
+    )
+    # Setting-major members: (1e-3, 0.9), (1e-3, 0.99), (3e-3, 0.9), (3e-3, 0.99).
+    alone = driver.train(
+        _sac(seed=1, gamma=0.9),
+        dataclasses.replace(TINY_SAC, actor_lr=3e-3),
+        tmp_path / "alone",
+        **QUIET,
+    )
+    member = tmp_path / "grid" / "actor_lr=0.003,gamma=0.9" / "seed_1"
+    rows = _jsonl(member / "metrics.jsonl")
+    assert len(rows) == len(alone.history) == 4
+    for mine, theirs in zip(rows, alone.history, strict=True):
+        for key in ("eval_return", "critic_loss", "actor_loss", "q_mean", "alpha"):
+            np.testing.assert_allclose(mine[key], theirs[key], rtol=2e-3, atol=1e-3)
+    chex.assert_trees_all_close(
+        jax.tree.map(lambda x: x[2], together.state.agent.actor.params),
+        alone.state.agent.actor.params,
+        rtol=2e-3,
+        atol=1e-4,
+    )
+    # The settings really differ: each member's losses are its own.
+    losses = [
+        _jsonl(tmp_path / "grid" / d / "seed_1" / "metrics.jsonl")[-1]["critic_loss"]
+        for d in ("actor_lr=0.001,gamma=0.9", "actor_lr=0.001,gamma=0.99")
+    ]
+    assert losses[0] != losses[1]
+    # Rows and summary name the best setting and summarise every one.
+    last = _jsonl(tmp_path / "grid" / "metrics.jsonl")[-1]
+    assert len(last["eval_returns"]) == 4 and len(last["settings"]) == 4
+    best = max(last["settings"], key=lambda s: s["eval_return_mean"])
+    assert last["best_setting"] == best["setting"] == last["settings"][0]["setting"]
+    assert last["eval_return"] == best["eval_return_mean"]
+    summary = json.loads((tmp_path / "grid" / "summary.json").read_text())
+    assert summary["best_setting"] == last["best_setting"]
+    assert summary["vmap"] == grid
+    # A member's policy loads on its own (by index, or the best by default) and evaluates.
+    policy = runs.load_policy(tmp_path / "grid", member=2)
+    assert policy.member == "actor_lr=0.003,gamma=0.9/seed_1"
+    obs = jnp.asarray([[1.0, 0.0, 0.5], [0.0, 1.0, -2.0]])
+    alone_policy = runs.load_policy(tmp_path / "alone")
+    np.testing.assert_allclose(policy(obs), alone_policy(obs), rtol=1e-3, atol=1e-4)
+    best = int(np.argmax(last["eval_returns"]))
+    assert runs.evaluate_run(tmp_path / "grid", episodes=2)["member"] == (
+        runs.load_policy(tmp_path / "grid", member=best).member
+    )
+    # Resume after the first checkpoint: every member, bit-identical to the straight run.
+    _stop_after(tmp_path / "grid", 256)
+    resumed = driver.resume(tmp_path / "grid", **QUIET)
+    _assert_same_run(resumed, together)
+
+
+def test_a_ppo_grid_trains_each_setting_as_alone(tmp_path):
+    config = TrainConfig(
+        env="classic/pendulum",
+        algo="ppo",
+        num_envs=4,
+        unroll_length=8,
+        total_steps=256,
+        eval_every=128,
+        eval_envs=2,
+    )
+    together = driver.train(
+        config, TINY_PPO, vmap=["learning_rate=1e-3,1e-2", "clip_epsilon=0.1"], **QUIET
+    )
+    member = dataclasses.replace(TINY_PPO, learning_rate=1e-2, clip_epsilon=0.1)
+    alone = driver.train(config, member, **QUIET)
+    mine = together.history[-1]["per_seed"][1]
+    for key in ("eval_return", "policy_loss", "value_loss"):
+        np.testing.assert_allclose(mine[key], alone.history[-1][key], rtol=2e-3, atol=1e-4)
+    assert together.history[-1]["per_seed"][0]["value_loss"] != mine["value_loss"]
+
+
+@pytest.mark.parametrize(
+    "flags,message",
+    [
+        (["--vmap", "batch_size=8,16"], "batch_size: it shapes the compiled program"),
+        (["--vmap", "nope=1,2"], "no such field"),
+        (["--vmap", "actor_lr=fast"], "must be numbers"),
+        (["--vmap", "actor_lr=1e-3", "--vmap", "actor_lr=3e-3"], "given twice"),
+        (["--vmap", "tau=0.5,2"], "tau must be in (0, 1]"),
+        (["--vmap", "actor_lr"], "NAME=V1,V2"),
+        (["--algo", "td3", "--vmap", "weight_decay=0,0.1"], "changes the program"),
+    ],
+)
+def test_bad_vmap_fails_before_compiling_and_writes_nothing(tmp_path, capsys, flags, message):
     from jaxrl import cli
 
     out = tmp_path / "run"

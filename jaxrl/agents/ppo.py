@@ -138,7 +138,13 @@ class PPOState:
 
 
 # What `update` reads of the config's ARRAY_FIELDS (learning rate and clip: the optimiser).
-UPDATE_HYPERPARAMETERS = ("clip_epsilon", "value_coef", "entropy_coef", "gae_lambda", "reward_scale")
+UPDATE_HYPERPARAMETERS = (
+    "clip_epsilon",
+    "value_coef",
+    "entropy_coef",
+    "gae_lambda",
+    "reward_scale",
+)
 
 
 # --- Pure pieces, as the paper writes them. ----------------------------------------------------
@@ -211,6 +217,7 @@ def minibatch_indices(key: jax.Array, samples: int, num_minibatches: int) -> jax
 
 def make(config: PPOConfig = PPOConfig()) -> Agent:
     value_net = MLP(config.critic_hidden, out=1, activation=config.activation)
+
     def chain(learning_rate, max_grad_norm):
         return optax.chain(
             optax.clip_by_global_norm(max_grad_norm)
