@@ -47,6 +47,7 @@ def m(name, path, old, new, description, *tests):
 
 
 SAC_REF = "tests/agents/test_sac_update_reference.py"
+HYPER = "tests/agents/test_hyperparameters.py"
 TD3_REF = "tests/agents/test_td3_update_reference.py"
 CROSSQ_REF = "tests/agents/test_crossq_update_reference.py"
 DSAC_REF = "tests/agents/test_dsac_t_update_reference.py"
@@ -101,8 +102,8 @@ MUTANTS = [
     m(
         "sac-target-entropy-sign",
         "jaxrl/agents/sac.py",
-        "target_entropy = -config.target_entropy_scale * action_size",
-        "target_entropy = config.target_entropy_scale * action_size",
+        'target_entropy = -hp["target_entropy_scale"] * action_size',
+        'target_entropy = hp["target_entropy_scale"] * action_size',
         "the target entropy is +|A| instead of -|A|",
         SAC_REF,
     ),
@@ -143,8 +144,8 @@ MUTANTS = [
     m(
         "td3-target-actor-polyak-from-old-actor",
         "jaxrl/agents/td3.py",
-        "polyak(state.target_actor_params, actor.params, config.tau)",
-        "polyak(state.target_actor_params, state.actor.params, config.tau)",
+        'polyak(state.target_actor_params, actor.params, hp["tau"])',
+        'polyak(state.target_actor_params, state.actor.params, hp["tau"])',
         "the target actor moves towards the actor before its update",
         TD3_REF,
     ),
@@ -167,9 +168,9 @@ MUTANTS = [
     m(
         "fast-td3-no-weight-decay",
         "jaxrl/agents/td3.py",
-        "return optax.adamw(lr, weight_decay=config.weight_decay)",
-        "return optax.adam(lr)",
-        "FastTD3's AdamW loses its weight decay",
+        "critic_opt = adam(config.critic_lr, config.weight_decay)",
+        "critic_opt = adam(config.critic_lr)",
+        "FastTD3's critic AdamW loses its weight decay",
         TD3_REF,
     ),
     m(
@@ -334,7 +335,7 @@ MUTANTS = [
     m(
         "loop-constant-discount",
         "jaxrl/loop.py",
-        "jnp.full_like(rows.reward, config.gamma)",
+        "jnp.full_like(rows.reward, gamma)",
         "jnp.full_like(rows.reward, 0.99)",
         "1-step batches carry a hard-coded discount instead of config.gamma",
         WIRING,
@@ -350,8 +351,8 @@ MUTANTS = [
     m(
         "loop-redraws-every-noise-scale",
         "jaxrl/loop.py",
-        "noise_scale = jnp.where(env_state.done > 0, noise_scales(noise_key), noise_scale)",
-        "noise_scale = noise_scales(noise_key)",
+        "noise_scale = jnp.where(env_state.done > 0, fresh, noise_scale)",
+        "noise_scale = fresh",
         "uniform noise scales are redrawn every step instead of at each env's reset",
         WIRING,
     ),
@@ -790,9 +791,66 @@ MUTANTS = [
     m(
         "seeds-init-from-one-key",
         "jaxrl/driver.py",
-        "keys = jnp.stack([jax.random.PRNGKey(seed) for seed in seeds])",
-        "keys = jnp.stack([jax.random.PRNGKey(seeds[0]) for seed in seeds])",
+        "keys = jnp.stack([jax.random.PRNGKey(seed) for seed in run_grid.seeds])",
+        "keys = jnp.stack([jax.random.PRNGKey(run_grid.seeds[0]) for seed in run_grid.seeds])",
         "every seed of a vmapped run starts from the first seed's key",
+        RUNS,
+    ),
+    # --- Hyperparameters as data, settings grids (issue 17). ---------------------------------
+    m(
+        "hp-sac-tau-a-constant",
+        "jaxrl/agents/sac.py",
+        'polyak(state.target_critic_params, critic.params, hp["tau"])',
+        "polyak(state.target_critic_params, critic.params, config.tau)",
+        "SAC's Polyak rate is closed over as a constant, not read from the state",
+        HYPER,
+    ),
+    m(
+        "hp-td3-acting-noise-a-constant",
+        "jaxrl/agents/td3.py",
+        'noise = state.hp["exploration_noise"] * scale',
+        "noise = config.exploration_noise * scale",
+        "TD3's acting noise is closed over as a constant",
+        HYPER,
+    ),
+    m(
+        "hp-ppo-learning-rate-a-constant",
+        "jaxrl/agents/ppo.py",
+        "optax.adam(learning_rate),",
+        "optax.adam(config.learning_rate),",
+        "PPO's Adam takes the config's learning rate, not the injected one",
+        HYPER,
+    ),
+    m(
+        "hp-onpolicy-gamma-a-constant",
+        "jaxrl/onpolicy.py",
+        'discount=jnp.full_like(reward, state.hp["gamma"]),',
+        "discount=jnp.full_like(reward, config.gamma),",
+        "the on-policy loop's discount is closed over as a constant",
+        HYPER,
+    ),
+    m(
+        "grid-every-setting-starts-as-the-first",
+        "jaxrl/driver.py",
+        "jax.vmap(lambda k, m=member: trainer.init(k, m))(keys) for member in members",
+        "jax.vmap(lambda k, m=members[0]: trainer.init(k, m))(keys) for member in members",
+        "every setting of a grid starts from the first setting's state",
+        RUNS,
+    ),
+    m(
+        "grid-best-setting-is-the-worst",
+        "jaxrl/driver.py",
+        'best_setting, best = max(settings, key=lambda item: item[1]["eval_return"])',
+        'best_setting, best = min(settings, key=lambda item: item[1]["eval_return"])',
+        "a grid's rows name the worst setting as the best",
+        RUNS,
+    ),
+    m(
+        "grid-policy-default-member-the-worst",
+        "jaxrl/runs.py",
+        'member = int(np.argmax(history[-1]["eval_returns"]))',
+        'member = int(np.argmin(history[-1]["eval_returns"]))',
+        "eval of a grid or seeds run picks the worst member by default",
         RUNS,
     ),
 ]
