@@ -23,7 +23,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxrl import envs, normalization, observations, replay
-from jaxrl.agents.base import Agent
+from jaxrl.agents.base import Agent, hyperparameters
 from jaxrl.config import ConfigError, TrainConfig
 from jaxrl.observations import ObservationView, actor_part, split_critic
 from jaxrl.types import Batch, Transition
@@ -39,13 +39,9 @@ class LoopState:
     iteration: jax.Array  # int32 loop iterations done (env steps = iteration * num_envs)
     noise_scale: jax.Array  # [N] per-env exploration noise scale
     acting_agent: Any  # the agent state used to act: lags `agent` when config.acting_lag > 0
-    hp: dict  # the run config's continuous settings (`loop_hyperparameters`), as arrays
-
-
-def loop_hyperparameters(config: TrainConfig) -> dict[str, jax.Array]:
-    """The loop's continuous settings (TrainConfig.ARRAY_FIELDS: gamma, the exploration noise
-    range) as float32 arrays of the state, so a settings grid varies them under vmap."""
-    return {name: jnp.asarray(getattr(config, name), jnp.float32) for name in config.ARRAY_FIELDS}
+    # The run config's continuous settings (TrainConfig.ARRAY_FIELDS: gamma, the exploration
+    # noise range) as arrays, so a settings grid varies them under vmap.
+    hp: dict
 
 
 class Trainer(NamedTuple):
@@ -301,7 +297,7 @@ def make_train(
         # policy visits, and seeding the statistics with them slowed PPO (as Brax, not seeded).
         stats = normalization.init(view.sizes)
         agent_state = init_agent(member_agent, agent_key, view, action_size)
-        hp = loop_hyperparameters(member_config)
+        hp = hyperparameters(member_config, TrainConfig.ARRAY_FIELDS)
         return LoopState(
             agent=agent_state,
             env_state=env_state,

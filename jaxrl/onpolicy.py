@@ -16,14 +16,13 @@ import jax
 import jax.numpy as jnp
 
 from jaxrl import normalization
-from jaxrl.agents.base import Agent
+from jaxrl.agents.base import Agent, hyperparameters
 from jaxrl.config import TrainConfig
 from jaxrl.loop import (
     LoopState,
     Trainer,
     episode_metrics,
     init_agent,
-    loop_hyperparameters,
     make_envs,
     make_evaluate,
     make_observe,
@@ -64,7 +63,7 @@ def make_train(
             iteration=jnp.zeros((), jnp.int32),
             noise_scale=None,
             acting_agent=None,
-            hp=loop_hyperparameters(member_config),
+            hp=hyperparameters(member_config, TrainConfig.ARRAY_FIELDS),
         )
 
     def rollout(state: LoopState, key: jax.Array):
