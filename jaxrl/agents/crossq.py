@@ -89,8 +89,13 @@ class CrossQState:
     action_size: int = flax.struct.field(pytree_node=False)
 
 
-# What `update` reads of the config's ARRAY_FIELDS (learning rates and beta1: the optimisers).
-UPDATE_HYPERPARAMETERS = ("target_entropy_scale", "reward_scale")
+# What `update` reads of the config's ARRAY_FIELDS: all but those the optimisers hold and the
+# one `init` consumes.
+UPDATE_HYPERPARAMETERS = tuple(
+    name
+    for name in CrossQConfig.ARRAY_FIELDS
+    if name not in ("actor_lr", "critic_lr", "alpha_lr", "adam_b1", "init_alpha")
+)
 
 
 def joint_critic_pass(apply, obs, action, next_obs, next_action):

@@ -137,13 +137,9 @@ class PPOState:
     action_size: int = flax.struct.field(pytree_node=False)
 
 
-# What `update` reads of the config's ARRAY_FIELDS (learning rate and clip: the optimiser).
-UPDATE_HYPERPARAMETERS = (
-    "clip_epsilon",
-    "value_coef",
-    "entropy_coef",
-    "gae_lambda",
-    "reward_scale",
+# What `update` reads of the config's ARRAY_FIELDS: all but those the optimiser holds.
+UPDATE_HYPERPARAMETERS = tuple(
+    name for name in PPOConfig.ARRAY_FIELDS if name not in ("learning_rate", "max_grad_norm")
 )
 
 

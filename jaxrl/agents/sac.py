@@ -138,14 +138,12 @@ class SACState:
     action_size: int = flax.struct.field(pytree_node=False)
 
 
-# What `update` reads of the config's ARRAY_FIELDS (the learning rates live in the optimisers).
-UPDATE_HYPERPARAMETERS = (
-    "tau",
-    "target_entropy_scale",
-    "reward_scale",
-    "td_bound",
-    "std_bias",
-    "std_tau",
+# What `update` reads of the config's ARRAY_FIELDS: all but those the optimisers hold and the
+# one `init` consumes.
+UPDATE_HYPERPARAMETERS = tuple(
+    name
+    for name in SACConfig.ARRAY_FIELDS
+    if name not in ("actor_lr", "critic_lr", "alpha_lr", "init_alpha")
 )
 
 

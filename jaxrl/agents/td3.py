@@ -115,16 +115,9 @@ class TD3State:
     action_size: int = flax.struct.field(pytree_node=False)
 
 
-# What `act` and `update` read of the config's ARRAY_FIELDS (learning rates and weight decay
-# live in the optimisers).
-UPDATE_HYPERPARAMETERS = (
-    "tau",
-    "exploration_noise",
-    "target_noise",
-    "target_noise_clip",
-    "reward_scale",
-    "v_min",
-    "v_max",
+# What `act` and `update` read of the config's ARRAY_FIELDS: all but those the optimisers hold.
+UPDATE_HYPERPARAMETERS = tuple(
+    name for name in TD3Config.ARRAY_FIELDS if name not in ("actor_lr", "critic_lr", "weight_decay")
 )
 
 
