@@ -463,9 +463,18 @@ def test_seeds_are_a_count_or_a_list(spec, expected):
         (["--seeds", "0,0"], "listed twice"),
         (["--seeds", "two"], "give a count"),
         (["--seeds", "2", "--randomize", "mass"], "domain randomization"),
+        (["--vmap", "batch_size=8,16"], "batch_size: it shapes the compiled program"),
+        (["--vmap", "nope=1,2"], "no such field"),
+        (["--vmap", "actor_lr=fast"], "must be numbers"),
+        (["--vmap", "actor_lr=1e-3", "--vmap", "actor_lr=3e-3"], "given twice"),
+        (["--vmap", "tau=0.5,2"], "tau must be in (0, 1]"),
+        (["--vmap", "actor_lr"], "NAME=V1,V2"),
+        (["--algo", "td3", "--vmap", "weight_decay=0,0.1"], "changes the program"),
     ],
 )
-def test_bad_seeds_fail_before_compiling_and_write_nothing(tmp_path, capsys, flags, message):
+def test_bad_seeds_or_vmap_fail_before_compiling_and_write_nothing(
+    tmp_path, capsys, flags, message
+):
     from jaxrl import cli
 
     out = tmp_path / "run"
@@ -552,24 +561,3 @@ def test_a_ppo_grid_trains_each_setting_as_alone(tmp_path):
     for key in ("eval_return", "policy_loss", "value_loss"):
         np.testing.assert_allclose(mine[key], alone.history[-1][key], rtol=2e-3, atol=1e-4)
     assert together.history[-1]["per_seed"][0]["value_loss"] != mine["value_loss"]
-
-
-@pytest.mark.parametrize(
-    "flags,message",
-    [
-        (["--vmap", "batch_size=8,16"], "batch_size: it shapes the compiled program"),
-        (["--vmap", "nope=1,2"], "no such field"),
-        (["--vmap", "actor_lr=fast"], "must be numbers"),
-        (["--vmap", "actor_lr=1e-3", "--vmap", "actor_lr=3e-3"], "given twice"),
-        (["--vmap", "tau=0.5,2"], "tau must be in (0, 1]"),
-        (["--vmap", "actor_lr"], "NAME=V1,V2"),
-        (["--algo", "td3", "--vmap", "weight_decay=0,0.1"], "changes the program"),
-    ],
-)
-def test_bad_vmap_fails_before_compiling_and_writes_nothing(tmp_path, capsys, flags, message):
-    from jaxrl import cli
-
-    out = tmp_path / "run"
-    assert cli.main(["train", "--steps", "20000", "--out", str(out), *flags]) == 2
-    assert message in capsys.readouterr().err
-    assert not out.exists()
