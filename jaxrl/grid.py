@@ -29,10 +29,8 @@ class Grid:
     @property
     def settings(self) -> list[dict[str, float]]:
         names = [name for name, _ in self.axes]
-        return [dict(zip(names, point, strict=True)) for point in self._points()]
-
-    def _points(self):
-        return itertools.product(*(values for _, values in self.axes))
+        points = itertools.product(*(values for _, values in self.axes))
+        return [dict(zip(names, point, strict=True)) for point in points]
 
     @property
     def members(self) -> list[tuple[dict[str, float], int]]:
