@@ -27,8 +27,9 @@ from jaxrl.loop import LoopState
 LOOP_FIELDS = ("env_state", "buffer", "key", "iteration", "noise_scale", "acting_agent", "hp")
 POLICY_ITEMS = ("agent", "obs_stats")
 # The layout of the saved state. 2: hyperparameters as state (LoopState.hp, agent states' hp,
-# optimiser states of optax.inject_hyperparams); 1 (no "state_layout" in meta): before that.
-STATE_LAYOUT = 2
+# optimiser states of optax.inject_hyperparams); 1 (no "state_layout" in meta): before that;
+# 3: the replay buffer laid out [time, env] (jaxrl.replay), so devices can split its envs.
+STATE_LAYOUT = 3
 
 
 class CheckpointError(ValueError):
@@ -138,7 +139,9 @@ def pick(directory: str | os.PathLike, step: int | None = None) -> int:
 
 def _abstract(tree):
     """The shapes and dtypes of `tree`'s arrays, zero-size ones dropped as `save` drops them."""
-    return _drop_empty(jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), tree))
+    # With its sharding where it has one: restored onto the run's devices as it was laid out.
+    shape = lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=getattr(x, "sharding", None))  # noqa: E731
+    return _drop_empty(jax.tree.map(shape, tree))
 
 
 def read_meta(directory: str | os.PathLike, step: int) -> tuple[dict, list[dict]]:
@@ -157,7 +160,8 @@ def check_layout(meta: dict, where: str) -> None:
         raise CheckpointError(
             f"checkpoint {where} holds a state of layout {layout}, written by another version "
             f"of jaxrl (this one reads layout {STATE_LAYOUT}: hyperparameters are part of the "
-            "state since layout 2); continue or evaluate it with the jaxrl version that wrote "
+            "state since layout 2, the replay buffer is laid out [time, env] since layout 3); "
+            "continue or evaluate it with the jaxrl version that wrote "
             "it, or train the run anew."
         )
 

@@ -23,7 +23,7 @@ import re
 import sys
 import textwrap
 import typing
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import tyro
 
@@ -419,6 +419,9 @@ class ResumeArgs:
     """The run folder to continue."""
     steps: Annotated[int | None, tyro.conf.arg(aliases=("--total-steps",))] = None
     """Train on to this many env steps in all (rounded up to whole chunks)."""
+    devices: int | Literal["all"] | None = None
+    """Continue on this many devices (0: the default one alone) instead of the run's own:
+    the state does not depend on the device count (a run of 8 GPUs goes on on one)."""
     compile_cache: bool = True
     """JAX's persistent compilation cache."""
     quiet: bool = False
@@ -442,8 +445,8 @@ def cmd_resume(argv: list[str]) -> int:
     if others:
         raise ConfigError(
             f"--resume continues the run with its saved config; {', '.join(others)} cannot "
-            "change on resume (only --steps can). To train with other settings, start a new "
-            "run from this one's: jaxrl train --config RUN/config.json ..."
+            "change on resume (only --steps and --devices can). To train with other settings, "
+            "start a new run from this one's: jaxrl train --config RUN/config.json ..."
         )
     args = _parse(
         ResumeArgs,
@@ -454,6 +457,7 @@ def cmd_resume(argv: list[str]) -> int:
     result = driver.resume(
         args.resume,
         total_steps=args.steps,
+        devices=args.devices,
         progress=None if args.quiet else "auto",
         compile_cache=args.compile_cache,
         wandb=args.wandb,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar, Literal
 
 import tyro
 
@@ -140,6 +140,11 @@ class TrainConfig:
     """On-policy: the update normalises the rollout with statistics that already include it.
     That is Brax's PPO order (acting used the previous statistics); False: the update reads
     it normalised with the statistics it was collected under."""
+    devices: int | Literal["all"] = 0
+    """Devices to split the run over: 0 the default one alone, N the first N, all of them.
+    Envs, replay buffer and every batch are divided along a data axis, parameters replicated
+    and gradients averaged (jaxrl.sharding); "all" counts every process's devices with
+    several hosts. num_envs and batch_size must be multiples of it."""
 
     def __post_init__(self):
         if isinstance(self.env_imports, str):  # one module named as a string
@@ -164,6 +169,12 @@ class TrainConfig:
                 raise ConfigError(f"{name} must be a positive integer or unset, got {value!r}")
         if self.n_step is not None and self.n_step < 1:
             raise ConfigError(f"n_step must be a positive integer, got {self.n_step!r}")
+        if self.devices != "all" and (
+            isinstance(self.devices, bool) or not isinstance(self.devices, int) or self.devices < 0
+        ):
+            raise ConfigError(
+                f'devices must be a count >= 0 (0: no mesh) or "all", got {self.devices!r}'
+            )
         for name in ("actor_obs", "critic_obs"):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, str) or not value.strip()):

@@ -22,7 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxrl import agents, checkpoint, envs, grid, logs
+from jaxrl import agents, checkpoint, envs, grid, logs, sharding
 from jaxrl.config import ConfigError, TrainConfig
 from jaxrl.loop import LoopState, make_train
 
@@ -486,16 +486,24 @@ def _members(trainer, agent_config: Any, run_grid: grid.Grid | None) -> list | N
 
 def _initial_state(trainer, run_grid: grid.Grid | None, members: list | None = None):
     """The run's first state: of `config.seed`, or of every member stacked (vmapped init of
-    each setting's seeds, setting-major)."""
+    each setting's seeds, setting-major), placed on the run's devices (`_shardings`)."""
     if run_grid is None:
-        return jax.jit(trainer.init)(jax.random.PRNGKey(trainer.config.seed))
-    keys = jnp.stack([jax.random.PRNGKey(seed) for seed in run_grid.seeds])
+        init, key = trainer.init, jax.random.PRNGKey(trainer.config.seed)
+    else:
+        key = jnp.stack([jax.random.PRNGKey(seed) for seed in run_grid.seeds])
 
-    def init_all(keys):
-        states = [jax.vmap(lambda k, m=member: trainer.init(k, m))(keys) for member in members]
-        return jax.tree.map(lambda *xs: jnp.concatenate(xs), *states)
+        def init(keys):
+            states = [jax.vmap(lambda k, m=member: trainer.init(k, m))(keys) for member in members]
+            return jax.tree.map(lambda *xs: jnp.concatenate(xs), *states)
 
-    return jax.jit(init_all)(keys)
+    shape = jax.eval_shape(init, key)
+    return jax.jit(init, out_shardings=_shardings(trainer, shape, run_grid))(key)
+
+
+def _shardings(trainer, state, run_grid: grid.Grid | None = None):
+    """Where each array of the state lives: None (the default device) without a mesh."""
+    members = run_grid is not None
+    return sharding.state_shardings(state, trainer.data, trainer.config.num_envs, members)
 
 
 def _check_seeds(config: TrainConfig, run_grid: grid.Grid, randomization_fn: Any) -> None:
@@ -525,6 +533,7 @@ def resume(
     run_dir: str | os.PathLike,
     *,
     total_steps: int | None = None,
+    devices: int | str | None = None,
     progress: Any = print,
     compile_cache: bool = True,
     wandb: bool = True,
@@ -538,7 +547,9 @@ def resume(
     length; a decaying schedule (PPO's learning rate) then stretches over the new total, and a
     run that ended at its `stop_at_return` target trains on without it. `wandb=False` goes on
     without the run's Weights & Biases logging (e.g. where wandb is not installed). `env`,
-    `randomization_fn`: those the run trained with, where it was given them (`train(...)`)."""
+    `randomization_fn`: those the run trained with, where it was given them (`train(...)`).
+    `devices`: go on over that many devices (TrainConfig.devices) instead of the run's own
+    (the state does not depend on it; the numbers after it do, as its batches split anew)."""
     from jaxrl import runs
 
     out_path = pathlib.Path(run_dir)
@@ -569,6 +580,9 @@ def resume(
         chunks = -(-total_steps // per_chunk)
         # Same chunk length, more (or fewer) chunks: see TrainConfig.iterations_per_chunk.
         config = dataclasses.replace(config, total_steps=chunks * per_chunk, eval_every=per_chunk)
+    if devices is not None:
+        config = dataclasses.replace(config, devices=devices)
+        saved["train"]["devices"] = devices
     agent_config = _check_agent_config(config, agent_config, env)
     if options.wandb:
         logs.check_wandb(resuming=True)
@@ -619,7 +633,10 @@ def _execute(
     (`_seeds_row`, `_grid_row`)."""
     config = trainer.config
     program = trainer.chunk if run_grid is None else jax.vmap(trainer.chunk)
-    chunk = jax.jit(program, donate_argnums=0).lower(state).compile()
+    placed = {}
+    if trainer.data.mesh is not None:  # the state keeps its shardings; metrics are replicated
+        placed["out_shardings"] = (_shardings(trainer, state, run_grid), trainer.data.sharding())
+    chunk = jax.jit(program, donate_argnums=0, **placed).lower(state).compile()
     compile_seconds = time.perf_counter() - start
     if out_path is not None:
         # Written once the program compiled: input that fails in tracing or compilation leaves

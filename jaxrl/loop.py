@@ -22,7 +22,7 @@ import flax.struct
 import jax
 import jax.numpy as jnp
 
-from jaxrl import envs, normalization, observations, replay
+from jaxrl import envs, normalization, observations, replay, sharding
 from jaxrl.agents.base import Agent, hyperparameters
 from jaxrl.config import ConfigError, TrainConfig
 from jaxrl.observations import ObservationView, actor_part, split_critic
@@ -62,6 +62,8 @@ class Trainer(NamedTuple):
     the env's dict observation, read at the run's actor entry)."""
     observation: ObservationView
     """Which of the env's observations actor and critic read, and their sizes."""
+    data: sharding.DataAxis = sharding.UNSHARDED
+    """The devices the run's envs, replay buffer and batches are split over (`--devices`)."""
 
 
 def make_envs(
@@ -160,17 +162,21 @@ def make_evaluate(
     eval_env: Any,
     per_episode: bool = False,
     view: ObservationView | None = None,
+    data: sharding.DataAxis = sharding.UNSHARDED,
 ) -> Callable:
     """evaluate(agent_state, obs_stats, key) -> mean undiscounted return (and its spread and
     episode length) of `eval_envs` deterministic episodes, without auto-reset; with
     `per_episode`, also each episode's return ("eval_returns"). The actor reads the env's
-    observations through `view` (default: `observation_view(config, eval_env)`)."""
+    observations through `view` (default: `observation_view(config, eval_env)`); the eval
+    envs are split over `data`'s devices where they divide evenly."""
     observe = make_observe(config)
     view = view or observation_view(config, eval_env)
 
     def evaluate(agent_state, stats, key: jax.Array) -> dict:
         env_key, act_key = jax.random.split(key)
         start = eval_env.reset(env_key)
+        if config.eval_envs % data.size == 0:
+            start = data.split(start, size=config.eval_envs)
         zeros = jnp.zeros(config.eval_envs)
 
         def cond(carry):
@@ -266,7 +272,8 @@ def make_train(
     env, eval_env = make_envs(config, env, randomization_fn)
     view = observation_view(config, env)
     num_envs, action_size = config.num_envs, env.action_size
-    batch_rows = config.batch_size * config.updates_per_step
+    data = sharding.data_axis(config.devices, num_envs, config.batch_size)
+    batch_shape = (config.updates_per_step, config.batch_size)
     learn_after = max(config.learning_starts, config.batch_size, config.n_step * num_envs)
 
     def noise_scales(key: jax.Array, hp: dict) -> jax.Array:
@@ -278,12 +285,12 @@ def make_train(
         return jnp.ones(num_envs)
 
     observe = make_observe(config)
-    evaluate = make_evaluate(config, agent, eval_env, view=view)
+    evaluate = make_evaluate(config, agent, eval_env, view=view, data=data)
 
     def init(key: jax.Array, member: tuple[Agent, TrainConfig] | None = None) -> LoopState:
         member_agent, member_config = member or (agent, config)
         key, agent_key, env_key, noise_key = jax.random.split(key, 4)
-        env_state = env.reset(env_key)
+        env_state = data.split(env.reset(env_key), size=config.num_envs)
         first_obs = jax.tree.map(lambda x: x[0], view(env_state.obs))
         example = Transition(
             obs=first_obs,
@@ -301,7 +308,7 @@ def make_train(
         return LoopState(
             agent=agent_state,
             env_state=env_state,
-            buffer=replay.init(example, config.replay_capacity),
+            buffer=replay.init(example, config.replay_capacity // num_envs, num_envs),
             obs_stats=stats,
             key=key,
             iteration=jnp.zeros((), jnp.int32),
@@ -311,8 +318,9 @@ def make_train(
         )
 
     def sample(buffer, key, gamma) -> Batch:
+        """[updates_per_step, batch_size] rows, each update's batch split over the devices."""
         if config.n_step == 1:
-            rows = replay.sample(buffer, key, batch_rows)
+            rows = replay.sample(buffer, key, batch_shape, data.size)
             return Batch(
                 rows.obs,
                 rows.action,
@@ -321,19 +329,16 @@ def make_train(
                 rows.terminated,
                 jnp.full_like(rows.reward, gamma),
             )
-        return replay.sample_n_step(buffer, key, batch_rows, config.n_step, num_envs, gamma)
+        return replay.sample_n_step(buffer, key, batch_shape, config.n_step, gamma, data.size)
 
     def learn(agent_state, buffer, stats, key, gamma):
         sample_key, update_key = jax.random.split(key)
         # One gather for all updates of this iteration, sliced per update inside the scan.
-        batch = sample(buffer, sample_key, gamma)
-        batch = batch._replace(
-            obs=observe(stats, batch.obs), next_obs=observe(stats, batch.next_obs)
+        batches = data.split(sample(buffer, sample_key, gamma), axis=1)
+        batches = batches._replace(
+            obs=observe(stats, batches.obs), next_obs=observe(stats, batches.next_obs)
         )
-        batch = split_critic(batch)  # the critic's own observations into critic_obs
-        batches = jax.tree.map(
-            lambda x: x.reshape((config.updates_per_step, config.batch_size) + x.shape[1:]), batch
-        )
+        batches = split_critic(batches)  # the critic's own observations into critic_obs
         keys = jax.random.split(update_key, config.updates_per_step)
 
         def one_update(agent_state, xs):
@@ -357,17 +362,17 @@ def make_train(
         else:  # "policy": the (untrained, during warm-up) policy acts from the first step
             action = policy_action
 
-        env_state = env.step(state.env_state, action)
+        env_state = data.split(env.step(state.env_state, action), size=num_envs)
         info = env_state.info
         terminated = env_state.done * (1.0 - info["truncation"])
         next_obs = view(info["final_obs"])
         transition = Transition(obs, action, env_state.reward, next_obs, terminated, env_state.done)
-        buffer = replay.add(state.buffer, transition)
+        buffer = replay.add(state.buffer, data.split(transition))
         stats = state.obs_stats
         if config.normalize_observations:
             stats = normalization.update(stats, next_obs)
 
-        ready = buffer.size >= learn_after
+        ready = buffer.rows >= learn_after
         gamma = state.hp["gamma"]
         metric_shapes = jax.eval_shape(
             lambda a: learn(a, buffer, stats, learn_key, gamma)[1], state.agent
@@ -416,4 +421,4 @@ def make_train(
         return jax.lax.scan(lambda s, _: chunk(s), init(key), None, config.num_chunks)
 
     policy = make_policy(config, agent)
-    return Trainer(config, agent, env, eval_env, init, chunk, evaluate, train, policy, view)
+    return Trainer(config, agent, env, eval_env, init, chunk, evaluate, train, policy, view, data)

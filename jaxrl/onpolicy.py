@@ -15,7 +15,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from jaxrl import normalization
+from jaxrl import normalization, sharding
 from jaxrl.agents.base import Agent, hyperparameters
 from jaxrl.config import TrainConfig
 from jaxrl.loop import (
@@ -42,15 +42,16 @@ def make_train(
     config = resolve_config(config, agent)
     env, eval_env = make_envs(config, env, randomization_fn)
     view = observation_view(config, env)
+    data = sharding.data_axis(config.devices, config.num_envs)
     observe = make_observe(config)
-    evaluate = make_evaluate(config, agent, eval_env, view=view)
+    evaluate = make_evaluate(config, agent, eval_env, view=view, data=data)
     rollouts_per_chunk = config.iterations_per_chunk // config.unroll_length
     total_rollouts = rollouts_per_chunk * config.num_chunks
 
     def init(key: jax.Array, member: tuple[Agent, TrainConfig] | None = None) -> LoopState:
         member_agent, member_config = member or (agent, config)  # see loop.Trainer.init
         key, agent_key, env_key = jax.random.split(key, 3)
-        env_state = env.reset(env_key)
+        env_state = data.split(env.reset(env_key), size=config.num_envs)
         # Identity until the first update: the reset states are far narrower than those the
         # policy visits, and seeding the statistics with them slowed PPO (as Brax, not seeded).
         stats = normalization.init(view.sizes)
@@ -73,16 +74,16 @@ def make_train(
             raw_obs = view(env_state.obs)
             actor_obs = observe(actor_part(state.obs_stats), actor_part(raw_obs))
             action, extras = agent.explore(state.agent, actor_obs, key)
-            env_state = env.step(env_state, action)
+            env_state = data.split(env.step(env_state, action), size=config.num_envs)
             info = env_state.info
             terminated = env_state.done * (1.0 - info["truncation"])
             final_obs = view(info["final_obs"])
-            data = (raw_obs, env_state.reward, final_obs, terminated, env_state.done)
-            return env_state, (data, extras, episode_metrics(env_state))
+            record = (raw_obs, env_state.reward, final_obs, terminated, env_state.done)
+            return env_state, (record, extras, episode_metrics(env_state))
 
         keys = jax.random.split(key, config.unroll_length)
-        env_state, (data, extras, episodes) = jax.lax.scan(step, state.env_state, keys)
-        raw_obs, reward, final_obs, terminated, done = data
+        env_state, (steps, extras, episodes) = jax.lax.scan(step, state.env_state, keys)
+        raw_obs, reward, final_obs, terminated, done = steps
         # Brax's order (renormalize_rollout): the statistics take in this rollout first, and
         # the update reads it normalised with them, as the next rollout will act.
         stats = state.obs_stats
@@ -132,4 +133,4 @@ def make_train(
         return jax.lax.scan(lambda s, _: chunk(s), init(key), None, config.num_chunks)
 
     policy = make_policy(config, agent)
-    return Trainer(config, agent, env, eval_env, init, chunk, evaluate, train, policy, view)
+    return Trainer(config, agent, env, eval_env, init, chunk, evaluate, train, policy, view, data)

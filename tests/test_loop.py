@@ -55,7 +55,7 @@ def test_chunk_counts_steps_updates_and_episodes():
     assert int(second["updates"]) == 200 * 2
     # Pendulum episodes are 200 steps: each env finishes one episode per chunk.
     assert int(first["episodes"]) == 4 and int(second["episodes"]) == 4
-    assert int(state.buffer.size) == 512 and int(state.agent.step) == (185 + 200) * 2
+    assert int(state.buffer.rows) == 512 and int(state.agent.step) == (185 + 200) * 2
 
 
 def test_replay_holds_true_next_obs_and_termination_flags():
@@ -64,7 +64,8 @@ def test_replay_holds_true_next_obs_and_termination_flags():
         config = _tiny(env=env, total_steps=400, eval_every=400, learning_starts=399)
         trainer = make_train(config, sac.make(TINY_AGENT))
         state, _ = jax.jit(trainer.chunk)(jax.jit(trainer.init)(jax.random.PRNGKey(0)))
-        data = jax.device_get(state.buffer.data)
+        rows = lambda x: x.reshape((-1,) + x.shape[2:])  # noqa: E731  [slots, envs] as rows
+        data = jax.tree.map(rows, jax.device_get(state.buffer.data))
         if expect_terminal:
             fallen = np.abs(data.next_obs[:, 1]) > 0.2
             assert fallen.any()
@@ -84,7 +85,7 @@ def test_normalised_observations_are_tracked():
     trainer = make_train(config, sac.make(TINY_AGENT))
     state, metrics = jax.jit(trainer.chunk)(jax.jit(trainer.init)(jax.random.PRNGKey(0)))
     assert float(state.obs_stats.count) == 512  # every reached observation, no reset ones
-    obs = np.asarray(state.buffer.data.next_obs)
+    obs = np.asarray(state.buffer.data.next_obs).reshape(-1, 3)
     np.testing.assert_allclose(state.obs_stats.mean, obs.mean(0), rtol=1e-4, atol=1e-5)
     assert np.isfinite(float(metrics["critic_loss"]))
 

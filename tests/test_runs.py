@@ -125,7 +125,7 @@ def test_checkpoint_without_buffer_resumes_with_an_empty_one(tmp_path):
     resumed = driver.resume(tmp_path / "run", **QUIET)
     # 128 new env steps refill 128 rows, above learning_starts: it learned again, but from
     # another buffer than the uninterrupted run's.
-    assert int(resumed.state.buffer.size) == 128
+    assert int(resumed.state.buffer.rows) == 128
     assert resumed.history[-1]["updates"] > 0
     assert not np.allclose(
         jax.tree.leaves(resumed.state.agent)[0], jax.tree.leaves(full.state.agent)[0]
@@ -163,7 +163,7 @@ def test_checkpoint_of_an_older_state_layout_is_refused(tmp_path):
     saved = json.loads(meta.read_text())
     del saved["state_layout"]  # as jaxrl wrote it before hyperparameters were state
     meta.write_text(json.dumps(saved))
-    with pytest.raises(checkpoint.CheckpointError, match="state of layout 1.*reads layout 2"):
+    with pytest.raises(checkpoint.CheckpointError, match="state of layout 1.*reads layout 3"):
         driver.resume(tmp_path / "run", total_steps=512, **QUIET)
     with pytest.raises(checkpoint.CheckpointError, match="layout 1"):
         runs.load_policy(tmp_path / "run")

@@ -136,9 +136,12 @@ def _run(config, agent, env=None):
 
 
 def _rows(buffer):
+    """The written rows in the order they were written: [slots, envs, ...] flattened."""
     data = jax.device_get(buffer.data)
-    size = int(buffer.size)
-    return jax.tree.map(lambda x: np.asarray(x[:size], np.float64), data)
+    size = int(buffer.rows)
+    return jax.tree.map(
+        lambda x: np.asarray(x.reshape((-1,) + x.shape[2:])[:size], np.float64), data
+    )
 
 
 def test_stored_transitions_keep_truncation_apart_from_termination():

@@ -1,0 +1,119 @@
+"""Several devices in one run: a `jax.sharding.Mesh` with one data axis (see docs/DESIGN.md).
+
+The training program is written for one device and stays so: its arrays carry shardings and
+XLA's SPMD partitioner (jit's "computation follows data") splits the work. What is split
+along the data axis is what is per env or per sample: the env states, the per-env noise
+scales, the replay buffer (laid out [time, env], so each device keeps its own envs' rows and
+samples them without communication) and each update's batch. Parameters, optimiser states,
+observation statistics and counters are replicated. The losses are means over the whole
+batch, so their gradients come out averaged over the devices, and BatchRenorm's batch
+statistics (CrossQ) are those of the whole batch: XLA inserts the all-reduces.
+
+Chosen over `shard_map` with hand-written `pmean`s because the agents need no change (a
+forgotten `pmean` in one of nine update functions would silently desynchronise devices),
+and one device gives exactly the unsharded program.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import jax
+import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+from jaxrl.config import ConfigError
+
+DATA = "data"
+
+
+@dataclasses.dataclass(frozen=True)
+class DataAxis:
+    """Where the per-env and per-sample arrays of a run live: `mesh` None is the unsharded
+    program on the default device; else its data axis divides them."""
+
+    mesh: Mesh | None = None
+
+    @property
+    def size(self) -> int:
+        """Devices along the data axis (1 without a mesh): the replay buffer's shards."""
+        return 1 if self.mesh is None else self.mesh.shape[DATA]
+
+    def split(self, tree: Any, axis: int = 0, size: int | None = None) -> Any:
+        """`tree`'s arrays constrained to be divided along `axis` over the data axis (inside
+        a traced program; under vmap `axis` counts the unbatched dimensions). With `size`,
+        only those whose `axis` has that length: an env state's per-env arrays, not the
+        auto-reset key beside them."""
+        if self.mesh is None:
+            return tree
+        sharding = NamedSharding(self.mesh, PartitionSpec(*([None] * axis), DATA))
+        constrain = jax.lax.with_sharding_constraint
+        return jax.tree.map(lambda x: constrain(x, sharding) if _along(x, axis, size) else x, tree)
+
+    def sharding(self, spec: PartitionSpec | None = None) -> NamedSharding | None:
+        """`spec` (default: replicated) on this mesh; None without one."""
+        return None if self.mesh is None else NamedSharding(self.mesh, spec or PartitionSpec())
+
+
+UNSHARDED = DataAxis()
+
+
+def device_count(devices: int | str) -> int:
+    """The devices `TrainConfig.devices` asks for: 0 (no mesh) stays 0, "all" is every one."""
+    return len(jax.devices()) if devices == "all" else int(devices)
+
+
+def data_axis(devices: int | str, num_envs: int, batch_size: int | None = None) -> DataAxis:
+    """The run's data axis: UNSHARDED for `devices` 0, else a mesh over the first `devices`
+    devices (all of them for "all"), checked against the envs and batch it must divide."""
+    count = device_count(devices)
+    if count == 0:
+        return UNSHARDED
+    available = jax.devices()
+    if count > len(available):
+        hint = ""
+        if available[0].platform == "cpu":
+            hint = (
+                f"; on a CPU, XLA_FLAGS=--xla_force_host_platform_device_count={count} "
+                "(set before Python starts) splits it into that many devices"
+            )
+        raise ConfigError(
+            f"devices {count} but this machine has {len(available)} "
+            f"{available[0].platform} device(s){hint}"
+        )
+    for name, value in (("num_envs", num_envs), ("batch_size", batch_size)):
+        if value is not None and value % count:
+            raise ConfigError(
+                f"{name} {value} does not divide over {count} devices; make it a multiple "
+                f"of {count} (each device takes an equal share)"
+            )
+    return DataAxis(Mesh(np.asarray(available[:count]), (DATA,)))
+
+
+def _along(x: Any, axis: int, size: int | None) -> bool:
+    return x.ndim > axis and (size is None or x.shape[axis] == size)
+
+
+def state_shardings(state: Any, data: DataAxis, num_envs: int, members: bool = False) -> Any:
+    """The shardings of a `LoopState` (arrays or shapes): the env states' per-env arrays and
+    the per-env noise scales split along their env axis, the replay buffer along its env axis
+    (axis 1 of [time, env, ...]), everything else replicated. `members`: the state holds a
+    leading member axis (seeds or settings under vmap), kept whole on every device."""
+    if data.mesh is None:
+        return None
+    lead = 1 if members else 0
+    replicated = data.sharding()
+
+    def env_part(tree, axis, size=None):
+        spec = PartitionSpec(*([None] * (lead + axis)), DATA)
+        pick = lambda x: data.sharding(spec) if _along(x, lead + axis, size) else replicated  # noqa: E731
+        return jax.tree.map(pick, tree)
+
+    shardings = jax.tree.map(lambda _: replicated, state)
+    replace = {"env_state": env_part(state.env_state, 0, num_envs)}
+    if state.noise_scale is not None:
+        replace["noise_scale"] = env_part(state.noise_scale, 0)
+    if state.buffer is not None:
+        replace["buffer"] = shardings.buffer.replace(data=env_part(state.buffer.data, 1))
+    return shardings.replace(**replace)
