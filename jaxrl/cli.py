@@ -150,6 +150,13 @@ class TrainOptions:
     """JAX's persistent compilation cache (~/.cache/jaxrl/xla): re-runs skip compilation."""
     quiet: bool = False
     """No progress display."""
+    coordinator: str | None = None
+    """Several hosts: HOST:PORT of process 0, the same for every process (or JAXRL_COORDINATOR).
+    With --num-processes and --process-id; every process runs the same command."""
+    num_processes: int | None = None
+    """Several hosts: how many processes take part (or JAXRL_NUM_PROCESSES)."""
+    process_id: int | None = None
+    """Several hosts: this process's index, 0 to num_processes - 1 (or JAXRL_PROCESS_ID)."""
 
 
 _GROUP = (tyro.conf.OmitArgPrefixes,)
@@ -428,6 +435,12 @@ class ResumeArgs:
     """No progress display."""
     wandb: bool = True
     """Go on logging to the run's W&B project, if it has one (--no-wandb: without it)."""
+    coordinator: str | None = None
+    """Several hosts: HOST:PORT of process 0 (as for jaxrl train)."""
+    num_processes: int | None = None
+    """Several hosts: how many processes take part."""
+    process_id: int | None = None
+    """Several hosts: this process's index."""
 
 
 def _parse(cls: type, prog: str, description: str, argv: list[str]) -> Any:
@@ -454,6 +467,9 @@ def cmd_resume(argv: list[str]) -> int:
         "Continue a run from its newest checkpoint with its saved config.",
         argv,
     )
+    from jaxrl import sharding
+
+    sharding.initialize_distributed(args.coordinator, args.num_processes, args.process_id)
     result = driver.resume(
         args.resume,
         total_steps=args.steps,
@@ -485,13 +501,18 @@ def _done(result) -> None:
 
 
 def cmd_train(argv: list[str]) -> int:
-    from jaxrl import driver, envs
+    from jaxrl import driver, envs, sharding
 
     if _pre_parse(argv).resume is not None:
         return cmd_resume(argv)
     train_config, agent_config, options = build_configs(argv)
     envs.import_modules(train_config.env_imports)
     envs.check_name(train_config.env)
+    if sharding.initialize_distributed(
+        options.coordinator, options.num_processes, options.process_id
+    ):
+        if options.out is None:  # each process would stamp its own default folder
+            raise ConfigError("a run over several processes needs --out, the same for all")
     result = driver.train(
         train_config,
         agent_config,

@@ -414,8 +414,10 @@ def train(
         )
         _check_seeds(config, run_grid, randomization_fn)
         config = dataclasses.replace(config, seed=run_grid.seeds[0])
-    out_path = check_run_dir(out_dir)
-    if options.wandb and out_path is not None:
+    # Over several processes, process 0 checks and writes the run folder (all checkpoint).
+    primary = sharding.is_primary()
+    out_path = check_run_dir(out_dir) if primary or out_dir is None else pathlib.Path(out_dir)
+    if options.wandb and out_path is not None and primary:
         logs.check_wandb()
     configure_compile_cache(compile_cache)
 
@@ -638,7 +640,12 @@ def _execute(
         placed["out_shardings"] = (_shardings(trainer, state, run_grid), trainer.data.sharding())
     chunk = jax.jit(program, donate_argnums=0, **placed).lower(state).compile()
     compile_seconds = time.perf_counter() - start
-    if out_path is not None:
+    # Over several processes (jaxrl.sharding.initialize_distributed) every one computes the
+    # same rows; process 0 alone reports and writes them, all take part in checkpoints.
+    primary = sharding.is_primary()
+    if not primary:
+        progress = None
+    if out_path is not None and primary:
         # Written once the program compiled: input that fails in tracing or compilation leaves
         # no run folder behind (and a resume's new --steps only lands once it can run).
         out_path.mkdir(parents=True, exist_ok=True)
@@ -656,7 +663,7 @@ def _execute(
     history = list(history)
     logger = checkpoints = None
     seed_loggers = []
-    if out_path is not None:
+    if out_path is not None and primary:
         for i, (setting, seed) in enumerate(run_grid.members if run_grid else ()):
             member_dir = out_path / run_grid.member_dir(setting, seed)
             member_dir.mkdir(parents=True, exist_ok=True)
@@ -674,6 +681,7 @@ def _execute(
             wandb_project=options.wandb,
             config=saved,
         )
+    if out_path is not None:
         checkpoints = checkpoint.manager(
             out_path / "checkpoints", keep=options.keep_checkpoints or None
         )
@@ -761,7 +769,7 @@ def _execute(
             seed_logger.close()
         if checkpoints is not None:
             checkpoints.close()
-    if out_path is not None:
+    if out_path is not None and primary:
         summary = {
             "compile_seconds": compile_seconds,
             "train_seconds": row["train_seconds"],

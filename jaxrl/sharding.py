@@ -117,3 +117,41 @@ def state_shardings(state: Any, data: DataAxis, num_envs: int, members: bool = F
     if state.buffer is not None:
         replace["buffer"] = shardings.buffer.replace(data=env_part(state.buffer.data, 1))
     return shardings.replace(**replace)
+
+
+def initialize_distributed(
+    coordinator: str | None = None,
+    num_processes: int | None = None,
+    process_id: int | None = None,
+) -> bool:
+    """Joins this process to a run over several hosts (`jax.distributed.initialize`), from the
+    arguments or else the environment variables JAXRL_COORDINATOR (host:port of process 0),
+    JAXRL_NUM_PROCESSES and JAXRL_PROCESS_ID; False (nothing done) where neither names a
+    coordinator. Afterwards `jax.devices()` lists every process's devices, so `devices="all"`
+    makes one global mesh. Must run before anything else touches a device."""
+    import os
+
+    coordinator = coordinator or os.environ.get("JAXRL_COORDINATOR")
+    if not coordinator:
+        if num_processes is not None or process_id is not None:
+            raise ConfigError("--num-processes and --process-id need --coordinator HOST:PORT")
+        return False
+    try:
+        count = int(num_processes or os.environ["JAXRL_NUM_PROCESSES"])
+        index = int(process_id if process_id is not None else os.environ["JAXRL_PROCESS_ID"])
+    except (KeyError, ValueError):
+        raise ConfigError(
+            "--coordinator needs --num-processes N and --process-id I (0 <= I < N), or "
+            "JAXRL_NUM_PROCESSES and JAXRL_PROCESS_ID"
+        ) from None
+    if count < 1 or not 0 <= index < count:
+        raise ConfigError(f"need 0 <= process_id < num_processes, got {index} and {count}")
+    if ":" not in coordinator:
+        raise ConfigError(f"--coordinator takes HOST:PORT (process 0's), got {coordinator!r}")
+    jax.distributed.initialize(coordinator, num_processes=count, process_id=index)
+    return True
+
+
+def is_primary() -> bool:
+    """Whether this process writes the run's files (process 0; every process checkpoints)."""
+    return jax.process_index() == 0

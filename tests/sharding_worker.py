@@ -177,6 +177,27 @@ def grid_and_resume(run_dir: str) -> None:
     print("grid and resume ok")
 
 
+def distributed(process_id: str, port: str, run_dir: str) -> None:
+    """One of two processes (2 CPU devices each) training one SAC run over all 4 devices; prints
+    a digest of its parameters, which the test compares between the processes."""
+    import hashlib
+
+    from jaxrl import sharding
+
+    assert sharding.initialize_distributed(f"localhost:{port}", 2, int(process_id))
+    assert jax.process_count() == 2 and len(jax.devices()) == 4, jax.devices()
+    assert len(jax.local_devices()) == 2
+    config, agent_config = _config("sac", devices="all")
+    result = jaxrl.train(config, agent_config, run_dir, progress=None, checkpoint_every=1)
+    assert result.state.env_state.obs.sharding.mesh.size == 4
+    digest = hashlib.sha256()
+    for leaf in jax.tree.leaves(result.state.agent):
+        assert leaf.is_fully_replicated
+        digest.update(np.asarray(leaf.addressable_data(0)).tobytes())
+    rows = [(r["env_steps"], r["eval_return"]) for r in result.history]
+    print("process", process_id, "digest", digest.hexdigest(), "rows", rows)
+
+
 def main(argv: list[str]) -> int:
     """CASE ARG...: the case once per argument (an algorithm, or the run folder)."""
     case, *args = argv
@@ -185,7 +206,10 @@ def main(argv: list[str]) -> int:
         "one_device": one_device_is_unsharded,
         "update": update_matches,
         "grid_resume": grid_and_resume,
-    }[case]
+    }.get(case)
+    if check is None:  # one call with every argument
+        {"distributed": distributed}[case](*args)
+        return 0
     for arg in args:
         check(arg)
     return 0

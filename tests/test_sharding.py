@@ -9,18 +9,21 @@ each case runs in a fresh process (tests/sharding_worker.py holds the checks the
   BatchRenorm statistics must be the whole batch's);
 - a mesh of one device gives exactly the unsharded run's numbers;
 - seeds under vmap over 4 devices, checkpointed, resumed on 2;
-- CrossQ learns the classic pendulum over 4 devices from the CLI.
+- CrossQ learns the classic pendulum over 4 devices from the CLI;
+- two processes of 2 devices each (jax.distributed) train one run to identical parameters;
+- device counts, sizes and distributed flags that cannot work exit 2 before compiling.
 """
 
 import json
 import os
 import pathlib
+import socket
 import subprocess
 import sys
 
 import pytest
 
-from jaxrl import sharding
+from jaxrl import cli, sharding
 from jaxrl.config import ConfigError, TrainConfig
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -100,3 +103,48 @@ def test_envs_or_batch_that_do_not_divide_over_the_devices_exit_2_and_write_noth
         assert result.returncode == 2, result.stderr[-3000:]
         assert f"{name} does not divide over 4 devices" in result.stderr
         assert "Traceback" not in result.stderr and not run.exists()
+
+
+def test_two_processes_train_one_run_and_end_with_the_same_parameters(tmp_path):
+    """Two processes of 2 CPU devices each (jax.distributed, CPU collectives) train one SAC
+    run over the 4 devices: identical parameters and rows in both, one set of files."""
+    with socket.socket() as probe:  # a free port for the coordinator
+        probe.bind(("localhost", 0))
+        port = str(probe.getsockname()[1])
+    env = {**FOUR_DEVICES, "XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
+    run = tmp_path / "run"
+    worker = [sys.executable, "-m", "tests.sharding_worker", "distributed"]
+    processes = [
+        subprocess.Popen(
+            [*worker, str(i), port, str(run)],
+            cwd=ROOT,
+            env=env,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for i in range(2)
+    ]
+    outputs = [p.communicate(timeout=600) for p in processes]
+    for p, (out, err) in zip(processes, outputs, strict=True):
+        assert p.returncode == 0, out + err[-5000:]
+    lines = [out.strip().splitlines()[-1].split(" ", 2)[2] for out, _ in outputs]
+    assert lines[0] == lines[1], lines  # the same digest of parameters, the same rows
+    rows = (run / "metrics.jsonl").read_text().splitlines()
+    assert len(rows) == 2  # written once, by process 0
+    assert (run / "checkpoints" / "1024").is_dir()
+
+
+@pytest.mark.parametrize(
+    "flags,message",
+    [
+        (["--num-processes", "2", "--process-id", "0"], "need --coordinator HOST:PORT"),
+        (["--coordinator", "localhost:1", "--num-processes", "2"], "needs --num-processes N and"),
+        (["--coordinator", "localhost:1", "--num-processes", "2", "--process-id", "2"], "< num"),
+        (["--coordinator", "host0", "--num-processes", "2", "--process-id", "0"], "HOST:PORT"),
+    ],
+)
+def test_bad_distributed_flags_exit_2_before_starting(flags, message, tmp_path, capsys):
+    out = tmp_path / "run"
+    assert cli.main(["train", "--steps", "8000", "--out", str(out), *flags]) == 2
+    assert message in capsys.readouterr().err and not out.exists()
