@@ -498,8 +498,10 @@ def _initial_state(trainer, run_grid: grid.Grid | None, members: list | None = N
             states = [jax.vmap(lambda k, m=member: trainer.init(k, m))(keys) for member in members]
             return jax.tree.map(lambda *xs: jnp.concatenate(xs), *states)
 
-    shape = jax.eval_shape(init, key)
-    return jax.jit(init, out_shardings=_shardings(trainer, shape, run_grid))(key)
+    shardings = None  # the default device; over a mesh, derived from the state's shapes
+    if trainer.data.mesh is not None:
+        shardings = _shardings(trainer, jax.eval_shape(init, key), run_grid)
+    return jax.jit(init, out_shardings=shardings)(key)
 
 
 def _shardings(trainer, state, run_grid: grid.Grid | None = None):

@@ -17,6 +17,7 @@ and one device gives exactly the unsharded program.
 from __future__ import annotations
 
 import dataclasses
+import os
 from typing import Any
 
 import jax
@@ -129,8 +130,6 @@ def initialize_distributed(
     JAXRL_NUM_PROCESSES and JAXRL_PROCESS_ID; False (nothing done) where neither names a
     coordinator. Afterwards `jax.devices()` lists every process's devices, so `devices="all"`
     makes one global mesh. Must run before anything else touches a device."""
-    import os
-
     coordinator = coordinator or os.environ.get("JAXRL_COORDINATOR")
     if not coordinator:
         if num_processes is not None or process_id is not None:
