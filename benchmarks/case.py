@@ -56,23 +56,6 @@ def memory() -> dict:
     return out
 
 
-def random_steps(env, num_envs: int, steps: int):
-    """run(env_state, key): `steps` steps of the batched env with uniform random actions in one
-    scan, returning the sum of the observations (not of the rewards: a constant reward, as
-    inverted pendulum's, would let XLA drop the physics as dead code)."""
-
-    def run(env_state, key):
-        def body(state, key):
-            action = jax.random.uniform(key, (num_envs, env.action_size), minval=-1)
-            state = env.step(state, action)
-            return state, sum(x.sum() for x in jax.tree.leaves(state.obs))
-
-        _, out = jax.lax.scan(body, env_state, jax.random.split(key, steps))
-        return out.sum()
-
-    return run
-
-
 def simulator_limit(env_name: str, num_envs: int, steps: int | None = None, **options) -> dict:
     """env-steps/s of the env as the trainers step it (vectorised, episode limit, auto-reset),
     with uniform random actions inside one compiled scan and no learning. `steps` (scan
@@ -82,6 +65,8 @@ def simulator_limit(env_name: str, num_envs: int, steps: int | None = None, **op
     if steps is None:  # a CPU steps thousands of envs slowly: about 256k env steps there
         cpu = jax.default_backend() == "cpu"
         steps = min(max(256_000 // num_envs, 100), 1000) if cpu else 1000
+
+    from jaxrl.benchmarks.profile import random_steps
 
     env = envs.wrap(envs.make(env_name, **options), num_envs)
     steps_from = random_steps(env, num_envs, steps)
@@ -138,7 +123,7 @@ def jaxrl_argv(case: Case) -> list[str]:
 def run_profile(case: Case) -> dict:
     from jaxrl import agents, cli
     from jaxrl.benchmarks.profile import profile
-    from jaxrl.loop import make_train
+    from jaxrl.loops import make_train
 
     argv = jaxrl_argv(case)
     train_config, agent_config, _ = cli.build_configs(argv)

@@ -25,8 +25,7 @@ from collections.abc import Callable
 import jax
 import jax.numpy as jnp
 
-from jaxrl.benchmarks.case import random_steps
-from jaxrl.loop import make_train
+from jaxrl.loops import make_train
 from jaxrl.types import Rollout, random_batch
 
 
@@ -89,10 +88,27 @@ def learning_data(trainer, agent_state, key: jax.Array):
     )
 
 
+def random_steps(env, num_envs: int, steps: int):
+    """run(env_state, key): `steps` steps of the batched env with uniform random actions in one
+    scan, returning the sum of the observations (not of the rewards: a constant reward, as
+    inverted pendulum's, would let XLA drop the physics as dead code)."""
+
+    def run(env_state, key):
+        def body(state, key):
+            action = jax.random.uniform(key, (num_envs, env.action_size), minval=-1)
+            state = env.step(state, action)
+            return state, sum(x.sum() for x in jax.tree.leaves(state.obs))
+
+        _, out = jax.lax.scan(body, env_state, jax.random.split(key, steps))
+        return out.sum()
+
+    return run
+
+
 def updates_per_chunk(trainer) -> int:
     config = trainer.config
     if trainer.agent.on_policy:
-        return config.iterations_per_chunk // config.unroll_length
+        return config.iterations_per_chunk  # one update (of epochs x minibatches) per rollout
     return config.iterations_per_chunk * config.updates_per_step
 
 
@@ -150,7 +166,8 @@ def profile(trainer, seed: int = 0) -> dict:
     data = learning_data(trainer, state.agent, key)
     compile_times["update"], _ = _compile(learn, state.agent, data, key)
 
-    simulate = random_steps(env, config.num_envs, config.iterations_per_chunk)
+    steps = config.iterations_per_chunk * config.steps_per_iteration
+    simulate = random_steps(env, config.num_envs, steps)
     _, simulate = _compile(simulate, state.env_state, key)
     run_times["simulate"] = _seconds(simulate, state.env_state, key)
 

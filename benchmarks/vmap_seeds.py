@@ -45,7 +45,7 @@ def measure(trainer, seeds: int, chunks: int) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from jaxrl import agents, cli, envs, loop
+    from jaxrl import agents, cli, envs, loops
     from jaxrl.benchmarks.case import machine
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     args, train_argv = parser.parse_known_args(argv)
     config, agent_config, _ = cli.build_configs(train_argv)
     envs.import_modules(config.env_imports)
-    trainer = loop.make_train(config, agents.get(config.algo).make(agent_config))
+    trainer = loops.make_train(config, agents.get(config.algo).make(agent_config))
     rows = []
     for count in (int(s) for s in args.seeds.split(",")):
         row = measure(trainer, count, args.chunks)

@@ -19,8 +19,8 @@ from typing import Any
 import jax
 
 from jaxrl.config import RANDOMIZERS
-from jaxrl.envs.registry import EnvOptionError
 from jaxrl.envs.wrappers import VmapWrapper
+from jaxrl.errors import EnvOptionError
 
 RandomizationFn = Callable[[Any, jax.Array], tuple[Any, Any]]
 

@@ -25,16 +25,13 @@ from jaxrl.envs.wrappers import (
     require_positive,
     with_action_bounds,
 )
+from jaxrl.errors import EnvOptionError
 
 FAMILIES = ("brax", "playground", "classic")
 BRAX_BACKENDS = ("mjx", "generalized", "positional", "spring")
 
 
 class UnknownEnvError(ValueError):
-    pass
-
-
-class EnvOptionError(ValueError):
     pass
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxrl.envs.registry import EnvOptionError
+from jaxrl.errors import EnvOptionError
 
 # How a task must set its targets for the bounds below to mean joint limits (Playground's
 # joystick tasks write exactly this; getup and handstand tasks add actions to the current

@@ -31,7 +31,7 @@ from jaxrl.agents.ppo import PPOConfig  # noqa: E402
 from jaxrl.agents.sac import SACConfig  # noqa: E402
 from jaxrl.config import ConfigError, TrainConfig  # noqa: E402
 from jaxrl.driver import RunOptions, RunResult, resume, train  # noqa: E402
-from jaxrl.loop import LoopState, Trainer, make_train  # noqa: E402
+from jaxrl.loops import OffPolicyState, OnPolicyState, Trainer, make_train  # noqa: E402
 from jaxrl.runs import Policy, evaluate_run, load_policy  # noqa: E402
 from jaxrl.types import Batch, Rollout, Transition  # noqa: E402
 
@@ -44,7 +44,8 @@ __all__ = [
     "Agent",
     "Batch",
     "ConfigError",
-    "LoopState",
+    "OffPolicyState",
+    "OnPolicyState",
     "PPOConfig",
     "Policy",
     "Rollout",

@@ -1,8 +1,9 @@
 """Whole-run checkpoints with orbax's CheckpointManager.
 
-A checkpoint is the whole `LoopState` (agent parameters, targets, optimiser states, batch
-statistics, temperature; observation statistics; replay buffer, env states, RNG key, counters)
-plus the run's metric rows so far, so a resumed run continues exactly where the saved one was.
+A checkpoint is the whole loop state (`OffPolicyState` or `OnPolicyState`: agent parameters,
+targets, optimiser states, batch statistics, temperature; observation statistics; replay
+buffer, env states, RNG key, counters) plus the run's metric rows so far, so a resumed run
+continues exactly where the saved one was.
 Folders are `RUN/checkpoints/<env_steps>/`, one orbax item per part:
 
 - `agent`, `obs_stats`: what a policy needs (`jaxrl.load_policy` and `jaxrl eval` read only these);
@@ -16,20 +17,30 @@ crash during a save leaves the previous checkpoints intact; `keep` bounds how ma
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import pathlib
 from typing import Any
 
 import jax
 
-from jaxrl.loop import LoopState
-
-LOOP_FIELDS = ("env_state", "buffer", "key", "iteration", "noise_scale", "acting_agent", "hp")
 POLICY_ITEMS = ("agent", "obs_stats")
-# The layout of the saved state. 2: hyperparameters as state (LoopState.hp, agent states' hp,
-# optimiser states of optax.inject_hyperparams); 1 (no "state_layout" in meta): before that;
-# 3: the replay buffer laid out [time, env] (jaxrl.replay), so devices can split its envs.
-STATE_LAYOUT = 3
+# The layout of the saved state. 2: hyperparameters as state (the loop state's hp, agent
+# states' hp, optimiser states of optax.inject_hyperparams); 1 (no "state_layout" in meta):
+# before that; 3: the replay buffer laid out [time, env] (jaxrl.replay), so devices can split
+# its envs; 4: critic heads (agent states' `head_state`), and the on-policy loop's own state
+# counting rollouts in `iteration`.
+STATE_LAYOUT = 4
+
+
+def _loop_part(state: Any) -> dict[str, Any]:
+    """The loop state's fields other than the policy's (`POLICY_ITEMS`): env states, replay
+    buffer (off-policy), key, counters, hyperparameters."""
+    return {
+        field.name: getattr(state, field.name)
+        for field in dataclasses.fields(state)
+        if field.name not in POLICY_ITEMS
+    }
 
 
 class CheckpointError(ValueError):
@@ -76,7 +87,7 @@ def _put_back_empty(restored, like):
 
 def save(
     checkpoints,
-    state: LoopState,
+    state: Any,
     env_steps: int,
     history: list[dict],
     meta: dict[str, Any],
@@ -85,13 +96,13 @@ def save(
 ) -> None:
     """Writes checkpoint `env_steps` through the manager `checkpoints`."""
     ocp = _ocp()
-    loop = {name: getattr(state, name) for name in LOOP_FIELDS}
-    if not include_buffer:
+    loop = _loop_part(state)
+    if not include_buffer and "buffer" in loop:
         loop["buffer"] = None
     meta = {
         **meta,
         "env_steps": int(env_steps),
-        "has_buffer": loop["buffer"] is not None,
+        "has_buffer": loop.get("buffer") is not None,
         "state_layout": STATE_LAYOUT,
     }
     checkpoints.save(
@@ -160,7 +171,8 @@ def check_layout(meta: dict, where: str) -> None:
         raise CheckpointError(
             f"checkpoint {where} holds a state of layout {layout}, written by another version "
             f"of jaxrl (this one reads layout {STATE_LAYOUT}: hyperparameters are part of the "
-            "state since layout 2, the replay buffer is laid out [time, env] since layout 3); "
+            "state since layout 2, the replay buffer is laid out [time, env] since layout 3, "
+            "critic heads have a state and on-policy runs count rollouts since layout 4); "
             "continue or evaluate it with the jaxrl version that wrote "
             "it, or train the run anew."
         )
@@ -195,14 +207,14 @@ def restore_policy(directory: str | os.PathLike, step: int, like_agent, like_sta
     )
 
 
-def restore_state(directory: str | os.PathLike, step: int, like: LoopState) -> LoopState:
-    """The whole LoopState of checkpoint `step`, shaped like `like` (a fresh state from
+def restore_state(directory: str | os.PathLike, step: int, like: Any) -> Any:
+    """The whole loop state of checkpoint `step`, shaped like `like` (a fresh state from
     `trainer.init`). Saved without the replay buffer, the state gets `like`'s (empty) one."""
     ocp = _ocp()
     meta, _ = read_meta(directory, step)
     check_layout(meta, f"{pathlib.Path(directory) / str(step)}")
-    loop_like = {name: getattr(like, name) for name in LOOP_FIELDS}
-    if not meta.get("has_buffer", True):
+    loop_like = _loop_part(like)
+    if "buffer" in loop_like and not meta.get("has_buffer", True):
         loop_like["buffer"] = None
     restored = _reader(directory).restore(
         step,
@@ -213,9 +225,9 @@ def restore_state(directory: str | os.PathLike, step: int, like: LoopState) -> L
         ),
     )
     loop = dict(restored["loop"])
-    if loop["buffer"] is None:
+    if "buffer" in loop and loop["buffer"] is None:
         loop["buffer"] = like.buffer
-    loop = _put_back_empty(loop, {name: getattr(like, name) for name in LOOP_FIELDS})
+    loop = _put_back_empty(loop, _loop_part(like))
     return like.replace(
         agent=_put_back_empty(restored["agent"], like.agent),
         obs_stats=_put_back_empty(restored["obs_stats"], like.obs_stats),

@@ -7,6 +7,8 @@ from typing import Annotated, Any, ClassVar, Literal
 
 import tyro
 
+from jaxrl.errors import ConfigError  # raised here; also importable as jaxrl.config.ConfigError
+
 EXPLORATION_MODES = ("fixed", "uniform", "linspace")
 WARMUP_ACTIONS = ("uniform", "policy")
 # Domain randomizers by name (`jaxrl.envs.randomization` implements them): the task's own in
@@ -26,13 +28,9 @@ LOOP_DEFAULTS = {
 }
 
 
-class ConfigError(ValueError):
-    """An inconsistent or out-of-range setting, found before anything is compiled."""
-
-
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
-    # Data, not program: the loop keeps these in its state (`LoopState.hp`), so a settings grid
+    # Data, not program: the loop keeps these in its state (its `hp`), so a settings grid
     # (`--vmap gamma=0.98,0.99`) varies them inside one compiled program. Agent configs name
     # their own (e.g. SACConfig.ARRAY_FIELDS); every other field shapes the program.
     ARRAY_FIELDS: ClassVar[tuple[str, ...]] = ("gamma", "noise_scale_min", "noise_scale_max")
@@ -255,28 +253,31 @@ class TrainConfig:
         return spec is not None and spec.on_policy
 
     @property
-    def iteration_unit(self) -> int:
-        """Steps of all envs per loop iteration: one rollout of unroll_length for on-policy
-        algorithms, one step for off-policy ones."""
+    def steps_per_iteration(self) -> int:
+        """Steps of each env in one loop iteration (one pass of the loop's body): a rollout of
+        unroll_length for on-policy algorithms, one step for off-policy ones."""
         return self.unroll_length if self.on_policy else 1
+
+    @property
+    def env_steps_per_iteration(self) -> int:
+        return self.num_envs * self.steps_per_iteration
 
     @property
     def num_chunks(self) -> int:
         """Evaluations in the run: one every eval_every env steps, but at most one per
         iteration (a step of all envs, or a rollout), so the run does not overshoot
         total_steps when an iteration is longer than eval_every."""
-        per_chunk = max(self.eval_every, self.num_envs * self.iteration_unit)
+        per_chunk = max(self.eval_every, self.env_steps_per_iteration)
         return -(-self.total_steps // per_chunk)
 
     @property
     def iterations_per_chunk(self) -> int:
-        """Steps of all envs per chunk, spread so the run ends at the first multiple of
-        num_envs * num_chunks (times unroll_length, on-policy) at or above total_steps: an
-        evaluation about every eval_every env steps."""
-        unit = self.num_envs * self.iteration_unit
-        iterations = -(-self.total_steps // unit)
-        return -(-iterations // self.num_chunks) * self.iteration_unit
+        """Loop iterations per chunk, spread so the run ends at the first multiple of
+        num_chunks iterations at or above total_steps: an evaluation about every eval_every
+        env steps."""
+        iterations = -(-self.total_steps // self.env_steps_per_iteration)
+        return -(-iterations // self.num_chunks)
 
     @property
     def env_steps_per_chunk(self) -> int:
-        return self.iterations_per_chunk * self.num_envs
+        return self.iterations_per_chunk * self.env_steps_per_iteration

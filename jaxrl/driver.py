@@ -24,7 +24,7 @@ import numpy as np
 
 from jaxrl import agents, checkpoint, envs, grid, logs, sharding
 from jaxrl.config import ConfigError, TrainConfig
-from jaxrl.loop import LoopState, make_train
+from jaxrl.loops import make_train
 
 DEFAULT_CACHE_DIR = pathlib.Path(
     os.environ.get("JAXRL_CACHE_DIR", pathlib.Path.home() / ".cache" / "jaxrl" / "xla")
@@ -97,7 +97,7 @@ def check_run_dir(out_dir: str | os.PathLike | None) -> pathlib.Path | None:
 
 @dataclasses.dataclass
 class RunResult:
-    state: LoopState
+    state: Any  # the loop's state (jaxrl.loops: OffPolicyState or OnPolicyState)
     history: list[dict[str, Any]]
     compile_seconds: float
     train_seconds: float
@@ -266,7 +266,7 @@ def _row(
     wall_seconds: float,
 ) -> dict:
     metrics = {k: np.asarray(v).item() for k, v in metrics.items()}
-    env_steps = int(metrics.pop("iteration")) * config.num_envs
+    env_steps = int(metrics.pop("iteration")) * config.env_steps_per_iteration
     episodes = metrics.pop("episodes")
     return_sum = metrics.pop("episode_return_sum")
     length_sum = metrics.pop("episode_length_sum")

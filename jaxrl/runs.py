@@ -17,7 +17,7 @@ import numpy as np
 
 from jaxrl import agents, checkpoint, grid, normalization
 from jaxrl.config import ConfigError, TrainConfig
-from jaxrl.loop import init_agent, make_policy
+from jaxrl.loops.base import init_agent, make_envs, make_evaluate, make_policy
 from jaxrl.observations import ObservationView
 
 
@@ -172,7 +172,6 @@ def evaluate_run(
     (on `env`, an env object, where the run trained on one)."""
     if episodes < 1:
         raise RunError(f"--episodes must be a positive integer, got {episodes}")
-    from jaxrl.loop import make_envs, make_evaluate
 
     check_env_given(read_config_json(run_dir), env, pathlib.Path(run_dir))
     policy = load_policy(run_dir, checkpoint_step, member)

@@ -97,7 +97,7 @@ def _along(x: Any, axis: int, size: int | None) -> bool:
 
 
 def state_shardings(state: Any, data: DataAxis, num_envs: int, members: bool = False) -> Any:
-    """The shardings of a `LoopState` (arrays or shapes): the env states' per-env arrays and
+    """The shardings of a loop state (arrays or shapes): the env states' per-env arrays and
     the per-env noise scales split along their env axis, the replay buffer along its env axis
     (axis 1 of [time, env, ...]), everything else replicated. `members`: the state holds a
     leading member axis (seeds or settings under vmap), kept whole on every device."""
@@ -113,9 +113,10 @@ def state_shardings(state: Any, data: DataAxis, num_envs: int, members: bool = F
 
     shardings = jax.tree.map(lambda _: replicated, state)
     replace = {"env_state": env_part(state.env_state, 0, num_envs)}
-    if state.noise_scale is not None:
+    # Off-policy states only (jaxrl.loops.OffPolicyState): per-env noise and the replay buffer.
+    if getattr(state, "noise_scale", None) is not None:
         replace["noise_scale"] = env_part(state.noise_scale, 0)
-    if state.buffer is not None:
+    if getattr(state, "buffer", None) is not None:
         replace["buffer"] = shardings.buffer.replace(data=env_part(state.buffer.data, 1))
     return shardings.replace(**replace)
 

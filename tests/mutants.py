@@ -125,7 +125,7 @@ MUTANTS = [
     ),
     m(
         "bootstrap-ignores-termination",
-        "jaxrl/losses.py",
+        "jaxrl/heads.py",
         "return reward + discount * (1.0 - terminated) * next_value",
         "return reward + discount * next_value",
         "value targets bootstrap through terminal states",
@@ -159,7 +159,7 @@ MUTANTS = [
     ),
     m(
         "c51-picks-higher-critic",
-        "jaxrl/agents/td3.py",
+        "jaxrl/heads.py",
         "pick = jnp.argmin(next_values, axis=0)",
         "pick = jnp.argmax(next_values, axis=0)",
         "FastTD3's clipped double Q picks the critic with the higher expected value",
@@ -191,7 +191,7 @@ MUTANTS = [
     ),
     m(
         "dsac-t-picks-higher-mean",
-        "jaxrl/distributional.py",
+        "jaxrl/heads.py",
         "pick = jnp.argmin(next_mean, axis=0)[None]",
         "pick = jnp.argmax(next_mean, axis=0)[None]",
         "DSAC-T's twin targets come from the critic with the higher mean",
@@ -199,9 +199,9 @@ MUTANTS = [
     ),
     m(
         "dsac-t-unclipped-return-noise",
-        "jaxrl/agents/sac.py",
-        "noise = jnp.clip(jax.random.normal(keys[6], reward.shape), -3.0, 3.0)",
-        "noise = jax.random.normal(keys[6], reward.shape)",
+        "jaxrl/heads.py",
+        "noise = jnp.clip(jax.random.normal(key, reward.shape), -3.0, 3.0)",
+        "noise = jax.random.normal(key, reward.shape)",
         "DSAC-T's sampled return target is drawn with unclipped noise",
         DSAC_REF,
     ),
@@ -215,7 +215,7 @@ MUTANTS = [
     ),
     m(
         "rollout-renormalization-ignored",
-        "jaxrl/onpolicy.py",
+        "jaxrl/loops/onpolicy.py",
         "seen = stats if config.renormalize_rollout else state.obs_stats",
         "seen = state.obs_stats",
         "renormalize_rollout (Brax's order) still trains on the statistics it acted with",
@@ -292,7 +292,7 @@ MUTANTS = [
     # --- Off-policy loop. ------------------------------------------------------------------
     m(
         "loop-stores-done-as-terminated",
-        "jaxrl/loop.py",
+        "jaxrl/loops/offpolicy.py",
         'terminated = env_state.done * (1.0 - info["truncation"])',
         "terminated = env_state.done",
         "the replay loop stores truncations as terminations",
@@ -300,7 +300,7 @@ MUTANTS = [
     ),
     m(
         "loop-next-obs-after-reset",
-        "jaxrl/loop.py",
+        "jaxrl/loops/offpolicy.py",
         'next_obs = view(info["final_obs"])\n        transition',
         "next_obs = view(env_state.obs)\n        transition",
         "stored next_obs is the next episode's first observation where an episode ended",
@@ -308,7 +308,7 @@ MUTANTS = [
     ),
     m(
         "loop-raw-next-obs-in-batch",
-        "jaxrl/loop.py",
+        "jaxrl/loops/offpolicy.py",
         "obs=observe(stats, batches.obs), next_obs=observe(stats, batches.next_obs)",
         "obs=observe(stats, batches.obs), next_obs=batches.next_obs",
         "the update reads a normalised obs beside an unnormalised next_obs",
@@ -316,7 +316,7 @@ MUTANTS = [
     ),
     m(
         "loop-stats-from-reset-obs",
-        "jaxrl/loop.py",
+        "jaxrl/loops/offpolicy.py",
         "stats = normalization.update(stats, next_obs)",
         "stats = normalization.update(stats, obs)",
         "observation statistics absorb post-reset observations instead of reached ones",
@@ -324,7 +324,7 @@ MUTANTS = [
     ),
     m(
         "onpolicy-stats-seeded-with-resets",
-        "jaxrl/onpolicy.py",
+        "jaxrl/loops/onpolicy.py",
         "        stats = normalization.init(view.sizes)\n",
         "        stats = normalization.init(view.sizes)\n"
         "        if config.normalize_observations:\n"
@@ -334,7 +334,7 @@ MUTANTS = [
     ),
     m(
         "loop-constant-discount",
-        "jaxrl/loop.py",
+        "jaxrl/loops/offpolicy.py",
         "jnp.full_like(rows.reward, gamma)",
         "jnp.full_like(rows.reward, 0.99)",
         "1-step batches carry a hard-coded discount instead of config.gamma",
@@ -342,7 +342,7 @@ MUTANTS = [
     ),
     m(
         "loop-ignores-noise-scales",
-        "jaxrl/loop.py",
+        "jaxrl/loops/offpolicy.py",
         "agent.act(acting, actor_obs, act_key, state.noise_scale)",
         "agent.act(acting, actor_obs, act_key, 1.0)",
         "per-env exploration noise scales never reach act",
@@ -350,7 +350,7 @@ MUTANTS = [
     ),
     m(
         "loop-redraws-every-noise-scale",
-        "jaxrl/loop.py",
+        "jaxrl/loops/offpolicy.py",
         "noise_scale = jnp.where(env_state.done > 0, fresh, noise_scale)",
         "noise_scale = fresh",
         "uniform noise scales are redrawn every step instead of at each env's reset",
@@ -358,7 +358,7 @@ MUTANTS = [
     ),
     m(
         "eval-not-greedy",
-        "jaxrl/loop.py",
+        "jaxrl/loops/base.py",
         "action = agent.act(agent_state, observe(actor_part(stats), obs), act_key, 0.0)",
         "action = agent.act(agent_state, observe(actor_part(stats), obs), act_key, 1.0)",
         "evaluation acts with exploration noise",
@@ -366,7 +366,7 @@ MUTANTS = [
     ),
     m(
         "eval-unnormalised",
-        "jaxrl/loop.py",
+        "jaxrl/loops/base.py",
         "action = agent.act(agent_state, observe(actor_part(stats), obs), act_key, 0.0)",
         "action = agent.act(agent_state, obs, act_key, 0.0)",
         "evaluation feeds raw observations to a policy trained on normalised ones",
@@ -375,7 +375,7 @@ MUTANTS = [
     # --- On-policy loop. -------------------------------------------------------------------
     m(
         "onpolicy-raw-next-obs",
-        "jaxrl/onpolicy.py",
+        "jaxrl/loops/onpolicy.py",
         "next_obs=observe(seen, final_obs),",
         "next_obs=final_obs,",
         "PPO's rollout bootstraps from unnormalised final observations",
@@ -383,7 +383,7 @@ MUTANTS = [
     ),
     m(
         "onpolicy-done-as-terminated",
-        "jaxrl/onpolicy.py",
+        "jaxrl/loops/onpolicy.py",
         'terminated = env_state.done * (1.0 - info["truncation"])',
         "terminated = env_state.done",
         "the rollout marks truncations as terminations",
@@ -391,7 +391,7 @@ MUTANTS = [
     ),
     m(
         "onpolicy-next-obs-after-reset",
-        "jaxrl/onpolicy.py",
+        "jaxrl/loops/onpolicy.py",
         'final_obs = view(info["final_obs"])',
         "final_obs = view(env_state.obs)",
         "the rollout's next_obs is the reset observation where an episode ended",
@@ -499,7 +499,7 @@ MUTANTS = [
     ),
     m(
         "loop-ignores-obs-clip",
-        "jaxrl/loop.py",
+        "jaxrl/loops/base.py",
         "return normalization.normalize(stats, obs, config.obs_clip)",
         "return normalization.normalize(stats, obs)",
         "the loop clips normalised observations to +-10 whatever obs_clip says",
@@ -507,7 +507,7 @@ MUTANTS = [
     ),
     m(
         "policy-warmup-ignored",
-        "jaxrl/loop.py",
+        "jaxrl/loops/offpolicy.py",
         'if config.warmup_actions == "uniform":',
         "if True:",
         'warmup_actions="policy" still warms up with uniform random actions',
@@ -602,7 +602,7 @@ MUTANTS = [
     ),
     m(
         "policy-not-greedy",
-        "jaxrl/loop.py",
+        "jaxrl/loops/base.py",
         "action = agent.act(agent_state, observe(actor_part(obs_stats), batch), key, 0.0)",
         "action = agent.act(agent_state, observe(actor_part(obs_stats), batch), key, 1.0)",
         "the exported policy samples exploration noise instead of acting greedily",
@@ -724,7 +724,7 @@ MUTANTS = [
     ),
     m(
         "eval-envs-always-randomized",
-        "jaxrl/loop.py",
+        "jaxrl/loops/base.py",
         "        eval_dr = (randomization_fn, eval_key) if config.randomize_eval else None",
         "        eval_dr = (randomization_fn, eval_key)",
         "evaluation runs on randomized physics although randomize_eval is off",
@@ -732,7 +732,7 @@ MUTANTS = [
     ),
     m(
         "randomization-key-not-from-seed",
-        "jaxrl/loop.py",
+        "jaxrl/loops/base.py",
         "        key = jax.random.fold_in(jax.random.PRNGKey(config.seed), RANDOMIZATION_STREAM)",
         "        key = jax.random.PRNGKey(RANDOMIZATION_STREAM)",
         "every seed trains on the same randomized physics",
@@ -781,7 +781,7 @@ MUTANTS = [
     ),
     m(
         "policy-reads-critic-entry",
-        "jaxrl/loop.py",
+        "jaxrl/loops/base.py",
         "obs = obs[config.actor_obs or observations.DEFAULT_KEY]",
         "obs = obs[config.critic_obs or observations.DEFAULT_KEY]",
         "the exported policy reads the critic's entry of a dict observation",
@@ -847,7 +847,7 @@ MUTANTS = [
     ),
     m(
         "hp-onpolicy-gamma-a-constant",
-        "jaxrl/onpolicy.py",
+        "jaxrl/loops/onpolicy.py",
         'discount=jnp.full_like(reward, state.hp["gamma"]),',
         "discount=jnp.full_like(reward, config.gamma),",
         "the on-policy loop's discount is closed over as a constant",
@@ -876,6 +876,64 @@ MUTANTS = [
         'member = int(np.argmin(history[-1]["eval_returns"]))',
         "eval of a grid or seeds run picks the worst member by default",
         RUNS,
+    ),
+    m(
+        "delayed-actor-wrong-phase",
+        "jaxrl/agents/base.py",
+        "return jax.lax.cond(step % period == 0, update, hold)",
+        "return jax.lax.cond(step % period == 1, update, hold)",
+        "the shared delayed actor step updates on the wrong updates of each period",
+        TD3_REF,
+        CROSSQ_REF,
+    ),
+    m(
+        "sac-soft-bonus-sign",
+        "jaxrl/agents/sac.py",
+        "            -alpha * next_log_prob,\n",
+        "            alpha * next_log_prob,\n",
+        "SAC hands the critic head +alpha log pi as the soft bonus",
+        SAC_REF,
+        DSAC_REF,
+    ),
+    m(
+        "dsac-t-mean-std-restarts",
+        "jaxrl/heads.py",
+        'mean_std = update_mean_std(state, std, hp["std_tau"], first)',
+        'mean_std = update_mean_std(state, std, hp["std_tau"], True)',
+        "DSAC-T's running std restarts from each batch instead of averaging",
+        DSAC_REF,
+    ),
+    m(
+        "crossq-actor-stats-move-while-held",
+        "jaxrl/agents/sac.py",
+        "        a_loss, (log_prob, _) = objective(actor.params)",
+        "        a_loss, (log_prob, held) = objective(actor.params)",
+        "the held actor step keeps the objective's batch statistics (CrossQ's actor drifts)",
+        CROSSQ_REF,
+    ),
+    m(
+        "td3-actor-q-ignored",
+        "jaxrl/agents/td3.py",
+        "return actor_loss(head.values(out, hp), config.actor_q)",
+        "return actor_loss(head.values(out, hp))",
+        "FastTD3's (and PQL-D's) actor follows the first critic, not the lower expected value",
+        TD3_REF,
+    ),
+    m(
+        "onpolicy-progress-per-chunk",
+        "jaxrl/loops/onpolicy.py",
+        "progress=state.iteration / total_iterations,",
+        "progress=state.iteration / config.iterations_per_chunk,",
+        "PPO's schedule reads progress as a fraction of one chunk, not of the run",
+        WIRING,
+    ),
+    m(
+        "checkpoint-drops-iteration",
+        "jaxrl/checkpoint.py",
+        "        if field.name not in POLICY_ITEMS\n",
+        '        if field.name not in (*POLICY_ITEMS, "iteration")\n',
+        "checkpoints leave out the loop's iteration counter",
+        "tests/test_loop.py",
     ),
 ]
 

@@ -16,7 +16,7 @@ from jax.sharding import NamedSharding, PartitionSpec
 
 import jaxrl
 from jaxrl import agents, driver
-from jaxrl.loop import make_train
+from jaxrl.loops import make_train
 from jaxrl.types import Batch
 
 DEVICES = 4
@@ -79,7 +79,7 @@ def layout(algo: str) -> None:
     for leaf in jax.tree.leaves(state.obs_stats) + [state.key, state.iteration]:
         assert leaf.sharding.is_fully_replicated
     collectives = re.findall(r" (all-gather|all-reduce|all-to-all)(?:-start)?\(", hlo)
-    if state.buffer is not None:  # off-policy
+    if getattr(state, "buffer", None) is not None:  # off-policy
         for leaf in jax.tree.leaves(state.buffer.data):
             assert _spec(leaf) == (None, "data"), leaf.sharding
             assert {s.data.shape[1] for s in leaf.addressable_shards} == {num_envs // DEVICES}

@@ -66,7 +66,8 @@ def test_flags_override_preset_and_reach_both_configs():
             "a rollout of 35 samples (num_envs x unroll_length) does not split into "
             "num_minibatches=32",
         ),
-        (["train", "--algo", "dsac_t", "--critic", "quantile"], "critic must be 'mse' or"),
+        (["train", "--algo", "pql", "--critic", "quantile"], "critic must be 'double_q' or"),
+        (["train", "--algo", "fast_td3", "--actor-q", "max"], "actor_q must be one of"),
         (["bench", "--suite", "smoke", "--only", "no-such-case"], "no case of suite 'smoke'"),
     ],
 )

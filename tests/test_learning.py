@@ -41,7 +41,9 @@ CLI_CASES = (
     CASES
     + [
         (f"{algo}_pendulum", PENDULUM)
-        for algo in ("td3", "redq", "droq", "crossq", "fast_td3", "pql", "dsac_t")
+        # CrossQ learns the pendulum from the CLI over 4 devices (tests/test_sharding.py),
+        # whose one-device program is this one bit for bit; and the Brax env below alone.
+        for algo in ("td3", "redq", "droq", "fast_td3", "pql", "dsac_t")
     ]
     + [
         # On a Brax env, the algorithms whose networks or critics differ most from SAC's

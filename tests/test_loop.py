@@ -9,7 +9,7 @@ import pytest
 from jaxrl import checkpoint, driver, sac
 from jaxrl.agents.sac import SACConfig
 from jaxrl.config import ConfigError, TrainConfig
-from jaxrl.loop import make_train
+from jaxrl.loops import make_train
 
 TINY_AGENT = SACConfig(actor_hidden=(16,), critic_hidden=(16,))
 

@@ -27,13 +27,16 @@ def _tiny(**overrides):
 
 def test_chunk_counts_rollouts_gradient_steps_and_episodes():
     config = _tiny(total_steps=1600, eval_every=800)  # 800 / (4 x 16): 13 rollouts per chunk
-    assert config.iterations_per_chunk == 13 * 16
+    # An iteration is one rollout (and its update): 13 per chunk, 16 steps of each env each.
+    assert config.iterations_per_chunk == 13 and config.steps_per_iteration == 16
+    assert config.env_steps_per_chunk == 13 * 16 * 4
     trainer = make_train(config, ppo.make(TINY_PPO))
     state = jax.jit(trainer.init)(jax.random.PRNGKey(0))
     chunk = jax.jit(trainer.chunk)
     state, first = chunk(state)
     state, second = chunk(state)
-    assert int(second["iteration"]) * config.num_envs == 2 * 13 * 16 * 4  # 1664 env steps
+    assert int(second["iteration"]) == 2 * 13  # rollouts
+    assert int(second["iteration"]) * config.env_steps_per_iteration == 1664  # env steps
     assert int(first["updates"]) == 13 * 2 * 4  # rollouts x epochs x minibatches
     assert int(state.agent.step) == 26
     # Pendulum episodes are 200 steps: by step 208 each env finished one, by 416 two.

@@ -15,7 +15,7 @@ import jaxrl
 from jaxrl import checkpoint, driver, logs, ppo, runs, sac
 from jaxrl.agents.sac import SACConfig
 from jaxrl.config import TrainConfig
-from jaxrl.loop import make_train
+from jaxrl.loops import make_train
 
 TINY_SAC = SACConfig(actor_hidden=(16,), critic_hidden=(16,))
 TINY_PPO = ppo.PPOConfig(actor_hidden=(8,), critic_hidden=(8,), num_epochs=2, num_minibatches=4)
@@ -163,10 +163,14 @@ def test_checkpoint_of_an_older_state_layout_is_refused(tmp_path):
     saved = json.loads(meta.read_text())
     del saved["state_layout"]  # as jaxrl wrote it before hyperparameters were state
     meta.write_text(json.dumps(saved))
-    with pytest.raises(checkpoint.CheckpointError, match="state of layout 1.*reads layout 3"):
+    with pytest.raises(checkpoint.CheckpointError, match="state of layout 1.*reads layout 4"):
         driver.resume(tmp_path / "run", total_steps=512, **QUIET)
     with pytest.raises(checkpoint.CheckpointError, match="layout 1"):
         runs.load_policy(tmp_path / "run")
+    # Layout 3, before critic heads had a state (SAC's `mean_std` became `head_state`).
+    meta.write_text(json.dumps({**saved, "state_layout": 3}))
+    with pytest.raises(checkpoint.CheckpointError, match="state of layout 3.*critic heads"):
+        driver.resume(tmp_path / "run", total_steps=512, **QUIET)
 
 
 def test_log_files_and_tensorboard(tmp_path):

@@ -19,7 +19,7 @@ from jaxrl import ppo, sac
 from jaxrl.agents import fast_td3, pql
 from jaxrl.agents.base import Agent
 from jaxrl.config import ConfigError, TrainConfig
-from jaxrl.loop import make_train, resolve_config
+from jaxrl.loops import make_train, resolve_config
 from jaxrl.types import Batch, Rollout
 from tests import reference as ref
 
@@ -185,7 +185,7 @@ def test_warm_up_actions_are_uniform_or_the_policy_s_own():
 @pytest.mark.parametrize("obs_clip", [10.0, 0.0])
 def test_the_loop_normalises_with_the_configured_clip(obs_clip):
     from jaxrl import normalization
-    from jaxrl.loop import make_observe
+    from jaxrl.loops.base import make_observe
 
     stats = normalization.update(normalization.init(2), jnp.array([[0.0, 0.0], [2.0, 2.0]]))
     x = jnp.array([[1.0, 101.0]])  # normalised: 0 and 100
@@ -305,6 +305,9 @@ def test_rollouts_keep_truncation_apart_from_termination(normalization):
     )
     _, state, _ = _run(config, recording_on_policy_agent(12))
     rollout = jax.device_get(state.agent)
+    # The run's second and last rollout of two: half of the run done when it started (the
+    # fraction PPO's linear schedule decays by).
+    assert int(state.iteration) == 2 and float(rollout.progress) == 0.5
     obs, nxt = np.asarray(rollout.obs, np.float64), np.asarray(rollout.next_obs, np.float64)
     done = rollout.done > 0
     # Within a rollout, observations and next observations share one normalisation, so the

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import flax.struct
 import jax
@@ -85,6 +85,24 @@ def apply_gradients(
 ) -> Learner:
     updates, opt_state = optimizer.update(grads, learner.opt_state, learner.params)
     return Learner(optax.apply_updates(learner.params, updates), opt_state)
+
+
+def update_hyperparameters(config: Any, consumed: tuple[str, ...]) -> tuple[str, ...]:
+    """The ARRAY_FIELDS an agent's `act` and `update` read from `state.hp`: all of the config's
+    but those `consumed` by the optimisers (learning rates, ...) and by `init`."""
+    return tuple(name for name in array_fields(config) if name not in consumed)
+
+
+T = TypeVar("T")
+
+
+def delayed(step: jax.Array, period: int, update: Callable[[], T], hold: Callable[[], T]) -> T:
+    """The delayed actor step of SAC, CrossQ and TD3: `update()` at updates whose `step` is a
+    multiple of `period`, `hold()` (the same structure, state unchanged) at the others. Period
+    1 updates every time, with no branch in the program."""
+    if period == 1:
+        return update()
+    return jax.lax.cond(step % period == 0, update, hold)
 
 
 def polyak(target: Any, online: Any, tau: float) -> Any:

@@ -13,7 +13,7 @@ import flax.struct
 import jax
 import jax.numpy as jnp
 
-from jaxrl import distributions, losses
+from jaxrl import distributions, heads
 from jaxrl.agents import sac
 from jaxrl.agents.base import (
     Agent,
@@ -175,7 +175,7 @@ def make(config: CrossQConfig = CrossQConfig()) -> Agent:
                 alpha,
                 batch.discount,
             )
-            return losses.critic_mse(q, target), (q, stats)
+            return heads.critic_mse(q, target), (q, stats)
 
         (c_loss, (q, critic_stats)), grads = jax.value_and_grad(critic_objective, has_aux=True)(
             state.critic.params
@@ -191,25 +191,16 @@ def make(config: CrossQConfig = CrossQConfig()) -> Agent:
             q_pi = critic_net.apply(variables, critic_obs, action)  # running statistics
             return sac.actor_loss(q_pi, log_prob, alpha), (log_prob, updates["batch_stats"])
 
-        def update_actor(_):
-            (a_loss, (log_prob, stats)), grads = jax.value_and_grad(actor_objective, has_aux=True)(
-                state.actor.params
-            )
-            t_loss, t_grads = jax.value_and_grad(sac.alpha_loss)(
-                state.log_alpha.params, log_prob, target_entropy
-            )
-            actor = apply_gradients(state.actor, grads, actor_opt)
-            log_alpha = apply_gradients(state.log_alpha, t_grads, alpha_opt)
-            return actor, stats, log_alpha, a_loss, t_loss, log_prob
-
-        def hold(_):
-            a_loss, (log_prob, _) = actor_objective(state.actor.params)
-            t_loss = sac.alpha_loss(state.log_alpha.params, log_prob, target_entropy)
-            return state.actor, state.actor_stats, state.log_alpha, a_loss, t_loss, log_prob
-
-        due = state.step % config.policy_delay == 0
-        actor, actor_stats, log_alpha, a_loss, t_loss, log_prob = jax.lax.cond(
-            due, update_actor, hold, None
+        actor, log_alpha, actor_stats, a_loss, t_loss, log_prob = sac.actor_and_temperature(
+            state.step,
+            config.policy_delay,
+            state.actor,
+            state.log_alpha,
+            actor_objective,
+            target_entropy,
+            actor_opt,
+            alpha_opt,
+            held=state.actor_stats,
         )
         new_state = state.replace(
             actor=actor,

@@ -2,22 +2,26 @@
 double Q on distributions, AdamW, wide networks, very large batches drawn from many parallel
 envs, each env exploring with its own noise std redrawn at every reset.
 
-The mechanism lives in `jaxrl.agents.td3` (critic="c51") and in the shared loop (per-env noise
-scales: `exploration="uniform"`, observation normalisation); this file holds the published
-defaults, and `LOOP_DEFAULTS` the loop settings the agent brings to any TrainConfig that leaves
-them unset (so `jaxrl train --algo fast_td3` explores as FastTD3 does, preset or not).
+TD3 (`jaxrl.agents.td3`) with the critic head `jaxrl.heads.Categorical`: each critic predicts
+a distribution over `num_atoms` atoms in [v_min, v_max]; the target is the next distribution of
+the target critic with the lower expected value, shifted by the reward and projected back onto
+the atoms; the critics minimise the cross-entropy to it, and the actor climbs the lower of the
+two expected values. `LOOP_DEFAULTS` are the loop settings the agent brings to any TrainConfig
+that leaves them unset, so `jaxrl train --algo fast_td3` explores as FastTD3 does, preset or not.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from typing import ClassVar
 
+from jaxrl import heads
 from jaxrl.agents import td3
 from jaxrl.agents.base import Agent
 
 
 @dataclasses.dataclass(frozen=True)
-class FastTD3Config(td3.TD3Config):
+class FastTD3Config(td3.TD3Config, heads.CategoricalSettings):
     # Defaults of the public implementation (docs/ALGORITHMS.md, "impl").
     actor_hidden: tuple[int, ...] = (512, 256, 128)
     critic_hidden: tuple[int, ...] = (1024, 512, 256)
@@ -30,10 +34,22 @@ class FastTD3Config(td3.TD3Config):
     exploration_noise: float = 1.0
     target_noise: float = 0.001
     target_noise_clip: float = 0.5
-    critic: str = "c51"
+    actor_q: str = "min"
     num_atoms: int = 101
     v_min: float = -250.0  # [-10, 10] for MuJoCo Playground tasks
     v_max: float = 250.0
+
+    ARRAY_FIELDS: ClassVar[tuple[str, ...]] = (
+        *td3.TD3Config.ARRAY_FIELDS,
+        *heads.Categorical.HYPERPARAMETERS,
+    )
+
+    def __post_init__(self):
+        super().__post_init__()
+        self.check_support()
+
+    def head(self) -> heads.Head:
+        return heads.Categorical(self.num_atoms)
 
 
 # The loop settings of the public implementation (docs/ALGORITHMS.md, "impl"): each env explores

@@ -3,7 +3,7 @@ separate value network, GAE over rollouts of many envs, several epochs of shuffl
 updates of the clipped surrogate plus a value loss (optionally clipped) and an entropy bonus,
 global gradient-norm clipping, reward scaling and a constant or linearly decaying learning rate.
 
-The rollouts come from the on-policy loop (`jaxrl.onpolicy`); GAE, epochs and minibatches are
+The rollouts come from the on-policy loop (`jaxrl.loops.onpolicy`); GAE, epochs and minibatches are
 the update's own business, so the loop stays algorithm-agnostic.
 """
 
@@ -19,7 +19,7 @@ import optax
 
 from jaxrl import distributions
 from jaxrl.agents.base import Agent, check_network_config, hyperparameters
-from jaxrl.config import ConfigError
+from jaxrl.errors import ConfigError
 from jaxrl.networks import ACTIVATIONS, MLP, GaussianActor
 from jaxrl.types import Rollout
 

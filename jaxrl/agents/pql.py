@@ -6,22 +6,25 @@ concurrently and keeps their rates fixed: critic updates per env step of all env
 the three share one compiled program, with what made PQL's scheme work kept as options of the
 shared loop and of TD3: mixed exploration (per-env noise std spaced evenly over [0.05, 0.8],
 `exploration="linspace"`), n-step returns (`n_step=3`), no target actor, a double-Q or C51
-critic ("PQL-D": `critic="c51"`), and an acting policy that may lag the learners by
-`acting_lag` iterations as PQL's asynchronous actor does. `LOOP_DEFAULTS` are the loop
-settings the agent brings to any TrainConfig that leaves them unset. Running actor and learners on
-separate devices belongs to the scale-out work.
+critic ("PQL-D": `critic="c51"`, the head `jaxrl.heads.Categorical`; with `actor_q="min"` the
+actor climbs the lower expected value, as FastTD3's does), and an acting policy that may lag
+the learners by `acting_lag` iterations as PQL's asynchronous actor does. `LOOP_DEFAULTS` are
+the loop settings the agent brings to any TrainConfig that leaves them unset. Running actor and
+learners on separate devices belongs to the scale-out work.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from typing import ClassVar
 
+from jaxrl import heads
 from jaxrl.agents import td3
 from jaxrl.agents.base import Agent
 
 
 @dataclasses.dataclass(frozen=True)
-class PQLConfig(td3.TD3Config):
+class PQLConfig(td3.TD3Config, heads.CategoricalSettings):
     # Defaults of the public implementation (docs/ALGORITHMS.md, "impl").
     actor_lr: float = 5e-4
     critic_lr: float = 5e-4
@@ -30,6 +33,24 @@ class PQLConfig(td3.TD3Config):
     target_actor: bool = False
     # Per-env std comes from the loop's noise scale, linspace(0.05, 0.8): the base std is 1.
     exploration_noise: float = 1.0
+    critic: str = "double_q"
+    """"double_q": scalar critics; "c51": categorical ones over num_atoms in [v_min, v_max]
+    (PQL-D)."""
+
+    ARRAY_FIELDS: ClassVar[tuple[str, ...]] = (
+        *td3.TD3Config.ARRAY_FIELDS,
+        *heads.Categorical.HYPERPARAMETERS,
+    )
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.critic not in ("double_q", "c51"):
+            raise ValueError(f"critic must be 'double_q' or 'c51', got {self.critic!r}")
+        if self.critic == "c51":
+            self.check_support()
+
+    def head(self) -> heads.Head:
+        return heads.Categorical(self.num_atoms) if self.critic == "c51" else heads.Scalar()
 
 
 # The loop settings of the public implementation (docs/ALGORITHMS.md, "impl"): mixed exploration

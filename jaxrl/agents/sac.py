@@ -7,22 +7,24 @@ actor trained against the minimum of the critics, and log-alpha trained towards 
 from __future__ import annotations
 
 import dataclasses
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import flax.struct
 import jax
 import jax.numpy as jnp
 
-from jaxrl import distributional, distributions, losses
+from jaxrl import distributions, heads
 from jaxrl.agents.base import (
     Agent,
     Learner,
     adam,
     apply_gradients,
     check_network_config,
+    delayed,
     hyperparameters,
     learner,
     polyak,
+    update_hyperparameters,
 )
 from jaxrl.networks import GaussianActor, QEnsemble
 from jaxrl.types import Batch
@@ -77,18 +79,6 @@ class SACConfig:
     """The actor's loss reads the critics updated in the same step (the SAC paper's pseudo-code).
     False: the critics the step started from (Brax's SAC: actor, critic and temperature all
     computed from the same parameters, no data dependency)."""
-    critic: str = "mse"
-    """Critic type: "mse" scalar critics (SAC, REDQ, DroQ) or "gaussian" ones (DSAC-T).
-    "mse": regressed on the soft target. "gaussian": each critic predicts a Gaussian return
-    N(Q, sigma^2), trained with DSAC-T's refinements; the actor and the targets use the means
-    (jaxrl.distributional.gaussian_critic_loss)."""
-    td_bound: float = 3.0
-    """Gaussian critic: return samples clipped to Q +- td_bound x running mean std (DSAC-T's b)."""
-    std_bias: float = 0.1
-    """Gaussian critic: the bias that keeps 1 / (sigma^2 + bias) finite as sigma -> 0."""
-    std_tau: float = 0.005
-    """Gaussian critic: rate of each critic's running mean of its predicted std."""
-
     # Data, not program: these live in the agent state (the learning rates in the optimiser
     # states), so settings that differ only in them train together under vmap (`--vmap`).
     ARRAY_FIELDS: ClassVar[tuple[str, ...]] = (
@@ -99,9 +89,6 @@ class SACConfig:
         "init_alpha",
         "target_entropy_scale",
         "reward_scale",
-        "td_bound",
-        "std_bias",
-        "std_tau",
     )
 
     def __post_init__(self):
@@ -115,15 +102,12 @@ class SACConfig:
             )
         if self.actor_q not in ("min", "mean"):
             raise ValueError(f"actor_q must be 'min' or 'mean', got {self.actor_q!r}")
-        if self.critic not in ("mse", "gaussian"):
-            raise ValueError(f"critic must be 'mse' or 'gaussian', got {self.critic!r}")
-        if self.td_bound <= 0 or self.std_bias <= 0 or not 0 < self.std_tau <= 1:
-            raise ValueError(
-                f"need td_bound > 0, std_bias > 0 and std_tau in (0, 1], got {self.td_bound}, "
-                f"{self.std_bias}, {self.std_tau}"
-            )
         if not 0 <= self.critic_dropout < 1:
             raise ValueError(f"critic_dropout must be in [0, 1), got {self.critic_dropout}")
+
+    def head(self) -> heads.Head:
+        """What the critics predict (`jaxrl.heads`): one value each (DSAC-T: a Gaussian)."""
+        return heads.Scalar()
 
 
 @flax.struct.dataclass
@@ -133,18 +117,13 @@ class SACState:
     target_critic_params: dict
     log_alpha: Learner  # params: scalar log temperature
     step: jax.Array
-    mean_std: jax.Array  # [E] running mean of each critic's predicted std (gaussian critic)
-    hp: dict  # the continuous settings the update reads (UPDATE_HYPERPARAMETERS), as arrays
+    head_state: Any  # the critic head's own state (DSAC-T: each critic's running mean std)
+    hp: dict  # the continuous settings the update reads (`update_hyperparameters`), as arrays
     action_size: int = flax.struct.field(pytree_node=False)
 
 
-# What `update` reads of the config's ARRAY_FIELDS: all but those the optimisers hold and the
-# one `init` consumes.
-UPDATE_HYPERPARAMETERS = tuple(
-    name
-    for name in SACConfig.ARRAY_FIELDS
-    if name not in ("actor_lr", "critic_lr", "alpha_lr", "init_alpha")
-)
+# The ARRAY_FIELDS the optimisers and `init` consume; `update` reads the others from state.hp.
+CONSUMED = ("actor_lr", "critic_lr", "alpha_lr", "init_alpha")
 
 
 # --- Losses, as the paper writes them. Shapes: Q [E, B], log-probs [B]. -------------------------
@@ -160,10 +139,10 @@ def critic_target(
 ) -> jax.Array:
     """y = r + discount (1 - terminated) (min_i Q'_i(s', a') - alpha log pi(a'|s')), [B]."""
     soft_value = next_q.min(axis=0) - alpha * next_log_prob
-    return losses.bootstrap_target(reward, terminated, discount, soft_value)
+    return heads.bootstrap_target(reward, terminated, discount, soft_value)
 
 
-critic_loss = losses.critic_mse
+critic_loss = heads.critic_mse
 
 
 def target_subset(key: jax.Array, next_q: jax.Array, size: int | None) -> jax.Array:
@@ -179,8 +158,7 @@ def actor_loss(
 ) -> jax.Array:
     """E[alpha log pi(a|s) - Q(s, a)], a ~ pi(s), with Q the min (SAC) or the mean (REDQ) over
     the critics."""
-    q = q.min(axis=0) if reduce == "min" else q.mean(axis=0)
-    return (alpha * log_prob - q).mean()
+    return (alpha * log_prob - heads.reduce_critics(q, reduce)).mean()
 
 
 def alpha_loss(log_alpha: jax.Array, log_prob: jax.Array, target_entropy: float) -> jax.Array:
@@ -200,19 +178,42 @@ def update_metrics(critic_loss, actor_loss, temperature_loss, alpha, q, log_prob
     }
 
 
-def gaussian_heads(out: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """A Gaussian critic's [..., 2] output -> (mean, std), std = softplus(raw) >= 0."""
-    return out[..., 0], jax.nn.softplus(out[..., 1])
+def actor_and_temperature(
+    step, policy_delay, actor, log_alpha, objective, target_entropy, actor_opt, alpha_opt, held
+):
+    """The actor and temperature step, every `policy_delay` updates (`base.delayed`); CrossQ's
+    too. `objective(params) -> (actor loss, (log_prob, aux))`. Returns (actor, log_alpha, aux,
+    actor loss, temperature loss, log_prob), with `aux` replaced by `held` at the updates that
+    hold (CrossQ: the actor's batch statistics)."""
+
+    def update():
+        (a_loss, (log_prob, aux)), grads = jax.value_and_grad(objective, has_aux=True)(actor.params)
+        t_loss, t_grads = jax.value_and_grad(alpha_loss)(log_alpha.params, log_prob, target_entropy)
+        return (
+            apply_gradients(actor, grads, actor_opt),
+            apply_gradients(log_alpha, t_grads, alpha_opt),
+            aux,
+            a_loss,
+            t_loss,
+            log_prob,
+        )
+
+    def hold():
+        a_loss, (log_prob, _) = objective(actor.params)
+        t_loss = alpha_loss(log_alpha.params, log_prob, target_entropy)
+        return actor, log_alpha, held, a_loss, t_loss, log_prob
+
+    return delayed(step, policy_delay, update, hold)
 
 
 def make(config: SACConfig = SACConfig()) -> Agent:
-    gaussian = config.critic == "gaussian"
+    head = config.head()
     critic_net = QEnsemble(
         config.critic_hidden,
         config.num_critics,
         config.critic_layer_norm,
         config.critic_dropout,
-        outputs=2 if gaussian else None,
+        outputs=head.outputs,
         residual=config.critic_residual,
         norm_after_relu=config.critic_norm_after_relu,
     )
@@ -239,8 +240,8 @@ def make(config: SACConfig = SACConfig()) -> Agent:
             target_critic_params=critic_params,
             log_alpha=learner(log_alpha, alpha_opt),
             step=jnp.zeros((), jnp.int32),
-            mean_std=jnp.zeros(config.num_critics, jnp.float32),
-            hp=hyperparameters(config, UPDATE_HYPERPARAMETERS),
+            head_state=head.init(config.num_critics),
+            hp=hyperparameters(config, update_hyperparameters(config, CONSUMED)),
             action_size=action_size,
         )
 
@@ -255,10 +256,6 @@ def make(config: SACConfig = SACConfig()) -> Agent:
         # Dropout (DroQ) is on in every critic pass of an update, target pass included.
         return critic_net.apply(params, obs, action, True, rngs={"dropout": key})
 
-    def q_values(out: jax.Array) -> jax.Array:
-        """[E, B] action values: the critics' outputs, or their means (gaussian)."""
-        return gaussian_heads(out)[0] if gaussian else out
-
     def update(state: SACState, batch: Batch, key: jax.Array):
         action_size, hp = state.action_size, state.hp
         target_entropy = -hp["target_entropy_scale"] * action_size
@@ -266,38 +263,28 @@ def make(config: SACConfig = SACConfig()) -> Agent:
         alpha = jnp.exp(state.log_alpha.params)
         critic_obs, next_critic_obs = batch.critic_inputs  # obs / next_obs unless asymmetric
 
-        # Critic.
+        # Critic: the head's target from the target critics at (s', a' ~ pi(s')), with the
+        # soft bonus -alpha log pi(a'|s').
         mean, log_std = _policy(state.actor.params, batch.next_obs, action_size)
         next_action, next_log_prob = distributions.tanh_gaussian_sample(keys[0], mean, log_std)
         next_out = critic_apply(state.target_critic_params, next_critic_obs, next_action, keys[1])
         next_out = target_subset(keys[2], next_out, config.num_target_critics)
         reward = hp["reward_scale"] * batch.reward
-        if gaussian:
-            next_mean, next_std = gaussian_heads(next_out)
-            noise = jnp.clip(jax.random.normal(keys[6], reward.shape), -3.0, 3.0)
-            bootstrap = batch.discount * (1.0 - batch.terminated)
-            targets = distributional.gaussian_targets(
-                reward, bootstrap, next_mean, next_std, next_log_prob, alpha, noise
-            )
-        else:
-            target = critic_target(
-                reward, batch.terminated, next_out, next_log_prob, alpha, batch.discount
-            )
+        target = head.target(
+            keys[6],
+            next_out,
+            reward,
+            batch.terminated,
+            batch.discount,
+            -alpha * next_log_prob,
+            hp,
+        )
 
         def critic_objective(params):
             out = critic_apply(params, critic_obs, batch.action, keys[3])
-            if not gaussian:
-                return critic_loss(out, target), (out, state.mean_std)
-            q, std = gaussian_heads(out)
-            mean_std = distributional.update_mean_std(
-                state.mean_std, std, hp["std_tau"], state.step == 0
-            )
-            loss = distributional.gaussian_critic_loss(
-                q, std, *targets, mean_std, hp["td_bound"], hp["std_bias"]
-            )
-            return loss, (q, mean_std)
+            return head.loss(out, target, state.head_state, hp, state.step == 0)
 
-        (c_loss, (q, mean_std)), grads = jax.value_and_grad(critic_objective, has_aux=True)(
+        (c_loss, (q, head_state)), grads = jax.value_and_grad(critic_objective, has_aux=True)(
             state.critic.params
         )
         critic = apply_gradients(state.critic, grads, critic_opt)
@@ -311,47 +298,30 @@ def make(config: SACConfig = SACConfig()) -> Agent:
         def actor_objective(params):
             mean, log_std = _policy(params, batch.obs, action_size)
             action, log_prob = distributions.tanh_gaussian_sample(keys[4], mean, log_std)
-            q_pi = q_values(critic_apply(actor_critic_params, critic_obs, action, keys[5]))
-            return actor_loss(q_pi, log_prob, alpha, config.actor_q), log_prob
+            out = critic_apply(actor_critic_params, critic_obs, action, keys[5])
+            q_pi = head.values(out, hp)
+            return actor_loss(q_pi, log_prob, alpha, config.actor_q), (log_prob, None)
 
-        def update_actor(_):
-            (a_loss, log_prob), grads = jax.value_and_grad(actor_objective, has_aux=True)(
-                state.actor.params
-            )
-            t_loss, t_grads = jax.value_and_grad(alpha_loss)(
-                state.log_alpha.params, log_prob, target_entropy
-            )
-            actor = apply_gradients(state.actor, grads, actor_opt)
-            return (
-                actor,
-                apply_gradients(state.log_alpha, t_grads, alpha_opt),
-                a_loss,
-                t_loss,
-                log_prob,
-            )
-
-        def hold(_):
-            a_loss, log_prob = actor_objective(state.actor.params)
-            t_loss = alpha_loss(state.log_alpha.params, log_prob, target_entropy)
-            return state.actor, state.log_alpha, a_loss, t_loss, log_prob
-
-        if config.policy_delay == 1:
-            actor, log_alpha, a_loss, t_loss, log_prob = update_actor(None)
-        else:
-            due = state.step % config.policy_delay == 0
-            actor, log_alpha, a_loss, t_loss, log_prob = jax.lax.cond(due, update_actor, hold, None)
-
+        actor, log_alpha, _, a_loss, t_loss, log_prob = actor_and_temperature(
+            state.step,
+            config.policy_delay,
+            state.actor,
+            state.log_alpha,
+            actor_objective,
+            target_entropy,
+            actor_opt,
+            alpha_opt,
+            held=None,
+        )
         new_state = state.replace(
             actor=actor,
             critic=critic,
             target_critic_params=polyak(state.target_critic_params, critic.params, hp["tau"]),
             log_alpha=log_alpha,
             step=state.step + 1,
-            mean_std=mean_std,
+            head_state=head_state,
         )
         metrics = update_metrics(c_loss, a_loss, t_loss, alpha, q, log_prob)
-        if gaussian:
-            metrics["q_std"] = mean_std.mean()
-        return new_state, metrics
+        return new_state, {**metrics, **head.metrics(head_state)}
 
     return Agent(init=init, act=act, update=update, name="sac")

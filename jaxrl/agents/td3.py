@@ -7,22 +7,24 @@ Also the base of the deterministic family: `target_actor=False` drops the target
 from __future__ import annotations
 
 import dataclasses
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import flax.struct
 import jax
 import jax.numpy as jnp
 
-from jaxrl import distributional, losses
+from jaxrl import heads
 from jaxrl.agents.base import (
     Agent,
     Learner,
     adam,
     apply_gradients,
     check_network_config,
+    delayed,
     hyperparameters,
     learner,
     polyak,
+    update_hyperparameters,
 )
 from jaxrl.networks import DeterministicActor, QEnsemble
 from jaxrl.types import Batch
@@ -61,17 +63,9 @@ class TD3Config:
     """Bootstrap with a Polyak-averaged target actor; False: with the online actor (PQL)."""
     reward_scale: float = 1.0
     """Rewards are multiplied by this in the critic targets."""
-    critic: str = "double_q"
-    """Critic type: "double_q" scalar critics or "c51" categorical ones (FastTD3, PQL-D).
-    "double_q": the target is the min over the critics. "c51": categorical critics over
-    num_atoms atoms in [v_min, v_max], the target the projected next distribution of the
-    critic with the lower expected value."""
-    num_atoms: int = 101
-    """C51 critics: atoms of the return distribution, spread evenly over [v_min, v_max]."""
-    v_min: float = -250.0
-    """C51 critics: the lowest return of the support (of rewards times reward_scale)."""
-    v_max: float = 250.0
-    """C51 critics: the highest return of the support (of rewards times reward_scale)."""
+    actor_q: str = "first"
+    """What the actor climbs: the "first" critic (the paper), the "min" (FastTD3) or the "mean"
+    of the critics' values."""
     weight_decay: float = 0.0
     """AdamW weight decay of actor and critic; 0: Adam, no decay (FastTD3: 0.1)."""
 
@@ -85,23 +79,20 @@ class TD3Config:
         "target_noise",
         "target_noise_clip",
         "reward_scale",
-        "v_min",
-        "v_max",
         "weight_decay",
     )
 
     def __post_init__(self):
         check_network_config(self, residual=self.critic_residual)
-        if self.critic not in ("double_q", "c51"):
-            raise ValueError(f"critic must be 'double_q' or 'c51', got {self.critic!r}")
-        if self.critic == "c51" and (self.num_atoms < 2 or self.v_min >= self.v_max):
-            raise ValueError(
-                f"c51 needs num_atoms >= 2 and v_min < v_max, got {self.num_atoms}, "
-                f"[{self.v_min}, {self.v_max}]"
-            )
+        if self.actor_q not in heads.ACTOR_Q:
+            raise ValueError(f"actor_q must be one of {heads.ACTOR_Q}, got {self.actor_q!r}")
         for name in ("exploration_noise", "target_noise", "target_noise_clip", "weight_decay"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+
+    def head(self) -> heads.Head:
+        """What the critics predict (`jaxrl.heads`): one value each (FastTD3: C51)."""
+        return heads.Scalar()
 
 
 @flax.struct.dataclass
@@ -111,14 +102,13 @@ class TD3State:
     target_actor_params: dict
     target_critic_params: dict
     step: jax.Array  # critic updates done; the actor updates when step % policy_delay == 0
-    hp: dict  # the continuous settings act and update read (UPDATE_HYPERPARAMETERS), as arrays
+    head_state: Any  # the critic head's own state (None for scalar and C51 critics)
+    hp: dict  # the continuous settings act and update read (`update_hyperparameters`)
     action_size: int = flax.struct.field(pytree_node=False)
 
 
-# What `act` and `update` read of the config's ARRAY_FIELDS: all but those the optimisers hold.
-UPDATE_HYPERPARAMETERS = tuple(
-    name for name in TD3Config.ARRAY_FIELDS if name not in ("actor_lr", "critic_lr", "weight_decay")
-)
+# The ARRAY_FIELDS the optimisers consume; `act` and `update` read the others from state.hp.
+CONSUMED = ("actor_lr", "critic_lr", "weight_decay")
 
 
 def smoothed_target_action(
@@ -131,53 +121,30 @@ def smoothed_target_action(
 
 def critic_target(reward, terminated, discount, next_q: jax.Array) -> jax.Array:
     """Clipped double Q: y = r + discount (1 - terminated) min_i Q'_i(s', a~'), [B]."""
-    return losses.bootstrap_target(reward, terminated, discount, next_q.min(axis=0))
+    return heads.bootstrap_target(reward, terminated, discount, next_q.min(axis=0))
 
 
-critic_loss = losses.critic_mse
+critic_loss = heads.critic_mse
 
 
-def actor_loss(q: jax.Array) -> jax.Array:
-    """-Q_1(s, pi(s)): the actor follows the first critic, as in the paper. q: [E, B]."""
-    return -q[0].mean()
-
-
-def c51_target(next_logits: jax.Array, reward, terminated, discount, atoms: jax.Array) -> jax.Array:
-    """Clipped double Q on distributions: per sample, the next distribution of the critic whose
-    expected value is lowest, projected through r + discount (1 - terminated) z. [E, B, K] ->
-    [B, K]."""
-    next_values = distributional.expected_value(next_logits, atoms)  # [E, B]
-    pick = jnp.argmin(next_values, axis=0)  # [B]
-    probs = jax.nn.softmax(jnp.take_along_axis(next_logits, pick[None, :, None], 0)[0], -1)
-    return distributional.categorical_projection(
-        probs, reward, discount * (1.0 - terminated), atoms
-    )
-
-
-def c51_critic_loss(logits: jax.Array, target: jax.Array) -> jax.Array:
-    """Sum over critics of the mean cross-entropy to the projected target. logits [E, B, K]."""
-    return distributional.cross_entropy(target[None], logits).mean(axis=-1).sum()
+def actor_loss(q: jax.Array, reduce: str = "first") -> jax.Array:
+    """-Q(s, pi(s)), with Q the first critic's value (the paper), or the min (FastTD3) or the
+    mean over the critics. q: [E, B]."""
+    return -heads.reduce_critics(q, reduce).mean()
 
 
 def make(config: TD3Config = TD3Config()) -> Agent:
-    c51 = config.critic == "c51"
+    head = config.head()
     critic_net = QEnsemble(
         config.critic_hidden,
         config.num_critics,
         config.critic_layer_norm,
-        outputs=config.num_atoms if c51 else None,
+        outputs=head.outputs,
         residual=config.critic_residual,
     )
     # Adam, or AdamW where weight_decay > 0 (whether it decays is static, by how much data).
     actor_opt = adam(config.actor_lr, config.weight_decay)
     critic_opt = adam(config.critic_lr, config.weight_decay)
-
-    def q_values(critic_out: jax.Array, hp: dict) -> jax.Array:
-        """[E, B] values: the critics' outputs, or their expected values for C51."""
-        if not c51:
-            return critic_out
-        atoms = distributional.support(config.num_atoms, hp["v_min"], hp["v_max"])
-        return distributional.expected_value(critic_out, atoms)
 
     def actor_net(action_size: int) -> DeterministicActor:
         return DeterministicActor(action_size, config.actor_hidden)
@@ -196,7 +163,8 @@ def make(config: TD3Config = TD3Config()) -> Agent:
             target_actor_params=actor_params,
             target_critic_params=critic_params,
             step=jnp.zeros((), jnp.int32),
-            hp=hyperparameters(config, UPDATE_HYPERPARAMETERS),
+            head_state=head.init(config.num_critics),
+            hp=hyperparameters(config, update_hyperparameters(config, CONSUMED)),
             action_size=action_size,
         )
 
@@ -218,26 +186,24 @@ def make(config: TD3Config = TD3Config()) -> Agent:
         )
         next_out = critic_net.apply(state.target_critic_params, next_critic_obs, next_action)
         reward = hp["reward_scale"] * batch.reward
-        if c51:
-            atoms = distributional.support(config.num_atoms, hp["v_min"], hp["v_max"])
-            target = c51_target(next_out, reward, batch.terminated, batch.discount, atoms)
-        else:
-            target = critic_target(reward, batch.terminated, batch.discount, next_out)
+        target = head.target(
+            key, next_out, reward, batch.terminated, batch.discount, jnp.zeros_like(reward), hp
+        )
 
         def critic_objective(params):
             out = critic_net.apply(params, critic_obs, batch.action)
-            loss = c51_critic_loss(out, target) if c51 else critic_loss(out, target)
-            return loss, q_values(out, hp)
+            return head.loss(out, target, state.head_state, hp, state.step == 0)
 
-        (c_loss, q), grads = jax.value_and_grad(critic_objective, has_aux=True)(state.critic.params)
+        (c_loss, (q, head_state)), grads = jax.value_and_grad(critic_objective, has_aux=True)(
+            state.critic.params
+        )
         critic = apply_gradients(state.critic, grads, critic_opt)
 
         def actor_objective(params):
             out = critic_net.apply(critic.params, critic_obs, policy.apply(params, batch.obs))
-            # C51 (FastTD3): the min of the critics' expected values; TD3: the first critic.
-            return -q_values(out, hp).min(axis=0).mean() if c51 else actor_loss(out)
+            return actor_loss(head.values(out, hp), config.actor_q)
 
-        def update_actor_and_targets(_):
+        def update_actor_and_targets():
             a_loss, grads = jax.value_and_grad(actor_objective)(state.actor.params)
             actor = apply_gradients(state.actor, grads, actor_opt)
             targets = (
@@ -246,13 +212,12 @@ def make(config: TD3Config = TD3Config()) -> Agent:
             )
             return actor, targets, a_loss
 
-        def hold(_):
+        def hold():
             targets = (state.target_actor_params, state.target_critic_params)
             return state.actor, targets, actor_objective(state.actor.params)
 
-        due = state.step % config.policy_delay == 0
-        actor, (target_actor, target_critic), a_loss = jax.lax.cond(
-            due, update_actor_and_targets, hold, None
+        actor, (target_actor, target_critic), a_loss = delayed(
+            state.step, config.policy_delay, update_actor_and_targets, hold
         )
         new_state = state.replace(
             actor=actor,
@@ -260,7 +225,9 @@ def make(config: TD3Config = TD3Config()) -> Agent:
             target_actor_params=target_actor,
             target_critic_params=target_critic,
             step=state.step + 1,
+            head_state=head_state,
         )
-        return new_state, {"critic_loss": c_loss, "actor_loss": a_loss, "q_mean": q.mean()}
+        metrics = {"critic_loss": c_loss, "actor_loss": a_loss, "q_mean": q.mean()}
+        return new_state, {**metrics, **head.metrics(head_state)}
 
     return Agent(init=init, act=act, update=update, name="td3")

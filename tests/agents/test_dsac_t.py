@@ -5,20 +5,19 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-from jaxrl import distributional
-from jaxrl.agents import dsac_t, sac
+from jaxrl import heads
+from jaxrl.agents import dsac_t
 from jaxrl.networks import QEnsemble
 from jaxrl.types import random_batch
 
 
 def test_twin_targets_come_from_the_critic_with_the_lower_mean():
-    y_q, y_z = distributional.gaussian_targets(
+    y_q, y_z = heads.gaussian_targets(
         reward=jnp.array([1.0, 0.0]),
         bootstrap=jnp.array([0.9, 0.5]),
         next_mean=jnp.array([[1.0, 5.0], [2.0, 4.0]]),  # [E=2, B=2]: lower mean is 0, then 1
         next_std=jnp.array([[0.1, 0.2], [0.3, 0.4]]),
-        next_log_prob=jnp.array([0.5, 1.0]),
-        alpha=0.2,
+        bonus=-0.2 * jnp.array([0.5, 1.0]),  # SAC's -alpha log pi(a'|s')
         noise=jnp.array([1.0, -2.0]),
     )
     # y_q0 = 1 + 0.9 (1 - 0.1) = 1.81;        y_z0 = 1 + 0.9 (1 + 1 * 0.1 - 0.1) = 1.9
@@ -39,7 +38,7 @@ def _loss_inputs():
 
 def test_critic_loss_value_and_gradients_by_hand():
     x = _loss_inputs()
-    loss_fn = lambda m, s: distributional.gaussian_critic_loss(
+    loss_fn = lambda m, s: heads.gaussian_critic_loss(
         m, s, x["target_mean"], x["target_sample"], x["mean_std"], td_bound=3.0, bias=0.1
     )
     # Clip: y_z within Q +- 3 * 1.0 -> [3.0 (unclipped), 2 + 3 = 5.0 (clipped from 10)].
@@ -69,7 +68,7 @@ def test_critic_loss_gradient_is_scaled_gaussian_nll():
         std_part = jnp.log(s) + (x["target_sample"] - jax.lax.stop_gradient(m)) ** 2 / (2 * s**2)
         return omega * (mean_part + std_part).mean()
 
-    loss_fn = lambda m, s: distributional.gaussian_critic_loss(
+    loss_fn = lambda m, s: heads.gaussian_critic_loss(
         m, s, x["target_mean"], x["target_sample"], x["mean_std"], bias=bias
     )
     got = jax.grad(loss_fn, argnums=(0, 1))(x["mean"], x["std"])
@@ -81,7 +80,7 @@ def test_variance_adjustment_scales_the_gradient_with_the_running_std():
     x = _loss_inputs()
     grads = []
     for mean_std in (1.0, 3.0):
-        loss_fn = lambda m, ms=mean_std: distributional.gaussian_critic_loss(
+        loss_fn = lambda m, ms=mean_std: heads.gaussian_critic_loss(
             m, x["std"], x["target_mean"], x["target_sample"], jnp.array([ms])
         )
         grads.append(jax.grad(loss_fn)(x["mean"]))
@@ -91,9 +90,9 @@ def test_variance_adjustment_scales_the_gradient_with_the_running_std():
 
 def test_running_mean_std_starts_from_the_first_batch():
     std = jnp.array([[1.0, 3.0], [2.0, 2.0]])  # [E=2, B=2]: batch means 2, 2
-    first = distributional.update_mean_std(jnp.zeros(2), std, 0.1, jnp.array(True))
+    first = heads.update_mean_std(jnp.zeros(2), std, 0.1, jnp.array(True))
     chex.assert_trees_all_close(first, jnp.array([2.0, 2.0]))
-    later = distributional.update_mean_std(jnp.array([1.0, 4.0]), std, 0.1, jnp.array(False))
+    later = heads.update_mean_std(jnp.array([1.0, 4.0]), std, 0.1, jnp.array(False))
     chex.assert_trees_all_close(later, jnp.array([0.9 + 0.2, 3.6 + 0.2]))
 
 
@@ -104,14 +103,14 @@ def test_agent_state_shapes_and_first_update():
     # Two critics, each with a mean and a std output.
     out = state.critic.params["params"]["critics"]["MLP_0"]["Dense_2"]["kernel"]
     chex.assert_shape(out, (2, 16, 2))
-    chex.assert_shape(state.mean_std, (2,))
+    chex.assert_shape(state.head_state, (2,))
     batch = random_batch(jax.random.PRNGKey(1), size=16)
     new_state, metrics = jax.jit(agent.update)(state, batch, jax.random.PRNGKey(2))
     # The running std starts at the first batch's mean predicted std of each critic.
     critic = QEnsemble((16, 16), 2, outputs=2)
     raw = critic.apply(state.critic.params, batch.obs, batch.action)
-    _, std = sac.gaussian_heads(raw)
-    chex.assert_trees_all_close(new_state.mean_std, std.mean(axis=-1), rtol=1e-5)
+    _, std = heads.gaussian_heads(raw)
+    chex.assert_trees_all_close(new_state.head_state, std.mean(axis=-1), rtol=1e-5)
     assert float(metrics["q_std"]) == pytest.approx(float(std.mean()), rel=1e-5)
     chex.assert_tree_all_finite((new_state, metrics))
     # Policy delay 2: the actor moved on step 0, not on step 1.
@@ -121,8 +120,6 @@ def test_agent_state_shapes_and_first_update():
     chex.assert_shape(action, (16, 2))
 
 
-def test_critic_option_is_checked():
-    with pytest.raises(ValueError, match="critic must be"):
-        sac.SACConfig(critic="quantile")
+def test_gaussian_settings_are_checked():
     with pytest.raises(ValueError, match="td_bound"):
         dsac_t.DSACTConfig(td_bound=0.0)

@@ -73,7 +73,7 @@ def _agent(config, asymmetric=False):
 
 def _setup(config, step, mean_std, asymmetric=False):
     update, state, batch = _agent(config, asymmetric)
-    state = state.replace(step=state.step + step, mean_std=jnp.asarray(mean_std, jnp.float32))
+    state = state.replace(step=state.step + step, head_state=jnp.asarray(mean_std, jnp.float32))
     return update, state, batch
 
 
@@ -110,7 +110,7 @@ def _reference(config, state, batch, key):
     if int(state.step) == 0:
         mean_std = batch_std
     else:
-        mean_std = (1.0 - config.std_tau) * p.mean_std + config.std_tau * batch_std
+        mean_std = (1.0 - config.std_tau) * p.head_state + config.std_tau * batch_std
 
     # DSAC-T's gradient coefficients (no gradient flows through them).
     bound = config.td_bound * mean_std[:, None]
@@ -156,7 +156,7 @@ def _reference(config, state, batch, key):
 def _check_critic(config, state, new, metrics, r):
     p = ref.to64(state)
     # The running std of each critic, and its mean reported as q_std.
-    np.testing.assert_allclose(new.mean_std, r["mean_std"], rtol=1e-5)
+    np.testing.assert_allclose(new.head_state, r["mean_std"], rtol=1e-5)
     np.testing.assert_allclose(metrics["q_std"], r["mean_std"].mean(), rtol=1e-5)
     # The surrogate's value and the mean heads' mean.
     np.testing.assert_allclose(

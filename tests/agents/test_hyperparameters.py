@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxrl import agents, loop
+from jaxrl import agents, loops
 from jaxrl.agents.base import array_fields
 from jaxrl.config import TrainConfig
 from jaxrl.types import Batch, Rollout
@@ -153,9 +153,9 @@ def test_a_loop_setting_is_state_not_program(algo, extra, field):
         **extra,
     )
     agent = agents.get(algo).make(_config(algo))
-    a = loop.make_train(base, agent)
+    a = loops.make_train(base, agent)
     value = getattr(a.config, field)
-    b = loop.make_train(dataclasses.replace(base, **{field: value * 0.5}), agent)
+    b = loops.make_train(dataclasses.replace(base, **{field: value * 0.5}), agent)
     key = jax.random.PRNGKey(0)
     state_a, state_b = a.init(key), b.init(key)
     assert jax.tree.structure(state_a) == jax.tree.structure(state_b)

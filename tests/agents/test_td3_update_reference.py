@@ -44,8 +44,24 @@ CONFIGS = {
         target_noise_clip=0.4,
     ),
 }
+# PQL-D: PQL with FastTD3's categorical critic, its actor climbing the lower expected value.
+CONFIGS["pql_d"] = pql.PQLConfig(
+    actor_hidden=(8,),
+    critic_hidden=(8,),
+    critic="c51",
+    actor_q="min",
+    num_atoms=11,
+    v_min=-2.0,
+    v_max=2.0,
+    target_noise=0.3,
+    target_noise_clip=0.4,
+)
 # Asymmetric actor-critic: TD3's settings, the critics reading observations of their own.
 CONFIGS["td3_asymmetric"] = CONFIGS["td3"]
+
+
+def _c51(config) -> bool:
+    return isinstance(config, fast_td3.FastTD3Config) or getattr(config, "critic", "") == "c51"
 
 
 @functools.cache
@@ -78,8 +94,8 @@ def _reference(config, state, batch, key):
     held fixed, as a stop-gradient), the target itself and the smoothing noise."""
     p, b = ref.to64(state), ref.to64(batch)
     critic_obs, next_critic_obs = ref.critic_inputs(b)  # the actor reads b.obs / b.next_obs
-    c51 = config.critic == "c51"
-    atoms = np.linspace(config.v_min, config.v_max, config.num_atoms)
+    c51 = _c51(config)
+    atoms = np.linspace(config.v_min, config.v_max, config.num_atoms) if c51 else np.zeros(1)
 
     # Target policy smoothing on the target actor's action (PQL: the online actor's).
     bootstrap_actor = p.target_actor_params if config.target_actor else p.actor.params
@@ -120,8 +136,8 @@ def _reference(config, state, batch, key):
 
     def actor_loss(actor_params, critic_params):
         q = actor_q(actor_params, critic_params)
-        # C51 (FastTD3) follows the lower expected value; TD3 the first critic.
-        return -q.min(0).mean() if c51 else -q[0].mean()
+        # FastTD3 (and PQL-D here) follow the lower expected value; TD3 the first critic.
+        return -q.min(0).mean() if config.actor_q == "min" else -q[0].mean()
 
     def q_mean(params):
         return q_values(ref.q_ensemble(params, critic_obs, b.action)).mean()
@@ -168,7 +184,7 @@ def test_update_matches_numpy_reference(name):
     # Neither critic is the lower one everywhere: in the target and under the actor's action.
     assert set(r["target_pick"]) == {0, 1}
     assert set(r["actor_q"](p.actor.params, n.critic.params).argmin(0)) == {0, 1}
-    if config.critic == "c51":
+    if _c51(config):
         outside = (r["shifted"] < config.v_min) | (r["shifted"] > config.v_max)
         assert outside.any() and not outside.all()
         np.testing.assert_allclose(r["target"].sum(-1), 1.0, rtol=1e-12)

@@ -231,7 +231,7 @@ def test_library_does_not_import_experiments_or_benchmarks(tmp_path):
     done = _python(
         """
         import sys
-        import jaxrl, jaxrl.driver, jaxrl.runs, jaxrl.loop, jaxrl.onpolicy, jaxrl.render
+        import jaxrl, jaxrl.driver, jaxrl.runs, jaxrl.loops, jaxrl.render
         import jaxrl.plot, jaxrl.cli
         loaded = [m for m in sys.modules if m.startswith(("jaxrl.experiments", "jaxrl.benchmarks"))]
         assert not loaded, loaded

@@ -1,25 +1,26 @@
-"""The on-policy training loop (PPO), the twin of `jaxrl.loop`: one compiled program per chunk.
+"""The on-policy training loop (PPO), the twin of `jaxrl.loops.offpolicy`: one compiled
+program per chunk.
 
 One iteration: a rollout of `unroll_length` steps of all `num_envs` envs in `lax.scan` (the
 agent's `explore` picks each action and returns what its update needs), then one
 `agent.update(state, rollout, key)` (GAE, epochs of minibatch updates: the agent's business),
-then the observation statistics absorb the rollout. A chunk is `iterations_per_chunk /
-unroll_length` iterations and one deterministic evaluation, like the off-policy loop's, so the
-host driver, metrics, checkpoints and `jax.vmap(train)` over seeds are the same.
+then the observation statistics absorb the rollout. A chunk is `iterations_per_chunk`
+iterations and one deterministic evaluation, like the off-policy loop's, so the host driver,
+metrics, checkpoints and `jax.vmap(train)` over seeds are the same.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import flax.struct
 import jax
 import jax.numpy as jnp
 
 from jaxrl import normalization, sharding
 from jaxrl.agents.base import Agent, hyperparameters
 from jaxrl.config import TrainConfig
-from jaxrl.loop import (
-    LoopState,
+from jaxrl.loops.base import (
     Trainer,
     episode_metrics,
     init_agent,
@@ -28,46 +29,52 @@ from jaxrl.loop import (
     make_observe,
     make_policy,
     observation_view,
-    resolve_config,
     summarize_chunk,
 )
 from jaxrl.observations import actor_part, split_critic
 from jaxrl.types import Rollout
 
 
+@flax.struct.dataclass
+class OnPolicyState:
+    agent: Any
+    env_state: Any
+    obs_stats: normalization.RunningStats
+    key: jax.Array
+    iteration: jax.Array  # int32 rollouts done (env steps = iteration * unroll_length * num_envs)
+    # The run config's continuous settings (TrainConfig.ARRAY_FIELDS) as arrays (`--vmap`).
+    hp: dict
+
+
 def make_train(
     config: TrainConfig, agent: Agent, env: Any = None, randomization_fn: Any = None
 ) -> Trainer:
-    """The on-policy program (`jaxrl.loop.make_train` picks it for agents with `explore`)."""
-    config = resolve_config(config, agent)
+    """The on-policy program (`jaxrl.loops.make_train` picks it for agents with `explore`);
+    `config` resolved (`jaxrl.loops.base.resolve_config`)."""
     env, eval_env = make_envs(config, env, randomization_fn)
     view = observation_view(config, env)
     data = sharding.data_axis(config.devices, config.num_envs)
     observe = make_observe(config)
     evaluate = make_evaluate(config, agent, eval_env, view=view, data=data)
-    rollouts_per_chunk = config.iterations_per_chunk // config.unroll_length
-    total_rollouts = rollouts_per_chunk * config.num_chunks
+    total_iterations = config.iterations_per_chunk * config.num_chunks
 
-    def init(key: jax.Array, member: tuple[Agent, TrainConfig] | None = None) -> LoopState:
-        member_agent, member_config = member or (agent, config)  # see loop.Trainer.init
+    def init(key: jax.Array, member: tuple[Agent, TrainConfig] | None = None) -> OnPolicyState:
+        member_agent, member_config = member or (agent, config)  # see loops.base.Trainer.init
         key, agent_key, env_key = jax.random.split(key, 3)
         env_state = data.split(env.reset(env_key), size=config.num_envs)
         # Identity until the first update: the reset states are far narrower than those the
         # policy visits, and seeding the statistics with them slowed PPO (as Brax, not seeded).
         stats = normalization.init(view.sizes)
-        return LoopState(
+        return OnPolicyState(
             agent=init_agent(member_agent, agent_key, view, env.action_size),
             env_state=env_state,
-            buffer=None,
             obs_stats=stats,
             key=key,
             iteration=jnp.zeros((), jnp.int32),
-            noise_scale=None,
-            acting_agent=None,
             hp=hyperparameters(member_config, TrainConfig.ARRAY_FIELDS),
         )
 
-    def rollout(state: LoopState, key: jax.Array):
+    def rollout(state: OnPolicyState, key: jax.Array):
         """unroll_length steps of all envs under the current policy and statistics."""
 
         def step(env_state, key):
@@ -99,12 +106,12 @@ def make_train(
             done=done,
             discount=jnp.full_like(reward, state.hp["gamma"]),
             extras=extras,
-            progress=state.iteration / (total_rollouts * config.unroll_length),
+            progress=state.iteration / total_iterations,
         )
         batch = split_critic(batch)  # the critic's own observations into critic_obs
         return env_state, batch, stats, jax.tree.map(jnp.sum, episodes)
 
-    def iteration(state: LoopState, _):
+    def iteration(state: OnPolicyState, _):
         key, rollout_key, update_key = jax.random.split(state.key, 3)
         env_state, batch, stats, episodes = rollout(state, rollout_key)
         agent_state, update_metrics = agent.update(state.agent, batch, update_key)
@@ -113,12 +120,12 @@ def make_train(
             env_state=env_state,
             obs_stats=stats,
             key=key,
-            iteration=state.iteration + config.unroll_length,
+            iteration=state.iteration + 1,
         )
         return new_state, {**update_metrics, "updated": jnp.ones(()), **episodes}
 
-    def chunk(state: LoopState) -> tuple[LoopState, dict]:
-        state, metrics = jax.lax.scan(iteration, state, None, rollouts_per_chunk)
+    def chunk(state: OnPolicyState) -> tuple[OnPolicyState, dict]:
+        state, metrics = jax.lax.scan(iteration, state, None, config.iterations_per_chunk)
         key, eval_key = jax.random.split(state.key)
         state = state.replace(key=key)
         # Gradient steps, where the agent counts them (PPO: epochs x minibatches per rollout).
@@ -129,7 +136,7 @@ def make_train(
         summary.update(evaluate(state.agent, state.obs_stats, eval_key))
         return state, summary
 
-    def train(key: jax.Array) -> tuple[LoopState, dict]:
+    def train(key: jax.Array) -> tuple[OnPolicyState, dict]:
         return jax.lax.scan(lambda s, _: chunk(s), init(key), None, config.num_chunks)
 
     policy = make_policy(config, agent)

@@ -1,0 +1,38 @@
+"""The training programs: `make_train(config, agent)` picks the loop the agent learns by.
+
+- `offpolicy`: act, step all envs, store in the replay buffer, `updates_per_step` updates;
+- `onpolicy`: a rollout of `unroll_length` steps, then one update on it (agents with `explore`);
+- `base`: what both share (envs, evaluation, chunk summaries, the `Trainer` they return).
+
+An iteration is one pass of a loop's body: a step of all envs and its updates (off-policy), a
+rollout and its update (on-policy); `TrainConfig.steps_per_iteration` is its length in steps
+of each env. Both states count iterations in `iteration`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jaxrl.agents.base import Agent
+from jaxrl.config import TrainConfig
+from jaxrl.loops import offpolicy, onpolicy
+from jaxrl.loops.base import Trainer, resolve_config
+from jaxrl.loops.offpolicy import OffPolicyState
+from jaxrl.loops.onpolicy import OnPolicyState
+
+
+def make_train(
+    config: TrainConfig, agent: Agent, env: Any = None, randomization_fn: Any = None
+) -> Trainer:
+    """The training program of `agent` on `config.env` (or on the base env `env`, an object
+    with Brax's reset/step/observation_size/action_size): the replay loop for off-policy
+    agents, the rollout loop for on-policy ones (those with `explore`). Config fields left at
+    None take the agent's loop defaults (`Trainer.config` holds the resolved config).
+    `randomization_fn(model, rng) -> (models, in_axes)`: domain randomization, as Brax's and
+    Playground's trainers take it (`jaxrl.loops.base.make_envs`)."""
+    config = resolve_config(config, agent)
+    loop = onpolicy if agent.on_policy else offpolicy
+    return loop.make_train(config, agent, env, randomization_fn)
+
+
+__all__ = ["OffPolicyState", "OnPolicyState", "Trainer", "make_train", "resolve_config"]

@@ -1,0 +1,228 @@
+"""What both training loops share: the envs, the observation view, the greedy policy, the
+in-program evaluation, per-chunk summaries, the resolved config, and the `Trainer` they return.
+`jaxrl.loops.offpolicy` and `jaxrl.loops.onpolicy` import this module; it imports neither."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from jaxrl import envs, normalization, observations, sharding
+from jaxrl.agents.base import Agent
+from jaxrl.config import ConfigError, TrainConfig
+from jaxrl.observations import ObservationView, actor_part
+
+
+class Trainer(NamedTuple):
+    config: TrainConfig
+    agent: Agent
+    env: Any
+    eval_env: Any
+    init: Callable[..., Any]
+    """`init(key, member=None) -> state` (OffPolicyState or OnPolicyState); `member`: (agent,
+    config) of one setting of a grid (`jaxrl.grid`), differing from this trainer's only in
+    ARRAY_FIELDS: the state that setting starts from, of the same structure, so the states
+    stack under vmap."""
+    chunk: Callable[[Any], tuple[Any, dict]]
+    evaluate: Callable[[Any, normalization.RunningStats, jax.Array], dict]
+    train: Callable[[jax.Array], tuple[Any, dict]]
+    policy: Callable[[Any, normalization.RunningStats, jax.Array], jax.Array]
+    """`policy(agent_state, obs_stats, obs) -> action`: greedy, with the run's observation
+    normalisation applied to raw observations (one [obs_size] or a batch [..., obs_size], or
+    the env's dict observation, read at the run's actor entry)."""
+    observation: ObservationView
+    """Which of the env's observations actor and critic read, and their sizes."""
+    data: sharding.DataAxis = sharding.UNSHARDED
+    """The devices the run's envs, replay buffer and batches are split over (`--devices`)."""
+
+
+def make_envs(
+    config: TrainConfig, base: Any = None, randomization_fn: Any = None
+) -> tuple[Any, Any]:
+    """The training envs (auto-reset) and the evaluation envs, over one base env: `base` when
+    given (any object with Brax's reset/step/observation_size/action_size), else the registry's
+    `config.env` (after importing `config.env_imports`, which may register it).
+
+    Domain randomization (`randomization_fn(model, rng) -> (models, in_axes)`, else the one
+    `config.randomize` names): each training env gets its own physics, drawn from the seed;
+    evaluation envs other draws where `config.randomize_eval`, else the nominal physics."""
+    if base is None:
+        envs.import_modules(config.env_imports)
+        base = envs.make(config.env, **config.env_options)
+    else:
+        base = envs.adapt(base)
+    if randomization_fn is None and config.randomize:
+        from jaxrl.envs import randomization
+
+        randomization_fn = randomization.named(
+            config.randomize, config.randomize_scale, config.env, base
+        )
+    train_dr = eval_dr = None
+    if randomization_fn is not None:
+        # Its own stream of the seed's keys: the same physics on resume, none of the run's
+        # other randomness moved.
+        key = jax.random.fold_in(jax.random.PRNGKey(config.seed), RANDOMIZATION_STREAM)
+        train_key, eval_key = jax.random.split(key)
+        train_dr = (randomization_fn, train_key)
+        eval_dr = (randomization_fn, eval_key) if config.randomize_eval else None
+    if config.joint_limit_actions:  # checked here, to name the task in the error
+        from jaxrl.envs import robots
+
+        robots.joint_limit_bounds(base, config.env)
+    sizes = dict(
+        episode_length=config.episode_length,
+        action_repeat=config.action_repeat,
+        joint_limit_actions=config.joint_limit_actions,
+    )
+    env = envs.wrap(base, config.num_envs, randomization=train_dr, **sizes)
+    eval_env = envs.wrap(base, config.eval_envs, auto_reset=False, randomization=eval_dr, **sizes)
+    return env, eval_env
+
+
+RANDOMIZATION_STREAM = 0xD0  # folded into the seed's key for the physics draws
+
+
+def observation_view(config: TrainConfig, env: Any) -> ObservationView:
+    """What actor and critic read of `env`'s observations under `config.actor_obs` /
+    `config.critic_obs` (ConfigError where the env has no such entry)."""
+    return observations.view(
+        env.observation_size, config.actor_obs, config.critic_obs, label=config.env
+    )
+
+
+def init_agent(agent: Agent, key: jax.Array, view: ObservationView, action_size: int) -> Any:
+    """The agent's initial state; the critic's own observation size is passed only where it
+    reads one (asymmetric), so an agent whose init takes three arguments still works."""
+    if view.asymmetric:
+        return agent.init(key, view.actor_size, action_size, view.critic_size)
+    return agent.init(key, view.actor_size, action_size)
+
+
+def make_observe(config: TrainConfig) -> Callable:
+    def observe(stats, obs):
+        if not config.normalize_observations:
+            return obs
+        return normalization.normalize(stats, obs, config.obs_clip)
+
+    return observe
+
+
+def make_policy(config: TrainConfig, agent: Agent) -> Callable:
+    """The greedy action of raw observations: normalised as in training, then `agent.act` with
+    no noise. `config` must be resolved (its `normalize_observations` set). A dict observation
+    (the env's own) is read at the actor's entry, `config.actor_obs` (default "state")."""
+    observe = make_observe(config)
+    key = jax.random.PRNGKey(0)  # unused by a greedy action; act's signature takes one
+
+    def policy(agent_state, obs_stats, obs):
+        if isinstance(obs, dict):
+            obs = obs[config.actor_obs or observations.DEFAULT_KEY]
+        obs = jnp.asarray(obs, jnp.float32)
+        single = obs.ndim == 1
+        batch = obs[None] if single else obs.reshape(-1, obs.shape[-1])
+        action = agent.act(agent_state, observe(actor_part(obs_stats), batch), key, 0.0)
+        return action[0] if single else action.reshape(obs.shape[:-1] + action.shape[-1:])
+
+    return policy
+
+
+def make_evaluate(
+    config: TrainConfig,
+    agent: Agent,
+    eval_env: Any,
+    per_episode: bool = False,
+    view: ObservationView | None = None,
+    data: sharding.DataAxis = sharding.UNSHARDED,
+) -> Callable:
+    """evaluate(agent_state, obs_stats, key) -> mean undiscounted return (and its spread and
+    episode length) of `eval_envs` deterministic episodes, without auto-reset; with
+    `per_episode`, also each episode's return ("eval_returns"). The actor reads the env's
+    observations through `view` (default: `observation_view(config, eval_env)`); the eval
+    envs are split over `data`'s devices where they divide evenly."""
+    observe = make_observe(config)
+    view = view or observation_view(config, eval_env)
+
+    def evaluate(agent_state, stats, key: jax.Array) -> dict:
+        env_key, act_key = jax.random.split(key)
+        start = eval_env.reset(env_key)
+        if config.eval_envs % data.size == 0:
+            start = data.split(start, size=config.eval_envs)
+        zeros = jnp.zeros(config.eval_envs)
+
+        def cond(carry):
+            alive, t = carry[2], carry[4]
+            return jnp.any(alive > 0) & (t < eval_env.episode_length)
+
+        def body(carry):
+            env_state, episode_return, alive, length, t = carry
+            obs = actor_part(view(env_state.obs))
+            action = agent.act(agent_state, observe(actor_part(stats), obs), act_key, 0.0)
+            env_state = eval_env.step(env_state, action)
+            # where, not multiply: a finished env may step into NaN physics.
+            episode_return = episode_return + jnp.where(alive > 0, env_state.reward, 0.0)
+            length = length + alive
+            alive = alive * (1.0 - env_state.done)
+            return env_state, episode_return, alive, length, t + 1
+
+        carry = (start, zeros, zeros + 1, zeros, 0)
+        _, episode_return, _, length, _ = jax.lax.while_loop(cond, body, carry)
+        result = {
+            "eval_return": episode_return.mean(),
+            "eval_return_std": episode_return.std(),
+            "eval_length": length.mean(),
+        }
+        if per_episode:
+            result["eval_returns"] = episode_return
+        return result
+
+    return evaluate
+
+
+def episode_metrics(env_state) -> dict:
+    """Sums over the envs whose episode ended at this step (auto-reset's finished stats)."""
+    done, info = env_state.done, env_state.info
+    return {
+        "episodes": done.sum(),
+        "episode_return_sum": (done * info["finished_return"]).sum(),
+        "episode_length_sum": (done * info["finished_length"]).sum(),
+    }
+
+
+def summarize_chunk(metrics: dict, updates_per_iteration: int, iteration: jax.Array) -> dict:
+    """One row from a chunk's per-iteration metrics: losses averaged over the iterations that
+    ran updates (flag "updated"), episode statistics and update counts summed."""
+    updated = metrics.pop("updated")
+    summary = {
+        k: (v * updated).sum() / jnp.maximum(updated.sum(), 1.0)
+        for k, v in metrics.items()
+        if not k.startswith("episode")
+    }
+    summary.update(
+        updates=updated.sum() * updates_per_iteration,
+        episodes=metrics["episodes"].sum(),
+        episode_return_sum=metrics["episode_return_sum"].sum(),
+        episode_length_sum=metrics["episode_length_sum"].sum(),
+        iteration=iteration,
+    )
+    return summary
+
+
+def resolve_config(config: TrainConfig, agent: Agent) -> TrainConfig:
+    """`config` with the agent's own loop defaults filled in, after checking that it describes
+    this agent: a config naming another algorithm (above all, an off-policy one for an
+    on-policy agent, whose chunks would then hold no rollout) is an error."""
+    if agent.name and config.algo != agent.name:
+        raise ConfigError(
+            f"TrainConfig.algo is {config.algo!r} but the agent is {agent.name!r}; build the "
+            f"config with algo={agent.name!r} (its loop defaults and chunk sizes depend on it)."
+        )
+    if config.on_policy != agent.on_policy:
+        kind = "an on-policy" if agent.on_policy else "an off-policy"
+        raise ConfigError(
+            f"TrainConfig.algo {config.algo!r} does not match {kind} agent; pass the agent's "
+            "algorithm name as algo."
+        )
+    return config.resolved(agent.loop_defaults)

@@ -1,0 +1,214 @@
+"""The off-policy training loop as one compiled program (see docs/DESIGN.md).
+
+`make_train(config, agent)` composes an env and an agent into pure functions:
+
+- `init(key) -> OffPolicyState`: agent, envs, empty replay buffer, observation statistics;
+- `chunk(state) -> (state, metrics)`: `iterations_per_chunk` loop iterations in one `lax.scan`
+  (act, step all envs, insert, `updates_per_step` gradient updates), then one deterministic
+  evaluation, all inside the same program;
+- `train(key) -> (state, metrics)`: the whole run, `num_chunks` chunks in one more scan, so
+  `jax.vmap(train)` trains several seeds at once.
+
+The host driver (`jaxrl.driver`) jits `chunk` once, donates its state, and only logs,
+checkpoints and checks for NaNs between chunks.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import flax.struct
+import jax
+import jax.numpy as jnp
+
+from jaxrl import normalization, replay, sharding
+from jaxrl.agents.base import Agent, hyperparameters
+from jaxrl.config import TrainConfig
+from jaxrl.loops.base import (
+    Trainer,
+    episode_metrics,
+    init_agent,
+    make_envs,
+    make_evaluate,
+    make_observe,
+    make_policy,
+    observation_view,
+    summarize_chunk,
+)
+from jaxrl.observations import actor_part, split_critic
+from jaxrl.types import Batch, Transition
+
+
+@flax.struct.dataclass
+class OffPolicyState:
+    agent: Any
+    env_state: Any
+    buffer: replay.ReplayBuffer
+    obs_stats: normalization.RunningStats
+    key: jax.Array
+    iteration: jax.Array  # int32 loop iterations done (env steps = iteration * num_envs)
+    noise_scale: jax.Array  # [N] per-env exploration noise scale
+    acting_agent: Any  # the agent state used to act: lags `agent` when config.acting_lag > 0
+    # The run config's continuous settings (TrainConfig.ARRAY_FIELDS: gamma, the exploration
+    # noise range) as arrays, so a settings grid varies them under vmap.
+    hp: dict
+
+
+def make_train(
+    config: TrainConfig, agent: Agent, env: Any = None, randomization_fn: Any = None
+) -> Trainer:
+    """The replay program (`jaxrl.loops.make_train` picks it for agents without `explore`);
+    `config` resolved (`jaxrl.loops.base.resolve_config`)."""
+    env, eval_env = make_envs(config, env, randomization_fn)
+    view = observation_view(config, env)
+    num_envs, action_size = config.num_envs, env.action_size
+    data = sharding.data_axis(config.devices, num_envs, config.batch_size)
+    batch_shape = (config.updates_per_step, config.batch_size)
+    learn_after = max(config.learning_starts, config.batch_size, config.n_step * num_envs)
+
+    def noise_scales(key: jax.Array, hp: dict) -> jax.Array:
+        low, high = hp["noise_scale_min"], hp["noise_scale_max"]
+        if config.exploration == "linspace":
+            return jnp.linspace(low, high, num_envs)
+        if config.exploration == "uniform":
+            return jax.random.uniform(key, (num_envs,), minval=low, maxval=high)
+        return jnp.ones(num_envs)
+
+    observe = make_observe(config)
+    evaluate = make_evaluate(config, agent, eval_env, view=view, data=data)
+
+    def init(key: jax.Array, member: tuple[Agent, TrainConfig] | None = None) -> OffPolicyState:
+        member_agent, member_config = member or (agent, config)
+        key, agent_key, env_key, noise_key = jax.random.split(key, 4)
+        env_state = data.split(env.reset(env_key), size=config.num_envs)
+        first_obs = jax.tree.map(lambda x: x[0], view(env_state.obs))
+        example = Transition(
+            obs=first_obs,
+            action=jnp.zeros((action_size,), jnp.float32),
+            reward=env_state.reward[0],
+            next_obs=first_obs,
+            terminated=env_state.reward[0],
+            done=env_state.reward[0],
+        )
+        # Identity until the first update: the reset states are far narrower than those the
+        # policy visits, and seeding the statistics with them slowed PPO (as Brax, not seeded).
+        stats = normalization.init(view.sizes)
+        agent_state = init_agent(member_agent, agent_key, view, action_size)
+        hp = hyperparameters(member_config, TrainConfig.ARRAY_FIELDS)
+        return OffPolicyState(
+            agent=agent_state,
+            env_state=env_state,
+            buffer=replay.init(example, config.replay_capacity // num_envs, num_envs),
+            obs_stats=stats,
+            key=key,
+            iteration=jnp.zeros((), jnp.int32),
+            noise_scale=noise_scales(noise_key, hp),
+            acting_agent=agent_state if config.acting_lag else None,
+            hp=hp,
+        )
+
+    def sample(buffer, key, gamma) -> Batch:
+        """[updates_per_step, batch_size] rows, each update's batch split over the devices."""
+        if config.n_step == 1:
+            rows = replay.sample(buffer, key, batch_shape, data.size)
+            return Batch(
+                rows.obs,
+                rows.action,
+                rows.reward,
+                rows.next_obs,
+                rows.terminated,
+                jnp.full_like(rows.reward, gamma),
+            )
+        return replay.sample_n_step(buffer, key, batch_shape, config.n_step, gamma, data.size)
+
+    def learn(agent_state, buffer, stats, key, gamma):
+        sample_key, update_key = jax.random.split(key)
+        # One gather for all updates of this iteration, sliced per update inside the scan.
+        batches = data.split(sample(buffer, sample_key, gamma), axis=1)
+        batches = batches._replace(
+            obs=observe(stats, batches.obs), next_obs=observe(stats, batches.next_obs)
+        )
+        batches = split_critic(batches)  # the critic's own observations into critic_obs
+        keys = jax.random.split(update_key, config.updates_per_step)
+
+        def one_update(agent_state, xs):
+            return agent.update(agent_state, *xs)
+
+        agent_state, metrics = jax.lax.scan(one_update, agent_state, (batches, keys))
+        return agent_state, jax.tree.map(jnp.mean, metrics)
+
+    def iteration(state: OffPolicyState, _):
+        key, act_key, random_key, learn_key, noise_key = jax.random.split(state.key, 5)
+        obs = view(state.env_state.obs)
+        acting = state.agent if config.acting_lag == 0 else state.acting_agent
+        actor_obs = observe(actor_part(state.obs_stats), actor_part(obs))
+        policy_action = agent.act(acting, actor_obs, act_key, state.noise_scale)
+        if config.warmup_actions == "uniform":
+            random_action = jax.random.uniform(
+                random_key, (num_envs, action_size), minval=-1, maxval=1
+            )
+            warming_up = state.iteration * num_envs < config.learning_starts
+            action = jnp.where(warming_up, random_action, policy_action)
+        else:  # "policy": the (untrained, during warm-up) policy acts from the first step
+            action = policy_action
+
+        env_state = data.split(env.step(state.env_state, action), size=num_envs)
+        info = env_state.info
+        terminated = env_state.done * (1.0 - info["truncation"])
+        next_obs = view(info["final_obs"])
+        transition = Transition(obs, action, env_state.reward, next_obs, terminated, env_state.done)
+        buffer = replay.add(state.buffer, data.split(transition))
+        stats = state.obs_stats
+        if config.normalize_observations:
+            stats = normalization.update(stats, next_obs)
+
+        ready = buffer.rows >= learn_after
+        gamma = state.hp["gamma"]
+        metric_shapes = jax.eval_shape(
+            lambda a: learn(a, buffer, stats, learn_key, gamma)[1], state.agent
+        )
+        skip = lambda agent_state: (
+            agent_state,
+            jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), metric_shapes),
+        )
+        agent_state, update_metrics = jax.lax.cond(
+            ready, lambda a: learn(a, buffer, stats, learn_key, gamma), skip, state.agent
+        )
+        metrics = {
+            **update_metrics,
+            "updated": ready.astype(jnp.float32),
+            **episode_metrics(env_state),
+        }
+        noise_scale = state.noise_scale
+        if config.exploration == "uniform":  # redrawn for envs whose episode just ended
+            fresh = noise_scales(noise_key, state.hp)
+            noise_scale = jnp.where(env_state.done > 0, fresh, noise_scale)
+        acting_agent = state.acting_agent
+        if config.acting_lag:
+            refresh = (state.iteration + 1) % config.acting_lag == 0
+            acting_agent = jax.lax.cond(refresh, lambda: agent_state, lambda: acting_agent)
+        new_state = state.replace(
+            agent=agent_state,
+            env_state=env_state,
+            buffer=buffer,
+            obs_stats=stats,
+            key=key,
+            iteration=state.iteration + 1,
+            noise_scale=noise_scale,
+            acting_agent=acting_agent,
+        )
+        return new_state, metrics
+
+    def chunk(state: OffPolicyState) -> tuple[OffPolicyState, dict]:
+        state, metrics = jax.lax.scan(iteration, state, None, config.iterations_per_chunk)
+        key, eval_key = jax.random.split(state.key)
+        state = state.replace(key=key)
+        summary = summarize_chunk(metrics, config.updates_per_step, state.iteration)
+        summary.update(evaluate(state.agent, state.obs_stats, eval_key))
+        return state, summary
+
+    def train(key: jax.Array) -> tuple[OffPolicyState, dict]:
+        return jax.lax.scan(lambda s, _: chunk(s), init(key), None, config.num_chunks)
+
+    policy = make_policy(config, agent)
+    return Trainer(config, agent, env, eval_env, init, chunk, evaluate, train, policy, view, data)
