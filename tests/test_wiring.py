@@ -298,16 +298,16 @@ def test_rollouts_keep_truncation_apart_from_termination(normalization):
     config = _config(
         algo="ppo",
         unroll_length=12,
-        total_steps=NUM_ENVS * 24,
+        total_steps=NUM_ENVS * 48,  # two chunks of two rollouts; `_run` runs the first
         eval_every=NUM_ENVS * 24,
         normalize_observations=normalization != "off",
         renormalize_rollout=normalization == "renormalized",
     )
     _, state, _ = _run(config, recording_on_policy_agent(12))
     rollout = jax.device_get(state.agent)
-    # The run's second and last rollout of two: half of the run done when it started (the
+    # The second rollout of the run's four: a quarter of the run done when it started (the
     # fraction PPO's linear schedule decays by).
-    assert int(state.iteration) == 2 and float(rollout.progress) == 0.5
+    assert int(state.iteration) == 2 and float(rollout.progress) == 0.25
     obs, nxt = np.asarray(rollout.obs, np.float64), np.asarray(rollout.next_obs, np.float64)
     done = rollout.done > 0
     # Within a rollout, observations and next observations share one normalisation, so the
