@@ -142,9 +142,6 @@ def critic_target(
     return heads.bootstrap_target(reward, terminated, discount, soft_value)
 
 
-critic_loss = heads.critic_mse
-
-
 def target_subset(key: jax.Array, next_q: jax.Array, size: int | None) -> jax.Array:
     """REDQ: the rows of `size` critics drawn without replacement ([E, B] -> [size, B]); all
     of them when size is None."""

@@ -119,14 +119,6 @@ def smoothed_target_action(
     return jnp.clip(next_action + eps, -1.0, 1.0)
 
 
-def critic_target(reward, terminated, discount, next_q: jax.Array) -> jax.Array:
-    """Clipped double Q: y = r + discount (1 - terminated) min_i Q'_i(s', a~'), [B]."""
-    return heads.bootstrap_target(reward, terminated, discount, next_q.min(axis=0))
-
-
-critic_loss = heads.critic_mse
-
-
 def actor_loss(q: jax.Array, reduce: str = "first") -> jax.Array:
     """-Q(s, pi(s)), with Q the first critic's value (the paper), or the min (FastTD3) or the
     mean over the critics. q: [E, B]."""

@@ -5,6 +5,7 @@ import jax
 import jax.numpy as jnp
 import pytest
 
+from jaxrl import heads
 from jaxrl.agents import sac
 from jaxrl.types import random_batch
 
@@ -33,13 +34,13 @@ def test_truncated_step_still_bootstraps():
 
 def test_critic_loss_by_hand():
     q = jnp.array([[1.0, 0.0], [2.0, 1.0]])  # [E, B]
-    loss = sac.critic_loss(q, jnp.array([1.81, 0.0]))
+    loss = heads.critic_mse(q, jnp.array([1.81, 0.0]))
     # 0.5 * (mean(0.81^2, 0) + mean(0.19^2, 1^2)) = 0.5 * (0.32805 + 0.51805)
     assert float(loss) == pytest.approx(0.42305, abs=1e-6)
 
 
 def test_critic_loss_has_no_gradient_through_target():
-    grad = jax.grad(lambda t: sac.critic_loss(jnp.ones((2, 3)), t))(jnp.zeros(3))
+    grad = jax.grad(lambda t: heads.critic_mse(jnp.ones((2, 3)), t))(jnp.zeros(3))
     chex.assert_trees_all_close(grad, jnp.zeros(3))
 
 

@@ -4,6 +4,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from jaxrl import heads
 from jaxrl.agents import td3
 from jaxrl.types import Batch
 
@@ -19,11 +20,15 @@ def test_smoothed_target_action_is_clipped_twice():
 
 
 def test_critic_target_by_hand():
-    target = td3.critic_target(
+    # TD3's clipped double Q: the scalar head's target with no bonus.
+    target = heads.Scalar().target(
+        key=None,
+        next_out=jnp.array([[3.0, 7.0], [5.0, 1.0]]),  # min over critics: [3, 1]
         reward=jnp.array([1.0, 2.0]),
         terminated=jnp.array([0.0, 1.0]),
         discount=jnp.array([0.9, 0.9]),
-        next_q=jnp.array([[3.0, 7.0], [5.0, 1.0]]),  # min over critics: [3, 1]
+        bonus=jnp.zeros(2),
+        hp={},
     )
     chex.assert_trees_all_close(target, jnp.array([1.0 + 0.9 * 3.0, 2.0]))
 
