@@ -25,6 +25,7 @@ LOOP_DEFAULTS = {
     "noise_scale_min": 1.0,
     "noise_scale_max": 1.0,
     "acting_lag": 0,
+    "split_every": 0,
 }
 
 
@@ -130,6 +131,14 @@ class TrainConfig:
     """Iterations between copies of the learners' parameters to the actor; 0: always current.
     PQL's asynchronous actor (off-policy only): acting lags the learners by up to
     acting_lag - 1 iterations, so 1 acts as 0. None: the algorithm's own (0 for all so far)."""
+    split_every: int | None = None
+    """Actor/learner split (PQL's scheme) over --devices N >= 2: iterations per exchange.
+    The first device steps the envs and acts, the other N - 1 learn (data-parallel), both at
+    once; every split_every iterations the actor's transitions go to the learners' replay
+    buffer and the learners' parameters to the actor, so each side works one exchange behind
+    the other (`jaxrl.loops.split`). Chunks round up to whole exchanges. 0: no split (every
+    device does everything, split along the data axis); ignored on one device. None: the
+    algorithm's own (PQL: 8, others: 0). Off-policy only."""
     unroll_length: int = 20
     """On-policy algorithms (PPO): steps of every env per rollout, one update per rollout.
     The replay fields (batch_size, updates_per_step, buffer_size, learning_starts,
@@ -198,6 +207,15 @@ class TrainConfig:
             raise ConfigError(f"noise scales must be >= 0, got {low} and {high}")
         if low is not None and high is not None and low > high:
             raise ConfigError(f"need 0 <= noise_scale_min <= noise_scale_max, got {low} and {high}")
+        if self.split_every is not None and (
+            isinstance(self.split_every, bool)
+            or not isinstance(self.split_every, int)
+            or self.split_every < 0
+        ):
+            raise ConfigError(
+                f"split_every must be an integer >= 0 (0: no actor/learner split), got "
+                f"{self.split_every!r}"
+            )
         if self.acting_lag is not None and self.acting_lag < 0:
             raise ConfigError(f"acting_lag must be >= 0, got {self.acting_lag}")
         if self.warmup_actions not in WARMUP_ACTIONS:
@@ -253,6 +271,16 @@ class TrainConfig:
         return spec is not None and spec.on_policy
 
     @property
+    def split(self) -> bool:
+        """Whether actor and learners run on separate devices (`jaxrl.loops.split`): an
+        off-policy run with split_every > 0 over two devices or more."""
+        if not self.split_every or self.on_policy:
+            return False
+        from jaxrl import sharding  # counts "all" devices (imports jax)
+
+        return sharding.device_count(self.devices) >= 2
+
+    @property
     def steps_per_iteration(self) -> int:
         """Steps of each env in one loop iteration (one pass of the loop's body): a rollout of
         unroll_length for on-policy algorithms, one step for off-policy ones."""
@@ -276,7 +304,10 @@ class TrainConfig:
         num_chunks iterations at or above total_steps: an evaluation about every eval_every
         env steps."""
         iterations = -(-self.total_steps // self.env_steps_per_iteration)
-        return -(-iterations // self.num_chunks)
+        iterations = -(-iterations // self.num_chunks)
+        if self.split:  # whole exchanges of the actor/learner split
+            iterations = -(-iterations // self.split_every) * self.split_every
+        return iterations
 
     @property
     def env_steps_per_chunk(self) -> int:

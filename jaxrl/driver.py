@@ -424,6 +424,13 @@ def train(
     agent = agents.get(config.algo).make(agent_config)
     trainer = make_train(config, agent, env, randomization_fn)
     config = trainer.config  # with the algorithm's own loop defaults filled in
+    if run_grid is not None and config.split:
+        raise ConfigError(
+            f"--seeds / --vmap with an actor/learner split (split_every {config.split_every} "
+            f"over {config.devices} devices): members train inside one vmapped program, a "
+            "split runs several; pass --split-every 0 (every device does everything, split by "
+            "data) or train one seed"
+        )
     members = _members(trainer, agent_config, run_grid)  # checked before compiling
     saved = None
     if out_path is not None:
@@ -498,6 +505,8 @@ def _initial_state(trainer, run_grid: grid.Grid | None, members: list | None = N
             states = [jax.vmap(lambda k, m=member: trainer.init(k, m))(keys) for member in members]
             return jax.tree.map(lambda *xs: jnp.concatenate(xs), *states)
 
+    if trainer.place is not None:  # an actor/learner split: parts on different devices
+        return trainer.place(jax.jit(init)(key))
     shardings = None  # the default device; over a mesh, derived from the state's shapes
     if trainer.data.mesh is not None:
         shardings = _shardings(trainer, jax.eval_shape(init, key), run_grid)
@@ -596,7 +605,9 @@ def resume(
     if trainer.config.env_steps_per_chunk != per_chunk:
         raise ResumeError(
             f"the saved config gives {trainer.config.env_steps_per_chunk} env steps per chunk, "
-            f"the run was made with {per_chunk}: config.json was edited?"
+            f"the run was made with {per_chunk}: config.json was edited, or --devices turns "
+            "an actor/learner split on or off (its chunks are whole exchanges of split_every "
+            "iterations); resume on as many devices as the run had, or pass --split-every 0"
         )
     total = trainer.config.num_chunks * per_chunk
     if step >= total:
@@ -636,11 +647,17 @@ def _execute(
     (under seed_<seed>/, or SETTING/seed_<seed>/) and the run's rows summarise them
     (`_seeds_row`, `_grid_row`)."""
     config = trainer.config
-    program = trainer.chunk if run_grid is None else jax.vmap(trainer.chunk)
-    placed = {}
-    if trainer.data.mesh is not None:  # the state keeps its shardings; metrics are replicated
-        placed["out_shardings"] = (_shardings(trainer, state, run_grid), trainer.data.sharding())
-    chunk = jax.jit(program, donate_argnums=0, **placed).lower(state).compile()
+    if trainer.compile_chunk is not None:  # several programs (jaxrl.loops.split)
+        chunk = trainer.compile_chunk(state)
+    else:
+        program = trainer.chunk if run_grid is None else jax.vmap(trainer.chunk)
+        placed = {}
+        if trainer.data.mesh is not None:  # the state keeps its shardings; metrics replicated
+            placed["out_shardings"] = (
+                _shardings(trainer, state, run_grid),
+                trainer.data.sharding(),
+            )
+        chunk = jax.jit(program, donate_argnums=0, **placed).lower(state).compile()
     compile_seconds = time.perf_counter() - start
     # Over several processes (jaxrl.sharding.initialize_distributed) every one computes the
     # same rows; process 0 alone reports and writes them, all take part in checkpoints.

@@ -24,7 +24,7 @@ import jax
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from jaxrl.config import ConfigError
+from jaxrl.errors import ConfigError
 
 DATA = "data"
 
@@ -90,6 +90,11 @@ def data_axis(devices: int | str, num_envs: int, batch_size: int | None = None) 
                 f"of {count} (each device takes an equal share)"
             )
     return DataAxis(Mesh(np.asarray(available[:count]), (DATA,)))
+
+
+def over(devices: Any) -> DataAxis:
+    """A data axis over exactly `devices` (a list of devices), e.g. one side of a split."""
+    return DataAxis(Mesh(np.asarray(devices), (DATA,)))
 
 
 def _along(x: Any, axis: int, size: int | None) -> bool:

@@ -56,6 +56,7 @@ WIRING = "tests/test_wiring.py"
 RUNS = "tests/test_runs.py"
 OWN_ENV = "tests/envs/test_own_env.py"
 RANDOMIZATION = "tests/envs/test_randomization.py"
+SPLIT = "tests/test_split.py"
 
 MUTANTS = [
     # --- Agents. ---------------------------------------------------------------------------
@@ -343,7 +344,7 @@ MUTANTS = [
     m(
         "loop-ignores-noise-scales",
         "jaxrl/loops/offpolicy.py",
-        "agent.act(acting, actor_obs, act_key, state.noise_scale)",
+        "agent.act(acting, actor_obs, act_key, noise_scale)",
         "agent.act(acting, actor_obs, act_key, 1.0)",
         "per-env exploration noise scales never reach act",
         WIRING,
@@ -934,6 +935,55 @@ MUTANTS = [
         '        if field.name not in (*POLICY_ITEMS, "iteration")\n',
         "checkpoints leave out the loop's iteration counter",
         "tests/test_loop.py",
+    ),
+    # --- PQL's actor/learner split (jaxrl/loops/split.py). ---------------------------------
+    m(
+        "split-actor-never-refreshed",
+        "jaxrl/loops/split.py",
+        "                acting_agent = jax.device_put(agent_state, on_actor)\n",
+        "",
+        "the actor keeps acting with the chunk's first parameters, never the learners' new ones",
+        SPLIT,
+    ),
+    m(
+        "split-learners-see-this-exchange",
+        "jaxrl/loops/split.py",
+        """                agent_state, learn_key, metrics = programs["learn"](
+                    agent_state, buffer, stats_learners, learn_key, hp_learners
+                )
+                buffer = programs["insert"](buffer, jax.device_put(transitions, by_env))
+""",
+        """                buffer = programs["insert"](buffer, jax.device_put(transitions, by_env))
+                agent_state, learn_key, metrics = programs["learn"](
+                    agent_state, buffer, stats_learners, learn_key, hp_learners
+                )
+""",
+        "the learners wait for the actor's data of the same exchange (no overlap, no lag)",
+        SPLIT,
+    ),
+    m(
+        "split-last-exchange-dropped",
+        "jaxrl/loops/split.py",
+        """            for _ in range(exchanges):""",
+        """            for _ in range(exchanges - 1):""",
+        "a chunk runs one exchange fewer than it reports",
+        SPLIT,
+    ),
+    m(
+        "split-learners-keep-first-statistics",
+        "jaxrl/loops/split.py",
+        "                stats_learners = jax.device_put(actor[1], on_learners)\n",
+        "",
+        "the learners normalise every batch with the chunk's first observation statistics",
+        SPLIT,
+    ),
+    m(
+        "split-updates-miscounted",
+        "jaxrl/loops/split.py",
+        "summarize_chunk(per_exchange, every * config.updates_per_step, iteration)",
+        "summarize_chunk(per_exchange, config.updates_per_step, iteration)",
+        "the chunk's update count counts one iteration's updates per exchange",
+        SPLIT,
     ),
 ]
 

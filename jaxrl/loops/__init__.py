@@ -2,7 +2,9 @@
 
 - `offpolicy`: act, step all envs, store in the replay buffer, `updates_per_step` updates;
 - `onpolicy`: a rollout of `unroll_length` steps, then one update on it (agents with `explore`);
-- `base`: what both share (envs, evaluation, chunk summaries, the `Trainer` they return).
+- `split`: the off-policy loop as PQL's actor and learners on separate devices (`--devices N`
+  with `split_every` > 0, PQL's default), several programs run at once;
+- `base`: what all share (envs, evaluation, chunk summaries, the `Trainer` they return).
 
 An iteration is one pass of a loop's body: a step of all envs and its updates (off-policy), a
 rollout and its update (on-policy); `TrainConfig.steps_per_iteration` is its length in steps
@@ -15,7 +17,7 @@ from typing import Any
 
 from jaxrl.agents.base import Agent
 from jaxrl.config import TrainConfig
-from jaxrl.loops import offpolicy, onpolicy
+from jaxrl.loops import offpolicy, onpolicy, split
 from jaxrl.loops.base import Trainer, resolve_config
 from jaxrl.loops.offpolicy import OffPolicyState
 from jaxrl.loops.onpolicy import OnPolicyState
@@ -29,9 +31,11 @@ def make_train(
     agents, the rollout loop for on-policy ones (those with `explore`). Config fields left at
     None take the agent's loop defaults (`Trainer.config` holds the resolved config).
     `randomization_fn(model, rng) -> (models, in_axes)`: domain randomization, as Brax's and
-    Playground's trainers take it (`jaxrl.loops.base.make_envs`)."""
+    Playground's trainers take it (`jaxrl.loops.base.make_envs`). An off-policy config with
+    `split_every` > 0 over two devices or more gives the actor/learner split
+    (`jaxrl.loops.split`), whose `chunk` runs on the host."""
     config = resolve_config(config, agent)
-    loop = onpolicy if agent.on_policy else offpolicy
+    loop = onpolicy if agent.on_policy else split if config.split else offpolicy
     return loop.make_train(config, agent, env, randomization_fn)
 
 

@@ -37,6 +37,14 @@ class Trainer(NamedTuple):
     """Which of the env's observations actor and critic read, and their sizes."""
     data: sharding.DataAxis = sharding.UNSHARDED
     """The devices the run's envs, replay buffer and batches are split over (`--devices`)."""
+    compile_chunk: Callable[[Any], Callable[[Any], tuple[Any, dict]]] | None = None
+    """Where a chunk is several programs on several devices (`jaxrl.loops.split`):
+    `compile_chunk(state)` compiles them for that state and returns the chunk that runs them
+    (`chunk` itself then runs on the host and cannot be jitted or vmapped). None: one
+    program, `jax.jit(chunk)`."""
+    place: Callable[[Any], Any] | None = None
+    """`place(state)`: the state moved onto the devices its parts live on (split runs); None:
+    the driver places it by `data` (`jaxrl.sharding.state_shardings`)."""
 
 
 def make_envs(

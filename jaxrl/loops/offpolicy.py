@@ -15,7 +15,8 @@ checkpoints and checks for NaNs between chunks.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import flax.struct
 import jax
@@ -54,17 +55,29 @@ class OffPolicyState:
     hp: dict
 
 
-def make_train(
-    config: TrainConfig, agent: Agent, env: Any = None, randomization_fn: Any = None
-) -> Trainer:
-    """The replay program (`jaxrl.loops.make_train` picks it for agents without `explore`);
-    `config` resolved (`jaxrl.loops.base.resolve_config`)."""
-    env, eval_env = make_envs(config, env, randomization_fn)
-    view = observation_view(config, env)
+class Parts(NamedTuple):
+    """The pieces of an off-policy iteration, over one data axis: `jaxrl.loops.split` runs
+    `collect` on the actor's devices and `learn` on the learners' from these same functions."""
+
+    init: Callable[..., OffPolicyState]
+    collect: Callable
+    """collect(acting, env_state, obs_stats, noise_scale, iteration, key, hp) -> (env_state,
+    transition [N], obs_stats, noise_scale, metrics): act (warm-up actions until
+    learning_starts), step every env, update the observation statistics, redraw the noise
+    scales of envs whose episode ended ("uniform")."""
+    learn: Callable
+    """learn(agent_state, buffer, obs_stats, key, gamma) -> (agent_state, metrics): one
+    iteration's `updates_per_step` updates from one gather of the buffer."""
+    ready: Callable[[replay.ReplayBuffer], jax.Array]
+    """Whether the buffer holds enough rows to learn from (learning_starts, a batch, n-step)."""
+
+
+def make_parts(config: TrainConfig, agent: Agent, env: Any, view, data) -> Parts:
+    """The iteration's pieces for `env` (training envs, auto-reset) split over `data`."""
     num_envs, action_size = config.num_envs, env.action_size
-    data = sharding.data_axis(config.devices, num_envs, config.batch_size)
     batch_shape = (config.updates_per_step, config.batch_size)
     learn_after = max(config.learning_starts, config.batch_size, config.n_step * num_envs)
+    observe = make_observe(config)
 
     def noise_scales(key: jax.Array, hp: dict) -> jax.Array:
         low, high = hp["noise_scale_min"], hp["noise_scale_max"]
@@ -73,9 +86,6 @@ def make_train(
         if config.exploration == "uniform":
             return jax.random.uniform(key, (num_envs,), minval=low, maxval=high)
         return jnp.ones(num_envs)
-
-    observe = make_observe(config)
-    evaluate = make_evaluate(config, agent, eval_env, view=view, data=data)
 
     def init(key: jax.Array, member: tuple[Agent, TrainConfig] | None = None) -> OffPolicyState:
         member_agent, member_config = member or (agent, config)
@@ -137,52 +147,74 @@ def make_train(
         agent_state, metrics = jax.lax.scan(one_update, agent_state, (batches, keys))
         return agent_state, jax.tree.map(jnp.mean, metrics)
 
-    def iteration(state: OffPolicyState, _):
-        key, act_key, random_key, learn_key, noise_key = jax.random.split(state.key, 5)
-        obs = view(state.env_state.obs)
-        acting = state.agent if config.acting_lag == 0 else state.acting_agent
-        actor_obs = observe(actor_part(state.obs_stats), actor_part(obs))
-        policy_action = agent.act(acting, actor_obs, act_key, state.noise_scale)
+    def collect(acting, env_state, stats, noise_scale, iteration, key, hp):
+        act_key, random_key, noise_key = jax.random.split(key, 3)
+        obs = view(env_state.obs)
+        actor_obs = observe(actor_part(stats), actor_part(obs))
+        policy_action = agent.act(acting, actor_obs, act_key, noise_scale)
         if config.warmup_actions == "uniform":
             random_action = jax.random.uniform(
                 random_key, (num_envs, action_size), minval=-1, maxval=1
             )
-            warming_up = state.iteration * num_envs < config.learning_starts
+            warming_up = iteration * num_envs < config.learning_starts
             action = jnp.where(warming_up, random_action, policy_action)
         else:  # "policy": the (untrained, during warm-up) policy acts from the first step
             action = policy_action
 
-        env_state = data.split(env.step(state.env_state, action), size=num_envs)
+        env_state = data.split(env.step(env_state, action), size=num_envs)
         info = env_state.info
         terminated = env_state.done * (1.0 - info["truncation"])
         next_obs = view(info["final_obs"])
         transition = Transition(obs, action, env_state.reward, next_obs, terminated, env_state.done)
-        buffer = replay.add(state.buffer, data.split(transition))
-        stats = state.obs_stats
         if config.normalize_observations:
             stats = normalization.update(stats, next_obs)
+        if config.exploration == "uniform":  # redrawn for envs whose episode just ended
+            fresh = noise_scales(noise_key, hp)
+            noise_scale = jnp.where(env_state.done > 0, fresh, noise_scale)
+        return env_state, data.split(transition), stats, noise_scale, episode_metrics(env_state)
 
-        ready = buffer.rows >= learn_after
-        gamma = state.hp["gamma"]
-        metric_shapes = jax.eval_shape(
-            lambda a: learn(a, buffer, stats, learn_key, gamma)[1], state.agent
+    return Parts(init, collect, learn, lambda buffer: buffer.rows >= learn_after)
+
+
+def skip_learning(learn: Callable, *args) -> tuple[Any, dict]:
+    """What `learn` returns when it does not run: the agent state as it is, zero metrics."""
+    shapes = jax.eval_shape(lambda *a: learn(*a)[1], *args)
+    return args[0], jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
+
+
+def make_train(
+    config: TrainConfig, agent: Agent, env: Any = None, randomization_fn: Any = None
+) -> Trainer:
+    """The replay program (`jaxrl.loops.make_train` picks it for agents without `explore`);
+    `config` resolved (`jaxrl.loops.base.resolve_config`)."""
+    env, eval_env = make_envs(config, env, randomization_fn)
+    view = observation_view(config, env)
+    data = sharding.data_axis(config.devices, config.num_envs, config.batch_size)
+    parts = make_parts(config, agent, env, view, data)
+    evaluate = make_evaluate(config, agent, eval_env, view=view, data=data)
+
+    def iteration(state: OffPolicyState, _):
+        key, act_key, learn_key = jax.random.split(state.key, 3)
+        acting = state.agent if config.acting_lag == 0 else state.acting_agent
+        env_state, transition, stats, noise_scale, episodes = parts.collect(
+            acting,
+            state.env_state,
+            state.obs_stats,
+            state.noise_scale,
+            state.iteration,
+            act_key,
+            state.hp,
         )
-        skip = lambda agent_state: (
-            agent_state,
-            jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), metric_shapes),
-        )
+        buffer = replay.add(state.buffer, transition)
+        args = (state.agent, buffer, stats, learn_key, state.hp["gamma"])
         agent_state, update_metrics = jax.lax.cond(
-            ready, lambda a: learn(a, buffer, stats, learn_key, gamma), skip, state.agent
+            parts.ready(buffer), parts.learn, lambda *a: skip_learning(parts.learn, *a), *args
         )
         metrics = {
             **update_metrics,
-            "updated": ready.astype(jnp.float32),
-            **episode_metrics(env_state),
+            "updated": parts.ready(buffer).astype(jnp.float32),
+            **episodes,
         }
-        noise_scale = state.noise_scale
-        if config.exploration == "uniform":  # redrawn for envs whose episode just ended
-            fresh = noise_scales(noise_key, state.hp)
-            noise_scale = jnp.where(env_state.done > 0, fresh, noise_scale)
         acting_agent = state.acting_agent
         if config.acting_lag:
             refresh = (state.iteration + 1) % config.acting_lag == 0
@@ -208,7 +240,9 @@ def make_train(
         return state, summary
 
     def train(key: jax.Array) -> tuple[OffPolicyState, dict]:
-        return jax.lax.scan(lambda s, _: chunk(s), init(key), None, config.num_chunks)
+        return jax.lax.scan(lambda s, _: chunk(s), parts.init(key), None, config.num_chunks)
 
     policy = make_policy(config, agent)
-    return Trainer(config, agent, env, eval_env, init, chunk, evaluate, train, policy, view, data)
+    return Trainer(
+        config, agent, env, eval_env, parts.init, chunk, evaluate, train, policy, view, data
+    )
