@@ -71,6 +71,18 @@ def data_axis(devices: int | str, num_envs: int, batch_size: int | None = None) 
     count = device_count(devices)
     if count == 0:
         return UNSHARDED
+    available = first_devices(count)
+    for name, value in (("num_envs", num_envs), ("batch_size", batch_size)):
+        if value is not None and value % count:
+            raise ConfigError(
+                f"{name} {value} does not divide over {count} devices; make it a multiple "
+                f"of {count} (each device takes an equal share)"
+            )
+    return DataAxis(Mesh(np.asarray(available), (DATA,)))
+
+
+def first_devices(count: int) -> list:
+    """The first `count` devices, or ConfigError where the machine has fewer."""
     available = jax.devices()
     if count > len(available):
         hint = ""
@@ -83,13 +95,7 @@ def data_axis(devices: int | str, num_envs: int, batch_size: int | None = None) 
             f"devices {count} but this machine has {len(available)} "
             f"{available[0].platform} device(s){hint}"
         )
-    for name, value in (("num_envs", num_envs), ("batch_size", batch_size)):
-        if value is not None and value % count:
-            raise ConfigError(
-                f"{name} {value} does not divide over {count} devices; make it a multiple "
-                f"of {count} (each device takes an equal share)"
-            )
-    return DataAxis(Mesh(np.asarray(available[:count]), (DATA,)))
+    return available[:count]
 
 
 def over(devices: Any) -> DataAxis:

@@ -75,6 +75,14 @@ def test_split_every_is_checked():
     assert not TrainConfig(algo="ppo", split_every=8, devices=1).split
 
 
+def test_split_on_more_devices_than_the_machine_has_is_refused():
+    from jaxrl.agents import pql
+    from jaxrl.loops import make_train
+
+    with pytest.raises(ConfigError, match="devices 2 but this machine has 1 cpu device"):
+        make_train(TrainConfig(algo="pql", devices=2), pql.make())
+
+
 def test_split_every_bad_value_exits_2_before_anything_is_written(tmp_path, capsys):
     out = tmp_path / "run"
     code = cli.main(["train", "--algo", "pql", "--split-every", "-2", "--out", str(out)])

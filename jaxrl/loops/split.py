@@ -63,7 +63,7 @@ def make_train(
             f"{config.split_every} over {config.devices} devices): the split's actor already "
             "acts one exchange behind the learners; set acting_lag 0, or split_every 0"
         )
-    devices = jax.devices()[: sharding.device_count(config.devices)]
+    devices = sharding.first_devices(sharding.device_count(config.devices))
     learners = len(devices) - 1
     for name, value in (("num_envs", config.num_envs), ("batch_size", config.batch_size)):
         if value % learners:
