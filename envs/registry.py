@@ -269,6 +269,39 @@ def _check_options(name: str, options: dict, allowed: list[str]) -> None:
         )
 
 
+def _check_types(name: str, options: dict, defaults: dict, typed: bool = False) -> None:
+    """Each option of the kind its default is (a number, a flag, a string), so that a bad
+    value is named here rather than failing in the env's code while the program traces.
+    `typed`: the defaults' types are the options' own (a Playground ConfigDict, which refuses
+    1.5 for an integer field); a Python default of 1 may stand for any number."""
+    for key, value in options.items():
+        default = defaults.get(key)
+        if isinstance(default, bool):
+            ok, kind = isinstance(value, bool), "true or false (a flag)"
+        elif typed and isinstance(default, int):
+            ok, kind = isinstance(value, int) and not isinstance(value, bool), "an integer"
+        elif isinstance(default, int | float):
+            ok = isinstance(value, int | float) and not isinstance(value, bool)
+            kind = "a number"
+        elif isinstance(default, str):
+            ok, kind = isinstance(value, str), "a string"
+        else:  # no default, or one of another kind: the env checks it
+            continue
+        if not ok:
+            raise EnvOptionError(
+                f"env option {key}={value!r} for {name}: {key} takes {kind} (its default is "
+                f"{default!r}); e.g. --env-option {key}={default!r}"
+            )
+
+
+def _defaults(function: Any) -> dict:
+    return {
+        k: p.default
+        for k, p in inspect.signature(function).parameters.items()
+        if p.default is not inspect.Parameter.empty
+    }
+
+
 def _make_brax(task: str, options: dict):
     from brax import envs as brax_envs
 
@@ -278,6 +311,7 @@ def _make_brax(task: str, options: dict):
     ]
     allowed = sorted(set(allowed) | {"backend"})
     _check_options(f"brax/{task}", options, allowed)
+    _check_types(f"brax/{task}", options, _defaults(env_cls.__init__))
     backend = options.get("backend", "generalized")
     if backend not in BRAX_BACKENDS:
         raise EnvOptionError(
@@ -312,6 +346,7 @@ def _make_playground(task: str, options: dict):
     robot = task in _robot_names()
     allowed = list(config.keys()) + (["menagerie_path"] if robot else [])
     _check_options(f"playground/{task}", options, allowed)
+    _check_types(f"playground/{task}", options, {k: config[k] for k in config.keys()}, typed=True)
     # Playground 0.2 defaults to its Warp implementation; the JAX one (MJX) runs anywhere jax
     # does, the CPU included, and is what its published JAX training numbers use. A task
     # whose config has no `impl` (e.g. AeroCubeRotateZAxis) has no choice to make.
@@ -362,6 +397,7 @@ def _make_classic(task: str, options: dict):
     env_cls = classic.ENVS[task]
     allowed = [p for p in inspect.signature(env_cls.__init__).parameters if p != "self"]
     _check_options(f"classic/{task}", options, allowed)
+    _check_types(f"classic/{task}", options, _defaults(env_cls.__init__))
     return env_cls(**options)
 
 

@@ -92,6 +92,10 @@ def _registry() -> tyro.constructors.ConstructorRegistry:
 
 
 def _literal(text: str) -> Any:
+    """A Python literal (2, 0.5, True, "name"), with true/false as booleans too; else the
+    text itself."""
+    if text.lower() in ("true", "false"):
+        return text.lower() == "true"
     try:
         return ast.literal_eval(text)
     except (ValueError, SyntaxError):

@@ -60,6 +60,22 @@ def test_flags_override_preset_and_reach_both_configs():
             ["train", "--env-option", "torque=2"],
             "Unknown option(s) ['torque'] for classic/pendulum",
         ),
+        (
+            ["train", "--env-option", "max_torque=abc"],
+            "env option max_torque='abc' for classic/pendulum: max_torque takes a number",
+        ),
+        (
+            ["train", "--env", "playground/CartpoleBalance", "--env-option", "ctrl_dt=fast"],
+            "ctrl_dt='fast' for playground/CartpoleBalance: ctrl_dt takes a number",
+        ),
+        (
+            ["train", "--env", "playground/CartpoleBalance", "--env-option", "action_repeat=1.5"],
+            "action_repeat=1.5 for playground/CartpoleBalance: action_repeat takes an integer",
+        ),
+        (
+            ["train", "--env", "brax/ant", "--env-option", "ctrl_cost_weight=x"],
+            "ctrl_cost_weight='x' for brax/ant: ctrl_cost_weight takes a number",
+        ),
         (["trian"], "Did you mean 'train'?"),
         (
             ["train", "--algo", "ppo", "--num-envs", "5", "--unroll-length", "7"],
@@ -85,6 +101,16 @@ def test_unknown_flag_names_the_closest(capsys):
     assert exit_info.value.code == 2
     err = capsys.readouterr().err
     assert "Unrecognized options: --criticlr" in err and "--critic-lr" in err
+
+
+def test_env_option_values_are_literals_with_lowercase_booleans():
+    assert cli.parse_env_options(["a=2", "b=0.5", "c=true", "d=False", "e=mjx"]) == {
+        "a": 2,
+        "b": 0.5,
+        "c": True,
+        "d": False,
+        "e": "mjx",
+    }
 
 
 def test_prefix_abbreviations_are_errors(capsys):
