@@ -57,6 +57,7 @@ RUNS = "tests/test_runs.py"
 OWN_ENV = "tests/envs/test_own_env.py"
 RANDOMIZATION = "tests/envs/test_randomization.py"
 SPLIT = "tests/test_split.py"
+PROPERTIES = "tests/test_properties.py"
 
 MUTANTS = [
     # --- Agents. ---------------------------------------------------------------------------
@@ -984,6 +985,31 @@ MUTANTS = [
         "summarize_chunk(per_exchange, config.updates_per_step, iteration)",
         "the chunk's update count counts one iteration's updates per exchange",
         SPLIT,
+    ),
+    # --- Replay and normaliser properties (tests/test_properties.py, hypothesis). ------------
+    m(
+        "replay-n-step-ignores-episode-ends",
+        "jaxrl/replay.py",
+        "before = jnp.concatenate([jnp.ones_like(done[..., :1]), 1.0 - done[..., :-1]], -1)",
+        "before = jnp.ones_like(done)",
+        "n-step returns sum past the step that ended the episode",
+        PROPERTIES,
+    ),
+    m(
+        "replay-samples-unwritten-slots",
+        "jaxrl/replay.py",
+        "index = _draws(key, shards, batch_shape, 0, jnp.maximum(buffer.size, 1) * per_shard)",
+        "index = _draws(key, shards, batch_shape, 0, buffer.capacity * per_shard)",
+        "sampling draws from the whole capacity, zeros of unwritten slots included",
+        PROPERTIES,
+    ),
+    m(
+        "replay-n-step-starts-too-new",
+        "jaxrl/replay.py",
+        "age = _draws(key, shards, batch_shape, reach, written)",
+        "age = _draws(key, shards, batch_shape, 0, written)",
+        "n-step starts drawn where fewer than n steps are written after them",
+        PROPERTIES,
     ),
 ]
 
