@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import jaxrl
-from jaxrl import checkpoint, driver, logs, ppo, runs, sac
+from jaxrl import checkpoint, driver, envs, logs, ppo, runs, sac
 from jaxrl.agents.sac import SACConfig
 from jaxrl.config import TrainConfig
 from jaxrl.loops import make_train
@@ -298,12 +298,32 @@ def test_stop_at_return_ends_the_run_with_a_checkpoint(tmp_path):
         driver.RunOptions(stop_at_return=float("nan"))
 
 
+class _BrokenStep:
+    """The pendulum, whose step fails while the program is traced (a bug in a user's env)."""
+
+    def __init__(self):
+        from jaxrl import envs
+
+        self.env = envs.make("classic/pendulum")
+        self.observation_size, self.action_size = self.env.observation_size, 1
+        self.episode_length = 200
+
+    def reset(self, key):
+        return self.env.reset(key)
+
+    def step(self, state, action):
+        raise TypeError("broken step")
+
+
 def test_a_run_that_fails_to_compile_leaves_no_run_behind(tmp_path):
-    """An env option of the wrong type fails while the program is traced: nothing is written,
-    so the same --out can be used again."""
-    bad = _sac(env_options={"max_torque": "abc"})
-    with pytest.raises(TypeError):
-        driver.train(bad, TINY_SAC, tmp_path / "run", **QUIET)
+    """An env whose step fails while the program is traced: nothing is written, so the same
+    --out can be used again. (An env option of the wrong kind fails earlier still, before
+    the env is built: tests/test_cli.py.)"""
+    with pytest.raises(TypeError, match="broken step"):
+        driver.train(_sac(), TINY_SAC, tmp_path / "run", env=_BrokenStep(), **QUIET)
+    assert not (tmp_path / "run").exists()
+    with pytest.raises(envs.EnvOptionError, match="max_torque takes a number"):
+        driver.train(_sac(env_options={"max_torque": "abc"}), TINY_SAC, tmp_path / "run")
     assert not (tmp_path / "run").exists()
     # A folder whose run stopped before its first chunk (config.json, empty metrics, no
     # checkpoint) holds nothing to resume: a new run takes it over.
