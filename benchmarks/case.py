@@ -21,6 +21,14 @@ import jax
 from jaxrl.benchmarks.suites import Case
 
 
+def append_records(path: str | os.PathLike, records: list[dict]) -> None:
+    """Appends `records` to the JSON-lines file `path`, one per line (folders made)."""
+    out = pathlib.Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with out.open("a") as f:
+        f.writelines(json.dumps(r) + "\n" for r in records)
+
+
 def machine() -> dict:
     """Facts stored with every record."""
     import brax
@@ -186,11 +194,7 @@ def run(case: Case) -> dict:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     case = Case.from_json(argv[0])
-    record = run(case)
-    out = pathlib.Path(argv[1])
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with out.open("a") as f:
-        f.write(json.dumps(record) + "\n")
+    append_records(argv[1], [run(case)])
     return 0
 
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import pathlib
 import statistics
 import subprocess
 import sys
@@ -67,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.worker:
         print(json.dumps(worker(train_argv, args.threshold)), flush=True)
         return 0
-    from jaxrl.benchmarks.case import machine
+    from jaxrl.benchmarks.case import append_records, machine
 
     rows = []
     for layout in args.layouts.split(","):
@@ -88,10 +87,7 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(row)
         print(json.dumps({k: v for k, v in row.items() if k != "machine"}), flush=True)
     if args.out:
-        out = pathlib.Path(args.out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        with out.open("a") as f:
-            f.writelines(json.dumps(r) + "\n" for r in rows)
+        append_records(args.out, rows)
     return 0
 
 

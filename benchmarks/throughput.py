@@ -15,10 +15,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import pathlib
 
 from jaxrl import cli, driver, envs
-from jaxrl.benchmarks.case import machine, simulator_limit
+from jaxrl.benchmarks.case import append_records, machine, simulator_limit
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -55,10 +54,7 @@ def main(argv: list[str] | None = None) -> int:
         if "limit" in record:
             limit = record["limit"]["env_steps_per_second"]
             record["training"]["fraction_of_limit"] = throughput / limit
-    out = pathlib.Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with out.open("a") as f:
-        f.write(json.dumps(record) + "\n")
+    append_records(args.out, [record])
     print(json.dumps(record, indent=1))
     return 0
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import pathlib
 import statistics
 import time
 
@@ -46,7 +45,7 @@ def measure(trainer, seeds: int, chunks: int) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     from jaxrl import agents, cli, envs, loops
-    from jaxrl.benchmarks.case import machine
+    from jaxrl.benchmarks.case import append_records, machine
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", default="1,2,4,8", help="seed counts, e.g. 1,2,4,8")
@@ -71,10 +70,7 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(row)
         print(json.dumps({k: v for k, v in row.items() if k != "machine"}), flush=True)
     if args.out:
-        out = pathlib.Path(args.out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        with out.open("a") as f:
-            f.writelines(json.dumps(r) + "\n" for r in rows)
+        append_records(args.out, rows)
     return 0
 
 
