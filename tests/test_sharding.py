@@ -15,8 +15,6 @@ each case runs in a fresh process (tests/sharding_worker.py holds the checks the
 """
 
 import json
-import os
-import pathlib
 import socket
 import subprocess
 import sys
@@ -25,26 +23,8 @@ import pytest
 
 from jaxrl import cli, sharding
 from jaxrl.config import ConfigError, TrainConfig
-
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-FOUR_DEVICES = {
-    **os.environ,
-    "XLA_FLAGS": f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=4",
-    "JAX_PLATFORMS": "cpu",
-}
-
-
-def _run(*args: str, timeout: int = 600) -> str:
-    result = subprocess.run(
-        [sys.executable, *args],
-        cwd=ROOT,
-        env=FOUR_DEVICES,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-5000:]
-    return result.stdout
+from tests.devices import FOUR_DEVICES, ROOT
+from tests.devices import run_on_four_devices as _run
 
 
 @pytest.mark.parametrize(

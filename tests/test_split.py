@@ -14,35 +14,12 @@ starts); tests/split_worker.py holds the checks:
 """
 
 import json
-import os
-import pathlib
-import subprocess
-import sys
 
 import pytest
 
 from jaxrl import cli
 from jaxrl.config import ConfigError, TrainConfig
-
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-FOUR_DEVICES = {
-    **os.environ,
-    "XLA_FLAGS": f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=4",
-    "JAX_PLATFORMS": "cpu",
-}
-
-
-def _run(*args: str, timeout: int = 600) -> str:
-    result = subprocess.run(
-        [sys.executable, *args],
-        cwd=ROOT,
-        env=FOUR_DEVICES,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-5000:]
-    return result.stdout
+from tests.devices import run_on_four_devices as _run
 
 
 @pytest.mark.parametrize("case", ["schedule", "layout", "refused"])
