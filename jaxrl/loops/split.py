@@ -242,18 +242,11 @@ def make_train(
         }
         return runner(programs)
 
-    class Lazy(dict):
-        """The programs compiled at their first call (`chunk` without `compile_chunk`)."""
-
-        def __missing__(self, name):
-            return {"start": jit_start, "act": jit_act, "learn": jit_learn, "finish": jit_finish}[
-                name
-            ]
-
-    lazy = Lazy()
+    lazy = {}  # the programs compiled at their first call (`chunk` without `compile_chunk`)
 
     def chunk(state: OffPolicyState) -> tuple[OffPolicyState, dict]:
-        if "insert" not in lazy:
+        if not lazy:
+            lazy.update(start=jit_start, act=jit_act, learn=jit_learn, finish=jit_finish)
             lazy["insert"] = insert_program(state.buffer)
         return runner(lazy)(state)
 
