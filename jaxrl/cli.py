@@ -141,6 +141,12 @@ class TrainOptions:
     """Also log to this Weights & Biases project (optional: pip install wandb)."""
     stop_at_return: float | None = None
     """End the run (final checkpoint saved) at the first evaluation returning at least this."""
+    on_nan: Literal["stop", "rollback"] = "stop"
+    """A chunk that saw a NaN or infinity (losses, parameters, observations, rewards): stop the
+    run (checkpoints and metrics before it kept), or roll back to the newest checkpoint and go
+    on with a fresh key."""
+    max_rollbacks: int = 3
+    """With --on-nan rollback: stop after this many rollbacks in one process."""
     seeds: str | None = None
     """Train several seeds in one compiled program: a count (8: seeds 0-7) or a list (0,3,7).
     Each seed's metrics go to RUN/seed_<seed>/; the run's rows give their mean, IQM and 95%
@@ -416,6 +422,8 @@ def _run_options(options: TrainOptions):
         tensorboard=options.tensorboard,
         wandb=options.wandb,
         stop_at_return=options.stop_at_return,
+        on_nan=options.on_nan,
+        max_rollbacks=options.max_rollbacks,
     )
 
 

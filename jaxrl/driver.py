@@ -25,6 +25,7 @@ import numpy as np
 from jaxrl import agents, checkpoint, envs, grid, logs, sharding
 from jaxrl.config import ConfigError, TrainConfig
 from jaxrl.loops import make_train
+from jaxrl.loops.base import NONFINITE
 
 DEFAULT_CACHE_DIR = pathlib.Path(
     os.environ.get("JAXRL_CACHE_DIR", pathlib.Path.home() / ".cache" / "jaxrl" / "xla")
@@ -58,7 +59,10 @@ def versions() -> dict[str, str]:
     import mujoco
     import optax
 
+    from jaxrl.cli import version
+
     return {
+        "jaxrl": version(),
         "python": platform.python_version(),
         "jax": jax.__version__,
         "flax": flax.__version__,
@@ -116,6 +120,9 @@ class Interrupted(KeyboardInterrupt):
         self.result = result
 
 
+ON_NAN = ("stop", "rollback")
+
+
 @dataclasses.dataclass(frozen=True)
 class RunOptions:
     """How a run is kept, apart from what it learns: saved in config.json ("run") so a resume
@@ -123,7 +130,12 @@ class RunOptions:
     Ctrl-C); `keep_checkpoints`: the newest K stay (0: all); `checkpoint_buffer`: whether
     checkpoints hold the replay buffer (without it, a resumed run refills its buffer before
     learning again, so it is not identical to one that never stopped); `stop_at_return`: the
-    run ends (with its final checkpoint) after the first evaluation returning at least this."""
+    run ends (with its final checkpoint) after the first evaluation returning at least this.
+    `on_nan`: what a chunk that saw a NaN or infinity (in a loss or other update metric, the
+    agent's parameters, observations or rewards) does: "stop" the run, its checkpoints and
+    metrics before that chunk kept; or "rollback": go on from the newest checkpoint (the
+    start of the run where there is none yet) with a fresh key, at most `max_rollbacks` times
+    in one process, then stop."""
 
     checkpoint_every: int = 0
     keep_checkpoints: int = 3
@@ -131,8 +143,21 @@ class RunOptions:
     tensorboard: bool = True
     wandb: str | None = None  # a Weights & Biases project to log to (needs `pip install wandb`)
     stop_at_return: float | None = None
+    on_nan: str = "stop"
+    max_rollbacks: int = 3
 
     def __post_init__(self):
+        if self.on_nan not in ON_NAN:
+            raise ConfigError(
+                f"on_nan must be one of {', '.join(ON_NAN)} (what a chunk that saw a NaN or "
+                f"infinity does), got {self.on_nan!r}"
+            )
+        if (
+            isinstance(self.max_rollbacks, bool)
+            or not isinstance(self.max_rollbacks, int)
+            or self.max_rollbacks < 0
+        ):
+            raise ConfigError(f"max_rollbacks must be an integer >= 0, got {self.max_rollbacks!r}")
         if not isinstance(self.checkpoint_every, int) or self.checkpoint_every < 0:
             raise ConfigError(
                 f"checkpoint_every must be an integer >= 0 (chunks; 0: only the final "
@@ -265,7 +290,7 @@ def _row(
     train_seconds: float,
     wall_seconds: float,
 ) -> dict:
-    metrics = {k: np.asarray(v).item() for k, v in metrics.items()}
+    metrics = {k: np.asarray(v).item() for k, v in metrics.items() if not k.startswith(NONFINITE)}
     env_steps = int(metrics.pop("iteration")) * config.env_steps_per_iteration
     episodes = metrics.pop("episodes")
     return_sum = metrics.pop("episode_return_sum")
@@ -287,6 +312,39 @@ def _row(
     }
     row.update(metrics)
     return row
+
+
+def _nonfinite(metrics: dict, config: TrainConfig) -> dict[str, int]:
+    """Of one member's chunk metrics: each quantity that turned NaN or infinite in the chunk
+    (observation, reward, update, parameters), with the env step by which it first did."""
+    steps = {
+        k[len(NONFINITE) :]: int(np.asarray(v)) * config.env_steps_per_iteration
+        for k, v in metrics.items()
+        if k.startswith(NONFINITE)
+    }
+    return {name: step for name, step in steps.items() if step >= 0}
+
+
+def _nonfinite_message(row: dict, first: dict[str, int], index: int, which: str) -> str | None:
+    """What a chunk's row and its `_nonfinite` say, or None where all is finite."""
+    named = [k for k, v in row.items() if isinstance(v, float) and not math.isfinite(v)]
+    if not named and not first:
+        return None
+    seen = [
+        f"{QUANTITIES.get(name, name)} (first by env step {step:,})"
+        for name, step in sorted(first.items(), key=lambda item: item[1])
+    ]
+    if named:
+        seen.append("metrics " + ", ".join(named))
+    return f"non-finite {'; '.join(seen)}{which} in chunk {index} (env step {row['env_steps']:,})"
+
+
+QUANTITIES = {
+    "observation": "observations",
+    "reward": "rewards",
+    "update": "losses (update metrics)",
+    "parameters": "agent parameters",
+}
 
 
 TIMING_KEYS = (
@@ -461,7 +519,10 @@ def train(
 
     start = time.perf_counter()
     state = _initial_state(trainer, run_grid, members)
-    return _execute(trainer, state, [], out_path, options, progress, start, saved, run_grid)
+    initial = lambda: _initial_state(trainer, run_grid, members)  # noqa: E731
+    return _execute(
+        trainer, state, [], out_path, options, progress, start, saved, run_grid, initial
+    )
 
 
 def _members(trainer, agent_config: Any, run_grid: grid.Grid | None) -> list | None:
@@ -553,7 +614,8 @@ def resume(
     env: Any = None,
     randomization_fn: Any = None,
 ) -> RunResult:
-    """Continues the run in `run_dir` from its newest complete checkpoint. Restored with the
+    """Continues the run in `run_dir` from its newest complete checkpoint (a run that has none
+    yet, stopped while compiling or before its first checkpoint, starts over). Restored with the
     replay buffer (the default), it gives bit-identical parameters and metrics to a run that
     never stopped, on the same device. `total_steps` extends (or, if the run stopped early,
     still ends) the run at that many env steps, rounded up to whole chunks of the saved
@@ -576,14 +638,10 @@ def resume(
     if not wandb:
         options = dataclasses.replace(options, wandb=None)
     directory = out_path / "checkpoints"
-    try:
-        step = checkpoint.pick(directory)
-    except checkpoint.CheckpointError:
-        raise ResumeError(
-            f"{out_path} has no complete checkpoint to resume from (it stopped before its "
-            f"first one); start it again: jaxrl train --config {out_path} --out NEW_FOLDER "
-            f"(or remove {out_path} and train into it again)."
-        ) from None
+    # A run stopped before its first complete checkpoint (killed while compiling, training or
+    # writing it) starts over from its first state: its config.json says all of it.
+    available = checkpoint.steps(directory)
+    step = available[-1] if available else 0
     per_chunk = int(saved["env_info"]["env_steps_per_chunk"])
     if total_steps is not None:
         if total_steps < step:
@@ -610,17 +668,33 @@ def resume(
             "iterations); resume on as many devices as the run had, or pass --split-every 0"
         )
     total = trainer.config.num_chunks * per_chunk
+    run_grid = grid.Grid.from_json(saved)
+    members = _members(trainer, agent_config, run_grid)
+    history = []
+    if available:
+        meta, history = checkpoint.read_meta(directory, step)
+        checkpoint.check_meta(meta, _meta(trainer, run_grid), f"{directory / str(step)}")
+    target = options.stop_at_return
+    reached = target is not None and bool(history) and history[-1]["eval_return"] >= target
+    finished = step >= total or (reached and total_steps is None)
+    if finished and history and not (out_path / "summary.json").exists():
+        # Killed after its final checkpoint, before its summary: nothing is left to train.
+        state = checkpoint.restore_state(
+            directory, step, _initial_state(trainer, run_grid, members)
+        )
+        row = history[-1]
+        compile_seconds = row["wall_seconds"] - row["train_seconds"]  # of all its processes
+        _write_summary(out_path, row, compile_seconds, reached, 0, run_grid)
+        if progress is not None:
+            say = progress if callable(progress) else print
+            say(f"{out_path} had finished training ({step:,} env steps); summary.json written")
+        return RunResult(state, history, compile_seconds, 0.0, out_path)
     if step >= total:
         raise ResumeError(
             f"{out_path} is complete ({step:,} env steps); pass --steps N (N > {step:,}) to "
             "train it further."
         )
-    run_grid = grid.Grid.from_json(saved)
-    members = _members(trainer, agent_config, run_grid)
-    meta, history = checkpoint.read_meta(directory, step)
-    checkpoint.check_meta(meta, _meta(trainer, run_grid), f"{directory / str(step)}")
-    target = options.stop_at_return
-    if target is not None and history and history[-1]["eval_return"] >= target:
+    if reached:
         if total_steps is None:
             raise ResumeError(
                 f"{out_path} ended when it reached its stop_at_return target {target:g} at "
@@ -634,18 +708,25 @@ def resume(
 
     start = time.perf_counter()
     like = _initial_state(trainer, run_grid, members)
-    state = checkpoint.restore_state(directory, step, like)
-    return _execute(trainer, state, history, out_path, options, progress, start, saved, run_grid)
+    state = checkpoint.restore_state(directory, step, like) if available else like
+    if not available and progress is not None:
+        say = progress if callable(progress) else print
+        say(f"{out_path}: no complete checkpoint yet; starting the run over from step 0")
+    initial = lambda: _initial_state(trainer, run_grid, members)  # noqa: E731
+    return _execute(
+        trainer, state, history, out_path, options, progress, start, saved, run_grid, initial
+    )
 
 
 def _execute(
-    trainer, state, history, out_path, options, progress, start, saved, run_grid=None
+    trainer, state, history, out_path, options, progress, start, saved, run_grid, initial
 ) -> RunResult:
     """Compiles the chunk program and runs the chunks after `history`'s last one; between
-    chunks only logs, checks for non-finite values and checkpoints. `run_grid`: `state` holds
-    its members stacked, trained together by the vmapped chunk; each gets its own metrics
-    (under seed_<seed>/, or SETTING/seed_<seed>/) and the run's rows summarise them
-    (`_seeds_row`, `_grid_row`)."""
+    chunks only logs, checks for non-finite values (`RunOptions.on_nan`) and checkpoints.
+    `run_grid`: `state` holds its members stacked, trained together by the vmapped chunk; each
+    gets its own metrics (under seed_<seed>/, or SETTING/seed_<seed>/) and the run's rows
+    summarise them (`_seeds_row`, `_grid_row`). `initial()`: the run's first state, the
+    template a rollback restores into (or starts again from)."""
     config = trainer.config
     if trainer.compile_chunk is not None:  # several programs (jaxrl.loops.split)
         chunk = trainer.compile_chunk(state)
@@ -680,26 +761,35 @@ def _execute(
         reporter.message(f"[{config.algo} {config.env}] compiled in {compile_seconds:.1f}s")
 
     history = list(history)
-    logger = checkpoints = None
-    seed_loggers = []
-    if out_path is not None and primary:
+    checkpoints = None
+    loggers: list = []  # the run's own, then its members' (none where nothing is written)
+
+    def open_loggers(history: list[dict]) -> list:
+        """Loggers whose files hold exactly `history`'s rows (rewritten, as on a resume)."""
+        if out_path is None or not primary:
+            return []
+        opened = [
+            logs.RunLogger(
+                out_path,
+                history=[_without_seeds(r) for r in history],
+                tensorboard=options.tensorboard,
+                wandb_project=options.wandb,
+                config=saved,
+            )
+        ]
         for i, (setting, seed) in enumerate(run_grid.members if run_grid else ()):
             member_dir = out_path / run_grid.member_dir(setting, seed)
             member_dir.mkdir(parents=True, exist_ok=True)
-            seed_loggers.append(
+            opened.append(
                 logs.RunLogger(
                     member_dir,
                     history=[r["per_seed"][i] for r in history],
                     tensorboard=options.tensorboard,
                 )
             )
-        logger = logs.RunLogger(
-            out_path,
-            history=[_without_seeds(r) for r in history],
-            tensorboard=options.tensorboard,
-            wandb_project=options.wandb,
-            config=saved,
-        )
+        return opened
+
+    loggers = open_loggers(history)
     if out_path is not None:
         checkpoints = checkpoint.manager(
             out_path / "checkpoints", keep=options.keep_checkpoints or None
@@ -709,9 +799,11 @@ def _execute(
     train_seconds = 0.0
     row = history[-1] if history else None
     reached = False  # the run ended at its stop_at_return target
+    rollbacks = 0
     try:
         with stop:
-            for index in range(len(history), config.num_chunks):
+            index = len(history)
+            while index < config.num_chunks:
                 tick = time.perf_counter()
                 state, metrics = chunk(state)
                 metrics = jax.device_get(metrics)
@@ -731,22 +823,47 @@ def _execute(
                         for i in range(len(run_grid))
                     ]
                     row = {**_grid_row(rows, run_grid), "per_seed": rows}
+                problems = []
                 for i, one in enumerate(rows):
-                    bad = [
-                        k for k, v in one.items() if isinstance(v, float) and not math.isfinite(v)
-                    ]
-                    if bad:
-                        which = "" if run_grid is None else f" of {run_grid.describe(i)}"
-                        raise NonFiniteError(
-                            f"non-finite {', '.join(bad)}{which} in chunk {index} (env step "
-                            f"{one['env_steps']}); training stopped and the checkpoints and "
-                            "metrics before it were kept. Lower the learning rates, or enable "
-                            "normalize_observations."
+                    member = metrics if run_grid is None else _member(metrics, i)
+                    which = "" if run_grid is None else f" of {run_grid.describe(i)}"
+                    message = _nonfinite_message(one, _nonfinite(member, config), index, which)
+                    if message:
+                        problems.append(message)
+                if problems:
+                    problem = "; ".join(problems)
+                    if options.on_nan == "rollback" and rollbacks < options.max_rollbacks:
+                        rollbacks += 1
+                        state, history, where = _roll_back(
+                            trainer, out_path, initial, rollbacks, run_grid
                         )
+                        for logger in loggers:
+                            logger.close()
+                        loggers = open_loggers(history)
+                        index = len(history)
+                        row = history[-1] if history else None
+                        if reporter:
+                            reporter.message(
+                                f"[{config.algo} {config.env}] {problem}: rolled back to "
+                                f"{where} with a fresh key (rollback {rollbacks} of "
+                                f"{options.max_rollbacks})"
+                            )
+                        continue
+                    tried = (
+                        f" after {rollbacks} rollback{'s' * (rollbacks != 1)} (max_rollbacks)"
+                        if options.on_nan == "rollback"
+                        else ""
+                    )
+                    raise NonFiniteError(
+                        f"{problem}; training stopped{tried} and the checkpoints and metrics "
+                        "before it were kept. Lower the learning rates, enable "
+                        "normalize_observations, check the env's observations and rewards, or "
+                        "pass --on-nan rollback to go on from the last checkpoint."
+                    )
                 history.append(row)
-                if logger:
-                    logger.write(_without_seeds(row))
-                    for seed_logger, one in zip(seed_loggers, rows, strict=bool(seed_loggers)):
+                if loggers:
+                    loggers[0].write(_without_seeds(row))
+                    for seed_logger, one in zip(loggers[1:], rows, strict=len(loggers) > 1):
                         seed_logger.write(one)
                 if reporter:
                     reporter.chunk(row)
@@ -779,42 +896,67 @@ def _execute(
                             f"{row['env_steps']:,} env steps"
                         )
                     break
+                index += 1
     finally:
         if reporter:
             reporter.close()
-        if logger:
+        for logger in loggers:
             logger.close()
-        for seed_logger in seed_loggers:
-            seed_logger.close()
         if checkpoints is not None:
             checkpoints.close()
     if out_path is not None and primary:
-        summary = {
-            "compile_seconds": compile_seconds,
-            "train_seconds": row["train_seconds"],
-            "wall_seconds": row["wall_seconds"],
-            "env_steps": row["env_steps"],
-            "final_eval_return": row["eval_return"],
-            "stopped_at_return": reached,
-        }
-        if run_grid is not None:
-            summary.update(
-                seeds=list(run_grid.seeds),
-                final_eval_returns=row["eval_returns"],
-                best_seed=row["best_seed"],
-                **{
-                    k: row[k]
-                    for k in ("eval_return_iqm", "eval_return_ci_low", "eval_return_ci_high")
-                },
-            )
-            if run_grid.axes:
-                summary.update(
-                    vmap=run_grid.as_json()["vmap"],
-                    best_setting=row["best_setting"],
-                    settings=row["settings"],
-                )
-        (out_path / "summary.json").write_text(json.dumps(summary, indent=2))
+        _write_summary(out_path, row, compile_seconds, reached, rollbacks, run_grid)
     return RunResult(state, history, compile_seconds, train_seconds, out_path)
+
+
+def _write_summary(out_path, row, compile_seconds, reached, rollbacks, run_grid) -> None:
+    """summary.json: the run's totals and final returns, from its last row."""
+    summary = {
+        "compile_seconds": compile_seconds,
+        "train_seconds": row["train_seconds"],
+        "wall_seconds": row["wall_seconds"],
+        "env_steps": row["env_steps"],
+        "final_eval_return": row["eval_return"],
+        "stopped_at_return": reached,
+        "rollbacks": rollbacks,
+    }
+    if run_grid is not None:
+        summary.update(
+            seeds=list(run_grid.seeds),
+            final_eval_returns=row["eval_returns"],
+            best_seed=row["best_seed"],
+            **{k: row[k] for k in ("eval_return_iqm", "eval_return_ci_low", "eval_return_ci_high")},
+        )
+        if run_grid.axes:
+            summary.update(
+                vmap=run_grid.as_json()["vmap"],
+                best_setting=row["best_setting"],
+                settings=row["settings"],
+            )
+    _write_atomically(out_path / "summary.json", json.dumps(summary, indent=2))
+
+
+def _roll_back(trainer, out_path, initial, rollbacks: int, run_grid) -> tuple[Any, list, str]:
+    """(state, history, where) to go on from after a chunk that saw a NaN: the newest
+    checkpoint's (the run's first state where there is none), its key folded with the rollback's
+    number so the run does not repeat what it did (the same numbers for the same seed)."""
+    like = initial()
+    directory = None if out_path is None else out_path / "checkpoints"
+    available = checkpoint.steps(directory) if directory is not None else []
+    if available:
+        state = checkpoint.restore_state(directory, available[-1], like)
+        history = checkpoint.read_meta(directory, available[-1])[1]
+        where = f"the checkpoint at env step {available[-1]:,}"
+    else:
+        state, history, where = like, [], "the start of the run"
+    fold = lambda key: jax.random.fold_in(key, rollbacks)  # noqa: E731
+    key = jax.jit(fold if run_grid is None else jax.vmap(fold))(state.key)
+    return state.replace(key=jax.device_put(key, state.key.sharding)), history, where
+
+
+def _member(metrics: dict, i: int) -> dict:
+    """Member `i`'s metrics of a grid's chunk."""
+    return jax.tree.map(lambda x: x[i], metrics)
 
 
 def _without_seeds(row: dict) -> dict:

@@ -58,7 +58,18 @@ def configs_from_json(saved: dict) -> tuple[TrainConfig, Any]:
         raise ConfigError('a run config needs "train" and "agent" entries')
     train = dict(saved["train"])
     spec = agents.get(train.get("algo", "sac"))
-    return _from_dict(TrainConfig, train), _from_dict(spec.config_cls, saved["agent"])
+    try:
+        return _from_dict(TrainConfig, train), _from_dict(spec.config_cls, saved["agent"])
+    except ConfigError as error:
+        written = saved.get("versions", {}).get("jaxrl")
+        by = f"jaxrl {written}" if written else "a jaxrl older than 0.1.0"
+        from jaxrl.cli import version
+
+        raise ConfigError(
+            f"{error}: this config was written by {by}, and this is jaxrl {version()}; "
+            "continue or evaluate the run with the version that wrote it, or edit its "
+            "config.json to this version's fields (jaxrl train --help lists them)"
+        ) from None
 
 
 def read_configs(run_dir: str | os.PathLike) -> tuple[TrainConfig, Any]:

@@ -58,6 +58,7 @@ OWN_ENV = "tests/envs/test_own_env.py"
 RANDOMIZATION = "tests/envs/test_randomization.py"
 SPLIT = "tests/test_split.py"
 PROPERTIES = "tests/test_properties.py"
+FAULTS = "tests/test_faults.py"
 
 MUTANTS = [
     # --- Agents. ---------------------------------------------------------------------------
@@ -981,8 +982,8 @@ MUTANTS = [
     m(
         "split-updates-miscounted",
         "jaxrl/loops/split.py",
-        "summarize_chunk(per_exchange, every * config.updates_per_step, iteration)",
-        "summarize_chunk(per_exchange, config.updates_per_step, iteration)",
+        "            every * config.updates_per_step,\n            iteration,",
+        "            config.updates_per_step,\n            iteration,",
         "the chunk's update count counts one iteration's updates per exchange",
         SPLIT,
     ),
@@ -1010,6 +1011,57 @@ MUTANTS = [
         "age = _draws(key, shards, batch_shape, 0, written)",
         "n-step starts drawn where fewer than n steps are written after them",
         PROPERTIES,
+    ),
+    m(
+        "nan-first-row-off-by-one",
+        "jaxrl/loops/base.py",
+        "first = iteration - (rows - 1 - jnp.argmax(bad)) * iterations_per_row",
+        "first = iteration - (rows - jnp.argmax(bad)) * iterations_per_row",
+        "the step a NaN first appeared named one row too early",
+        FAULTS,
+    ),
+    m(
+        "nan-parameters-unchecked",
+        "jaxrl/loops/base.py",
+        "broken = _count_nonfinite(agent_state) > 0",
+        "broken = _count_nonfinite(agent_state) < 0",
+        "NaN parameters never reported",
+        FAULTS,
+    ),
+    m(
+        "nan-observations-unchecked",
+        "jaxrl/loops/offpolicy.py",
+        "**nonfinite(observation=(obs, next_obs), reward=env_state.reward),",
+        "**nonfinite(reward=env_state.reward),",
+        "NaN observations of off-policy runs not looked for",
+        FAULTS,
+    ),
+    m(
+        "rollback-same-key",
+        "jaxrl/driver.py",
+        "fold = lambda key: jax.random.fold_in(key, rollbacks)",
+        "fold = lambda key: key",
+        "a rollback goes on with the key it had, repeating what it did",
+        FAULTS,
+    ),
+    m(
+        "rollback-keeps-later-rows",
+        "jaxrl/driver.py",
+        """for logger in loggers:
+                            logger.close()
+                        loggers = open_loggers(history)""",
+        "pass",
+        "a rollback leaves the metric rows written after its checkpoint in the files",
+        FAULTS,
+    ),
+    m(
+        "resume-appends-rows",
+        "jaxrl/logs.py",
+        'self._jsonl = open(out_path / "metrics.jsonl", "w")',
+        'self._jsonl = open(out_path / "metrics.jsonl", "a")',
+        "a resumed run appends to metrics.jsonl: a killed process's rows past its checkpoint stay",
+        FAULTS,
+        RUNS,
     ),
 ]
 

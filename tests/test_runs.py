@@ -132,11 +132,16 @@ def test_checkpoint_without_buffer_resumes_with_an_empty_one(tmp_path):
     )
 
 
-def test_resume_refuses_a_run_without_checkpoint_or_another_run(tmp_path):
-    driver.train(_sac(total_steps=256), TINY_SAC, tmp_path / "run", **QUIET)
-    shutil.rmtree(tmp_path / "run" / "checkpoints")
-    with pytest.raises(driver.ResumeError, match="no complete checkpoint"):
-        driver.resume(tmp_path / "run", **QUIET)
+def test_resume_without_a_checkpoint_starts_over_and_refuses_a_folder_without_a_run(tmp_path):
+    first = driver.train(_sac(total_steps=256), TINY_SAC, tmp_path / "run", **QUIET)
+    shutil.rmtree(tmp_path / "run" / "checkpoints")  # as if killed before its first checkpoint
+    lines = []
+    again = driver.resume(tmp_path / "run", progress=lines.append)
+    assert "no complete checkpoint yet; starting the run over from step 0" in lines[0]
+    strip = driver.learning_metrics
+    assert strip(again.history) == strip(first.history)
+    rows = (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()
+    assert [json.loads(r)["env_steps"] for r in rows] == [128, 256]  # not the first take's too
     with pytest.raises(runs.RunError, match="no config.json"):
         driver.resume(tmp_path, **QUIET)
 

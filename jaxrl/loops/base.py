@@ -189,6 +189,23 @@ def make_evaluate(
     return evaluate
 
 
+NONFINITE = "nonfinite_"
+"""Prefix of the per-step counts of NaN and infinite values (`nonfinite`); a chunk's summary
+turns them into the iteration they first appeared at (`summarize_chunk`)."""
+
+
+def _count_nonfinite(tree) -> jax.Array:
+    leaves = [x for x in jax.tree.leaves(tree) if jnp.issubdtype(jnp.asarray(x).dtype, jnp.inexact)]
+    counts = [jnp.sum(~jnp.isfinite(x)) for x in leaves]
+    return sum(counts, jnp.zeros((), jnp.int32)).astype(jnp.float32)
+
+
+def nonfinite(**quantities) -> dict:
+    """How many values of each named quantity (any pytree) are NaN or infinite, as metrics
+    `nonfinite_<name>`; the driver stops (or rolls back) a run whose chunk saw any."""
+    return {NONFINITE + name: _count_nonfinite(tree) for name, tree in quantities.items()}
+
+
 def episode_metrics(env_state) -> dict:
     """Sums over the envs whose episode ended at this step (auto-reset's finished stats)."""
     done, info = env_state.done, env_state.info
@@ -199,15 +216,42 @@ def episode_metrics(env_state) -> dict:
     }
 
 
-def summarize_chunk(metrics: dict, updates_per_iteration: int, iteration: jax.Array) -> dict:
-    """One row from a chunk's per-iteration metrics: losses averaged over the iterations that
-    ran updates (flag "updated"), episode statistics and update counts summed."""
+def summarize_chunk(
+    metrics: dict,
+    updates_per_iteration: int,
+    iteration: jax.Array,
+    iterations_per_row: int = 1,
+    agent_state: Any = None,
+) -> dict:
+    """One row from a chunk's per-iteration metrics (or per row of `iterations_per_row`
+    iterations): losses averaged over the iterations that ran updates (flag "updated"), episode
+    statistics and update counts summed.
+
+    Non-finite values: for each `nonfinite_<name>` count (`nonfinite`), and for the update
+    metrics as a whole (`nonfinite_update`), the loop iteration by whose end they first
+    appeared, -1 where none did; `agent_state` (the chunk's last) adds `nonfinite_parameters`
+    (`iteration` where any of its floats is NaN or infinite)."""
     updated = metrics.pop("updated")
+    counts = {k: metrics.pop(k) for k in list(metrics) if k.startswith(NONFINITE)}
+    learned = [v for k, v in metrics.items() if not k.startswith("episode")]
+    rows = updated.shape[0]
+    if learned:
+        counts[NONFINITE + "update"] = sum(
+            (~jnp.isfinite(v)).reshape(rows, -1).sum(1).astype(jnp.float32) for v in learned
+        )
     summary = {
         k: (v * updated).sum() / jnp.maximum(updated.sum(), 1.0)
         for k, v in metrics.items()
         if not k.startswith("episode")
     }
+    for name, count in counts.items():
+        bad = count > 0
+        # The end of the first row that saw one, as an iteration count.
+        first = iteration - (rows - 1 - jnp.argmax(bad)) * iterations_per_row
+        summary[name] = jnp.where(bad.any(), first, -1)
+    if agent_state is not None:
+        broken = _count_nonfinite(agent_state) > 0
+        summary[NONFINITE + "parameters"] = jnp.where(broken, iteration, -1)
     summary.update(
         updates=updated.sum() * updates_per_iteration,
         episodes=metrics["episodes"].sum(),

@@ -33,6 +33,7 @@ from jaxrl.loops.base import (
     make_evaluate,
     make_observe,
     make_policy,
+    nonfinite,
     observation_view,
     summarize_chunk,
 )
@@ -171,7 +172,11 @@ def make_parts(config: TrainConfig, agent: Agent, env: Any, view, data) -> Parts
         if config.exploration == "uniform":  # redrawn for envs whose episode just ended
             fresh = noise_scales(noise_key, hp)
             noise_scale = jnp.where(env_state.done > 0, fresh, noise_scale)
-        return env_state, data.split(transition), stats, noise_scale, episode_metrics(env_state)
+        step_metrics = {
+            **episode_metrics(env_state),
+            **nonfinite(observation=(obs, next_obs), reward=env_state.reward),
+        }
+        return env_state, data.split(transition), stats, noise_scale, step_metrics
 
     return Parts(init, collect, learn, lambda buffer: buffer.rows >= learn_after)
 
@@ -235,7 +240,9 @@ def make_train(
         state, metrics = jax.lax.scan(iteration, state, None, config.iterations_per_chunk)
         key, eval_key = jax.random.split(state.key)
         state = state.replace(key=key)
-        summary = summarize_chunk(metrics, config.updates_per_step, state.iteration)
+        summary = summarize_chunk(
+            metrics, config.updates_per_step, state.iteration, agent_state=state.agent
+        )
         summary.update(evaluate(state.agent, state.obs_stats, eval_key))
         return state, summary
 

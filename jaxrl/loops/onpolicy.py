@@ -28,6 +28,7 @@ from jaxrl.loops.base import (
     make_evaluate,
     make_observe,
     make_policy,
+    nonfinite,
     observation_view,
     summarize_chunk,
 )
@@ -86,7 +87,11 @@ def make_train(
             terminated = env_state.done * (1.0 - info["truncation"])
             final_obs = view(info["final_obs"])
             record = (raw_obs, env_state.reward, final_obs, terminated, env_state.done)
-            return env_state, (record, extras, episode_metrics(env_state))
+            step_metrics = {
+                **episode_metrics(env_state),
+                **nonfinite(observation=(raw_obs, final_obs), reward=env_state.reward),
+            }
+            return env_state, (record, extras, step_metrics)
 
         keys = jax.random.split(key, config.unroll_length)
         env_state, (steps, extras, episodes) = jax.lax.scan(step, state.env_state, keys)
@@ -130,7 +135,7 @@ def make_train(
         state = state.replace(key=key)
         # Gradient steps, where the agent counts them (PPO: epochs x minibatches per rollout).
         gradient_steps = metrics.pop("gradient_steps", None)
-        summary = summarize_chunk(metrics, 1, state.iteration)
+        summary = summarize_chunk(metrics, 1, state.iteration, agent_state=state.agent)
         if gradient_steps is not None:
             summary["updates"] = gradient_steps.sum()
         summary.update(evaluate(state.agent, state.obs_stats, eval_key))

@@ -151,7 +151,13 @@ def make_train(
             **jax.tree.map(lambda *xs: jnp.stack(xs), *learned),
             **jax.tree.map(lambda *xs: jnp.stack(xs), *episodes),
         }
-        summary = summarize_chunk(per_exchange, every * config.updates_per_step, iteration)
+        summary = summarize_chunk(
+            per_exchange,
+            every * config.updates_per_step,
+            iteration,
+            iterations_per_row=every,
+            agent_state=acting_agent,
+        )
         summary.update(evaluate(acting_agent, stats, eval_key))
         return key, summary
 

@@ -1,0 +1,283 @@
+"""Faults during a run: the process killed at any moment (resumed from its last complete
+checkpoint, to the numbers of a run never killed); NaN or infinity in what a chunk computes
+(stop, or roll back to the last good checkpoint), with nothing kept before it lost."""
+
+import json
+import random
+import signal
+import subprocess
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax.experimental import io_callback
+
+from jaxrl import checkpoint, driver, envs, ppo
+from jaxrl.agents.sac import SACConfig
+from jaxrl.config import TrainConfig
+from jaxrl.loops.base import summarize_chunk
+from tests.devices import ROOT
+
+TINY_SAC = SACConfig(actor_hidden=(16,), critic_hidden=(16,))
+TINY_PPO = ppo.PPOConfig(actor_hidden=(8,), critic_hidden=(8,), num_epochs=2, num_minibatches=4)
+PER_CHUNK = 128  # env steps per chunk of both configs below
+
+
+def _sac(**overrides):
+    base = dict(
+        env="classic/pendulum",
+        total_steps=640,
+        num_envs=4,
+        batch_size=16,
+        updates_per_step=2,
+        buffer_size=512,
+        learning_starts=64,
+        eval_every=PER_CHUNK,
+        eval_envs=2,
+        normalize_observations=True,
+    )
+    return TrainConfig(**{**base, **overrides})
+
+
+def _ppo(**overrides):
+    base = dict(
+        env="classic/pendulum",
+        algo="ppo",
+        total_steps=640,
+        num_envs=4,
+        unroll_length=16,
+        eval_every=PER_CHUNK,
+        eval_envs=2,
+        normalize_observations=True,
+    )
+    return TrainConfig(**{**base, **overrides})
+
+
+class Strike:
+    """The pendulum, with a fault the test arms from the host: once armed, the next training
+    step's rewards (or observations) of every env are NaN. It strikes once (`times`: more), so
+    a run rolled back past it goes on cleanly. Armed through `progress`, which the driver calls
+    after each chunk (its evaluation included), so the first step struck is the first of the
+    next chunk."""
+
+    def __init__(self, after_chunks: int, quantity: str = "reward", times: int = 1):
+        self.env = envs.make("classic/pendulum")
+        self.observation_size, self.action_size = self.env.observation_size, 1
+        self.episode_length = 200
+        self.after_chunks, self.quantity, self.times = after_chunks, quantity, times
+        self.chunks_seen = 0
+        self.armed = False
+        self.lines: list[str] = []
+
+    def progress(self, line: str) -> None:
+        self.lines.append(line)
+        if "eval" in line and "compiled" not in line:  # a chunk's line
+            self.chunks_seen += 1
+            self.armed = self.chunks_seen >= self.after_chunks and self.times > 0
+
+    def _poison(self):
+        if not self.armed:
+            return np.float32(0.0)
+        self.armed = False
+        self.times -= 1
+        return np.float32(np.nan)
+
+    def reset(self, key):
+        return self.env.reset(key)
+
+    def step(self, state, action):
+        state = self.env.step(state, action)
+        # io_callback: a side effect, so XLA neither drops it nor hoists it out of the loop.
+        poison = io_callback(self._poison, jax.ShapeDtypeStruct((), jnp.float32))
+        if self.quantity == "reward":
+            return state.replace(reward=state.reward + poison)
+        return state.replace(obs=state.obs + poison)
+
+
+def test_summary_names_the_iteration_each_quantity_first_turned_non_finite():
+    nan = np.nan
+    metrics = {
+        "updated": jnp.array([0.0, 1.0, 1.0, 1.0]),
+        "critic_loss": jnp.array([0.0, 1.0, nan, nan]),
+        "actor_loss": jnp.array([0.0, 1.0, 2.0, 3.0]),
+        "episodes": jnp.zeros(4),
+        "episode_return_sum": jnp.zeros(4),
+        "episode_length_sum": jnp.zeros(4),
+        "nonfinite_reward": jnp.array([0.0, 3.0, 0.0, 1.0]),
+        "nonfinite_observation": jnp.zeros(4),
+    }
+    agent = {"w": jnp.array([1.0, jnp.inf]), "step": jnp.array(3)}
+    # Rows of 2 iterations each, the chunk ending at iteration 20: rows end at 14, 16, 18, 20.
+    summary = summarize_chunk(
+        dict(metrics), 1, jnp.array(20), iterations_per_row=2, agent_state=agent
+    )
+    assert int(summary["nonfinite_reward"]) == 16
+    assert int(summary["nonfinite_update"]) == 18
+    assert int(summary["nonfinite_observation"]) == -1
+    assert int(summary["nonfinite_parameters"]) == 20
+    assert np.isnan(summary["critic_loss"])
+    assert float(summary["actor_loss"]) == 2.0
+    clean = summarize_chunk(dict(metrics), 1, jnp.array(20), agent_state={"w": jnp.ones(2)})
+    assert int(clean["nonfinite_parameters"]) == -1
+
+
+@pytest.mark.parametrize(
+    "algo,quantity",
+    [("sac", "reward"), ("sac", "observation"), ("ppo", "reward")],
+)
+def test_a_nan_after_good_chunks_stops_the_run_naming_step_and_quantity(tmp_path, algo, quantity):
+    env = Strike(after_chunks=2, quantity=quantity)
+    config, agent = (_sac(), TINY_SAC) if algo == "sac" else (_ppo(), TINY_PPO)
+    options = driver.RunOptions(checkpoint_every=1, keep_checkpoints=0)
+    run = tmp_path / "run"
+    with pytest.raises(driver.NonFiniteError) as raised:
+        driver.train(config, agent, run, options=options, env=env, progress=env.progress)
+    message = str(raised.value)
+    # By the end of chunk 2's first iteration (SAC: one step of the 4 envs; PPO: a rollout).
+    first = 2 * PER_CHUNK + (config.num_envs if algo == "sac" else 64)
+    name = "rewards" if quantity == "reward" else "observations"
+    assert message.startswith(f"non-finite {name} (first by env step {first:,})"), message
+    assert "in chunk 2 (env step 384)" in message
+    assert "checkpoints and metrics before it were kept" in message
+    # What the good chunks wrote is all there, and nothing of the bad one.
+    rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    assert [r["env_steps"] for r in rows] == [128, 256]
+    assert checkpoint.steps(run / "checkpoints") == [128, 256]
+    assert not (run / "summary.json").exists()
+    # The last good checkpoint resumes (the fault struck once): the run finishes.
+    resumed = driver.resume(run, progress=None, env=env)
+    assert [r["env_steps"] for r in resumed.history] == [128, 256, 384, 512, 640]
+
+
+def test_rollback_goes_on_from_the_last_checkpoint_with_a_fresh_key(tmp_path):
+    clean = driver.train(_sac(), TINY_SAC, tmp_path / "clean", progress=None, env=Strike(99))
+    env = Strike(after_chunks=3)
+    options = driver.RunOptions(checkpoint_every=2, keep_checkpoints=0, on_nan="rollback")
+    run = tmp_path / "run"
+    result = driver.train(_sac(), TINY_SAC, run, options=options, env=env, progress=env.progress)
+    # Chunk 3 saw the NaN; the newest checkpoint was chunk 1's (env step 256).
+    rolled = [line for line in env.lines if "rolled back" in line]
+    assert len(rolled) == 1 and "non-finite rewards (first by env step 388)" in rolled[0]
+    assert "rolled back to the checkpoint at env step 256 with a fresh key" in rolled[0]
+    steps = [r["env_steps"] for r in result.history]
+    assert steps == [128, 256, 384, 512, 640]
+    rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    assert [r["env_steps"] for r in rows] == steps  # rewritten: chunk 2's first take is gone
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["rollbacks"] == 1 and summary["env_steps"] == 640
+    assert all(np.isfinite(r["critic_loss"]) for r in result.history)
+    strip = driver.learning_metrics
+    # Up to the checkpoint, the run is the clean one; after it, another key's.
+    assert strip(result.history[:2]) == strip(clean.history[:2])
+    assert strip(result.history[2:3]) != strip(clean.history[2:3])
+
+
+def test_rollback_stops_after_max_rollbacks_and_starts_over_without_a_checkpoint(tmp_path):
+    env = Strike(after_chunks=1, times=10)  # every chunk after the first strikes
+    options = driver.RunOptions(on_nan="rollback", max_rollbacks=2)  # only a final checkpoint
+    with pytest.raises(driver.NonFiniteError, match="training stopped after 2 rollbacks"):
+        driver.train(
+            _sac(), TINY_SAC, tmp_path / "run", options=options, env=env, progress=env.progress
+        )
+    rolled = [line for line in env.lines if "rolled back" in line]
+    assert len(rolled) == 2
+    assert all("rolled back to the start of the run" in line for line in rolled)
+    with pytest.raises(driver.ConfigError, match="on_nan must be one of stop, rollback"):
+        driver.RunOptions(on_nan="ignore")
+    with pytest.raises(driver.ConfigError, match="max_rollbacks must be an integer >= 0"):
+        driver.RunOptions(max_rollbacks=-1)
+
+
+# -- killed with SIGKILL ---------------------------------------------------------------------
+
+KILL_SAC = [
+    "--algo", "sac", "--env", "classic/pendulum", "--steps", "1536", "--num-envs", "4",
+    "--batch-size", "16", "--updates-per-step", "2", "--buffer-size", "512",
+    "--learning-starts", "64", "--eval-every", "128", "--eval-envs", "2",
+    "--actor-hidden", "16", "--critic-hidden", "16", "--checkpoint-every", "1",
+    "--keep-checkpoints", "2", "--no-tensorboard", "--quiet",
+]  # fmt: skip
+KILL_PPO = [
+    "--algo", "ppo", "--env", "classic/pendulum", "--steps", "384", "--num-envs", "4",
+    "--unroll-length", "16", "--num-minibatches", "4", "--num-epochs", "2", "--eval-every",
+    "128", "--eval-envs", "2", "--actor-hidden", "8", "--critic-hidden", "8",
+    "--checkpoint-every", "1", "--no-tensorboard", "--quiet",
+]  # fmt: skip
+
+
+def _killed_at(point: str, *args: str) -> int:
+    """`jaxrl ARGS` in a fresh process killed at `point` (tests/kill_worker.py): its exit
+    code, -9 where the kill came first."""
+    result = subprocess.run(
+        [sys.executable, "-m", "tests.kill_worker", point, *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode in (0, -signal.SIGKILL), result.stderr[-4000:]
+    return result.returncode
+
+
+def _rows(run) -> list[dict]:
+    text = (run / "metrics.jsonl").read_text()
+    return driver.learning_metrics([json.loads(line) for line in text.splitlines()])
+
+
+def _reference(tmp_path, args: list[str]) -> list[dict]:
+    from jaxrl import cli
+
+    assert cli.main(["train", *args, "--out", str(tmp_path / "reference")]) == 0
+    return _rows(tmp_path / "reference")
+
+
+def test_sac_killed_at_each_point_of_a_checkpoint_resumes_to_the_unkilled_numbers(tmp_path):
+    """Kills during the chunk's bookkeeping, the checkpoint write and after its commit, then
+    at random moments; each resume starts from the newest complete checkpoint (the replay
+    buffer in it), and the finished run equals one never killed, bit for bit."""
+    run = tmp_path / "run"
+    reference = _reference(tmp_path, KILL_SAC)
+    assert [r["env_steps"] for r in reference] == list(range(128, 1537, 128))
+    resume = ["train", "--resume", str(run), "--quiet"]
+    # As the third save begins: chunk 2's rows are written, its checkpoint is not.
+    assert _killed_at("save:3", "train", *KILL_SAC, "--out", str(run)) == -signal.SIGKILL
+    assert checkpoint.steps(run / "checkpoints") == [128, 256]
+    assert len(_rows(run)) == 3
+    # Everything of checkpoint 384 written under orbax's temporary name, not yet committed.
+    assert _killed_at("commit:1", *resume) == -signal.SIGKILL
+    assert checkpoint.steps(run / "checkpoints") == [128, 256]
+    # Committed (and the oldest dropped, keep 2), before training goes on.
+    assert _killed_at("saved:2", *resume) == -signal.SIGKILL
+    assert checkpoint.steps(run / "checkpoints") == [384, 512]
+    # At random moments after the first chunk began, until the run is whole.
+    moments, codes = random.Random(0), []
+    for _ in range(4):
+        if (run / "summary.json").exists():
+            break
+        codes.append(_killed_at(f"after:{moments.uniform(0.0, 0.25):.2f}", *resume))
+    assert -signal.SIGKILL in codes  # at least one landed before the run finished
+    if not (run / "summary.json").exists():
+        assert _killed_at("none", *resume) == 0
+    assert _rows(run) == reference
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["env_steps"] == 1536
+
+
+def test_ppo_killed_before_its_first_checkpoint_and_after_its_last_resumes_to_the_end(tmp_path):
+    run = tmp_path / "run"
+    reference = _reference(tmp_path, KILL_PPO)
+    resume = ["train", "--resume", str(run), "--quiet"]
+    # As the first save begins: a row written, no checkpoint; the resume starts over.
+    assert _killed_at("save:1", "train", *KILL_PPO, "--out", str(run)) == -signal.SIGKILL
+    assert checkpoint.steps(run / "checkpoints") == [] and len(_rows(run)) == 1
+    assert _killed_at("commit:2", *resume) == -signal.SIGKILL
+    assert checkpoint.steps(run / "checkpoints") == [128]
+    # After the final checkpoint, before summary.json: the resume only writes the summary.
+    assert _killed_at("saved:2", *resume) == -signal.SIGKILL
+    assert checkpoint.steps(run / "checkpoints")[-1] == 384
+    assert not (run / "summary.json").exists()
+    assert _killed_at("none", *resume) == 0
+    assert json.loads((run / "summary.json").read_text())["env_steps"] == 384
+    assert _rows(run) == reference
