@@ -47,6 +47,104 @@ class CheckpointError(ValueError):
     """A checkpoint that is missing, incomplete or of another run."""
 
 
+class DamagedCheckpointError(CheckpointError):
+    """A complete checkpoint (committed by orbax) whose files cannot be read back: truncated,
+    emptied or removed since it was written."""
+
+
+DAMAGED = "damaged-checkpoints"
+"""Where a resume moves a damaged checkpoint (beside `checkpoints/`): kept, out of the way."""
+
+
+def _reading(where: str):
+    """A context in which orbax's (or tensorstore's, or json's) failure to read checkpoint
+    `where` becomes a DamagedCheckpointError naming it, not a traceback from inside orbax."""
+    import contextlib
+
+    @contextlib.contextmanager
+    def guard():
+        try:
+            yield
+        except CheckpointError:
+            raise
+        except Exception as error:  # noqa: BLE001 - any failure to read is damage, named below
+            first = (str(error).strip().splitlines() or [""])[0][:300]
+            raise DamagedCheckpointError(
+                f"checkpoint {where} cannot be read ({type(error).__name__}: {first}): a file "
+                "of it is truncated, emptied or missing"
+            ) from None
+
+    return guard()
+
+
+def _name(path) -> str:
+    """A tree path as names joined by '/', the same for a state's arrays and orbax's metadata
+    of them (dict keys, dataclass and named-tuple fields, list indices)."""
+    parts = []
+    for key in path:
+        for attribute in ("key", "name", "idx"):
+            if hasattr(key, attribute):
+                parts.append(str(getattr(key, attribute)))
+                break
+        else:
+            parts.append(str(key))
+    return "/".join(parts)
+
+
+def _arrays(tree) -> dict[str, tuple[tuple[int, ...], str]]:
+    leaves = jax.tree_util.tree_flatten_with_path(tree)[0]
+    return {_name(path): (tuple(leaf.shape), str(leaf.dtype)) for path, leaf in leaves}
+
+
+def check_arrays(directory: str | os.PathLike, step: int, items: dict[str, Any]) -> None:
+    """Refuses checkpoint `step` where the arrays saved under `items`' names differ from the
+    templates' (`items`: name -> state part): in name, shape or dtype, as a checkpoint of
+    another algorithm, network size or env holds. Reads orbax's metadata only."""
+    ocp = _ocp()
+    where = f"{pathlib.Path(directory) / str(step)}"
+    differ = []
+    for item, like in items.items():
+        with _reading(where):
+            metadata = ocp.StandardCheckpointHandler().metadata(
+                pathlib.Path(directory) / str(step) / item
+            )
+        saved = _arrays(getattr(metadata, "tree", metadata))
+        expected = _arrays(_abstract(like))
+        # Parameters before optimiser moments, which repeat their shapes.
+        for name in sorted(set(saved) | set(expected), key=lambda n: ("opt_state" in n, n)):
+            have, want = saved.get(name), expected.get(name)
+            if have == want:
+                continue
+            show = lambda entry: f"{entry[1]}{list(entry[0])}"  # noqa: E731
+            if have is None:
+                differ.append(f"{item}/{name} is missing (the run has {show(want)})")
+            elif want is None:
+                differ.append(f"{item}/{name} {show(have)} is not in the run")
+            else:
+                differ.append(f"{item}/{name} is {show(have)}, the run's {show(want)}")
+    if differ:
+        shown = "; ".join(differ[:3]) + (f"; and {len(differ) - 3} more" if len(differ) > 3 else "")
+        raise CheckpointError(
+            f"checkpoint {where} holds other arrays than this run's: {shown}. It was written by "
+            "a run of another algorithm, network size, env or jaxrl version; restore it with "
+            "that run's config (its own folder's config.json)."
+        )
+
+
+def set_aside(directory: str | os.PathLike, step: int) -> pathlib.Path:
+    """Moves checkpoint `step` out of `directory` into `../damaged-checkpoints/`, unchanged (a
+    resume then goes on from the one before, and a later save of that step has room)."""
+    source = pathlib.Path(directory) / str(step)
+    target = pathlib.Path(directory).parent / DAMAGED / str(step)
+    suffix = 1
+    while target.exists():
+        target = target.with_name(f"{step}.{suffix}")
+        suffix += 1
+    target.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(source, target)
+    return target
+
+
 def _ocp():
     import orbax.checkpoint as ocp
 
@@ -158,10 +256,15 @@ def _abstract(tree):
 def read_meta(directory: str | os.PathLike, step: int) -> tuple[dict, list[dict]]:
     """(meta, history) of checkpoint `step`."""
     ocp = _ocp()
-    restored = _reader(directory).restore(
-        step, args=ocp.args.Composite(meta=ocp.args.JsonRestore(), history=ocp.args.JsonRestore())
-    )
-    return restored["meta"], restored["history"]
+    with _reading(f"{pathlib.Path(directory) / str(step)}"):
+        restored = _reader(directory).restore(
+            step,
+            args=ocp.args.Composite(meta=ocp.args.JsonRestore(), history=ocp.args.JsonRestore()),
+        )
+        meta, history = restored["meta"], restored["history"]
+        if not isinstance(meta, dict) or not isinstance(history, list):
+            raise ValueError("its meta or history is not what jaxrl writes")
+    return meta, history
 
 
 def check_layout(meta: dict, where: str) -> None:
@@ -193,14 +296,17 @@ def restore_policy(directory: str | os.PathLike, step: int, like_agent, like_sta
     """(agent state, observation statistics) of checkpoint `step`, shaped like the templates
     (arrays or ShapeDtypeStructs); the replay buffer and env states are not read."""
     ocp = _ocp()
-    check_layout(read_meta(directory, step)[0], f"{pathlib.Path(directory) / str(step)}")
-    restored = _reader(directory).restore(
-        step,
-        args=ocp.args.Composite(
-            agent=ocp.args.StandardRestore(_abstract(like_agent)),
-            obs_stats=ocp.args.StandardRestore(_abstract(like_stats)),
-        ),
-    )
+    where = f"{pathlib.Path(directory) / str(step)}"
+    check_layout(read_meta(directory, step)[0], where)
+    check_arrays(directory, step, {"agent": like_agent, "obs_stats": like_stats})
+    with _reading(where):
+        restored = _reader(directory).restore(
+            step,
+            args=ocp.args.Composite(
+                agent=ocp.args.StandardRestore(_abstract(like_agent)),
+                obs_stats=ocp.args.StandardRestore(_abstract(like_stats)),
+            ),
+        )
     return (
         _put_back_empty(restored["agent"], like_agent),
         _put_back_empty(restored["obs_stats"], like_stats),
@@ -211,19 +317,21 @@ def restore_state(directory: str | os.PathLike, step: int, like: Any) -> Any:
     """The whole loop state of checkpoint `step`, shaped like `like` (a fresh state from
     `trainer.init`). Saved without the replay buffer, the state gets `like`'s (empty) one."""
     ocp = _ocp()
+    where = f"{pathlib.Path(directory) / str(step)}"
     meta, _ = read_meta(directory, step)
-    check_layout(meta, f"{pathlib.Path(directory) / str(step)}")
+    check_layout(meta, where)
     loop_like = _loop_part(like)
     if "buffer" in loop_like and not meta.get("has_buffer", True):
         loop_like["buffer"] = None
-    restored = _reader(directory).restore(
-        step,
-        args=ocp.args.Composite(
-            agent=ocp.args.StandardRestore(_abstract(like.agent)),
-            obs_stats=ocp.args.StandardRestore(_abstract(like.obs_stats)),
-            loop=ocp.args.StandardRestore(_abstract(loop_like)),
-        ),
-    )
+    items = {"agent": like.agent, "obs_stats": like.obs_stats, "loop": loop_like}
+    check_arrays(directory, step, items)
+    with _reading(where):
+        restored = _reader(directory).restore(
+            step,
+            args=ocp.args.Composite(
+                **{name: ocp.args.StandardRestore(_abstract(part)) for name, part in items.items()}
+            ),
+        )
     loop = dict(restored["loop"])
     if "buffer" in loop and loop["buffer"] is None:
         loop["buffer"] = like.buffer

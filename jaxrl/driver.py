@@ -638,15 +638,12 @@ def resume(
     if not wandb:
         options = dataclasses.replace(options, wandb=None)
     directory = out_path / "checkpoints"
-    # A run stopped before its first complete checkpoint (killed while compiling, training or
-    # writing it) starts over from its first state: its config.json says all of it.
-    available = checkpoint.steps(directory)
-    step = available[-1] if available else 0
     per_chunk = int(saved["env_info"]["env_steps_per_chunk"])
     if total_steps is not None:
-        if total_steps < step:
+        done = max(checkpoint.steps(directory), default=0)
+        if total_steps < done:
             raise ResumeError(
-                f"--steps {total_steps:,} is below the {step:,} env steps the run has done."
+                f"--steps {total_steps:,} is below the {done:,} env steps the run has done."
             )
         chunks = -(-total_steps // per_chunk)
         # Same chunk length, more (or fewer) chunks: see TrainConfig.iterations_per_chunk.
@@ -670,23 +667,23 @@ def resume(
     total = trainer.config.num_chunks * per_chunk
     run_grid = grid.Grid.from_json(saved)
     members = _members(trainer, agent_config, run_grid)
-    history = []
-    if available:
-        meta, history = checkpoint.read_meta(directory, step)
-        checkpoint.check_meta(meta, _meta(trainer, run_grid), f"{directory / str(step)}")
+    say = None if progress is None else progress if callable(progress) else print
+    start = time.perf_counter()
+    like = _initial_state(trainer, run_grid, members)
+    step, history, state = _newest_readable(directory, like, _meta(trainer, run_grid), say)
+    if step is None:
+        step, history, state = 0, [], like
+        if say:
+            say(f"{out_path}: no complete checkpoint yet; starting the run over from step 0")
     target = options.stop_at_return
     reached = target is not None and bool(history) and history[-1]["eval_return"] >= target
     finished = step >= total or (reached and total_steps is None)
     if finished and history and not (out_path / "summary.json").exists():
         # Killed after its final checkpoint, before its summary: nothing is left to train.
-        state = checkpoint.restore_state(
-            directory, step, _initial_state(trainer, run_grid, members)
-        )
         row = history[-1]
         compile_seconds = row["wall_seconds"] - row["train_seconds"]  # of all its processes
         _write_summary(out_path, row, compile_seconds, reached, 0, run_grid)
-        if progress is not None:
-            say = progress if callable(progress) else print
+        if say:
             say(f"{out_path} had finished training ({step:,} env steps); summary.json written")
         return RunResult(state, history, compile_seconds, 0.0, out_path)
     if step >= total:
@@ -705,13 +702,6 @@ def resume(
         saved["train"] = dataclasses.asdict(trainer.config)
         saved["env_info"]["num_chunks"] = trainer.config.num_chunks
     saved["run"] = dataclasses.asdict(options)
-
-    start = time.perf_counter()
-    like = _initial_state(trainer, run_grid, members)
-    state = checkpoint.restore_state(directory, step, like) if available else like
-    if not available and progress is not None:
-        say = progress if callable(progress) else print
-        say(f"{out_path}: no complete checkpoint yet; starting the run over from step 0")
     initial = lambda: _initial_state(trainer, run_grid, members)  # noqa: E731
     return _execute(
         trainer, state, history, out_path, options, progress, start, saved, run_grid, initial
@@ -834,8 +824,9 @@ def _execute(
                     problem = "; ".join(problems)
                     if options.on_nan == "rollback" and rollbacks < options.max_rollbacks:
                         rollbacks += 1
+                        say = reporter.message if reporter else None
                         state, history, where = _roll_back(
-                            trainer, out_path, initial, rollbacks, run_grid
+                            out_path, initial, rollbacks, run_grid, meta, say
                         )
                         for logger in loggers:
                             logger.close()
@@ -936,17 +927,44 @@ def _write_summary(out_path, row, compile_seconds, reached, rollbacks, run_grid)
     _write_atomically(out_path / "summary.json", json.dumps(summary, indent=2))
 
 
-def _roll_back(trainer, out_path, initial, rollbacks: int, run_grid) -> tuple[Any, list, str]:
+def _newest_readable(directory, like, expected: dict, say) -> tuple[int | None, list, Any]:
+    """(step, history, state) of the newest checkpoint under `directory` that can be read,
+    restored into `like`'s shapes and places; (None, [], None) where there is none (a run
+    killed before its first checkpoint starts over). A damaged one (a file truncated or lost
+    since orbax committed it) is moved to damaged-checkpoints/ beside it, and the one before
+    it is tried; one of another run (algorithm, env, sizes, arrays) is an error, and so is
+    finding every checkpoint damaged."""
+    damaged = []
+    for step in reversed(checkpoint.steps(directory)):
+        where = f"{directory / str(step)}"
+        try:
+            meta, history = checkpoint.read_meta(directory, step)
+            checkpoint.check_layout(meta, where)
+            checkpoint.check_meta(meta, expected, where)
+            return step, history, checkpoint.restore_state(directory, step, like)
+        except checkpoint.DamagedCheckpointError as error:
+            aside = checkpoint.set_aside(directory, step)
+            damaged.append(str(aside))
+            if say:
+                say(f"{error}; moved it to {aside} and going on from the checkpoint before it")
+    if damaged:
+        raise checkpoint.CheckpointError(
+            f"every checkpoint under {directory} is damaged; they were moved to "
+            f"{', '.join(damaged)}. Resuming again starts the run over from step 0."
+        )
+    return None, [], None
+
+
+def _roll_back(out_path, initial, rollbacks: int, run_grid, meta, say) -> tuple[Any, list, str]:
     """(state, history, where) to go on from after a chunk that saw a NaN: the newest
     checkpoint's (the run's first state where there is none), its key folded with the rollback's
     number so the run does not repeat what it did (the same numbers for the same seed)."""
     like = initial()
-    directory = None if out_path is None else out_path / "checkpoints"
-    available = checkpoint.steps(directory) if directory is not None else []
-    if available:
-        state = checkpoint.restore_state(directory, available[-1], like)
-        history = checkpoint.read_meta(directory, available[-1])[1]
-        where = f"the checkpoint at env step {available[-1]:,}"
+    step = None
+    if out_path is not None:
+        step, history, state = _newest_readable(out_path / "checkpoints", like, meta, say)
+    if step is not None:
+        where = f"the checkpoint at env step {step:,}"
     else:
         state, history, where = like, [], "the start of the run"
     fold = lambda key: jax.random.fold_in(key, rollbacks)  # noqa: E731

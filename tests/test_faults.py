@@ -281,3 +281,131 @@ def test_ppo_killed_before_its_first_checkpoint_and_after_its_last_resumes_to_th
     assert _killed_at("none", *resume) == 0
     assert json.loads((run / "summary.json").read_text())["env_steps"] == 384
     assert _rows(run) == reference
+
+
+# -- damaged and foreign checkpoints ---------------------------------------------------------
+
+
+def _truncate(path) -> None:
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+
+
+DAMAGE = {
+    # The replay buffer's and env states' array data, cut in half.
+    "loop data truncated": lambda step: [
+        _truncate(f) for f in (step / "loop").rglob("*") if f.is_file() and f.parent.name == "d"
+    ],
+    "meta emptied": lambda step: (step / "meta" / "metadata").write_text(""),
+    "agent metadata lost": lambda step: (step / "agent" / "_METADATA").unlink(),
+}
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory):
+    """A SAC run of 5 chunks with a checkpoint after each."""
+    run = tmp_path_factory.mktemp("finished") / "run"
+    options = driver.RunOptions(checkpoint_every=1, keep_checkpoints=0)
+    result = driver.train(_sac(), TINY_SAC, run, options=options, progress=None)
+    return run, result
+
+
+def _copy_stopped_after(run, tmp_path, env_steps: int):
+    """A copy of `run` as a process killed after checkpoint `env_steps` would leave it."""
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(run, copy)
+    (copy / "summary.json").unlink()
+    for step in checkpoint.steps(copy / "checkpoints"):
+        if step > env_steps:
+            shutil.rmtree(copy / "checkpoints" / str(step))
+    return copy
+
+
+@pytest.mark.parametrize("damage", DAMAGE)
+def test_a_damaged_newest_checkpoint_is_set_aside_and_the_one_before_resumes(
+    finished_run, tmp_path, damage
+):
+    run, whole = finished_run
+    copy = _copy_stopped_after(run, tmp_path, 512)
+    DAMAGE[damage](copy / "checkpoints" / "512")
+    # Evaluating it names the checkpoint and what failed, without a traceback from orbax (a
+    # policy reads only the agent and statistics: the damaged buffer does not stop it).
+    from jaxrl import runs
+
+    if damage == "loop data truncated":
+        assert runs.load_policy(copy, checkpoint_step=512).env_steps == 512
+    else:
+        with pytest.raises(checkpoint.DamagedCheckpointError, match=r"512 cannot be read"):
+            runs.load_policy(copy, checkpoint_step=512)
+    lines = []
+    resumed = driver.resume(copy, progress=lines.append)
+    assert any(
+        "checkpoints/512 cannot be read" in line and "damaged-checkpoints/512" in line
+        for line in lines
+    ), lines
+    assert (copy / "damaged-checkpoints" / "512" / "meta").is_dir()  # kept, out of the way
+    assert checkpoint.steps(copy / "checkpoints") == [128, 256, 384, 512, 640]
+    strip = driver.learning_metrics
+    assert strip(resumed.history) == strip(whole.history)  # from 384, as if never stopped
+
+
+def test_every_checkpoint_damaged_is_an_error_that_keeps_them(finished_run, tmp_path):
+    run, _ = finished_run
+    copy = _copy_stopped_after(run, tmp_path, 256)
+    for step in (128, 256):
+        DAMAGE["meta emptied"](copy / "checkpoints" / str(step))
+    with pytest.raises(checkpoint.CheckpointError, match="every checkpoint under .* is damaged"):
+        driver.resume(copy, progress=None)
+    assert sorted(p.name for p in (copy / "damaged-checkpoints").iterdir()) == ["128", "256"]
+
+
+def test_a_checkpoint_of_another_run_is_refused_naming_what_differs(finished_run, tmp_path):
+    import shutil
+
+    from jaxrl import runs
+
+    run, _ = finished_run
+    copy = _copy_stopped_after(run, tmp_path, 256)
+    # Another network size: same algorithm, env and sizes in meta, other arrays.
+    wider = SACConfig(actor_hidden=(32,), critic_hidden=(16,))
+    other = tmp_path / "wider"
+    driver.train(_sac(total_steps=384), wider, other, progress=None)
+    shutil.copytree(other / "checkpoints" / "384", copy / "checkpoints" / "384")
+    message = r"checkpoints/384 holds other arrays than this run's: agent/actor/params/.* is "
+    with pytest.raises(checkpoint.CheckpointError, match=message + r"float32\[3, 32\]"):
+        driver.resume(copy, progress=None)
+    with pytest.raises(checkpoint.CheckpointError, match=message):
+        runs.load_policy(copy)
+    assert checkpoint.steps(copy / "checkpoints") == [128, 256, 384]  # nothing moved or lost
+    # Another algorithm: named from the checkpoint's meta before any array is read.
+    shutil.rmtree(copy / "checkpoints" / "384")
+    td3 = tmp_path / "td3"
+    from jaxrl.agents.td3 import TD3Config
+
+    tiny_td3 = TD3Config(actor_hidden=(16,), critic_hidden=(16,))
+    driver.train(_sac(algo="td3", total_steps=384), tiny_td3, td3, progress=None)
+    shutil.copytree(td3 / "checkpoints" / "384", copy / "checkpoints" / "384")
+    with pytest.raises(
+        checkpoint.CheckpointError, match="is of another run: algo 'td3' .run: 'sac'"
+    ):
+        driver.resume(copy, progress=None)
+
+
+def test_a_config_of_another_jaxrl_version_names_the_field_and_versions(finished_run, tmp_path):
+    from jaxrl import runs
+
+    run, _ = finished_run
+    copy = _copy_stopped_after(run, tmp_path, 256)
+    saved = json.loads((copy / "config.json").read_text())
+    saved["train"]["replay_ratio"] = 4  # a field this version does not have
+    saved["versions"].pop("jaxrl")  # written before configs recorded jaxrl's version
+    (copy / "config.json").write_text(json.dumps(saved))
+    with pytest.raises(driver.ConfigError) as raised:
+        driver.resume(copy, progress=None)
+    message = str(raised.value)
+    assert "TrainConfig has no field(s) replay_ratio" in message
+    assert "written by a jaxrl older than 0.1.0" in message
+    with pytest.raises(driver.ConfigError, match="no field.s. replay_ratio"):
+        runs.load_policy(copy)
