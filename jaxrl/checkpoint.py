@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import pathlib
+import shutil
 from typing import Any
 
 import jax
@@ -45,6 +46,11 @@ def _loop_part(state: Any) -> dict[str, Any]:
 
 class CheckpointError(ValueError):
     """A checkpoint that is missing, incomplete or of another run."""
+
+
+class CheckpointWriteError(CheckpointError):
+    """A checkpoint that could not be written (disk full, quota, permissions): the earlier ones
+    are intact."""
 
 
 class DamagedCheckpointError(CheckpointError):
@@ -203,18 +209,37 @@ def save(
         "has_buffer": loop.get("buffer") is not None,
         "state_layout": STATE_LAYOUT,
     }
-    checkpoints.save(
-        int(env_steps),
-        args=ocp.args.Composite(
-            agent=ocp.args.StandardSave(_drop_empty(state.agent)),
-            obs_stats=ocp.args.StandardSave(_drop_empty(state.obs_stats)),
-            loop=ocp.args.StandardSave(_drop_empty(loop)),
-            history=ocp.args.JsonSave(history),
-            meta=ocp.args.JsonSave(meta),
-        ),
-        force=True,
-    )
-    checkpoints.wait_until_finished()
+    try:
+        checkpoints.save(
+            int(env_steps),
+            args=ocp.args.Composite(
+                agent=ocp.args.StandardSave(_drop_empty(state.agent)),
+                obs_stats=ocp.args.StandardSave(_drop_empty(state.obs_stats)),
+                loop=ocp.args.StandardSave(_drop_empty(loop)),
+                history=ocp.args.JsonSave(history),
+                meta=ocp.args.JsonSave(meta),
+            ),
+            force=True,
+        )
+        checkpoints.wait_until_finished()
+    except Exception as error:  # noqa: BLE001 - a disk full, a quota, a lost mount: all named
+        directory = pathlib.Path(checkpoints.directory)
+        # orbax commits a checkpoint by renaming its temporary folder: what failed before the
+        # rename is only that folder, removed to give the space back.
+        for partial in directory.glob(f"{int(env_steps)}.orbax-checkpoint-tmp*"):
+            shutil.rmtree(partial, ignore_errors=True)
+        kept = steps(directory)
+        first = (str(error).strip().splitlines() or [""])[0][:300]
+        raise CheckpointWriteError(
+            f"the checkpoint at env step {int(env_steps):,} could not be written "
+            f"({type(error).__name__}: {first}); the run stopped. "
+            + (
+                f"The checkpoints before it are intact (newest: env step {kept[-1]:,}); "
+                if kept
+                else "There is no earlier checkpoint; "
+            )
+            + "free some space (or fix the folder) and continue with jaxrl train --resume RUN."
+        ) from None
 
 
 def _reader(directory: str | os.PathLike):

@@ -11,6 +11,7 @@ from jaxrl.errors import ConfigError  # raised here; also importable as jaxrl.co
 
 EXPLORATION_MODES = ("fixed", "uniform", "linspace")
 WARMUP_ACTIONS = ("uniform", "policy")
+INT32_MAX = 2**31 - 1
 # Domain randomizers by name (`jaxrl.envs.randomization` implements them): the task's own in
 # Playground, and the built-in scalings of body masses and geom frictions.
 RANDOMIZERS = ("playground", "mass", "friction")
@@ -170,6 +171,13 @@ class TrainConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise ConfigError(f"seed must be an integer >= 0, got {self.seed!r}")
+        if self.buffer_size > INT32_MAX:
+            raise ConfigError(
+                f"buffer_size {self.buffer_size:,} is beyond what the replay buffer indexes "
+                f"(rows are int32: at most {INT32_MAX:,}); lower buffer_size."
+            )
         for name in ("episode_length", "action_repeat"):
             value = getattr(self, name)
             if value is not None and value < 1:
@@ -226,6 +234,15 @@ class TrainConfig:
             raise ConfigError(f"obs_clip must be >= 0 (0: no clipping), got {self.obs_clip}")
         if self.learning_starts < 0:
             raise ConfigError(f"learning_starts must be >= 0, got {self.learning_starts}")
+        if not self.on_policy:  # an on-policy run has no replay buffer
+            self._check_replay()
+        if not self.on_policy and self.learning_starts >= self.total_steps:
+            raise ConfigError(
+                f"learning_starts {self.learning_starts} >= total_steps {self.total_steps}: "
+                "no gradient update would ever run; lower learning_starts or raise total_steps."
+            )
+
+    def _check_replay(self) -> None:
         if self.batch_size > self.buffer_size:
             raise ConfigError(
                 f"batch_size {self.batch_size} is larger than the replay buffer "
@@ -240,11 +257,6 @@ class TrainConfig:
             raise ConfigError(
                 f"n_step {self.n_step} x num_envs {self.num_envs} rows do not fit in buffer_size "
                 f"{self.buffer_size}; raise buffer_size."
-            )
-        if not self.on_policy and self.learning_starts >= self.total_steps:
-            raise ConfigError(
-                f"learning_starts {self.learning_starts} >= total_steps {self.total_steps}: "
-                "no gradient update would ever run; lower learning_starts or raise total_steps."
             )
 
     def resolved(self, agent_defaults: dict[str, Any] | None = None) -> TrainConfig:

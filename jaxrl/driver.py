@@ -4,6 +4,7 @@ runs per environment step."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import math
@@ -81,6 +82,17 @@ def check_run_dir(out_dir: str | os.PathLike | None) -> pathlib.Path | None:
     path = pathlib.Path(out_dir)
     if path.exists() and not path.is_dir():
         raise RunDirError(f"--out {path} is a file, not a folder; pick another --out.")
+    # The folder is made only once the program compiled: check now that it can be.
+    existing = path.absolute()
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        raise RunDirError(f"--out {path} cannot be made: {existing} is a file; pick another --out.")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise RunDirError(
+            f"--out {path} cannot be written: {existing} is not writable by this user; pick "
+            "another --out."
+        )
     held = []
     metrics = path / "metrics.jsonl"
     if metrics.is_file() and metrics.stat().st_size > 0:
@@ -566,12 +578,77 @@ def _initial_state(trainer, run_grid: grid.Grid | None, members: list | None = N
             states = [jax.vmap(lambda k, m=member: trainer.init(k, m))(keys) for member in members]
             return jax.tree.map(lambda *xs: jnp.concatenate(xs), *states)
 
+    shapes = jax.eval_shape(init, key)
+    check_memory(shapes, _devices(trainer))  # before anything of it is allocated
     if trainer.place is not None:  # an actor/learner split: parts on different devices
         return trainer.place(jax.jit(init)(key))
     shardings = None  # the default device; over a mesh, derived from the state's shapes
     if trainer.data.mesh is not None:
-        shardings = _shardings(trainer, jax.eval_shape(init, key), run_grid)
+        shardings = _shardings(trainer, shapes, run_grid)
     return jax.jit(init, out_shardings=shardings)(key)
+
+
+class ResourceError(ConfigError):
+    """A run that cannot fit in the memory it would run in."""
+
+
+def _devices(trainer) -> list:
+    mesh = trainer.data.mesh
+    return list(mesh.devices.flat) if mesh is not None else [jax.devices()[0]]
+
+
+def _host_available() -> int | None:
+    """Bytes of host memory available to a new allocation (Linux's MemAvailable), or None."""
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _gigabytes(count: float) -> str:
+    return f"{count / 1e9:,.2f} GB" if count >= 1e7 else f"{count / 1e6:,.2f} MB"
+
+
+STATE_PARTS = {"buffer": "replay buffer", "env_state": "env states", "agent": "agent"}
+
+
+def check_memory(shapes: Any, devices: list) -> None:
+    """Refuses a run whose state (`shapes`: the loop state's ShapeDtypeStructs) does not fit in
+    the memory of `devices`: on a CPU the host's available memory, on accelerators each
+    device's free memory times their count (envs and the replay buffer split over them).
+    Names the size needed and its largest parts. A rough lower bound: a chunk needs working
+    memory beyond its state."""
+    needed = sum(leaf.size * leaf.dtype.itemsize for leaf in jax.tree.leaves(shapes))
+    if devices[0].platform == "cpu":
+        available, where = _host_available(), "this machine's available memory"
+    else:
+        free = []
+        for device in devices:
+            stats = device.memory_stats() or {}
+            if "bytes_limit" in stats:
+                free.append(stats["bytes_limit"] - stats.get("bytes_in_use", 0))
+        available = min(free) * len(devices) if len(free) == len(devices) else None
+        where = f"the free memory of {len(devices)} {devices[0].platform} device(s)"
+    if available is None or needed <= available:
+        return
+    parts = []
+    for field, label in STATE_PARTS.items():
+        part = getattr(shapes, field, None)
+        if part is not None:
+            size = sum(leaf.size * leaf.dtype.itemsize for leaf in jax.tree.leaves(part))
+            parts.append(f"{label} {_gigabytes(size)}")
+    raise ResourceError(
+        f"the run's state needs {_gigabytes(needed)} ({', '.join(parts)}), more than "
+        f"{where} ({_gigabytes(available)}); lower buffer_size or num_envs (the replay buffer "
+        "holds buffer_size rows of observations, next observations, actions and flags)."
+    )
 
 
 def _shardings(trainer, state, run_grid: grid.Grid | None = None):
@@ -894,7 +971,10 @@ def _execute(
         for logger in loggers:
             logger.close()
         if checkpoints is not None:
-            checkpoints.close()
+            # After a failed save (disk full), closing may fail the same way: that first
+            # error is the one to report.
+            with contextlib.suppress(Exception):
+                checkpoints.close()
     if out_path is not None and primary:
         _write_summary(out_path, row, compile_seconds, reached, rollbacks, run_grid)
     return RunResult(state, history, compile_seconds, train_seconds, out_path)

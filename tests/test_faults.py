@@ -409,3 +409,59 @@ def test_a_config_of_another_jaxrl_version_names_the_field_and_versions(finished
     assert "written by a jaxrl older than 0.1.0" in message
     with pytest.raises(driver.ConfigError, match="no field.s. replay_ratio"):
         runs.load_policy(copy)
+
+
+# -- resources -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "flags,named",
+    [
+        (["--buffer-size", "2000000000"], "replay buffer 8"),  # 2e9 rows of ~44 bytes
+        (["--num-envs", "1000000000", "--buffer-size", "1000000000"], "env states"),
+    ],
+)
+def test_a_state_too_large_for_memory_fails_before_training_naming_its_size(
+    tmp_path, capsys, flags, named
+):
+    from jaxrl import cli
+
+    run = tmp_path / "run"
+    code = cli.main(["train", *flags, "--batch-size", "16", "--out", str(run), "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert "the run's state needs" in err and named in err
+    assert "more than this machine's available memory" in err and "Traceback" not in err
+    assert not run.exists()
+
+
+def test_disk_full_while_checkpointing_keeps_the_previous_checkpoint(tmp_path, monkeypatch):
+    """The second save fails as a full disk fails it, after orbax wrote the arrays and before
+    its commit: the run stops naming it, the first checkpoint stays (keep_checkpoints 1 would
+    have dropped it after a good save), the partial one is removed, and the run resumes."""
+    import errno
+
+    from orbax.checkpoint._src.path import atomicity
+
+    original = atomicity.AtomicRenameTemporaryPath.finalize
+
+    async def full(self, *args, **kwargs):
+        if self.get().name.startswith("256."):  # the step's own temporary folder
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return await original(self, *args, **kwargs)
+
+    monkeypatch.setattr(atomicity.AtomicRenameTemporaryPath, "finalize", full)
+    run = tmp_path / "run"
+    options = driver.RunOptions(checkpoint_every=1, keep_checkpoints=1)
+    with pytest.raises(checkpoint.CheckpointWriteError) as raised:
+        driver.train(_sac(), TINY_SAC, run, options=options, progress=None)
+    message = str(raised.value)
+    assert "the checkpoint at env step 256 could not be written" in message
+    assert "No space left on device" in message and "newest: env step 128" in message
+    assert checkpoint.steps(run / "checkpoints") == [128]
+    assert sorted(p.name for p in (run / "checkpoints").iterdir()) == ["128"]
+    monkeypatch.setattr(atomicity.AtomicRenameTemporaryPath, "finalize", original)
+    resumed = driver.resume(run, progress=None)
+    whole = driver.train(_sac(), TINY_SAC, tmp_path / "whole", progress=None)
+    strip = driver.learning_metrics
+    assert strip(resumed.history) == strip(whole.history)
