@@ -1063,6 +1063,30 @@ MUTANTS = [
         FAULTS,
         RUNS,
     ),
+    m(
+        "out-parent-unchecked",
+        "jaxrl/driver.py",
+        "    if not existing.is_dir():",
+        "    if False:",
+        "an --out whose parent is a file passes the checks and fails after compiling",
+        "tests/test_cli.py",
+    ),
+    m(
+        "damaged-checkpoint-not-set-aside",
+        "jaxrl/driver.py",
+        "        except checkpoint.DamagedCheckpointError as error:",
+        "        except checkpoint.CheckpointWriteError as error:",
+        "a resume stops at a damaged newest checkpoint instead of going on from the one before",
+        FAULTS,
+    ),
+    m(
+        "foreign-arrays-unchecked",
+        "jaxrl/checkpoint.py",
+        "            if have == want:\n                continue",
+        "            continue",
+        "a checkpoint of another network size is taken for a damaged one and set aside",
+        FAULTS,
+    ),
 ]
 
 

@@ -85,14 +85,68 @@ def test_flags_override_preset_and_reach_both_configs():
         (["train", "--algo", "pql", "--critic", "quantile"], "critic must be 'double_q' or"),
         (["train", "--algo", "fast_td3", "--actor-q", "max"], "actor_q must be one of"),
         (["bench", "--suite", "smoke", "--only", "no-such-case"], "no case of suite 'smoke'"),
+        # Run settings.
+        (["train", "--seed", "-1"], "seed must be an integer >= 0, got -1"),
+        (["train", "--gamma", "1.5"], "gamma must be in [0, 1], got 1.5"),
+        (["train", "--tau", "0"], "tau must be in (0, 1], got 0.0"),
+        (["train", "--actor-lr", "-1"], "actor_lr must be > 0, got -1.0"),
+        (["train", "--learning-starts", "100000", "--steps", "1000"], "no gradient update would"),
+        (["train", "--episode-length", "0"], "episode_length must be a positive integer"),
+        (["train", "--eval-envs", "0"], "eval_envs must be a positive integer, got 0"),
+        (["train", "--updates-per-step", "0"], "updates_per_step must be a positive integer"),
+        (["train", "--actor-hidden", "0"], "actor_hidden must be a non-empty list of positive"),
+        (["train", "--num-envs", "abc"], "--num-envs"),
+        (["train", "--algo", "ppo", "--num-minibatches", "0"], "num_minibatches must be >= 1"),
+        (["train", "--algo", "pql", "--split-every", "-1"], "split_every must be an integer >= 0"),
+        (["train", "--devices", "8"], "devices 8 but this machine has 1 cpu device(s)"),
+        (["train", "--env-option", "noequals"], "--env-option takes KEY=VALUE, got 'noequals'"),
+        (["train", "--preset", "td3_pendulum", "--algo", "sac"], "preset 'td3_pendulum' is"),
+        # Resources: before anything is allocated.
+        (["train", "--buffer-size", "3000000000"], "beyond what the replay buffer indexes"),
+        (["train", "--buffer-size", "2000000000", "--batch-size", "16"], "state needs"),
+        # How the run is kept.
+        (["train", "--checkpoint-every", "-1"], "checkpoint_every must be an integer >= 0"),
+        (["train", "--keep-checkpoints", "-2"], "keep_checkpoints must be an integer >= 0"),
+        (["train", "--on-nan", "ignore"], "invalid choice 'ignore' for argument '--on-nan'"),
+        (["train", "--max-rollbacks", "-1"], "max_rollbacks must be an integer >= 0, got -1"),
+        (["train", "--stop-at-return", "nan"], "stop_at_return must be a finite number"),
+        (["train", "--seeds", "0,0"], "--seeds '0,0': a seed is listed twice"),
+        (["train", "--vmap", "actor_hidden=16,32"], "it shapes the compiled program"),
+        # Folders.
+        (["train", "--out", "{tmp}/afile"], "afile is a file, not a folder"),
+        (["train", "--out", "{tmp}/held"], "held already holds a run (metrics.jsonl)"),
+        (["train", "--out", "{tmp}/afile/run"], "afile/run cannot be made: "),
+        (["train", "--resume", "{tmp}/nowhere"], "nowhere is not a run folder (no such folder)"),
+        (["train", "--resume", "{tmp}/held", "--num-envs", "8"], "--num-envs cannot change on"),
+        (["train", "--config", "{tmp}/nowhere"], "--config {tmp}/nowhere: no such file"),
+        (["eval", "{tmp}/held"], "held is not a run folder: it has no config.json"),
     ],
 )
-def test_bad_input_fails_fast_with_a_named_problem(capsys, argv, message):
+def test_bad_input_fails_fast_with_a_named_problem(tmp_path, monkeypatch, capsys, argv, message):
+    """Exit code 2, the input named in one paragraph, no traceback, before compiling, and
+    nothing written: not to the run folder, not anywhere under the working directory."""
+    (tmp_path / "afile").write_text("")
+    (tmp_path / "held").mkdir()
+    (tmp_path / "held" / "metrics.jsonl").write_text('{"env_steps": 128}\n')
+    monkeypatch.chdir(tmp_path)
+    argv = [word.replace("{tmp}", str(tmp_path)) for word in argv]
+    message = message.replace("{tmp}", str(tmp_path))
+    if argv[0] == "train" and not {"--out", "--resume"} & set(argv):
+        argv += ["--out", str(tmp_path / "run")]
+    before = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*"))
     start = time.perf_counter()
-    code, _, err = _run(capsys, *argv)
-    assert code == 2
-    assert message in err
+    try:
+        code, _, err = _run(capsys, *argv)
+        parsed = True
+    except SystemExit as exit_info:  # tyro's own: a value that is not of the option's type
+        code, err, parsed = exit_info.code, capsys.readouterr().err, False
+    assert code == 2, err
+    assert message in err, err
+    assert "Traceback" not in err
+    if parsed:
+        assert err.startswith("jaxrl") and "\n\n" not in err.strip(), err  # one paragraph
     assert time.perf_counter() - start < 20  # nothing was compiled
+    assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")) == before
 
 
 def test_unknown_flag_names_the_closest(capsys):
