@@ -1087,6 +1087,14 @@ MUTANTS = [
         "a checkpoint of another network size is taken for a damaged one and set aside",
         FAULTS,
     ),
+    m(
+        "seed-of-the-process",
+        "jaxrl/driver.py",
+        "init, key = trainer.init, jax.random.PRNGKey(trainer.config.seed)",
+        "init, key = trainer.init, jax.random.PRNGKey(trainer.config.seed + os.getpid())",
+        "the first key depends on the process (as a seed from the clock or the PID would)",
+        FAULTS,
+    ),
 ]
 
 

@@ -1,0 +1,65 @@
+"""Fingerprints of a short run of every algorithm: a hash of its metric rows (timings left
+out) and of every array of its final state (parameters, optimiser states, replay buffer, env
+states, key). tests/test_faults.py compares those of its own process with those printed by
+
+    python -m tests.determinism_worker
+
+in a fresh one: the same seed on the same device must give the same bits."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import sys
+
+import jax
+import numpy as np
+
+from jaxrl import agents, driver
+from jaxrl.config import TrainConfig
+
+SMALL = {"actor_hidden": (16,), "critic_hidden": (16,), "num_epochs": 2, "num_minibatches": 4}
+
+
+def _config(algo: str) -> tuple[TrainConfig, object]:
+    spec = agents.get(algo)
+    fields = {field.name for field in dataclasses.fields(spec.config_cls)}
+    agent_config = spec.config_cls(**{k: v for k, v in SMALL.items() if k in fields})
+    train = dict(
+        algo=algo,
+        env="classic/pendulum",
+        total_steps=256,
+        num_envs=4,
+        eval_every=128,
+        eval_envs=2,
+        normalize_observations=True,
+    )
+    if spec.on_policy:
+        train.update(unroll_length=16)
+    else:
+        train.update(batch_size=16, updates_per_step=2, buffer_size=512, learning_starts=64)
+    return TrainConfig(**train), agent_config
+
+
+def fingerprint(algo: str) -> str:
+    config, agent_config = _config(algo)
+    result = driver.train(config, agent_config, progress=None)
+    digest = hashlib.sha256()
+    digest.update(json.dumps(driver.learning_metrics(result.history), sort_keys=True).encode())
+    for leaf in jax.tree.leaves(result.state):
+        digest.update(np.asarray(jax.random.key_data(leaf) if _is_key(leaf) else leaf).tobytes())
+    return digest.hexdigest()
+
+
+def _is_key(leaf) -> bool:
+    return jax.dtypes.issubdtype(getattr(leaf, "dtype", None), jax.dtypes.prng_key)
+
+
+def fingerprints() -> dict[str, str]:
+    return {algo: fingerprint(algo) for algo in agents.ALGORITHMS}
+
+
+if __name__ == "__main__":
+    print(json.dumps(fingerprints()))
+    sys.exit(0)
