@@ -613,7 +613,10 @@ def _host_available() -> int | None:
 
 
 def _gigabytes(count: float) -> str:
-    return f"{count / 1e9:,.2f} GB" if count >= 1e7 else f"{count / 1e6:,.2f} MB"
+    for unit, size in (("GB", 1e9), ("MB", 1e6)):
+        if count >= size / 10:
+            return f"{count / size:,.2f} {unit}"
+    return f"{count / 1e3:,.1f} KB"
 
 
 STATE_PARTS = {"buffer": "replay buffer", "env_state": "env states", "agent": "agent"}

@@ -201,6 +201,13 @@ def distributed(process_id: str, port: str, run_dir: str) -> None:
 def main(argv: list[str]) -> int:
     """CASE ARG...: the case once per argument (an algorithm, or the run folder)."""
     case, *args = argv
+    if case == "programs":  # one process for the program checks (each start costs seconds)
+        for algo in ("sac", "crossq", "ppo"):
+            layout(algo)
+        for algo in ("sac", "crossq"):
+            update_matches(algo)
+        one_device_is_unsharded("sac")
+        return 0
     check = {
         "layout": layout,
         "one_device": one_device_is_unsharded,

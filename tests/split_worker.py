@@ -240,6 +240,12 @@ def refused() -> None:
 
 def main(argv: list[str]) -> int:
     case, *args = argv
+    if case == "all":  # one process for every check (each start costs seconds)
+        for check in (schedule, layout, refused):
+            check()
+        resume(args[0] + "-resume")
+        alone(args[0] + "-alone")
+        return 0
     cases = {"schedule": schedule, "layout": layout, "resume": resume, "alone": alone}
     cases["refused"] = refused
     cases[case](*args)

@@ -9,7 +9,7 @@ each case runs in a fresh process (tests/sharding_worker.py holds the checks the
   BatchRenorm statistics must be the whole batch's);
 - a mesh of one device gives exactly the unsharded run's numbers;
 - seeds under vmap over 4 devices, checkpointed, resumed on 2;
-- CrossQ learns the classic pendulum over 4 devices from the CLI;
+- CrossQ learns the classic pendulum over 2 of the devices from the CLI;
 - two processes of 2 devices each (jax.distributed) train one run to identical parameters;
 - device counts, sizes and distributed flags that cannot work exit 2 before compiling.
 """
@@ -27,17 +27,12 @@ from tests.devices import FOUR_DEVICES, ROOT
 from tests.devices import run_on_four_devices as _run
 
 
-@pytest.mark.parametrize(
-    "case,args",
-    [
-        ("layout", ["sac", "crossq", "ppo"]),
-        ("update", ["sac", "crossq"]),
-        ("one_device", ["sac"]),
-    ],
-)
-def test_sharded_program(case, args):
-    out = _run("-m", "tests.sharding_worker", case, *args)
-    assert out.count(" ok") == len(args), out
+def test_sharded_programs():
+    """Layouts (SAC, CrossQ, PPO), updates equal to one device's (SAC, CrossQ), a mesh of one
+    device equal to none (SAC): one process, its checks in order."""
+    out = _run("-m", "tests.sharding_worker", "programs")
+    assert out.count("layout ok") == 3 and out.count("update ok") == 2, out
+    assert out.count("one device ok") == 1, out
 
 
 def test_seeds_over_devices_checkpoint_and_resume_on_fewer(tmp_path):
@@ -45,13 +40,15 @@ def test_seeds_over_devices_checkpoint_and_resume_on_fewer(tmp_path):
     assert "grid and resume ok" in out
 
 
-def test_crossq_learns_over_four_devices_from_the_cli(tmp_path):
+def test_crossq_learns_over_two_devices_from_the_cli(tmp_path):
+    # 2 devices, not 4: on this 2-core CPU, 4 devices cost twice the time for the same check
+    # (the 4-device programs are checked above against one device, update by update).
     run = tmp_path / "run"
-    argv = ["-m", "jaxrl.cli", "train", "--preset", "crossq_pendulum", "--devices", "4"]
+    argv = ["-m", "jaxrl.cli", "train", "--preset", "crossq_pendulum", "--devices", "2"]
     _run(*argv, "--stop-at-return", "-250", "--out", str(run), "--quiet")
     rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     assert rows[-1]["eval_return"] >= -250 > rows[0]["eval_return"], rows
-    assert json.loads((run / "config.json").read_text())["train"]["devices"] == 4
+    assert json.loads((run / "config.json").read_text())["train"]["devices"] == 2
 
 
 def test_device_counts_that_cannot_work_are_refused_before_compiling():

@@ -22,14 +22,12 @@ from jaxrl.config import ConfigError, TrainConfig
 from tests.devices import run_on_four_devices as _run
 
 
-@pytest.mark.parametrize("case", ["schedule", "layout", "refused"])
-def test_split(case):
-    assert f"{case} ok" in _run("-m", "tests.split_worker", case)
-
-
-@pytest.mark.parametrize("case", ["resume", "alone"])
-def test_split_checkpoints(case, tmp_path):
-    assert f"{case} ok" in _run("-m", "tests.split_worker", case, str(tmp_path / "run"))
+def test_split(tmp_path):
+    """The schedule, the layout over 3 devices, the refusals, resume equality and resuming
+    on one device (tests/split_worker.py), in one process over 4 CPU devices."""
+    out = _run("-m", "tests.split_worker", "all", str(tmp_path / "run"))
+    for case in ("schedule", "layout", "refused", "resume", "alone"):
+        assert f"{case} ok" in out, out
 
 
 def test_pql_learns_with_actor_and_learners_on_two_devices(tmp_path):
