@@ -112,7 +112,7 @@ def check_arrays(directory: str | os.PathLike, step: int, items: dict[str, Any])
     for item, like in items.items():
         with _reading(where):
             metadata = ocp.StandardCheckpointHandler().metadata(
-                pathlib.Path(directory) / str(step) / item
+                pathlib.Path(directory).absolute() / str(step) / item
             )
         saved = _arrays(getattr(metadata, "tree", metadata))
         expected = _arrays(_abstract(like))

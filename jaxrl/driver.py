@@ -1013,10 +1013,11 @@ def _write_summary(out_path, row, compile_seconds, reached, rollbacks, run_grid)
 def _newest_readable(directory, like, expected: dict, say) -> tuple[int | None, list, Any]:
     """(step, history, state) of the newest checkpoint under `directory` that can be read,
     restored into `like`'s shapes and places; (None, [], None) where there is none (a run
-    killed before its first checkpoint starts over). A damaged one (a file truncated or lost
-    since orbax committed it) is moved to damaged-checkpoints/ beside it, and the one before
-    it is tried; one of another run (algorithm, env, sizes, arrays) is an error, and so is
-    finding every checkpoint damaged."""
+    killed before its first checkpoint starts over). Damaged ones (a file truncated or lost
+    since orbax committed them) newer than it are moved to damaged-checkpoints/ beside it, kept.
+    One of another run (algorithm, env, sizes, arrays) is an error; so is finding none
+    readable, and then nothing is moved (what fails everywhere is rather a fault of this
+    machine or version than of the files)."""
     damaged = []
     for step in reversed(checkpoint.steps(directory)):
         where = f"{directory / str(step)}"
@@ -1024,16 +1025,19 @@ def _newest_readable(directory, like, expected: dict, say) -> tuple[int | None, 
             meta, history = checkpoint.read_meta(directory, step)
             checkpoint.check_layout(meta, where)
             checkpoint.check_meta(meta, expected, where)
-            return step, history, checkpoint.restore_state(directory, step, like)
+            state = checkpoint.restore_state(directory, step, like)
         except checkpoint.DamagedCheckpointError as error:
-            aside = checkpoint.set_aside(directory, step)
-            damaged.append(str(aside))
+            damaged.append((step, error))
+            continue
+        for bad, error in damaged:
+            aside = checkpoint.set_aside(directory, bad)
             if say:
-                say(f"{error}; moved it to {aside} and going on from the checkpoint before it")
+                say(f"{error}; moved it to {aside} and went on from env step {step:,}")
+        return step, history, state
     if damaged:
         raise checkpoint.CheckpointError(
-            f"every checkpoint under {directory} is damaged; they were moved to "
-            f"{', '.join(damaged)}. Resuming again starts the run over from step 0."
+            f"no checkpoint under {directory} can be read ({len(damaged)} tried, none moved); "
+            f"the newest: {damaged[0][1]}"
         )
     return None, [], None
 

@@ -342,7 +342,9 @@ def test_a_damaged_newest_checkpoint_is_set_aside_and_the_one_before_resumes(
     lines = []
     resumed = driver.resume(copy, progress=lines.append)
     assert any(
-        "checkpoints/512 cannot be read" in line and "damaged-checkpoints/512" in line
+        "checkpoints/512 cannot be read" in line
+        and "damaged-checkpoints/512" in line
+        and "went on from env step 384" in line
         for line in lines
     ), lines
     assert (copy / "damaged-checkpoints" / "512" / "meta").is_dir()  # kept, out of the way
@@ -351,14 +353,20 @@ def test_a_damaged_newest_checkpoint_is_set_aside_and_the_one_before_resumes(
     assert strip(resumed.history) == strip(whole.history)  # from 384, as if never stopped
 
 
-def test_every_checkpoint_damaged_is_an_error_that_keeps_them(finished_run, tmp_path):
+def test_no_readable_checkpoint_is_an_error_that_moves_none(finished_run, tmp_path, monkeypatch):
     run, _ = finished_run
     copy = _copy_stopped_after(run, tmp_path, 256)
     for step in (128, 256):
         DAMAGE["meta emptied"](copy / "checkpoints" / str(step))
-    with pytest.raises(checkpoint.CheckpointError, match="every checkpoint under .* is damaged"):
+    message = r"no checkpoint under .* can be read \(2 tried, none moved\); the newest: .*256"
+    with pytest.raises(checkpoint.CheckpointError, match=message):
         driver.resume(copy, progress=None)
-    assert sorted(p.name for p in (copy / "damaged-checkpoints").iterdir()) == ["128", "256"]
+    assert checkpoint.steps(copy / "checkpoints") == [128, 256]
+    assert not (copy / "damaged-checkpoints").exists()
+    # Resumed from a relative path (as `jaxrl train --resume runs/NAME` is): the same reads.
+    fine = _copy_stopped_after(run, tmp_path / "relative", 256)
+    monkeypatch.chdir(fine.parent)
+    assert [r["env_steps"] for r in driver.resume("copy", progress=None).history][-1] == 640
 
 
 def test_a_checkpoint_of_another_run_is_refused_naming_what_differs(finished_run, tmp_path):
