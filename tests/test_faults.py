@@ -146,9 +146,10 @@ def test_a_nan_after_good_chunks_stops_the_run_naming_step_and_quantity(tmp_path
     assert [r["env_steps"] for r in rows] == [128, 256]
     assert checkpoint.steps(run / "checkpoints") == [128, 256]
     assert not (run / "summary.json").exists()
-    # The last good checkpoint resumes (the fault struck once): the run finishes.
-    resumed = driver.resume(run, progress=None, env=env)
-    assert [r["env_steps"] for r in resumed.history] == [128, 256, 384, 512, 640]
+    if (algo, quantity) == ("sac", "reward"):  # (each resume compiles the chunk again)
+        # The last good checkpoint resumes (the fault struck once): the run finishes.
+        resumed = driver.resume(run, progress=None, env=env)
+        assert [r["env_steps"] for r in resumed.history] == [128, 256, 384, 512, 640]
 
 
 def test_rollback_goes_on_from_the_last_checkpoint_with_a_fresh_key(tmp_path):

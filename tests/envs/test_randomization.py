@@ -18,7 +18,7 @@ CARTPOLE = "playground/CartpoleBalance"
 
 def _same_start(env, key):
     """Every env's state set to env 0's (no auto-reset wrapper: the batched env itself)."""
-    state = env.reset(key)
+    state = jax.jit(env.reset)(key)  # eager, MJX's reset takes seconds
     return jax.tree.map(lambda x: jnp.broadcast_to(x[:1], x.shape), state)
 
 
