@@ -17,6 +17,7 @@ crash during a save leaves the previous checkpoints intact; `keep` bounds how ma
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import pathlib
@@ -62,25 +63,20 @@ DAMAGED = "damaged-checkpoints"
 """Where a resume moves a damaged checkpoint (beside `checkpoints/`): kept, out of the way."""
 
 
+@contextlib.contextmanager
 def _reading(where: str):
     """A context in which orbax's (or tensorstore's, or json's) failure to read checkpoint
     `where` becomes a DamagedCheckpointError naming it, not a traceback from inside orbax."""
-    import contextlib
-
-    @contextlib.contextmanager
-    def guard():
-        try:
-            yield
-        except CheckpointError:
-            raise
-        except Exception as error:  # noqa: BLE001 - any failure to read is damage, named below
-            first = (str(error).strip().splitlines() or [""])[0][:300]
-            raise DamagedCheckpointError(
-                f"checkpoint {where} cannot be read ({type(error).__name__}: {first}): a file "
-                "of it is truncated, emptied or missing"
-            ) from None
-
-    return guard()
+    try:
+        yield
+    except CheckpointError:
+        raise
+    except Exception as error:  # noqa: BLE001 - any failure to read is damage, named below
+        first = (str(error).strip().splitlines() or [""])[0][:300]
+        raise DamagedCheckpointError(
+            f"checkpoint {where} cannot be read ({type(error).__name__}: {first}): a file "
+            "of it is truncated, emptied or missing"
+        ) from None
 
 
 def _name(path) -> str:

@@ -14,45 +14,24 @@ import numpy as np
 import pytest
 from jax.experimental import io_callback
 
-from jaxrl import checkpoint, driver, envs, ppo
+from jaxrl import checkpoint, driver, envs
 from jaxrl.agents.sac import SACConfig
-from jaxrl.config import TrainConfig
 from jaxrl.loops.base import summarize_chunk
+from tests import test_runs
 from tests.devices import ROOT
+from tests.test_runs import TINY_PPO, TINY_SAC
 
-TINY_SAC = SACConfig(actor_hidden=(16,), critic_hidden=(16,))
-TINY_PPO = ppo.PPOConfig(actor_hidden=(8,), critic_hidden=(8,), num_epochs=2, num_minibatches=4)
 PER_CHUNK = 128  # env steps per chunk of both configs below
 
 
 def _sac(**overrides):
-    base = dict(
-        env="classic/pendulum",
-        total_steps=640,
-        num_envs=4,
-        batch_size=16,
-        updates_per_step=2,
-        buffer_size=512,
-        learning_starts=64,
-        eval_every=PER_CHUNK,
-        eval_envs=2,
-        normalize_observations=True,
-    )
-    return TrainConfig(**{**base, **overrides})
+    """tests/test_runs.py's tiny SAC run, 5 chunks long."""
+    return test_runs._sac(**{"total_steps": 640, **overrides})
 
 
 def _ppo(**overrides):
-    base = dict(
-        env="classic/pendulum",
-        algo="ppo",
-        total_steps=640,
-        num_envs=4,
-        unroll_length=16,
-        eval_every=PER_CHUNK,
-        eval_envs=2,
-        normalize_observations=True,
-    )
-    return TrainConfig(**{**base, **overrides})
+    """tests/test_runs.py's tiny PPO run, 5 chunks of 128 env steps."""
+    return test_runs._ppo(**{"total_steps": 640, "eval_every": PER_CHUNK, **overrides})
 
 
 class Strike:
