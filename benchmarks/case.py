@@ -64,6 +64,35 @@ def memory() -> dict:
     return out
 
 
+# JAX's own compile events: tracing to a jaxpr, lowering to MLIR, XLA's compile. Their sum over
+# every program the process builds is the compile time of any system, Brax's trainers included,
+# with no instrumentation of their code.
+COMPILE_EVENTS = (
+    "/jax/core/compile/jaxpr_trace_duration",
+    "/jax/core/compile/jaxpr_to_mlir_module_duration",
+    "/jax/core/compile/backend_compile_duration",
+)
+
+
+class CompileClock:
+    """Seconds JAX spends compiling in this process, from its monitoring events, per event."""
+
+    def __init__(self):
+        self.seconds = dict.fromkeys(COMPILE_EVENTS, 0.0)
+        jax.monitoring.register_event_duration_secs_listener(self._record)
+
+    def _record(self, event: str, duration: float, **_) -> None:
+        if event in self.seconds:
+            self.seconds[event] += duration
+
+    def record(self) -> dict:
+        trace, lower, backend = (self.seconds[e] for e in COMPILE_EVENTS)
+        return {
+            "compile_total_seconds": trace + lower + backend,
+            "compile_parts": {"trace": trace, "lower": lower, "xla": backend},
+        }
+
+
 def simulator_limit(env_name: str, num_envs: int, steps: int | None = None, **options) -> dict:
     """env-steps/s of the env as the trainers step it (vectorised, episode limit, auto-reset),
     with uniform random actions inside one compiled scan and no learning. `steps` (scan
@@ -173,6 +202,7 @@ def run_jaxrl(case: Case) -> tuple[list[dict], float, dict]:
 def run(case: Case) -> dict:
     record: dict[str, Any] = {"case": case.name, **dataclasses.asdict(case)}
     record["machine"] = machine()
+    clock = CompileClock()
     if case.system == "limit":
         record.update(simulator_limit(case.env, case.num_envs))
     elif case.system == "profile":
@@ -187,6 +217,7 @@ def run(case: Case) -> dict:
         record["evals"] = evals
         record.update(extra)
         record.update(summarize(case, evals, updates))
+        record.update(clock.record())
     record.update(memory())
     return record
 

@@ -259,6 +259,86 @@ def parity_section(name: str, records: list[dict]) -> list[str]:
     return lines + [""]
 
 
+SPEED_TARGETS = {"throughput": 2.0, "compile": 0.5}  # jaxrl / Brax on CPU (issue 19)
+
+
+def identical_section(name: str, records: list[dict]) -> list[str]:
+    """Speed at identical settings: jaxrl configured exactly as Brax's trainer, the same fixed
+    env steps; per task and algorithm each system's mean over seeds and jaxrl / Brax ratios."""
+    lines = [f"## {name}: speed at identical settings (the implementation, not the presets)", ""]
+    lines.append(
+        "jaxrl configured exactly as Brax's own trainer (networks, envs, batch, updates per step,"
+        " evaluation envs and cadence, normalisation: `benchmarks/suites.py`, `identical`), the"
+        " same fixed env steps, each seed its own process, all in one run. Unlike the tuned"
+        " presets' tables, these rows compare implementations. Training env-steps/s: the steady"
+        " rate between the first and the last evaluation after training began (evaluations"
+        " included, the same number for both); compile: seconds JAX spent tracing, lowering"
+        " and compiling every program of the process (its monitoring events, the same clock"
+        " for both systems); wall: start of training to the fixed step count, compile"
+        " included. Mean ± std over seeds; ratios jaxrl / Brax of the means. Targets on CPU:"
+        f" throughput >= {SPEED_TARGETS['throughput']:g}x Brax's, compile <="
+        f" {SPEED_TARGETS['compile']:g}x."
+    )
+    lines.append("")
+    lines += [
+        "| algo | task | system | seeds | env steps | train env-steps/s | compile (s) "
+        "| wall (s) | peak RSS (MB) | final return |",
+        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    ok = [r for r in records if "error" not in r and r.get("evals")]
+    ratio_lines = [
+        "| algo | task | throughput (jaxrl / Brax) | compile | wall | targets |",
+        "| --- | --- | ---: | ---: | ---: | --- |",
+    ]
+
+    def mean(runs, key):
+        values = [r[key] for r in runs if r.get(key) is not None]
+        return float(np.mean(values)) if values else None
+
+    for algo in sorted({r["algo"] for r in ok}):
+        for env in sorted({r["env"] for r in ok if r["algo"] == algo}):
+            means = {}
+            for system in ("jaxrl", "brax"):
+                runs = [r for r in ok if (r["algo"], r["env"], r["system"]) == (algo, env, system)]
+                if not runs:
+                    continue
+                keys = ("env_steps_per_second", "compile_total_seconds", "total_seconds")
+                means[system] = {k: mean(runs, k) for k in keys}
+                lines.append(
+                    f"| {algo} | {env} | {system} | {len(runs)} | {runs[0]['env_steps']:,} "
+                    f"| {_mean_std([r['env_steps_per_second'] for r in runs])} "
+                    f"| {_mean_std([r.get('compile_total_seconds', 0.0) for r in runs])} "
+                    f"| {_mean_std([r['total_seconds'] for r in runs])} "
+                    f"| {_fmt(mean(runs, 'peak_rss_mb'), ',.0f')} "
+                    f"| {_mean_std([r['final_return'] for r in runs])} |"
+                )
+            if len(means) < 2:
+                continue
+            ratios = {
+                k: means["jaxrl"][k] / means["brax"][k]
+                for k in means["jaxrl"]
+                if means["jaxrl"][k] and means["brax"][k]
+            }
+            throughput = ratios.get("env_steps_per_second")
+            compile_ = ratios.get("compile_total_seconds")
+            verdict = []
+            if throughput is not None:
+                met = throughput >= SPEED_TARGETS["throughput"]
+                verdict.append(f"throughput {'met' if met else 'missed'}")
+            if compile_ is not None:
+                met = compile_ <= SPEED_TARGETS["compile"]
+                verdict.append(f"compile {'met' if met else 'missed'}")
+            ratio_lines.append(
+                f"| {algo} | {env} | {_fmt(throughput, '.2f')}x | {_fmt(compile_, '.2f')}x "
+                f"| {_fmt(ratios.get('total_seconds'), '.2f')}x | {', '.join(verdict)} |"
+            )
+    lines += ["", "Ratios:", "", *ratio_lines]
+    for r in records:
+        if "error" in r:
+            lines.append(f"\n- {r['case']} failed: {r['error'].strip().splitlines()[-1]}")
+    return lines + [""]
+
+
 def profiles(records: list[dict]) -> list[str]:
     """The profile cases: compile and run seconds of each piece of the chunk program."""
     done = [r for r in records if r.get("system") == "profile" and "error" not in r]
@@ -361,10 +441,18 @@ def write(results: pathlib.Path, summary: pathlib.Path | None = None) -> pathlib
         "`of limit` divides it by the simulator's random-action rate at the same env count.",
         "",
     ]
-    for path in sorted(results.glob("*.jsonl")):
+    # Speed at identical settings first: the implementation's comparison, apart from the
+    # tuned presets' tables.
+    paths = sorted(results.glob("*.jsonl"), key=lambda p: (not p.stem.startswith("identical"), p))
+    for path in paths:
         records = load(path)
-        parity = path.stem.startswith("parity")
-        lines += (parity_section if parity else section)(path.stem, records)
+        if path.stem.startswith("identical"):
+            writer = identical_section
+        else:
+            writer = parity_section if path.stem.startswith("parity") else section
+        lines += writer(path.stem, records)
+        if writer is identical_section:  # short fixed budgets: a speed table, not curves
+            continue
         for png in plot(path.stem, records, results):
             link = pathlib.Path(os.path.relpath(png, summary.parent)).as_posix()
             lines += [f"![{png.stem}]({link})", ""]

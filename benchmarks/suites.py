@@ -252,13 +252,15 @@ BRAX_SAC_HOPPER = {
 PARITY_SAC_TASKS["brax/hopper"] = (BRAX_SAC_HOPPER, 100_352)
 
 
-def sac_parity_flags(settings: dict, total_steps: int) -> tuple[str, ...]:
+def sac_parity_flags(
+    settings: dict, total_steps: int, evals: int = PARITY_EVALS
+) -> tuple[str, ...]:
     """`jaxrl train` flags giving jaxrl's SAC exactly Brax SAC's hyperparameters: its fixed
     choices (target entropy -|A|/2, temperature lr 3e-4 and initial value 1, tau 0.005,
     256x256 networks), its implementation choices (softplus std head, LayerNorm after the
     ReLU, actor updated against the critics the step started from, buffer prefilled by the
     untrained policy, normalised observations not clipped) and the run's settings."""
-    every = -(-total_steps // PARITY_EVALS)
+    every = -(-total_steps // evals)
     flags = {
         "--batch-size": settings["batch_size"],
         "--updates-per-step": settings["grad_updates_per_step"],
@@ -367,7 +369,9 @@ PARITY_PPO_LONG_TASKS = {
 }
 
 
-def ppo_parity_flags(settings: dict, total_steps: int) -> tuple[str, ...]:
+def ppo_parity_flags(
+    settings: dict, total_steps: int, evals: int = PARITY_EVALS
+) -> tuple[str, ...]:
     """`jaxrl train` flags giving jaxrl's PPO exactly Brax PPO's hyperparameters. Brax collects
     batch_size x num_minibatches unrolls per update as consecutive unrolls of every env; here
     that is one rollout of unroll_length x (that many / num_envs) steps per env, split into the
@@ -379,7 +383,7 @@ def ppo_parity_flags(settings: dict, total_steps: int) -> tuple[str, ...]:
     inverted_pendulum) and its truncated steps dropped from the losses."""
     unrolls = settings["batch_size"] * settings["num_minibatches"] // settings["num_envs"]
     rollout = settings["unroll_length"] * unrolls
-    every = -(-total_steps // PARITY_EVALS)
+    every = -(-total_steps // evals)
     flags = {
         "--unroll-length": rollout,
         "--num-minibatches": settings["num_minibatches"],
@@ -408,40 +412,41 @@ def ppo_parity_flags(settings: dict, total_steps: int) -> tuple[str, ...]:
     return (*argv, "--softplus-std", *brax)
 
 
-def _sac_parity(tasks: dict) -> list[Case]:
+def _sac_parity(tasks: dict, evals: int = PARITY_EVALS) -> list[Case]:
     cases = []
     for env, (settings, steps) in tasks.items():
         settings = settings or playground_sac(env.split("/")[1])
         peer = {**settings, "num_eval_envs": 128, "deterministic_eval": True}
-        flags = sac_parity_flags(settings, steps)
+        flags = sac_parity_flags(settings, steps, evals)
         for seed in (0, 1, 2):
             cases.append(
                 Case("jaxrl", "sac", env, settings["num_envs"], 0.0, steps, seed, options=flags)
             )
             cases.append(
                 dataclasses.replace(
-                    brax_case("sac", env, peer, 0.0, steps, PARITY_EVALS + 1), seed=seed
+                    brax_case("sac", env, peer, 0.0, steps, evals + 1), seed=seed
                 )
             )
     return cases
 
 
-def _ppo_parity(tasks: dict) -> list[Case]:
+def _ppo_parity(tasks: dict, evals: int = PARITY_EVALS) -> list[Case]:
     cases = []
     for env, (settings, budget) in tasks.items():
+        settings = settings or playground_ppo(env.split("/")[1])
         peer = {**settings, "num_eval_envs": 128, "deterministic_eval": True}
         # Whole Brax updates between evaluations, so both systems stop at the same step.
         per_update = settings["batch_size"] * settings["num_minibatches"]
-        per_update *= settings["unroll_length"] * PARITY_EVALS
+        per_update *= settings["unroll_length"] * evals
         steps = per_update * max(1, round(budget / per_update))
-        flags = ppo_parity_flags(settings, steps)
+        flags = ppo_parity_flags(settings, steps, evals)
         for seed in (0, 1, 2):
             cases.append(
                 Case("jaxrl", "ppo", env, settings["num_envs"], 0.0, steps, seed, options=flags)
             )
             cases.append(
                 dataclasses.replace(
-                    brax_case("ppo", env, peer, 0.0, steps, PARITY_EVALS + 1), seed=seed
+                    brax_case("ppo", env, peer, 0.0, steps, evals + 1), seed=seed
                 )
             )
     return cases
@@ -455,6 +460,60 @@ def _parity_long() -> list[Case]:
     return _ppo_parity(PARITY_PPO_LONG_TASKS)
 
 
+def playground_ppo(task: str) -> dict:
+    """Playground's Brax PPO settings for a DM Control task (its `brax_ppo_config`; Brax's
+    default networks: policy 4x32, value 5x256, swish)."""
+    from mujoco_playground.config import dm_control_suite_params
+
+    config = dm_control_suite_params.brax_ppo_config(task).to_dict()
+    for unused in ("num_timesteps", "num_evals", "num_resets_per_eval", "network_factory"):
+        config.pop(unused, None)
+    return config
+
+
+# --- Speed at identical settings (issue 19): the parity cases' exact settings, a short fixed
+# budget, 3 seeds, one run. What it measures is the implementation: training env-steps/s,
+# compile seconds (every program of the process: trace, lowering and XLA) and wall-clock to
+# the fixed step count, as jaxrl / Brax ratios. Budgets: SAC 8,192 warm-up steps, then 128
+# iterations of 128 envs with 3 evaluations in all; PPO 2 whole Brax updates, an evaluation
+# after each (the fewest that give a steady rate between two evaluations).
+# Brax SAC as the issue ran it on a harder Brax task: 128 envs, batch 256, 16 updates per step,
+# 256x256 networks (Brax's default), 128 evaluation envs.
+BRAX_SAC_SPEED = {
+    "num_envs": 128,
+    "batch_size": 256,
+    "grad_updates_per_step": 16,
+    "max_replay_size": 1_048_576,
+    "min_replay_size": 8192,
+    "learning_rate": 6e-4,
+    "discounting": 0.99,
+    "reward_scaling": 1,
+    "episode_length": 1000,
+    "action_repeat": 1,
+    "normalize_observations": True,
+    "q_network_layer_norm": False,
+}
+SPEED_SAC_EVALS, SPEED_PPO_EVALS = 3, 2
+SPEED_SAC_TASKS: dict[str, tuple[dict | None, int]] = {
+    "playground/CartpoleBalance": (None, 24_576),
+    "playground/ReacherEasy": (None, 24_576),
+    "brax/inverted_double_pendulum": (BRAX_SAC_SPEED, 24_576),
+}
+# PPO: Brax's notebook settings on its pendulums (163,840 env steps per update), Playground's
+# on CartpoleBalance (983,040 per update).
+SPEED_PPO_TASKS: dict[str, tuple[dict | None, int]] = {
+    "brax/inverted_pendulum": (BRAX_PPO_INVERTED_PENDULUM, 327_680),
+    "brax/inverted_double_pendulum": (PARITY_PPO_TASKS["brax/inverted_double_pendulum"][0], 0),
+    "playground/CartpoleBalance": (None, 0),
+}
+
+
+def _identical() -> list[Case]:
+    return _sac_parity(SPEED_SAC_TASKS, SPEED_SAC_EVALS) + _ppo_parity(
+        SPEED_PPO_TASKS, SPEED_PPO_EVALS
+    )
+
+
 SUITES = {
     "smoke": _smoke,
     "cpu": _cpu,
@@ -462,4 +521,5 @@ SUITES = {
     "tiny": _tiny,
     "parity": _parity,
     "parity_long": _parity_long,
+    "identical": _identical,
 }

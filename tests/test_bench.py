@@ -75,7 +75,7 @@ def test_every_suite_case_round_trips_through_json():
             assert Case.from_json(case.to_json()) == case
 
 
-@pytest.mark.parametrize("suite", ["parity", "parity_long"])
+@pytest.mark.parametrize("suite", ["parity", "parity_long", "identical"])
 def test_parity_cases_give_jaxrl_exactly_the_peer_settings(suite):
     """Each jaxrl parity case parses, and its configs carry the peer's own hyperparameters."""
     from jaxrl import cli
