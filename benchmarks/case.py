@@ -79,11 +79,22 @@ class CompileClock:
 
     def __init__(self):
         self.seconds = dict.fromkeys(COMPILE_EVENTS, 0.0)
+        self.events: list[tuple[float, float]] = []  # (perf_counter at its end, seconds)
         jax.monitoring.register_event_duration_secs_listener(self._record)
 
     def _record(self, event: str, duration: float, **_) -> None:
         if event in self.seconds:
             self.seconds[event] += duration
+            self.events.append((time.perf_counter(), duration))
+
+    def mark(self, evals: list[dict], started: float) -> None:
+        """Adds to each evaluation point the compile seconds spent before it (`wall_seconds`
+        counts from `started`), so that rates between two points leave out compilation that
+        happened between them (Brax compiles some programs only when first called)."""
+        for point in evals:
+            point["compile_seconds_before"] = sum(
+                seconds for end, seconds in self.events if end - started <= point["wall_seconds"]
+            )
 
     def record(self) -> dict:
         trace, lower, backend = (self.seconds[e] for e in COMPILE_EVENTS)
@@ -132,12 +143,14 @@ def summarize(case: Case, evals: list[dict], updates: float | None) -> dict:
     hit = next((e for e in trained if e["eval_return"] >= case.threshold), None)
     first, last = trained[0], trained[-1]
     steady = None
-    if len(trained) > 1 and last["wall_seconds"] > first["wall_seconds"]:
-        steady = (last["env_steps"] - first["env_steps"]) / (
-            last["wall_seconds"] - first["wall_seconds"]
-        )
+    # Compilation between the two points (where recorded) is not training time.
+    compiling = last.get("compile_seconds_before", 0.0) - first.get("compile_seconds_before", 0.0)
+    seconds = last["wall_seconds"] - first["wall_seconds"] - compiling
+    if len(trained) > 1 and seconds > 0:
+        steady = (last["env_steps"] - first["env_steps"]) / seconds
     return {
         "compile_seconds": first["wall_seconds"],
+        "steady_compile_seconds": compiling,
         "seconds_to_threshold": hit["wall_seconds"] if hit else None,
         "steps_to_threshold": hit["env_steps"] if hit else None,
         "final_return": last["eval_return"],
@@ -195,7 +208,11 @@ def run_jaxrl(case: Case) -> tuple[list[dict], float, dict]:
         for row, t in zip(result.history, stamps[1:], strict=True)
     ]
     updates = sum(row["updates"] for row in result.history)
-    extra = {"xla_compile_seconds": result.compile_seconds, "config": argv}
+    extra = {"xla_compile_seconds": result.compile_seconds, "config": argv, "started": start}
+    if hasattr(result.state, "buffer"):  # off-policy: what one stored transition costs
+        from jaxrl import replay
+
+        extra["replay_bytes_per_transition"] = replay.bytes_per_transition(result.state.buffer)
     return evals, updates, extra
 
 
@@ -214,6 +231,7 @@ def run(case: Case) -> dict:
             from jaxrl.benchmarks import peers
 
             evals, updates, extra = peers.run(case)
+        clock.mark(evals, extra.pop("started"))
         record["evals"] = evals
         record.update(extra)
         record.update(summarize(case, evals, updates))

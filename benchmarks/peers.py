@@ -88,4 +88,4 @@ def run(case: Case) -> tuple[list[dict], float, dict]:
         rounds = evals[-1]["env_steps"] / per_update
         updates = rounds * settings["num_minibatches"] * settings["num_updates_per_batch"]
     settings.pop("wrap_env_fn", None)
-    return evals, updates, {"peer_settings": settings}
+    return evals, updates, {"peer_settings": settings, "started": start}

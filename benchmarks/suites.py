@@ -423,9 +423,7 @@ def _sac_parity(tasks: dict, evals: int = PARITY_EVALS) -> list[Case]:
                 Case("jaxrl", "sac", env, settings["num_envs"], 0.0, steps, seed, options=flags)
             )
             cases.append(
-                dataclasses.replace(
-                    brax_case("sac", env, peer, 0.0, steps, evals + 1), seed=seed
-                )
+                dataclasses.replace(brax_case("sac", env, peer, 0.0, steps, evals + 1), seed=seed)
             )
     return cases
 
@@ -445,9 +443,7 @@ def _ppo_parity(tasks: dict, evals: int = PARITY_EVALS) -> list[Case]:
                 Case("jaxrl", "ppo", env, settings["num_envs"], 0.0, steps, seed, options=flags)
             )
             cases.append(
-                dataclasses.replace(
-                    brax_case("ppo", env, peer, 0.0, steps, evals + 1), seed=seed
-                )
+                dataclasses.replace(brax_case("ppo", env, peer, 0.0, steps, evals + 1), seed=seed)
             )
     return cases
 

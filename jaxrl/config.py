@@ -30,6 +30,10 @@ LOOP_DEFAULTS = {
 }
 
 
+# Storage types of replayed observations (TrainConfig.replay_obs_dtype).
+REPLAY_OBS_DTYPES = ("float32", "bfloat16", "float16")
+
+
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
     # Data, not program: the loop keeps these in its state (its `hp`), so a settings grid
@@ -94,6 +98,10 @@ class TrainConfig:
     buffer_size: int = 1_000_000
     """Replay buffer capacity in transitions (off-policy only).
     Rounded down to a multiple of num_envs, so row i + num_envs is the same env's next step."""
+    replay_obs_dtype: str = "float32"
+    """Storage type of the replay buffer's observations and next observations: "float32",
+    "bfloat16" or "float16" (half the bytes; cast back to float32 when sampled). Off-policy
+    only. The buffer's other fields stay as they are."""
     learning_starts: int = 5_000
     """Env steps of warm-up actions, all envs together, before any update (off-policy only).
     Updates also wait until the buffer holds batch_size and n_step x num_envs transitions."""
@@ -229,6 +237,11 @@ class TrainConfig:
         if self.warmup_actions not in WARMUP_ACTIONS:
             raise ConfigError(
                 f"unknown warmup_actions {self.warmup_actions!r}; choose one of {WARMUP_ACTIONS}"
+            )
+        if self.replay_obs_dtype not in REPLAY_OBS_DTYPES:
+            raise ConfigError(
+                f"replay_obs_dtype must be one of {', '.join(REPLAY_OBS_DTYPES)}, "
+                f"got {self.replay_obs_dtype!r}"
             )
         if not self.obs_clip >= 0:
             raise ConfigError(f"obs_clip must be >= 0 (0: no clipping), got {self.obs_clip}")

@@ -60,6 +60,11 @@ def init(example: Any, capacity: int, num_envs: int) -> ReplayBuffer:
     return ReplayBuffer(data=data, position=zero, size=zero)
 
 
+def bytes_per_transition(buffer: ReplayBuffer) -> int:
+    """Bytes one stored transition (one env's row) takes, all fields together."""
+    return sum(x.dtype.itemsize * math.prod(x.shape[2:]) for x in jax.tree.leaves(buffer.data))
+
+
 def add(buffer: ReplayBuffer, rows: Any) -> ReplayBuffer:
     """Writes one row per env (leading axis [num_envs]) at the write slot, wrapping around."""
     count = jax.tree.leaves(rows)[0].shape[0]

@@ -88,6 +88,7 @@ def test_flags_override_preset_and_reach_both_configs():
         # Run settings.
         (["train", "--seed", "-1"], "seed must be an integer >= 0, got -1"),
         (["train", "--gamma", "1.5"], "gamma must be in [0, 1], got 1.5"),
+        (["train", "--replay-obs-dtype", "float64"], "replay_obs_dtype must be one of float32"),
         (["train", "--tau", "0"], "tau must be in (0, 1], got 0.0"),
         (["train", "--actor-lr", "-1"], "actor_lr must be > 0, got -1.0"),
         (["train", "--learning-starts", "100000", "--steps", "1000"], "no gradient update would"),

@@ -195,3 +195,22 @@ def test_fast_td3_without_a_preset_explores_as_fast_td3(tmp_path):
     written = json.loads((tmp_path / "run" / "config.json").read_text())["train"]
     assert written["exploration"] == "uniform" and written["noise_scale_max"] == 0.4
     assert written["normalize_observations"] is True and written["n_step"] == 1
+
+
+def test_replay_stores_observations_in_half_precision_and_learns_from_them():
+    runs = {}
+    for dtype in ("float32", "bfloat16"):
+        trainer = make_train(_tiny(replay_obs_dtype=dtype), sac.make(TINY_AGENT))
+        runs[dtype] = jax.jit(trainer.chunk)(jax.jit(trainer.init)(jax.random.PRNGKey(0)))
+    (full, _), (half, metrics) = runs["float32"], runs["bfloat16"]
+    assert half.buffer.data.obs.dtype == half.buffer.data.next_obs.dtype == jnp.bfloat16
+    assert half.buffer.data.action.dtype == half.buffer.data.reward.dtype == jnp.float32
+    # Rows written before the first update (the same warm-up actions): the float32 run's,
+    # rounded to bfloat16.
+    warm = 64 // 4
+    for field in ("obs", "next_obs"):
+        np.testing.assert_array_equal(
+            getattr(half.buffer.data, field)[:warm],
+            getattr(full.buffer.data, field)[:warm].astype(jnp.bfloat16),
+        )
+    assert float(metrics["updates"]) > 0 and np.isfinite(float(metrics["critic_loss"]))

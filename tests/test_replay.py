@@ -175,3 +175,11 @@ def test_sharded_n_step_returns_by_hand_and_each_shards_own_envs():
         else:
             expected = sum(0.5**k * (100 * (t + k) + e) for k in range(3))
             assert (reward, next_obs, terminated, discount) == (expected, (t + 3, e), 0, 0.125)
+
+
+def test_bytes_per_transition_counts_every_field_of_one_row():
+    example = {"obs": jnp.zeros((3,)), "next_obs": jnp.zeros((3,)), "action": jnp.zeros((1,))}
+    example |= {"reward": jnp.zeros(()), "terminated": jnp.zeros(()), "done": jnp.zeros(())}
+    assert replay.bytes_per_transition(replay.init(example, 10, 4)) == 4 * (3 + 3 + 1 + 3)
+    half = example | {k: example[k].astype(jnp.bfloat16) for k in ("obs", "next_obs")}
+    assert replay.bytes_per_transition(replay.init(half, 10, 4)) == 2 * 6 + 4 * 4

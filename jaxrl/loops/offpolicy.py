@@ -93,11 +93,12 @@ def make_parts(config: TrainConfig, agent: Agent, env: Any, view, data) -> Parts
         key, agent_key, env_key, noise_key = jax.random.split(key, 4)
         env_state = data.split(env.reset(env_key), size=config.num_envs)
         first_obs = jax.tree.map(lambda x: x[0], view(env_state.obs))
+        stored_obs = jax.tree.map(lambda x: x.astype(config.replay_obs_dtype), first_obs)
         example = Transition(
-            obs=first_obs,
+            obs=stored_obs,
             action=jnp.zeros((action_size,), jnp.float32),
             reward=env_state.reward[0],
-            next_obs=first_obs,
+            next_obs=stored_obs,
             terminated=env_state.reward[0],
             done=env_state.reward[0],
         )
@@ -137,7 +138,8 @@ def make_parts(config: TrainConfig, agent: Agent, env: Any, view, data) -> Parts
         # One gather for all updates of this iteration, sliced per update inside the scan.
         batches = data.split(sample(buffer, sample_key, gamma), axis=1)
         batches = batches._replace(
-            obs=observe(stats, batches.obs), next_obs=observe(stats, batches.next_obs)
+            obs=observe(stats, as_float32(batches.obs)),
+            next_obs=observe(stats, as_float32(batches.next_obs)),
         )
         batches = split_critic(batches)  # the critic's own observations into critic_obs
         keys = jax.random.split(update_key, config.updates_per_step)
@@ -179,6 +181,11 @@ def make_parts(config: TrainConfig, agent: Agent, env: Any, view, data) -> Parts
         return env_state, data.split(transition), stats, noise_scale, step_metrics
 
     return Parts(init, collect, learn, lambda buffer: buffer.rows >= learn_after)
+
+
+def as_float32(obs: Any) -> Any:
+    """Replayed observations as float32 (stored as `TrainConfig.replay_obs_dtype`)."""
+    return jax.tree.map(lambda x: x.astype(jnp.float32), obs)
 
 
 def skip_learning(learn: Callable, *args) -> tuple[Any, dict]:
