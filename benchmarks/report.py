@@ -274,8 +274,9 @@ def identical_section(name: str, records: list[dict]) -> list[str]:
         " rate between the first and the last evaluation after training began (evaluations"
         " included, the same number for both; compilation in between left out); compile:"
         " seconds JAX spent tracing, lowering and compiling every program of the process"
-        " (its monitoring events, the same clock for both systems); wall: start of training to the fixed step count, compile"
-        " included. Mean ± std over seeds; ratios jaxrl / Brax of the means. Targets on CPU:"
+        " (its monitoring events, the same clock for both systems); wall: start of training"
+        " to the fixed step count, compile included. Mean ± std over seeds; ratios jaxrl /"
+        " Brax of the means. Targets on CPU:"
         f" throughput >= {SPEED_TARGETS['throughput']:g}x Brax's, compile <="
         f" {SPEED_TARGETS['compile']:g}x."
     )
