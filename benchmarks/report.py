@@ -11,12 +11,15 @@ import numpy as np
 
 
 def load(path: pathlib.Path) -> list[dict]:
-    """Records of one file; a case run again replaces its earlier record."""
+    """Suite records of one file; a case run again replaces its earlier record. Records of
+    the stand-alone scripts beside them (`pql_split.py`, `robots.py`: no "case") are theirs
+    to report, and skipped."""
     latest: dict[str, dict] = {}
     for line in path.read_text().splitlines():
         if line.strip():
             record = json.loads(line)
-            latest[record["case"]] = record
+            if "case" in record:
+                latest[record["case"]] = record
     return list(latest.values())
 
 
@@ -448,6 +451,8 @@ def write(results: pathlib.Path, summary: pathlib.Path | None = None) -> pathlib
     paths = sorted(results.glob("*.jsonl"), key=lambda p: (not p.stem.startswith("identical"), p))
     for path in paths:
         records = load(path)
+        if not records:
+            continue
         if path.stem.startswith("identical"):
             writer = identical_section
         else:

@@ -312,8 +312,8 @@ MUTANTS = [
     m(
         "loop-raw-next-obs-in-batch",
         "jaxrl/loops/offpolicy.py",
-        "obs=observe(stats, batches.obs), next_obs=observe(stats, batches.next_obs)",
-        "obs=observe(stats, batches.obs), next_obs=batches.next_obs",
+        "next_obs=observe(stats, as_float32(batches.next_obs)),",
+        "next_obs=as_float32(batches.next_obs),",
         "the update reads a normalised obs beside an unnormalised next_obs",
         WIRING,
     ),
@@ -1094,6 +1094,47 @@ MUTANTS = [
         "init, key = trainer.init, jax.random.PRNGKey(trainer.config.seed + os.getpid())",
         "the first key depends on the process (as a seed from the clock or the PID would)",
         FAULTS,
+    ),
+    # --- Speed (issue 19). ---------------------------------------------------------------
+    m(
+        "steady-rate-counts-compilation",
+        "benchmarks/case.py",
+        'seconds = last["wall_seconds"] - first["wall_seconds"] - compiling',
+        'seconds = last["wall_seconds"] - first["wall_seconds"]',
+        "a peer's late compilation is counted as training time in its steady rate",
+        "tests/test_bench.py",
+    ),
+    m(
+        "speed-ratio-inverted",
+        "benchmarks/report.py",
+        'k: means["jaxrl"][k] / means["brax"][k]',
+        'k: means["brax"][k] / means["jaxrl"][k]',
+        "the identical-settings ratios are Brax over jaxrl",
+        "tests/test_bench.py",
+    ),
+    m(
+        "run-once-swallows-errors",
+        "jaxrl/driver.py",
+        '            if "option" not in str(error).lower():\n                raise',
+        "            pass",
+        "any failure to compile the initial state is hidden by a second compile",
+        FAULTS,
+    ),
+    m(
+        "replay-obs-always-float32",
+        "jaxrl/loops/offpolicy.py",
+        "x.astype(config.replay_obs_dtype)",
+        "x.astype(jnp.float32)",
+        "--replay-obs-dtype is accepted but the buffer stores float32",
+        "tests/test_loop.py",
+    ),
+    m(
+        "bytes-per-transition-counts-envs",
+        "jaxrl/replay.py",
+        "math.prod(x.shape[2:])",
+        "math.prod(x.shape[1:])",
+        "bytes per transition counts one time slot of every env",
+        "tests/test_replay.py",
     ),
 ]
 

@@ -250,3 +250,77 @@ def test_bad_input_exits_2_and_writes_nothing(tmp_path, monkeypatch, capsys, arg
     assert run.main(argv) == 2
     assert message in capsys.readouterr().err
     assert not list(tmp_path.iterdir())
+
+
+def test_steady_rate_leaves_out_compilation_between_the_points():
+    """Brax compiles some programs only when first called, after its first evaluation: those
+    seconds are not training time."""
+    case = Case("brax", "sac", "classic/pendulum", 4)
+    evals = [
+        {"env_steps": 100, "wall_seconds": 10.0, "eval_return": 0.0, "compile_seconds_before": 7},
+        {"env_steps": 200, "wall_seconds": 22.0, "eval_return": 0.0, "compile_seconds_before": 15},
+        {"env_steps": 300, "wall_seconds": 24.0, "eval_return": 0.0, "compile_seconds_before": 15},
+    ]
+    summary = case_module.summarize(case, evals, updates=None)
+    assert summary["env_steps_per_second"] == 200 / (14.0 - 8.0)
+    assert summary["steady_compile_seconds"] == 8.0
+
+
+def test_compile_clock_counts_every_program_and_marks_evaluation_points():
+    import time
+
+    import jax
+    import jax.numpy as jnp
+
+    clock = case_module.CompileClock()
+    started = time.perf_counter()
+    jax.jit(lambda x: jnp.sin(x) * 3.0 + 1.25).lower(jnp.ones(7)).compile()
+    record = clock.record()
+    parts = record["compile_parts"]
+    assert parts["trace"] > 0 and parts["lower"] > 0 and parts["xla"] > 0
+    assert record["compile_total_seconds"] == pytest.approx(sum(parts.values()))
+    points = [{"wall_seconds": -1.0}, {"wall_seconds": time.perf_counter() - started}]
+    clock.mark(points, started)
+    assert points[0]["compile_seconds_before"] == 0
+    assert points[1]["compile_seconds_before"] == pytest.approx(record["compile_total_seconds"])
+
+
+def _speed(system, algo, seed, rate, compile_, wall):
+    return {
+        "system": system,
+        "algo": algo,
+        "env": "brax/inverted_pendulum",
+        "seed": seed,
+        "evals": [{}],
+        "env_steps": 1000,
+        "env_steps_per_second": rate,
+        "compile_total_seconds": compile_,
+        "total_seconds": wall,
+        "peak_rss_mb": 100.0,
+        "final_return": 1.0,
+    }
+
+
+def test_identical_section_gives_jaxrl_over_brax_ratios_of_the_seed_means():
+    records = [
+        _speed("jaxrl", "sac", 0, 3000.0, 20.0, 50.0),
+        _speed("jaxrl", "sac", 1, 5000.0, 30.0, 70.0),
+        _speed("brax", "sac", 0, 2000.0, 60.0, 120.0),
+        _speed("brax", "sac", 1, 2000.0, 40.0, 120.0),
+        _speed("jaxrl", "ppo", 0, 1000.0, 60.0, 10.0),
+        _speed("brax", "ppo", 0, 1000.0, 60.0, 10.0),
+    ]
+    lines = report.identical_section("identical-cpu", records)
+    sac = next(line for line in lines if line.startswith("| sac | brax/inverted_pendulum | 2.00x"))
+    assert "| 0.50x | 0.50x | throughput met, compile met |" in sac
+    ppo = next(line for line in lines if line.startswith("| ppo | brax/inverted_pendulum | 1.00x"))
+    assert "throughput missed, compile missed" in ppo
+    row = "| sac | brax/inverted_pendulum | jaxrl | 2 | 1,000 | 4,000.0 ± 1,000.0 | 25.0 ± 5.0 |"
+    assert any(line.startswith(row) for line in lines)
+
+
+def test_report_skips_the_stand_alone_scripts_records(tmp_path):
+    """pql_split.py and robots.py keep their records beside the suites' (no "case" field)."""
+    (tmp_path / "pql-split-cpu.jsonl").write_text(json.dumps({"layout": "split"}) + "\n")
+    summary = report.write(tmp_path)
+    assert "pql-split" not in summary.read_text()

@@ -471,3 +471,36 @@ def test_every_algorithm_gives_the_same_bits_in_another_process():
     ours = fingerprints()
     assert set(ours) == {"sac", "redq", "droq", "crossq", "dsac_t", "td3", "fast_td3", "pql", "ppo"}
     assert ours == theirs
+
+
+def test_the_initial_state_compiles_for_compile_speed_and_falls_back_where_xla_refuses():
+    from jaxrl import driver
+
+    def init(key):
+        return jax.random.normal(key, (3,)) * jnp.arange(3.0)
+
+    key = jax.random.PRNGKey(4)
+    np.testing.assert_array_equal(driver.run_once(jax.jit(init), key), jax.jit(init)(key))
+    seen = []
+
+    class Lowered:  # an XLA that does not know the options
+        def compile(self, compiler_options=None):
+            seen.append(compiler_options)
+            if compiler_options:
+                raise ValueError("No such compile option: 'xla_cpu_use_fusion_emitters'")
+            return lambda key: "compiled with the defaults"
+
+    class Jitted:
+        def lower(self, key):
+            return Lowered()
+
+    assert driver.run_once(Jitted(), key) == "compiled with the defaults"
+    assert seen == [driver.RUN_ONCE_CPU_OPTIONS, None]
+
+    class Failing(Lowered):  # any other failure is the program's own: raised, not retried
+        def compile(self, compiler_options=None):
+            raise RuntimeError("RESOURCE_EXHAUSTED: out of memory")
+
+    Jitted.lower = lambda self, key: Failing()
+    with pytest.raises(RuntimeError, match="RESOURCE_EXHAUSTED"):
+        driver.run_once(Jitted(), key)
