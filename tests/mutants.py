@@ -1121,6 +1121,14 @@ MUTANTS = [
         FAULTS,
     ),
     m(
+        "ppo-rollout-values-at-once",
+        "jaxrl/agents/ppo.py",
+        "return jax.lax.map(lambda o: value(params, o), obs)",
+        "return value(params, obs)",
+        "the rollout's values in one pass: every hidden layer of every sample held at once",
+        "tests/agents/test_ppo.py",
+    ),
+    m(
         "replay-obs-always-float32",
         "jaxrl/loops/offpolicy.py",
         "x.astype(config.replay_obs_dtype)",

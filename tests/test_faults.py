@@ -499,8 +499,11 @@ def test_the_initial_state_compiles_for_compile_speed_and_falls_back_where_xla_r
 
     class Failing(Lowered):  # any other failure is the program's own: raised, not retried
         def compile(self, compiler_options=None):
+            seen.append(compiler_options)
             raise RuntimeError("RESOURCE_EXHAUSTED: out of memory")
 
+    seen.clear()
     Jitted.lower = lambda self, key: Failing()
     with pytest.raises(RuntimeError, match="RESOURCE_EXHAUSTED"):
         driver.run_once(Jitted(), key)
+    assert seen == [driver.RUN_ONCE_CPU_OPTIONS]  # one compile, not a second with defaults
