@@ -219,12 +219,12 @@ def run_jaxrl(case: Case) -> tuple[list[dict], float, dict]:
 def run(case: Case) -> dict:
     record: dict[str, Any] = {"case": case.name, **dataclasses.asdict(case)}
     record["machine"] = machine()
-    clock = CompileClock()
     if case.system == "limit":
         record.update(simulator_limit(case.env, case.num_envs))
     elif case.system == "profile":
         record.update(run_profile(case))
     else:
+        clock = CompileClock()
         if case.system == "jaxrl":
             evals, updates, extra = run_jaxrl(case)
         else:
