@@ -317,10 +317,36 @@ def _make_brax(task: str, options: dict):
         raise EnvOptionError(
             f"Unknown Brax backend {backend!r} for brax/{task}; choose one of {BRAX_BACKENDS}."
         )
-    env = env_cls(**{**options, "backend": backend})
+    env = _BraxEnv(env_cls(**{**options, "backend": backend}))
     env.episode_length = 1000
     env.action_repeat = 1
     return env
+
+
+class _BraxEnv(Wrapper):
+    """A Brax env whose observation size is read from the shapes of a traced reset, as
+    Playground's envs do: Brax's own property runs the reset eagerly, op by op, which compiled
+    hundreds of little programs (about 4 s on inverted_pendulum, before any training program).
+    Everything else is the Brax env's (`backend`, `sys`, `dt`, ...)."""
+
+    def __init__(self, env: Any):
+        super().__init__(env)
+        self._observation_size = None
+
+    @property
+    def observation_size(self) -> Any:
+        if self._observation_size is None:
+            import jax
+
+            obs = jax.eval_shape(self.env.reset, jax.random.PRNGKey(0)).obs
+            sizes = jax.tree.map(lambda x: x.shape, obs)
+            self._observation_size = obs.shape[-1] if hasattr(obs, "shape") else sizes
+        return self._observation_size
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name in ("env", "_observation_size"):
+            raise AttributeError(name)
+        return getattr(self.env, name)
 
 
 class _PlaygroundEnv(Wrapper):

@@ -1144,6 +1144,14 @@ MUTANTS = [
         "bytes per transition counts one time slot of every env",
         "tests/test_replay.py",
     ),
+    m(
+        "brax-observation-size-eager",
+        "envs/registry.py",
+        "obs = jax.eval_shape(self.env.reset, jax.random.PRNGKey(0)).obs",
+        "obs = self.env.reset(jax.random.PRNGKey(0)).obs",
+        "a Brax env's observation size read from an eager reset (hundreds of little compiles)",
+        "tests/envs/test_registry.py",
+    ),
 ]
 
 
