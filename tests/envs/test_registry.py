@@ -126,3 +126,16 @@ def test_brax_observation_size_is_read_without_running_a_reset():
     assert keys and all(isinstance(key, jax.core.Tracer) for key in keys)
     assert size == brax_envs.get_environment("inverted_pendulum").observation_size == 4
     assert env.unwrapped.backend == env.backend == "generalized" and env.sys is env.unwrapped.sys
+
+
+def test_list_covers_every_family():
+    names = envs.list_envs()
+    for name in (
+        "brax/ant",
+        "brax/humanoid",
+        "playground/CheetahRun",
+        "playground/WalkerWalk",
+        "classic/pendulum",
+    ):
+        assert name in names
+    assert all(n.startswith("classic/") for n in envs.list_envs("classic"))
