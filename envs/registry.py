@@ -329,22 +329,15 @@ class _BraxEnv(Wrapper):
     hundreds of little programs (about 4 s on inverted_pendulum, before any training program).
     Everything else is the Brax env's (`backend`, `sys`, `dt`, ...)."""
 
-    def __init__(self, env: Any):
-        super().__init__(env)
-        self._observation_size = None
-
-    @property
+    @functools.cached_property
     def observation_size(self) -> Any:
-        if self._observation_size is None:
-            import jax
+        import jax
 
-            obs = jax.eval_shape(self.env.reset, jax.random.PRNGKey(0)).obs
-            sizes = jax.tree.map(lambda x: x.shape, obs)
-            self._observation_size = obs.shape[-1] if hasattr(obs, "shape") else sizes
-        return self._observation_size
+        obs = jax.eval_shape(self.env.reset, jax.random.PRNGKey(0)).obs
+        return obs.shape[-1] if hasattr(obs, "shape") else jax.tree.map(lambda x: x.shape, obs)
 
     def __getattr__(self, name: str) -> Any:
-        if name.startswith("__") or name in ("env", "_observation_size"):
+        if name.startswith("__") or name == "env":
             raise AttributeError(name)
         return getattr(self.env, name)
 

@@ -263,8 +263,8 @@ MUTANTS = [
     m(
         "ppo-next-value-of-obs",
         "jaxrl/agents/ppo.py",
-        "value(state.params, next_value_obs)",
-        "value(state.params, value_obs)",
+        "rollout_values(state.params, next_value_obs)",
+        "rollout_values(state.params, value_obs)",
         "PPO's bootstrap value is V(s) instead of V(s')",
         PPO_REF,
     ),

@@ -24,8 +24,6 @@ as one compiled program.
 
 import json
 import os
-import subprocess
-import sys
 
 import jax
 import numpy as np
@@ -34,6 +32,7 @@ import pytest
 import jaxrl
 from jaxrl import cli
 from jaxrl.experiments.presets import PRESETS
+from tests.devices import run_python
 
 PENDULUM, INVERTED_PENDULUM, CARTPOLE_BALANCE = -250.0, 900.0, 900.0
 CASES = [
@@ -75,11 +74,7 @@ def test_cli_training_reaches_threshold(preset, threshold, tmp_path, capsys):
     argv += ["--stop-at-return", str(threshold)]
     if preset in OWN_PROCESS:
         env = {**os.environ, "XLA_FLAGS": os.environ["JAXRL_TESTS_DEFAULT_XLA_FLAGS"]}
-        done = subprocess.run(
-            [sys.executable, "-m", "jaxrl.cli", *argv], env=env, capture_output=True, text=True
-        )
-        assert done.returncode == 0, done.stderr[-3000:]
-        printed = done.stdout
+        printed = run_python("-m", "jaxrl.cli", *argv, env=env, timeout=900)
     else:
         assert cli.main(argv) == 0
         printed = capsys.readouterr().out
