@@ -42,11 +42,14 @@ def run(case: Case) -> tuple[list[dict], float, dict]:
     evals: list[dict] = []
 
     def progress(step, metrics):
+        # Brax's Evaluator times each evaluation (its share of the steady rate); None if not.
+        eval_seconds = metrics.get("eval/epoch_eval_time")
         evals.append(
             {
                 "env_steps": int(step),
                 "wall_seconds": time.perf_counter() - start,
                 "eval_return": float(metrics["eval/episode_reward"]),
+                "eval_seconds": None if eval_seconds is None else float(eval_seconds),
             }
         )
 

@@ -144,6 +144,27 @@ def test_gpu_throughput_target_reports_the_fraction_of_the_limit_and_the_profile
     assert report.throughput_target(records) == []
 
 
+def test_compile_target_by_both_clocks_and_by_the_first_chunk_alone_for_old_records():
+    def run(system, algo, seed, first_chunk, events):
+        return {"system": system, "algo": algo, "seed": seed, "env": "brax/inverted_pendulum"} | {
+            "seconds_to_threshold": 10.0,
+            "compile_seconds": first_chunk,
+            "compile_total_seconds": events,
+        }
+
+    records = [run("brax", "sac", s, 40.0 + 2 * s, 44.0 + 2 * s) for s in (0, 1)]
+    records += [run("jaxrl", "crossq", s, 22.0, 20.0 + s) for s in (0, 1)]
+    records += [run("jaxrl", "sac", s, 18.0, 16.0) for s in (0, 1)]
+    lines = report.targets(records)
+    first = next(line for line in lines if line.startswith("- Compile (to the first"))
+    assert "Brax SAC's 41.0 s" in first and "jaxrl/crossq 0.54" in first
+    assert "jaxrl/sac 0.44" in first and first.endswith("met by 1 of 2.")
+    (events,) = [line for line in lines if line.startswith("- Compile by JAX's compile events")]
+    assert "Brax SAC's 45.0 s: jaxrl/sac 0.36, jaxrl/crossq 0.46; met by 2 of 2." in events
+    records[-1]["compile_total_seconds"] = None  # a record from before the clock existed
+    assert not [line for line in report.targets(records) if "compile events" in line]
+
+
 MACHINE = {"cpu": "test", "cores": 2, "backend": "cpu", "device_count": 1, "devices": ["cpu"]}
 MACHINE |= {"jax": "0", "brax": "0", "mujoco": "0"}
 RECORDS = [  # hand-made, as benchmarks.case writes them (the fields the summary reads)
