@@ -300,7 +300,10 @@ def identical_section(name: str, records: list[dict]) -> list[str]:
         " to the fixed step count, compile included. Mean ± std over seeds; ratios jaxrl /"
         " Brax of the means. Targets on CPU:"
         f" throughput >= {SPEED_TARGETS['throughput']:g}x Brax's, compile <="
-        f" {SPEED_TARGETS['compile']:g}x."
+        f" {SPEED_TARGETS['compile']:g}x. jaxrl's evaluation stops once every episode has"
+        " ended, Brax's runs the whole episode length: on Brax's envs, whose episodes end"
+        " early, that is most of the throughput ratio (benchmarks/README.md, where the time"
+        " goes)."
     )
     lines.append("")
     lines += [
