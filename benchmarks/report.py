@@ -52,6 +52,15 @@ def _system(record: dict) -> str:
     return f"{record['system']}/{record['algo']}"
 
 
+def _compile_target(head: str, base: float, seconds: dict[str, float]) -> str:
+    """One line of the compile target (<= 0.5x Brax SAC's `base`): each system's ratio, lowest
+    first, and how many meet it; `head` is formatted with `base`."""
+    ratios = sorted(((k, v / base) for k, v in seconds.items()), key=lambda kv: kv[1])
+    met = sum(v <= 0.5 for _, v in ratios)
+    listed = ", ".join(f"{k} {v:.2f}" for k, v in ratios)
+    return f"{head.format(base)}{listed}; met by {met} of {len(ratios)}."
+
+
 def targets(records: list[dict]) -> list[str]:
     """The issue's targets, where the records hold both sides (means over seeds)."""
     lines = []
@@ -84,29 +93,26 @@ def targets(records: list[dict]) -> list[str]:
         else:
             lines.append("- Brax SAC did not reach the threshold: the 1/4 target has no base.")
     if brax_sac:
-        base = brax_sac["compile_seconds"]
-        ratios = {
-            _system(r): r["compile_seconds"] / base for r in by.values() if r["system"] == "jaxrl"
-        }
-        met = [k for k, v in ratios.items() if v <= 0.5]
+        jaxrl_runs = {_system(r): r for r in by.values() if r["system"] == "jaxrl"}
         lines.append(
-            f"- Compile (to the first finished chunk) against Brax SAC's {base:.1f} s, target "
-            f"<= 0.5: "
-            + ", ".join(f"{k} {v:.2f}" for k, v in sorted(ratios.items(), key=lambda kv: kv[1]))
-            + f"; met by {len(met)} of {len(ratios)}."
+            _compile_target(
+                "- Compile (to the first finished chunk) against Brax SAC's {:.1f} s, target "
+                "<= 0.5: ",
+                brax_sac["compile_seconds"],
+                {k: r["compile_seconds"] for k, r in jaxrl_runs.items()},
+            )
         )
-        events = brax_sac["compile_events"]
-        own = {_system(r): r["compile_events"] for r in by.values() if r["system"] == "jaxrl"}
-        if events and own and None not in own.values():
+        events = {k: r["compile_events"] for k, r in jaxrl_runs.items()}
+        if brax_sac["compile_events"] and events and None not in events.values():
             # The identical suite's clock: the first chunk's run is not in it, and Brax's
             # programs compiled after its first evaluation are.
-            ratios = {k: v / events for k, v in own.items()}
-            met = [k for k, v in ratios.items() if v <= 0.5]
             lines.append(
-                "- Compile by JAX's compile events (tracing, lowering and XLA of every program "
-                f"in the process) against Brax SAC's {events:.1f} s: "
-                + ", ".join(f"{k} {v:.2f}" for k, v in sorted(ratios.items(), key=lambda kv: kv[1]))
-                + f"; met by {len(met)} of {len(ratios)}."
+                _compile_target(
+                    "- Compile by JAX's compile events (tracing, lowering and XLA of every "
+                    "program in the process) against Brax SAC's {:.1f} s: ",
+                    brax_sac["compile_events"],
+                    events,
+                )
             )
         for r in records:
             if r.get("system") == "profile" and r["env"] == "brax/inverted_pendulum":
