@@ -28,10 +28,14 @@ class Case:
     preset: str | None = None  # jaxrl preset
     options: tuple[str, ...] = ()  # extra `jaxrl train` flags
     peer: tuple[tuple[str, Any], ...] = ()  # keyword arguments of Brax's train()
+    # A variant of the same algorithm and preset (e.g. "bf16": --matmul-precision bfloat16),
+    # named apart: in the case's name and, as algo+label, in the report's rows.
+    label: str = ""
 
     @property
     def name(self) -> str:
-        return f"{self.system}/{self.algo}/{self.env}/{self.num_envs}/s{self.seed}"
+        algo = f"{self.algo}+{self.label}" if self.label else self.algo
+        return f"{self.system}/{algo}/{self.env}/{self.num_envs}/s{self.seed}"
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self))
@@ -179,6 +183,14 @@ def _gpu() -> list[Case]:
             jaxrl_case("sac", env, "sac_dmc", threshold, total_steps=5_000_000),
             jaxrl_case("fast_td3", env, "fast_td3_playground", threshold, total_steps=20_000_000),
             brax_case("ppo", env, BRAX_PPO_DMC, threshold, 60_000_000, 10),
+        ]
+        # Mixed precision (bfloat16 matmuls, float32 sums) beside the float32 runs above.
+        bf16 = dict(options=("--matmul-precision", "bfloat16"), label="bf16")
+        cases += [
+            jaxrl_case("sac", env, "sac_dmc", threshold, total_steps=5_000_000, **bf16),
+            jaxrl_case(
+                "fast_td3", env, "fast_td3_playground", threshold, total_steps=20_000_000, **bf16
+            ),
         ]
     # Where PPO's time goes at 4096 envs, for the throughput target (50% of the limit).
     profiles = [profile_case(c) for c in cases if c.algo == "ppo" and c.system == "jaxrl"]

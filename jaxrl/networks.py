@@ -3,12 +3,46 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
 ACTIVATIONS = {"relu": nn.relu, "swish": nn.swish}
+
+MATMUL_PRECISIONS = ("float32", "bfloat16")
+"""The agents' `matmul_precision` choices (`dense_precision`)."""
+
+
+def dense_precision(matmul_precision: str) -> Any:
+    """The `precision` of the networks' Dense layers: None (XLA's default, float32) for
+    "float32", and for "bfloat16" JAX's BF16_BF16_F32 dot algorithm: each product's operands
+    rounded to bfloat16, the sums kept and returned in float32, forward and backward passes
+    alike (the mixed precision of GPU trainers such as FastTD3's, on tensor cores). A dot
+    algorithm rather than bfloat16 activations (flax's `dtype`): activations, LayerNorm,
+    BatchRenorm, parameters, optimiser states and losses all stay float32.
+
+    Where the program is traced for a CPU, "bfloat16" is float32 too: XLA:CPU ignores the
+    algorithm in most products and refuses it in some (a 1x1 result: "Algorithm not supported
+    by the ElementalIrEmitter"), so it could only fail there, never speed anything up."""
+    check_matmul_precision(matmul_precision)
+    if matmul_precision == "float32" or _platform() == "cpu":
+        return None
+    return jax.lax.DotAlgorithmPreset.BF16_BF16_F32
+
+
+def check_matmul_precision(matmul_precision: str) -> None:
+    if matmul_precision not in MATMUL_PRECISIONS:
+        raise ValueError(
+            f"matmul_precision must be one of {', '.join(MATMUL_PRECISIONS)}, "
+            f"got {matmul_precision!r}"
+        )
+
+
+def _platform() -> str:
+    """The platform programs are traced for (a function, so tests can name another)."""
+    return jax.default_backend()
 
 
 class MLP(nn.Module):
@@ -27,13 +61,17 @@ class MLP(nn.Module):
     norm_after_relu: bool = False
     # "relu", or "swish" (x * sigmoid(x)): Brax's PPO networks' default.
     activation: str = "relu"
+    matmul_precision: str = "float32"  # `dense_precision`
+
+    def dense(self, width: int) -> nn.Dense:
+        return nn.Dense(width, precision=dense_precision(self.matmul_precision))
 
     @nn.compact
     def __call__(self, x: jax.Array, train: bool = False) -> jax.Array:
         if self.residual:
             return self._residual(x)
         for width in self.hidden:
-            x = nn.Dense(width)(x)
+            x = self.dense(width)(x)
             if self.dropout > 0:
                 x = nn.Dropout(self.dropout, deterministic=not train)(x)
             if self.layer_norm and not self.norm_after_relu:
@@ -42,19 +80,19 @@ class MLP(nn.Module):
             if self.layer_norm and self.norm_after_relu:
                 x = nn.LayerNorm()(x)
         if self.out is not None:
-            x = nn.Dense(self.out)(x)
+            x = self.dense(self.out)(x)
         return x
 
     def _residual(self, x: jax.Array) -> jax.Array:
         if len(set(self.hidden)) != 1:
             raise ValueError(f"residual blocks need equal widths, got {tuple(self.hidden)}")
         width = self.hidden[0]
-        x = nn.Dense(width)(x)
+        x = self.dense(width)(x)
         for _ in self.hidden:
-            y = nn.Dense(4 * width)(nn.LayerNorm()(x))
-            x = x + nn.Dense(width)(nn.relu(y))
+            y = self.dense(4 * width)(nn.LayerNorm()(x))
+            x = x + self.dense(width)(nn.relu(y))
         x = nn.LayerNorm()(x)
-        return nn.Dense(self.out)(x) if self.out is not None else x
+        return self.dense(self.out)(x) if self.out is not None else x
 
 
 class QNetwork(nn.Module):
@@ -66,6 +104,7 @@ class QNetwork(nn.Module):
     outputs: int | None = None
     residual: bool = False
     norm_after_relu: bool = False
+    matmul_precision: str = "float32"
 
     @nn.compact
     def __call__(self, obs: jax.Array, action: jax.Array, train: bool = False) -> jax.Array:
@@ -77,6 +116,7 @@ class QNetwork(nn.Module):
             self.dropout,
             self.residual,
             self.norm_after_relu,
+            matmul_precision=self.matmul_precision,
         )
         out = mlp(x, train)
         return out if self.outputs else out[..., 0]
@@ -93,6 +133,7 @@ class QEnsemble(nn.Module):
     outputs: int | None = None
     residual: bool = False
     norm_after_relu: bool = False
+    matmul_precision: str = "float32"
 
     @nn.compact
     def __call__(self, obs: jax.Array, action: jax.Array, train: bool = False) -> jax.Array:
@@ -111,6 +152,7 @@ class QEnsemble(nn.Module):
             self.outputs,
             self.residual,
             self.norm_after_relu,
+            self.matmul_precision,
             name="critics",
         )
         return critics(obs, action, train)
@@ -137,6 +179,7 @@ class GaussianActor(nn.Module):
     softplus_std: bool = False
     min_std: float = 1e-3
     activation: str = "relu"
+    matmul_precision: str = "float32"
 
     @nn.compact
     def __call__(self, obs: jax.Array) -> tuple[jax.Array, jax.Array]:
@@ -145,6 +188,7 @@ class GaussianActor(nn.Module):
             out=2 * self.action_size,
             layer_norm=self.layer_norm,
             activation=self.activation,
+            matmul_precision=self.matmul_precision,
         )(obs)
         mean, raw = jnp.split(x, 2, axis=-1)
         if self.softplus_std:
@@ -158,10 +202,17 @@ class DeterministicActor(nn.Module):
     action_size: int
     hidden: Sequence[int]
     layer_norm: bool = False
+    matmul_precision: str = "float32"
 
     @nn.compact
     def __call__(self, obs: jax.Array) -> jax.Array:
-        return jnp.tanh(MLP(self.hidden, out=self.action_size, layer_norm=self.layer_norm)(obs))
+        mlp = MLP(
+            self.hidden,
+            out=self.action_size,
+            layer_norm=self.layer_norm,
+            matmul_precision=self.matmul_precision,
+        )
+        return jnp.tanh(mlp(obs))
 
 
 class BatchRenorm(nn.Module):
@@ -227,14 +278,16 @@ class BRNMLP(nn.Module):
     out: int
     momentum: float = 0.99
     warmup_steps: int = 100_000
+    matmul_precision: str = "float32"
 
     @nn.compact
     def __call__(self, x: jax.Array, train: bool = False) -> jax.Array:
         norm = lambda: BatchRenorm(not train, self.momentum, warmup_steps=self.warmup_steps)
+        dense = lambda width: nn.Dense(width, precision=dense_precision(self.matmul_precision))
         x = norm()(x)
         for width in self.hidden:
-            x = nn.relu(norm()(nn.Dense(width)(x)))
-        return nn.Dense(self.out)(x)
+            x = nn.relu(norm()(dense(width)(x)))
+        return dense(self.out)(x)
 
 
 class BRNQEnsemble(nn.Module):
@@ -244,6 +297,7 @@ class BRNQEnsemble(nn.Module):
     num_critics: int = 2
     momentum: float = 0.99
     warmup_steps: int = 100_000
+    matmul_precision: str = "float32"
 
     @nn.compact
     def __call__(self, obs: jax.Array, action: jax.Array, train: bool = False) -> jax.Array:
@@ -255,7 +309,14 @@ class BRNQEnsemble(nn.Module):
             out_axes=0,
             axis_size=self.num_critics,
         )
-        critics = ensemble(self.hidden, 1, self.momentum, self.warmup_steps, name="critics")
+        critics = ensemble(
+            self.hidden,
+            1,
+            self.momentum,
+            self.warmup_steps,
+            self.matmul_precision,
+            name="critics",
+        )
         return critics(jnp.concatenate([obs, action], -1), train)[..., 0]
 
 
@@ -268,9 +329,17 @@ class BRNGaussianActor(nn.Module):
     warmup_steps: int = 100_000
     log_std_min: float = -5.0
     log_std_max: float = 2.0
+    matmul_precision: str = "float32"
 
     @nn.compact
     def __call__(self, obs: jax.Array, train: bool = False) -> tuple[jax.Array, jax.Array]:
-        x = BRNMLP(self.hidden, 2 * self.action_size, self.momentum, self.warmup_steps)(obs, train)
+        body = BRNMLP(
+            self.hidden,
+            2 * self.action_size,
+            self.momentum,
+            self.warmup_steps,
+            self.matmul_precision,
+        )
+        x = body(obs, train)
         mean, raw = jnp.split(x, 2, axis=-1)
         return mean, squash_log_std(raw, self.log_std_min, self.log_std_max)

@@ -48,6 +48,7 @@ def m(name, path, old, new, description, *tests):
 
 SAC_REF = "tests/agents/test_sac_update_reference.py"
 HYPER = "tests/agents/test_hyperparameters.py"
+PRECISION = "tests/agents/test_matmul_precision.py"
 TD3_REF = "tests/agents/test_td3_update_reference.py"
 CROSSQ_REF = "tests/agents/test_crossq_update_reference.py"
 DSAC_REF = "tests/agents/test_dsac_t_update_reference.py"
@@ -1151,6 +1152,32 @@ MUTANTS = [
         "obs = self.env.reset(jax.random.PRNGKey(0)).obs",
         "a Brax env's observation size read from an eager reset (hundreds of little compiles)",
         "tests/envs/test_registry.py",
+    ),
+    m(
+        "bf16-sac-actor-float32",
+        "jaxrl/agents/sac.py",
+        "            softplus_std=config.softplus_std,\n"
+        "            matmul_precision=config.matmul_precision,\n",
+        "            softplus_std=config.softplus_std,\n",
+        "--matmul-precision bfloat16 leaves SAC's policy network in float32",
+        PRECISION,
+    ),
+    m(
+        "bf16-output-layer-float32",
+        "jaxrl/networks.py",
+        "            x = self.dense(self.out)(x)",
+        "            x = nn.Dense(self.out)(x)",
+        "--matmul-precision bfloat16 leaves every MLP's output layer in float32",
+        PRECISION,
+    ),
+    m(
+        "bf16-ppo-value-float32",
+        "jaxrl/agents/ppo.py",
+        "        activation=config.activation,\n"
+        "        matmul_precision=config.matmul_precision,\n    )",
+        "        activation=config.activation,\n    )",
+        "--matmul-precision bfloat16 leaves PPO's value network in float32",
+        PRECISION,
     ),
 ]
 

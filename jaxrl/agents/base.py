@@ -10,6 +10,8 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from jaxrl.networks import check_matmul_precision
+
 AgentState = Any
 Metrics = dict[str, jax.Array]
 
@@ -128,5 +130,6 @@ def check_network_config(config: Any, residual: bool = False) -> None:
     for name in ("actor_lr", "critic_lr", "alpha_lr", "init_alpha"):
         if name in fields and fields[name] <= 0:
             raise ValueError(f"{name} must be > 0, got {fields[name]}")
+    check_matmul_precision(fields["matmul_precision"])
     if "tau" in fields and not 0 < fields["tau"] <= 1:
         raise ValueError(f"tau must be in (0, 1], got {fields['tau']}")

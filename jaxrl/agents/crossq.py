@@ -36,6 +36,11 @@ class CrossQConfig:
     """Hidden-layer widths of the policy network, each layer with BatchRenorm."""
     critic_hidden: tuple[int, ...] = (2048, 2048)
     """Hidden-layer widths of each critic, each layer with BatchRenorm (SBX uses 1024)."""
+    matmul_precision: str = "float32"
+    """Network matmuls: "float32", or "bfloat16" (bf16 operands, float32 sums; GPU only).
+    With "bfloat16" every product's operands are rounded to bfloat16 and summed in float32, in
+    the backward pass too (tensor-core speed on GPUs); on a CPU it computes in float32.
+    Parameters, optimiser states, norms and losses stay float32 (`networks.dense_precision`)."""
     num_critics: int = 2
     """Critics in the ensemble; the target takes the min over them."""
     actor_lr: float = 1e-3
@@ -108,7 +113,11 @@ def joint_critic_pass(apply, obs, action, next_obs, next_action):
 
 def make(config: CrossQConfig = CrossQConfig()) -> Agent:
     critic_net = BRNQEnsemble(
-        config.critic_hidden, config.num_critics, config.bn_momentum, config.bn_warmup_steps
+        config.critic_hidden,
+        config.num_critics,
+        config.bn_momentum,
+        config.bn_warmup_steps,
+        config.matmul_precision,
     )
     actor_opt = adam(config.actor_lr, b1=config.adam_b1)
     critic_opt = adam(config.critic_lr, b1=config.adam_b1)
@@ -116,7 +125,11 @@ def make(config: CrossQConfig = CrossQConfig()) -> Agent:
 
     def actor_net(action_size: int) -> BRNGaussianActor:
         return BRNGaussianActor(
-            action_size, config.actor_hidden, config.bn_momentum, config.bn_warmup_steps
+            action_size,
+            config.actor_hidden,
+            config.bn_momentum,
+            config.bn_warmup_steps,
+            matmul_precision=config.matmul_precision,
         )
 
     def init(

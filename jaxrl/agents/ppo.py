@@ -33,6 +33,11 @@ class PPOConfig:
     """Hidden-layer widths of the policy network."""
     critic_hidden: tuple[int, ...] = (256, 256, 256, 256, 256)
     """Hidden-layer widths of the value network."""
+    matmul_precision: str = "float32"
+    """Network matmuls: "float32", or "bfloat16" (bf16 operands, float32 sums; GPU only).
+    With "bfloat16" every product's operands are rounded to bfloat16 and summed in float32, in
+    the backward pass too (tensor-core speed on GPUs); on a CPU it computes in float32.
+    Parameters, optimiser states, norms and losses stay float32 (`networks.dense_precision`)."""
     learning_rate: float = 3e-4
     """Adam learning rate of the policy and value networks (one optimiser)."""
     lr_schedule: str = "constant"
@@ -212,7 +217,12 @@ def minibatch_indices(key: jax.Array, samples: int, num_minibatches: int) -> jax
 
 
 def make(config: PPOConfig = PPOConfig()) -> Agent:
-    value_net = MLP(config.critic_hidden, out=1, activation=config.activation)
+    value_net = MLP(
+        config.critic_hidden,
+        out=1,
+        activation=config.activation,
+        matmul_precision=config.matmul_precision,
+    )
 
     def chain(learning_rate, max_grad_norm):
         return optax.chain(
@@ -234,6 +244,7 @@ def make(config: PPOConfig = PPOConfig()) -> Agent:
             config.actor_hidden,
             softplus_std=config.softplus_std,
             activation=config.activation,
+            matmul_precision=config.matmul_precision,
         )
 
     def value(params, obs: jax.Array) -> jax.Array:

@@ -38,6 +38,11 @@ class SACConfig:
     """Hidden-layer widths of the policy network."""
     critic_hidden: tuple[int, ...] = (256, 256)
     """Hidden-layer widths of each critic network."""
+    matmul_precision: str = "float32"
+    """Network matmuls: "float32", or "bfloat16" (bf16 operands, float32 sums; GPU only).
+    With "bfloat16" every product's operands are rounded to bfloat16 and summed in float32, in
+    the backward pass too (tensor-core speed on GPUs); on a CPU it computes in float32.
+    Parameters, optimiser states, norms and losses stay float32 (`networks.dense_precision`)."""
     num_critics: int = 2
     """Critics in the ensemble; the target takes the min over them (or over num_target_critics)."""
     critic_layer_norm: bool = False
@@ -213,13 +218,19 @@ def make(config: SACConfig = SACConfig()) -> Agent:
         outputs=head.outputs,
         residual=config.critic_residual,
         norm_after_relu=config.critic_norm_after_relu,
+        matmul_precision=config.matmul_precision,
     )
     actor_opt = adam(config.actor_lr)
     critic_opt = adam(config.critic_lr)
     alpha_opt = adam(config.alpha_lr)
 
     def actor_module(action_size: int) -> GaussianActor:
-        return GaussianActor(action_size, config.actor_hidden, softplus_std=config.softplus_std)
+        return GaussianActor(
+            action_size,
+            config.actor_hidden,
+            softplus_std=config.softplus_std,
+            matmul_precision=config.matmul_precision,
+        )
 
     def init(
         key: jax.Array, obs_size: int, action_size: int, critic_obs_size: int | None = None

@@ -38,6 +38,11 @@ class TD3Config:
     """Hidden-layer widths of the deterministic policy network."""
     critic_hidden: tuple[int, ...] = (256, 256)
     """Hidden-layer widths of each critic network."""
+    matmul_precision: str = "float32"
+    """Network matmuls: "float32", or "bfloat16" (bf16 operands, float32 sums; GPU only).
+    With "bfloat16" every product's operands are rounded to bfloat16 and summed in float32, in
+    the backward pass too (tensor-core speed on GPUs); on a CPU it computes in float32.
+    Parameters, optimiser states, norms and losses stay float32 (`networks.dense_precision`)."""
     num_critics: int = 2
     """Critics in the ensemble; the target takes the min over them (clipped double Q)."""
     critic_layer_norm: bool = False
@@ -133,13 +138,16 @@ def make(config: TD3Config = TD3Config()) -> Agent:
         config.critic_layer_norm,
         outputs=head.outputs,
         residual=config.critic_residual,
+        matmul_precision=config.matmul_precision,
     )
     # Adam, or AdamW where weight_decay > 0 (whether it decays is static, by how much data).
     actor_opt = adam(config.actor_lr, config.weight_decay)
     critic_opt = adam(config.critic_lr, config.weight_decay)
 
     def actor_net(action_size: int) -> DeterministicActor:
-        return DeterministicActor(action_size, config.actor_hidden)
+        return DeterministicActor(
+            action_size, config.actor_hidden, matmul_precision=config.matmul_precision
+        )
 
     def init(
         key: jax.Array, obs_size: int, action_size: int, critic_obs_size: int | None = None
