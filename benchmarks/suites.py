@@ -482,9 +482,11 @@ def _parity_long() -> list[Case]:
 # --- Speed at identical settings (issue 19): the parity cases' exact settings, a short fixed
 # budget, 3 seeds, one run. What it measures is the implementation: training env-steps/s,
 # compile seconds (every program of the process: trace, lowering and XLA) and wall-clock to
-# the fixed step count, as jaxrl / Brax ratios. Budgets: SAC 8,192 warm-up steps, then 128
-# iterations of 128 envs with 3 evaluations in all; PPO 2 whole Brax updates, an evaluation
-# after each (the fewest that give a steady rate between two evaluations).
+# the fixed step count, as jaxrl / Brax ratios. Budgets: SAC 8,192 warm-up steps, then 320
+# iterations of 128 envs with 6 evaluations after the warm-up (a steady window of 4 to 5
+# evaluation intervals, 33k to 41k env steps: with 3, one or two intervals of about 5 s
+# each moved the ratio by 0.2 between runs); PPO 2 whole Brax updates, an evaluation after
+# each (the fewest that give a steady rate between two evaluations).
 # Brax SAC as the issue ran it on a harder Brax task: 128 envs, batch 256, 16 updates per step,
 # 256x256 networks (Brax's default), 128 evaluation envs.
 BRAX_SAC_SPEED = {
@@ -501,11 +503,11 @@ BRAX_SAC_SPEED = {
     "normalize_observations": True,
     "q_network_layer_norm": False,
 }
-SPEED_SAC_EVALS, SPEED_PPO_EVALS = 3, 2
+SPEED_SAC_EVALS, SPEED_PPO_EVALS = 6, 2
 SPEED_SAC_TASKS: dict[str, tuple[dict | None, int]] = {
-    "playground/CartpoleBalance": (None, 24_576),
-    "playground/ReacherEasy": (None, 24_576),
-    "brax/inverted_double_pendulum": (BRAX_SAC_SPEED, 24_576),
+    "playground/CartpoleBalance": (None, 49_152),
+    "playground/ReacherEasy": (None, 49_152),
+    "brax/inverted_double_pendulum": (BRAX_SAC_SPEED, 49_152),
 }
 # PPO: Brax's notebook settings on its pendulums (163,840 env steps per update), Playground's
 # on CartpoleBalance (983,040 per update); budget 0: one whole update per evaluation.

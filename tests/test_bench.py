@@ -285,6 +285,35 @@ def test_steady_rate_leaves_out_compilation_between_the_points():
     summary = case_module.summarize(case, evals, updates=None)
     assert summary["env_steps_per_second"] == 200 / (14.0 - 8.0)
     assert summary["steady_compile_seconds"] == 8.0
+    assert summary["env_steps_per_second_without_eval"] is None  # no evaluation timed
+
+
+def test_rate_without_evaluations_takes_out_those_inside_the_window_only():
+    """Brax's Evaluator times each evaluation: the ones after the window's first point (which
+    ran before it began) come out of its seconds, with the compilation between the points."""
+    case = Case("brax", "sac", "classic/pendulum", 4)
+    point = lambda steps, wall, evaluated, compiled: {  # noqa: E731
+        "env_steps": steps,
+        "wall_seconds": wall,
+        "eval_return": 0.0,
+        "eval_seconds": evaluated,
+        "compile_seconds_before": compiled,
+    }
+    evals = [
+        point(0, 5.0, 4.0, 3),
+        point(100, 10.0, 3.0, 7),
+        point(200, 22.0, 2.0, 15),
+        point(300, 24.0, 0.5, 15),
+    ]
+    summary = case_module.summarize(case, evals, updates=None)
+    # 14 s between the points, 8 of them compiling, 2.5 evaluating: 200 steps in 3.5 s.
+    assert summary["env_steps_per_second"] == 200 / 6.0
+    assert summary["env_steps_per_second_without_eval"] == 200 / 3.5
+    evals[2]["eval_seconds"] = None  # one evaluation untimed: no rate without them
+    assert (
+        case_module.summarize(case, evals, updates=None)["env_steps_per_second_without_eval"]
+        is None
+    )
 
 
 def test_compile_clock_counts_every_program_and_marks_evaluation_points():
