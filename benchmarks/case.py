@@ -148,12 +148,6 @@ def summarize(case: Case, evals: list[dict], updates: float | None) -> dict:
     seconds = last["wall_seconds"] - first["wall_seconds"] - compiling
     if len(trained) > 1 and seconds > 0:
         steady = (last["env_steps"] - first["env_steps"]) / seconds
-    # The same window without the evaluations inside it, where the system times them (Brax's
-    # Evaluator does: `eval_seconds`); jaxrl's evaluation runs inside its chunk program.
-    inside = [e.get("eval_seconds") for e in trained[1:]]
-    without_eval = None
-    if steady is not None and inside and None not in inside and seconds > sum(inside):
-        without_eval = (last["env_steps"] - first["env_steps"]) / (seconds - sum(inside))
     return {
         "compile_seconds": first["wall_seconds"],
         "steady_compile_seconds": compiling,
@@ -163,7 +157,6 @@ def summarize(case: Case, evals: list[dict], updates: float | None) -> dict:
         "total_seconds": last["wall_seconds"],
         "env_steps": last["env_steps"],
         "env_steps_per_second": steady,
-        "env_steps_per_second_without_eval": without_eval,
         "updates_per_second": updates / last["wall_seconds"] if updates else None,
     }
 
