@@ -217,9 +217,8 @@ def run_jaxrl(case: Case) -> tuple[list[dict], float, dict]:
 
 
 def run(case: Case) -> dict:
-    record: dict[str, Any] = {"case": case.name, **dataclasses.asdict(case)}
-    if case.label:  # a variant: its own rows in the report
-        record["algo"] = f"{case.algo}+{case.label}"
+    # A variant (Case.label) gets its own rows in the report.
+    record: dict[str, Any] = {"case": case.name, **dataclasses.asdict(case), "algo": case.variant}
     record["machine"] = machine()
     if case.system == "limit":
         record.update(simulator_limit(case.env, case.num_envs))

@@ -356,15 +356,14 @@ def identical_section(name: str, records: list[dict]) -> list[str]:
 
     for algo in sorted({r["algo"] for r in ok}):
         for env in sorted({r["env"] for r in ok if r["algo"] == algo}):
-            means = {}
+            means, alone = {}, {}
             for system in ("jaxrl", "brax"):
                 runs = [r for r in ok if (r["algo"], r["env"], r["system"]) == (algo, env, system)]
                 if not runs:
                     continue
                 keys = ("env_steps_per_second", "compile_total_seconds", "total_seconds")
                 means[system] = {k: mean(runs, k) for k in keys}
-                alone = [rate_without_evaluations(r["evals"]) for r in runs]
-                means[system]["without_eval"] = _mean_or_none(alone)
+                alone[system] = _mean_or_none([rate_without_evaluations(r["evals"]) for r in runs])
                 lines.append(
                     f"| {algo} | {env} | {system} | {len(runs)} | {runs[0]['env_steps']:,} "
                     f"| {_mean_std([r['env_steps_per_second'] for r in runs])} "
@@ -382,13 +381,8 @@ def identical_section(name: str, records: list[dict]) -> list[str]:
             }
             throughput = ratios.get("env_steps_per_second")
             compile_ = ratios.get("compile_total_seconds")
-            brax_alone = means["brax"].pop("without_eval")
-            means["jaxrl"].pop("without_eval")
-            against_training = (
-                means["jaxrl"]["env_steps_per_second"] / brax_alone
-                if brax_alone and means["jaxrl"]["env_steps_per_second"]
-                else None
-            )
+            ours = means["jaxrl"]["env_steps_per_second"]
+            against_training = ours / alone["brax"] if ours and alone["brax"] else None
             verdict = []
             if throughput is not None:
                 met = throughput >= SPEED_TARGETS["throughput"]

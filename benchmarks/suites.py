@@ -33,9 +33,13 @@ class Case:
     label: str = ""
 
     @property
+    def variant(self) -> str:
+        """The algorithm as the case's name and the report's rows give it: algo+label."""
+        return f"{self.algo}+{self.label}" if self.label else self.algo
+
+    @property
     def name(self) -> str:
-        algo = f"{self.algo}+{self.label}" if self.label else self.algo
-        return f"{self.system}/{algo}/{self.env}/{self.num_envs}/s{self.seed}"
+        return f"{self.system}/{self.variant}/{self.env}/{self.num_envs}/s{self.seed}"
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self))

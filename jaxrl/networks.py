@@ -32,6 +32,12 @@ def dense_precision(matmul_precision: str) -> Any:
     return jax.lax.DotAlgorithmPreset.BF16_BF16_F32
 
 
+def dense(width: int, matmul_precision: str) -> nn.Dense:
+    """A Dense layer of `width` outputs computing at `matmul_precision` (`dense_precision`):
+    every network's layers are made here."""
+    return nn.Dense(width, precision=dense_precision(matmul_precision))
+
+
 def check_matmul_precision(matmul_precision: str) -> None:
     if matmul_precision not in MATMUL_PRECISIONS:
         raise ValueError(
@@ -63,15 +69,12 @@ class MLP(nn.Module):
     activation: str = "relu"
     matmul_precision: str = "float32"  # `dense_precision`
 
-    def dense(self, width: int) -> nn.Dense:
-        return nn.Dense(width, precision=dense_precision(self.matmul_precision))
-
     @nn.compact
     def __call__(self, x: jax.Array, train: bool = False) -> jax.Array:
         if self.residual:
             return self._residual(x)
         for width in self.hidden:
-            x = self.dense(width)(x)
+            x = dense(width, self.matmul_precision)(x)
             if self.dropout > 0:
                 x = nn.Dropout(self.dropout, deterministic=not train)(x)
             if self.layer_norm and not self.norm_after_relu:
@@ -80,19 +83,19 @@ class MLP(nn.Module):
             if self.layer_norm and self.norm_after_relu:
                 x = nn.LayerNorm()(x)
         if self.out is not None:
-            x = self.dense(self.out)(x)
+            x = dense(self.out, self.matmul_precision)(x)
         return x
 
     def _residual(self, x: jax.Array) -> jax.Array:
         if len(set(self.hidden)) != 1:
             raise ValueError(f"residual blocks need equal widths, got {tuple(self.hidden)}")
         width = self.hidden[0]
-        x = self.dense(width)(x)
+        x = dense(width, self.matmul_precision)(x)
         for _ in self.hidden:
-            y = self.dense(4 * width)(nn.LayerNorm()(x))
-            x = x + self.dense(width)(nn.relu(y))
+            y = dense(4 * width, self.matmul_precision)(nn.LayerNorm()(x))
+            x = x + dense(width, self.matmul_precision)(nn.relu(y))
         x = nn.LayerNorm()(x)
-        return self.dense(self.out)(x) if self.out is not None else x
+        return dense(self.out, self.matmul_precision)(x) if self.out is not None else x
 
 
 class QNetwork(nn.Module):
@@ -283,11 +286,10 @@ class BRNMLP(nn.Module):
     @nn.compact
     def __call__(self, x: jax.Array, train: bool = False) -> jax.Array:
         norm = lambda: BatchRenorm(not train, self.momentum, warmup_steps=self.warmup_steps)
-        dense = lambda width: nn.Dense(width, precision=dense_precision(self.matmul_precision))
         x = norm()(x)
         for width in self.hidden:
-            x = nn.relu(norm()(dense(width)(x)))
-        return dense(self.out)(x)
+            x = nn.relu(norm()(dense(width, self.matmul_precision)(x)))
+        return dense(self.out, self.matmul_precision)(x)
 
 
 class BRNQEnsemble(nn.Module):

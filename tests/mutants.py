@@ -1165,7 +1165,7 @@ MUTANTS = [
     m(
         "bf16-output-layer-float32",
         "jaxrl/networks.py",
-        "            x = self.dense(self.out)(x)",
+        "            x = dense(self.out, self.matmul_precision)(x)",
         "            x = nn.Dense(self.out)(x)",
         "--matmul-precision bfloat16 leaves every MLP's output layer in float32",
         PRECISION,
