@@ -148,7 +148,8 @@ def summarize(case: Case, evals: list[dict], updates: float | None) -> dict:
     seconds = last["wall_seconds"] - first["wall_seconds"] - compiling
     if len(trained) > 1 and seconds > 0:
         steady = (last["env_steps"] - first["env_steps"]) / seconds
-    return {
+    out = {"final_returns": last["eval_returns"]} if "eval_returns" in last else {}
+    return out | {
         "compile_seconds": first["wall_seconds"],
         "steady_compile_seconds": compiling,
         "seconds_to_threshold": hit["wall_seconds"] if hit else None,
@@ -194,6 +195,7 @@ def run_jaxrl(case: Case) -> tuple[list[dict], float, dict]:
         None,
         progress=lambda _line: stamps.append(time.perf_counter() - start),
         compile_cache=False,
+        seeds=case.seeds or None,
     )
     # The first progress line reports compilation; one line per chunk follows.
     evals = [
@@ -204,6 +206,8 @@ def run_jaxrl(case: Case) -> tuple[list[dict], float, dict]:
             "eval_return_std": row["eval_return_std"],
             # Mean return of the exploring policy's episodes that ended in the chunk.
             "train_episode_return": row["train_episode_return"],
+            # Several seeds (Case.seeds): each one's return; eval_return is their mean.
+            **({"eval_returns": row["eval_returns"]} if "eval_returns" in row else {}),
         }
         for row, t in zip(result.history, stamps[1:], strict=True)
     ]

@@ -272,7 +272,8 @@ def parity_section(name: str, records: list[dict]) -> list[str]:
                 (r for r in ok if r["env"] == env and _system(r) == system),
                 key=lambda r: r["seed"],
             )
-            finals = [r["final_return"] for r in runs]
+            # A record of several seeds (Case.seeds) holds each one's return.
+            finals = [f for r in runs for f in r.get("final_returns", [r["final_return"]])]
             rates = [r["env_steps_per_second"] for r in runs if r["env_steps_per_second"]]
             lines.append(
                 f"| {env} | {system} | {runs[0]['env_steps']:,} | {_mean_std(finals)} "
@@ -516,7 +517,7 @@ def write(results: pathlib.Path, summary: pathlib.Path | None = None) -> pathlib
         if path.stem.startswith("identical"):
             writer = identical_section
         else:
-            writer = parity_section if path.stem.startswith("parity") else section
+            writer = parity_section if "parity" in path.stem else section
         lines += writer(path.stem, records)
         if writer is identical_section:  # short fixed budgets: a speed table, not curves
             continue

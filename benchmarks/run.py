@@ -52,43 +52,79 @@ def select(suite: str, only: list[str]):
     return cases
 
 
+def _run_case(case, out: pathlib.Path, env: dict, timeout: float) -> tuple[bool, str, list[str]]:
+    """One case in its own process, its record appended to `out`: (failed, detail, new lines)."""
+    before = out.read_text().count("\n") if out.exists() else 0
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "jaxrl.benchmarks.case", case.to_json(), str(out)],
+            env=env,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+        failed, detail = proc.returncode != 0, proc.stderr[-2000:]
+    except subprocess.TimeoutExpired:
+        failed, detail = True, f"timed out after {timeout:.0f} s"
+    lines = out.read_text().splitlines()[before:] if out.exists() else []
+    return failed, detail, lines
+
+
 def run_suite(
-    suite: str, out: pathlib.Path, only: list[str], timeout: float, progress=_print
+    suite: str,
+    out: pathlib.Path,
+    only: list[str],
+    timeout: float,
+    progress=_print,
+    jobs: int = 1,
 ) -> list[dict]:
+    """Every case of the suite, one process each; with jobs > 1, that many at once (each
+    writing its own part file, appended to `out` as it ends; records carry
+    `concurrent_jobs`: their timings shared the machine, their learning did not)."""
     cases = select(suite, only)
-    records = []
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
     }
-    for index, case in enumerate(cases, 1):
-        progress(f"[{index}/{len(cases)}] {case.name}")
+    if jobs > 1:  # processes share one accelerator: no process takes most of its memory
+        env.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+
+    def one(index_case):
+        index, case = index_case
+        part = out.with_name(f"{out.name}.part{index}") if jobs > 1 else out
+        if jobs > 1:
+            part.unlink(missing_ok=True)
         tick = time.perf_counter()
-        before = out.read_text().count("\n") if out.exists() else 0
-        try:
-            proc = subprocess.run(
-                [sys.executable, "-m", "jaxrl.benchmarks.case", case.to_json(), str(out)],
-                env=env,
-                cwd=ROOT,
-                capture_output=True,
-                text=True,
-                timeout=timeout,
-            )
-            failed = proc.returncode != 0
-            detail = proc.stderr[-2000:]
-        except subprocess.TimeoutExpired:
-            failed, detail = True, f"timed out after {timeout:.0f} s"
+        failed, detail, lines = _run_case(case, part, env, timeout)
         if failed:
             record = {"case": case.name, "suite": suite, "error": detail}
+        else:
+            record = json.loads(lines[-1])
+        if jobs > 1:
+            record["concurrent_jobs"] = jobs
+            part.unlink(missing_ok=True)
+        if failed or jobs > 1:
             with out.open("a") as f:
                 f.write(json.dumps(record) + "\n")
-            progress(f"    failed: {detail.strip().splitlines()[-1] if detail.strip() else '?'}")
+        if failed:
+            last = detail.strip().splitlines()[-1] if detail.strip() else "?"
+            progress(f"    {case.name} failed: {last}")
         else:
-            lines = out.read_text().splitlines()[before:]
-            record = json.loads(lines[-1])
-            progress(f"    {report.one_line(record)} ({time.perf_counter() - tick:.0f} s)")
-        records.append(record)
-    return records
+            seconds = time.perf_counter() - tick
+            progress(f"    {case.name}: {report.one_line(record)} ({seconds:.0f} s)")
+        return record
+
+    numbered = list(enumerate(cases, 1))
+    for index, case in numbered:
+        progress(f"[{index}/{len(cases)}] {case.name}")
+    if jobs == 1:
+        return [one(item) for item in numbered]
+    from concurrent.futures import ThreadPoolExecutor
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with ThreadPoolExecutor(jobs) as pool:  # threads only wait on their processes
+        return list(pool.map(one, numbered))
 
 
 def locations(
@@ -125,6 +161,12 @@ def main(argv: list[str] | None = None) -> int:
         "folder is then the results folder",
     )
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds per case")
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        help="cases run at once (default 1: timings are only comparable one at a time)",
+    )
     parser.add_argument("--report-only", action="store_true")
     parser.add_argument(
         "--results",
@@ -144,6 +186,8 @@ def main(argv: list[str] | None = None) -> int:
             select(args.suite, args.only)  # a filter that matches nothing fails here
             if not args.timeout > 0:
                 raise ConfigError(f"--timeout must be > 0 seconds, got {args.timeout}")
+            if args.jobs < 1:
+                raise ConfigError(f"--jobs must be >= 1, got {args.jobs}")
     except ConfigError as error:
         print(f"jaxrl bench: error: {error}", file=sys.stderr)
         return 2
@@ -153,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
         import jax
 
         out = out or results / f"{args.suite}-{jax.default_backend()}.jsonl"
-        run_suite(args.suite, out, args.only, args.timeout)
+        run_suite(args.suite, out, args.only, args.timeout, jobs=args.jobs)
     print(f"summary: {report.write(results, summary)}")
     return 0
 

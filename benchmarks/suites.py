@@ -31,6 +31,9 @@ class Case:
     # A variant of the same algorithm and preset (e.g. "bf16": --matmul-precision bfloat16),
     # named apart: in the case's name and, as algo+label, in the report's rows.
     label: str = ""
+    # jaxrl only: seeds 0..seeds-1 trained together in one program (`--seeds`), one record
+    # with each seed's returns; 0: the one seed `seed`.
+    seeds: int = 0
 
     @property
     def variant(self) -> str:
@@ -39,7 +42,8 @@ class Case:
 
     @property
     def name(self) -> str:
-        return f"{self.system}/{self.variant}/{self.env}/{self.num_envs}/s{self.seed}"
+        seeds = f"seeds{self.seeds}" if self.seeds else f"s{self.seed}"
+        return f"{self.system}/{self.variant}/{self.env}/{self.num_envs}/{seeds}"
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self))
@@ -397,17 +401,23 @@ PARITY_PPO_LONG_TASKS = {
 
 
 def ppo_parity_flags(
-    settings: dict, total_steps: int, evals: int = PARITY_EVALS
+    settings: dict, total_steps: int, evals: int = PARITY_EVALS, brax_mode: bool = True
 ) -> tuple[str, ...]:
-    """`jaxrl train` flags giving jaxrl's PPO exactly Brax PPO's hyperparameters. Brax collects
-    batch_size x num_minibatches unrolls per update as consecutive unrolls of every env; here
-    that is one rollout of unroll_length x (that many / num_envs) steps per env, split into the
-    same number of equally sized minibatches (GAE then runs over the whole rollout rather than
-    each unroll). Brax's defaults: clip 0.3, GAE lambda 0.95, no gradient clipping, value
-    loss 0.25 MSE (0.5 x our 0.5 MSE), advantages normalised per minibatch, softplus std,
-    swish activations. Kept apart: Brax's advantage r + gamma v_{t+1} - V (v the lambda-return)
-    over each unroll (`--advantage-estimator vtrace --gae-horizon` give it; it did not help on
-    inverted_pendulum) and its truncated steps dropped from the losses."""
+    """`jaxrl train` flags giving jaxrl's PPO exactly Brax PPO's hyperparameters and, with
+    `brax_mode`, every one of its implementation choices (docs/PARITY.md lists them).
+
+    Brax collects batch_size x num_minibatches / num_envs consecutive unrolls of unroll_length
+    steps per update: here one rollout of that many steps per env, cut back into the same
+    unrolls (--gae-horizon). Brax's defaults: clip 0.3, GAE lambda 0.95, no gradient clipping,
+    value loss 0.25 MSE (0.5 x our 0.5 MSE), advantages normalised per minibatch, softplus std,
+    swish activations, normalised observations not clipped. Its choices (brax_mode): the
+    advantages computed inside the loss with each gradient step's value parameters, per
+    minibatch of whole unrolls (--advantage-in-loss); r + gamma v_{t+1} - V as the advantage
+    (--advantage-estimator vtrace); truncated steps masked (--truncation mask); finished envs
+    back at their first state (--autoreset first); the normaliser taking in the rollout's
+    observations before the update reads it (--renormalize-rollout); every env reset
+    num_resets_per_eval times between evaluations (--reset-every). Without brax_mode:
+    jaxrl's own choices at Brax's hyperparameters."""
     unrolls = settings["batch_size"] * settings["num_minibatches"] // settings["num_envs"]
     rollout = settings["unroll_length"] * unrolls
     every = -(-total_steps // evals)
@@ -433,10 +443,17 @@ def ppo_parity_flags(
     argv = [str(x) for item in flags.items() for x in item]
     normalize = settings["normalize_observations"]
     argv.append("--normalize-observations" if normalize else "--no-normalize-observations")
-    # Brax PPO's implementation choices: swish networks, the rollout normalised with the
-    # statistics that include it, no clipping of normalised observations.
-    brax = ("--activation", "swish", "--renormalize-rollout", "--obs-clip", "0")
-    return (*argv, "--softplus-std", *brax)
+    argv += ["--softplus-std", "--activation", "swish", "--obs-clip", "0"]
+    if not brax_mode:
+        return tuple(argv)
+    argv += ["--renormalize-rollout", "--advantage-in-loss"]
+    argv += ["--gae-horizon", str(settings["unroll_length"])]
+    argv += ["--advantage-estimator", "vtrace", "--truncation", "mask", "--autoreset", "first"]
+    resets = settings.get("num_resets_per_eval", 0)
+    if resets:  # Brax: every (updates per evaluation) / resets updates
+        updates = total_steps // (rollout * settings["num_envs"])
+        argv += ["--reset-every", str(max(1, updates // evals // resets))]
+    return tuple(argv)
 
 
 def _sac_parity(tasks: dict, evals: int = PARITY_EVALS) -> list[Case]:
@@ -528,6 +545,49 @@ def _identical() -> list[Case]:
     )
 
 
+# --- Learning parity on a GPU (issue 36): MuJoCo Playground's own settings for its DM Control
+# tasks, both systems in one run, 3 seeds each (jaxrl's in one program, `--seeds 3`; Brax's
+# one process each). PPO: Playground's brax_ppo_config (2048 envs, batch 1024 x 32
+# minibatches, unroll 30, 16 epochs, ...) with its budget cut to whole updates, and its
+# num_resets_per_eval left at Brax's default 0 (Playground's 10 resets every env after every
+# update at this budget); jaxrl with Brax's choices and with its own. SAC: Playground's
+# brax_sac_config with the budget cut. Made to fit 10 minutes of an H100 with `--jobs 8`.
+GPU_PARITY_PPO_TASKS = {  # task: (updates, evaluations after the start)
+    "playground/CartpoleBalance": (6, 3),  # 5,898,240 env steps, the budget issue 36 ran
+    "playground/CheetahRun": (10, 5),  # 9,830,400 env steps
+}
+GPU_PARITY_SAC_TASKS = {"playground/CartpoleBalance": 200_704}  # 1,568 iterations of 128 envs
+GPU_PARITY_SEEDS = 3
+
+
+def _gpu_parity() -> list[Case]:
+    cases = []
+    for env, (updates, evals) in GPU_PARITY_PPO_TASKS.items():
+        settings = playground_ppo(env.split("/")[1])
+        per_update = settings["batch_size"] * settings["num_minibatches"]
+        steps = updates * per_update * settings["unroll_length"]
+        peer = {**settings, "num_eval_envs": 128, "deterministic_eval": True}
+        for brax_mode, label in ((True, ""), (False, "own")):
+            flags = ppo_parity_flags(settings, steps, evals, brax_mode)
+            cases.append(
+                Case("jaxrl", "ppo", env, settings["num_envs"], 0.0, steps, options=flags,
+                     label=label, seeds=GPU_PARITY_SEEDS)
+            )  # fmt: skip
+        brax = brax_case("ppo", env, peer, 0.0, steps, evals + 1)
+        cases += [dataclasses.replace(brax, seed=seed) for seed in range(GPU_PARITY_SEEDS)]
+    for env, steps in GPU_PARITY_SAC_TASKS.items():
+        settings = playground_sac(env.split("/")[1])
+        peer = {**settings, "num_eval_envs": 128, "deterministic_eval": True}
+        flags = sac_parity_flags(settings, steps)
+        cases.append(
+            Case("jaxrl", "sac", env, settings["num_envs"], 0.0, steps, options=flags,
+                 seeds=GPU_PARITY_SEEDS)
+        )  # fmt: skip
+        brax = brax_case("sac", env, peer, 0.0, steps, PARITY_EVALS + 1)
+        cases += [dataclasses.replace(brax, seed=seed) for seed in range(GPU_PARITY_SEEDS)]
+    return cases
+
+
 SUITES = {
     "smoke": _smoke,
     "cpu": _cpu,
@@ -536,4 +596,5 @@ SUITES = {
     "parity": _parity,
     "parity_long": _parity_long,
     "identical": _identical,
+    "gpu-parity": _gpu_parity,
 }

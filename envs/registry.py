@@ -453,6 +453,7 @@ def make_vec(
     episode_length: int | None = None,
     action_repeat: int | None = None,
     auto_reset: bool = True,
+    reset_to_first: bool = False,
     randomization: tuple[Callable, Any] | None = None,
     **options,
 ):
@@ -467,6 +468,7 @@ def make_vec(
         episode_length=episode_length,
         action_repeat=action_repeat,
         auto_reset=auto_reset,
+        reset_to_first=reset_to_first,
         randomization=randomization,
     )
 
@@ -478,13 +480,16 @@ def wrap(
     episode_length: int | None = None,
     action_repeat: int | None = None,
     auto_reset: bool = True,
+    reset_to_first: bool = False,
     randomization: tuple[Callable, Any] | None = None,
     joint_limit_actions: bool = False,
 ):
     """The training wrappers around an env made by `make` (one base env can serve several
     batched envs, e.g. for training and for evaluation). `randomization`: (randomization_fn,
     key) gives each of the `num_envs` envs physics of its own (`envs.randomization`).
-    `joint_limit_actions`: actions bounded by the joints' limits (`envs.robots`)."""
+    `joint_limit_actions`: actions bounded by the joints' limits (`envs.robots`).
+    `reset_to_first`: finished envs restart from the state they started from (Brax's
+    training wrappers), not from a fresh random one."""
     episode_length = episode_length or getattr(base, "episode_length", None)
     if episode_length is None:
         raise EnvOptionError(
@@ -507,7 +512,7 @@ def wrap(
         models, in_axes = randomization_fn(dr.model_of(base), jax.random.split(key, num_envs))
         env = dr.RandomizedVmapWrapper(env, num_envs, models, in_axes)
     if auto_reset:
-        env = AutoResetWrapper(env)
+        env = AutoResetWrapper(env, first=reset_to_first)
     env.episode_length = episode_length
     env.num_envs = num_envs
     return env

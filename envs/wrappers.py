@@ -195,7 +195,9 @@ class VmapWrapper(Wrapper):
 
 
 class AutoResetWrapper(Wrapper):
-    """Resets finished envs of a batched env with fresh random initial states.
+    """Resets finished envs of a batched env with fresh random initial states, or with `first`
+    the state each env started from at its last `reset` (Brax's and Playground's cached first
+    state: the reset is recomputed from the key that made it, so no copy of it is stored).
 
     After a step, `info["final_obs"]` holds the observation the step really reached (the one to
     bootstrap from), while `obs` is already the next episode's first observation for envs that
@@ -203,9 +205,15 @@ class AutoResetWrapper(Wrapper):
     statistics (valid where `done` is 1).
     """
 
+    def __init__(self, env: Any, first: bool = False):
+        super().__init__(env)
+        self.first = first
+
     def reset(self, key: jax.Array):
         reset_key, key = jax.random.split(key)
         state = self.env.reset(reset_key)
+        if self.first:  # the key the next resets remake this state from
+            key = reset_key
         return _with_own_keys(state, state, key)
 
     def step(self, state, action: jax.Array):
@@ -215,8 +223,11 @@ class AutoResetWrapper(Wrapper):
         done = stepped.done
 
         def reset_finished(key):
-            key, reset_key = jax.random.split(key)
-            fresh = self.env.reset(reset_key)
+            if self.first:
+                fresh = self.env.reset(key)
+            else:
+                key, reset_key = jax.random.split(key)
+                fresh = self.env.reset(reset_key)
 
             def select(new, old):
                 mask = done.reshape(done.shape + (1,) * (old.ndim - done.ndim)) > 0

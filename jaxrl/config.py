@@ -85,6 +85,11 @@ class TrainConfig:
     """Half-width s of the built-in randomizers' scale factors U[1 - s, 1 + s]."""
     randomize_eval: bool = False
     """Evaluate on randomized physics too (other draws than training's); default: nominal."""
+    autoreset: str = "random"
+    """Where a finished training env starts its next episode: "random", a fresh random initial
+    state; "first", the state that env started the run from (or its last hard reset: see
+    reset_every), as the training wrappers of Brax and MuJoCo Playground do (a cached first
+    state). Evaluation envs always start from fresh random states."""
     episode_length: int | None = None
     """Time limit of an episode in agent steps (after action repeat); None: the task's own."""
     action_repeat: int | None = None
@@ -153,9 +158,15 @@ class TrainConfig:
     The replay fields (batch_size, updates_per_step, buffer_size, learning_starts,
     warmup_actions, n_step, exploration, noise scales, acting_lag) are off-policy only."""
     renormalize_rollout: bool = False
-    """On-policy: the update normalises the rollout with statistics that already include it.
-    That is Brax's PPO order (acting used the previous statistics); False: the update reads
-    it normalised with the statistics it was collected under."""
+    """On-policy: Brax's PPO order. The statistics take in the observations the rollout acted
+    on, and the update reads the rollout normalised with them (acting used the previous
+    statistics). False: the statistics take in the observations the steps reached, and the
+    update reads the rollout normalised as it was collected."""
+    reset_every: int = 0
+    """On-policy: every this many iterations (rollout + update) every training env restarts
+    from a fresh random state, mid-episode or not; 0: never. Brax's PPO does this
+    num_resets_per_eval times between evaluations (MuJoCo Playground's DM Control settings:
+    10), i.e. every (updates per evaluation) / num_resets_per_eval updates."""
     devices: int | Literal["all"] = 0
     """Devices to split the run over: 0 the default one alone, N the first N, all of them.
     Envs, replay buffer and every batch are divided along a data axis, parameters replicated
@@ -242,6 +253,16 @@ class TrainConfig:
             raise ConfigError(
                 f"replay_obs_dtype must be one of {', '.join(REPLAY_OBS_DTYPES)}, "
                 f"got {self.replay_obs_dtype!r}"
+            )
+        if self.autoreset not in ("random", "first"):
+            raise ConfigError(f"autoreset must be 'random' or 'first', got {self.autoreset!r}")
+        if (
+            isinstance(self.reset_every, bool)
+            or not isinstance(self.reset_every, int)
+            or (self.reset_every < 0)
+        ):
+            raise ConfigError(
+                f"reset_every must be an integer >= 0 (0: never), got {self.reset_every!r}"
             )
         if not self.obs_clip >= 0:
             raise ConfigError(f"obs_clip must be >= 0 (0: no clipping), got {self.obs_clip}")

@@ -244,6 +244,8 @@ def _seeds_row(rows: list[dict], seeds: tuple[int, ...]) -> dict:
     trained = [r["train_episode_return"] for r in rows if r["train_episode_return"] is not None]
     summary = seed_summary(returns)
     row = {k: first[k] for k in ("chunk", "env_steps", "train_seconds", "wall_seconds")}
+    if "updates" in first:  # gradient updates of one seed (each does the same)
+        row["updates"] = first["updates"]
     row.update(
         chunk_seconds=first["chunk_seconds"],
         env_steps_per_second=first["env_steps_per_second"],

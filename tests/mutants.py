@@ -53,6 +53,7 @@ TD3_REF = "tests/agents/test_td3_update_reference.py"
 CROSSQ_REF = "tests/agents/test_crossq_update_reference.py"
 DSAC_REF = "tests/agents/test_dsac_t_update_reference.py"
 PPO_REF = "tests/agents/test_ppo_update_reference.py"
+BRAX_PPO = "tests/agents/test_ppo_brax_parity.py"
 WIRING = "tests/test_wiring.py"
 RUNS = "tests/test_runs.py"
 OWN_ENV = "tests/envs/test_own_env.py"
@@ -375,6 +376,80 @@ MUTANTS = [
         "action = agent.act(agent_state, obs, act_key, 0.0)",
         "evaluation feeds raw observations to a policy trained on normalised ones",
         WIRING,
+    ),
+    # --- PPO's Brax options (docs/PARITY.md). ---------------------------------------------
+    m(
+        "ppo-mask-keeps-truncated-delta",
+        "jaxrl/agents/ppo.py",
+        "        delta = delta * kept\n",
+        "        delta = delta\n",
+        "truncation='mask' leaves a truncated step's TD error in its advantage and target",
+        BRAX_PPO,
+    ),
+    m(
+        "ppo-mask-keeps-truncated-advantage",
+        "jaxrl/agents/ppo.py",
+        "            advantage = advantage * kept\n",
+        "            advantage = advantage\n",
+        "truncation='mask' with vtrace leaves the advantage of a truncated step",
+        BRAX_PPO,
+    ),
+    m(
+        "ppo-in-loss-bootstrap-from-own-row",
+        "jaxrl/agents/ppo.py",
+        "next_values = jnp.concatenate([values[1:], last[None]])",
+        "next_values = jnp.concatenate([values[1:], values[-1:]])",
+        "an unroll's last step bootstraps from its own value, not its next observation's",
+        BRAX_PPO,
+    ),
+    m(
+        "ppo-in-loss-unrolls-env-major",
+        "jaxrl/agents/ppo.py",
+        "return jnp.swapaxes(x, 1, 2).reshape((-1, horizon) + x.shape[3:])",
+        "return jnp.moveaxis(x, 2, 0).reshape((-1, horizon) + x.shape[3:])",
+        "the rollout's unrolls in env-major order, not Brax's unroll-major one",
+        BRAX_PPO,
+    ),
+    m(
+        "ppo-in-loss-advantages-not-stopped",
+        "jaxrl/agents/ppo.py",
+        "advantage, target = jax.lax.stop_gradient((advantage, target))",
+        "advantage, target = advantage, target",
+        "the in-loss advantages and value targets carry gradients (Brax stops them)",
+        BRAX_PPO,
+    ),
+    m(
+        "ppo-in-loss-one-key-for-all-steps",
+        "jaxrl/agents/ppo.py",
+        "            key, loss_key = jax.random.split(key)\n",
+        "            loss_key = key\n",
+        "every gradient step of an epoch draws its entropy noise from one key",
+        BRAX_PPO,
+    ),
+    m(
+        "autoreset-first-draws-fresh",
+        "envs/wrappers.py",
+        "                fresh = self.env.reset(key)\n",
+        "                fresh = self.env.reset(jax.random.fold_in(key, 1))\n",
+        "autoreset='first' restarts finished envs from fresh states, not their first ones",
+        "tests/envs/test_registry.py",
+        "tests/test_onpolicy.py",
+    ),
+    m(
+        "reset-every-off-by-one",
+        "jaxrl/loops/onpolicy.py",
+        "env_state = hard_reset(env_state, state.iteration + 1, reset_key)",
+        "env_state = hard_reset(env_state, state.iteration, reset_key)",
+        "the hard resets come one iteration early (after the 1st, 3rd, ... of reset_every=2)",
+        "tests/test_onpolicy.py",
+    ),
+    m(
+        "renormalize-takes-reached-obs",
+        "jaxrl/loops/onpolicy.py",
+        "seen_obs = raw_obs if config.renormalize_rollout else final_obs",
+        "seen_obs = final_obs",
+        "Brax's order takes in the observations reached, not those acted on",
+        "tests/test_onpolicy.py",
     ),
     # --- On-policy loop. -------------------------------------------------------------------
     m(

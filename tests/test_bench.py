@@ -75,9 +75,11 @@ def test_every_suite_case_round_trips_through_json():
             assert Case.from_json(case.to_json()) == case
 
 
-@pytest.mark.parametrize("suite", ["parity", "parity_long", "identical"])
+@pytest.mark.parametrize("suite", ["parity", "parity_long", "identical", "gpu-parity"])
 def test_parity_cases_give_jaxrl_exactly_the_peer_settings(suite):
-    """Each jaxrl parity case parses, and its configs carry the peer's own hyperparameters."""
+    """Each jaxrl parity case parses, and its configs carry the peer's own hyperparameters and,
+    PPO's (but those labelled "own", jaxrl's choices at Brax's settings), every one of Brax's
+    implementation choices (docs/PARITY.md)."""
     from jaxrl import cli
 
     cases = SUITES[suite]()
@@ -119,7 +121,17 @@ def test_parity_cases_give_jaxrl_exactly_the_peer_settings(suite):
             assert agent.learning_rate == peer["learning_rate"]
             assert agent.entropy_coef == peer["entropy_cost"]
             assert (agent.clip_epsilon, agent.gae_lambda, agent.max_grad_norm) == (0.3, 0.95, 0)
-            assert agent.activation == "swish" and train.renormalize_rollout
+            assert agent.activation == "swish" and agent.value_coef == 0.5
+            brax_mode = case.label != "own"
+            assert train.renormalize_rollout == brax_mode
+            assert agent.advantage_in_loss == brax_mode
+            assert agent.gae_horizon == (peer["unroll_length"] if brax_mode else 0)
+            assert agent.advantage_estimator == ("vtrace" if brax_mode else "gae")
+            assert agent.truncation == ("mask" if brax_mode else "bootstrap")
+            assert train.autoreset == ("first" if brax_mode else "random")
+            resets = peer.get("num_resets_per_eval", 0)
+            updates_per_eval = train.eval_every // (train.unroll_length * train.num_envs)
+            assert train.reset_every == (updates_per_eval // resets if resets else 0)
 
 
 def test_gpu_throughput_target_reports_the_fraction_of_the_limit_and_the_profile():

@@ -79,3 +79,61 @@ def test_vmap_over_seeds_matches_runs_one_by_one():
         chex.assert_trees_all_close(
             jax.tree.map(lambda x, i=i: x[i], together), alone, rtol=1e-4, atol=1e-4
         )
+
+
+def _rollouts(config, chunks=1):
+    """The rollouts the update receives over `chunks` chunks, recorded on the host."""
+    captured = []
+
+    def update(state, rollout, key):  # records the rollout, learns nothing
+        jax.debug.callback(lambda r: captured.append(jax.device_get(r)), rollout)
+        return state, {}
+
+    trainer = make_train(config, ppo.make(TINY_PPO))
+    trainer = make_train(config, trainer.agent._replace(update=update))
+    state = trainer.init(jax.random.PRNGKey(0))
+    chunk = jax.jit(trainer.chunk)
+    for _ in range(chunks):
+        state, _ = chunk(state)
+    jax.block_until_ready(state)
+    return captured, state
+
+
+def test_reset_every_restarts_every_env_mid_episode():
+    """reset_every=2 (Brax's num_resets_per_eval): after every second rollout all envs start
+    afresh, mid-episode (pendulum's episodes are 200 steps), so the next rollout's first
+    observation is not where the last one ended; after the other rollouts it is."""
+    config = _tiny(total_steps=256, eval_every=256, reset_every=2)  # 4 rollouts of 16 steps
+    rollouts, _ = _rollouts(config)
+    assert len(rollouts) == 4
+    for i in range(3):
+        carried = np.allclose(rollouts[i + 1].obs[0], rollouts[i].next_obs[-1], atol=1e-6)
+        assert carried == (i % 2 == 0), i
+    # Fresh random states: not the run's first ones either.
+    assert not np.allclose(rollouts[2].obs[0], rollouts[0].obs[0])
+
+
+def test_renormalize_rollout_takes_in_the_observations_acted_on():
+    """Brax's order: the statistics after a rollout are those of the observations it acted on
+    (obs), not of those it reached (next_obs), and the update reads the rollout normalised
+    with them; the default takes in next_obs."""
+    base = dict(total_steps=64, eval_every=64, normalize_observations=True, obs_clip=0.0)
+    for renormalize in (True, False):
+        config = _tiny(**base, renormalize_rollout=renormalize)
+        (rollout,), state = _rollouts(config)
+        stats = state.obs_stats
+        assert int(stats.count) == 64
+        if renormalize:  # the stored obs, normalised with the final statistics, are centred
+            np.testing.assert_allclose(rollout.obs.reshape(-1, 3).mean(0), 0.0, atol=1e-5)
+            np.testing.assert_allclose(rollout.obs.reshape(-1, 3).var(0), 1.0, rtol=1e-4)
+        else:  # stored as acted on: with the identity statistics of the start
+            raw_next = rollout.next_obs.reshape(-1, 3)
+            np.testing.assert_allclose(stats.mean, raw_next.mean(0), rtol=1e-5, atol=1e-6)
+
+
+def test_autoreset_first_in_the_loop():
+    """autoreset="first": after the time limit every training env is back at its first state."""
+    config = _tiny(episode_length=10, total_steps=64, eval_every=64, autoreset="first")
+    (rollout,), _ = _rollouts(config)
+    np.testing.assert_array_equal(rollout.done[9], 1.0)
+    np.testing.assert_allclose(rollout.obs[10], rollout.obs[0], atol=0)

@@ -10,7 +10,8 @@ the update's own business, so the loop stays algorithm-agnostic.
 from __future__ import annotations
 
 import dataclasses
-from typing import ClassVar
+from collections.abc import Callable
+from typing import ClassVar, NamedTuple
 
 import flax.struct
 import jax
@@ -66,6 +67,18 @@ class PPOConfig:
     gae_horizon: int = 0
     """Steps after which the advantage recursion restarts, bootstrapping from V there; 0: never.
     Brax computes it per unroll of unroll_length steps; 0 runs it over the whole rollout."""
+    truncation: str = "bootstrap"
+    """How a truncated step (the time limit) enters the advantages. "bootstrap": from V of the
+    observation it reached (`Rollout.next_obs`). "mask" (Brax's PPO, whose rollouts keep only
+    the next episode's first observation there): its TD error and advantage are 0 and its
+    value target is V(s_t), so it adds nothing to the value loss, and nothing flows across it.
+    Terminated steps never bootstrap, either way."""
+    advantage_in_loss: bool = False
+    """Brax's PPO: advantages and value targets are computed inside the loss, with the value
+    parameters of each gradient step (not those from before the update), per minibatch of whole
+    unrolls of gae_horizon steps, shuffled as units, the last step of each unroll bootstrapping
+    from V of its next observation; keys split as Brax's sgd_step splits them. Needs
+    gae_horizon > 0. False: once per rollout before the epochs, minibatches of single steps."""
     normalize_advantages: bool = True
     """Normalise the advantages to zero mean and unit std, per minibatch."""
     reward_scale: float = 1.0
@@ -114,6 +127,13 @@ class PPOConfig:
             raise ValueError(
                 f"gae_horizon must be >= 0 (0: the whole rollout), got {self.gae_horizon}"
             )
+        if self.truncation not in ("bootstrap", "mask"):
+            raise ValueError(f"truncation must be 'bootstrap' or 'mask', got {self.truncation!r}")
+        if self.advantage_in_loss and self.gae_horizon < 1:
+            raise ValueError(
+                "advantage_in_loss computes advantages per unroll of gae_horizon steps: set "
+                f"gae_horizon >= 1 (Brax: its unroll_length), got {self.gae_horizon}"
+            )
         if self.lr_schedule not in ("constant", "linear"):
             raise ValueError(
                 f"lr_schedule must be 'constant' or 'linear', got {self.lr_schedule!r}"
@@ -121,15 +141,30 @@ class PPOConfig:
 
     def check_train(self, train) -> None:
         """Cross-checks with the run config, before anything is compiled."""
-        check_minibatches(train.num_envs * train.unroll_length, self.num_minibatches)
+        check_minibatches(
+            train.num_envs, train.unroll_length, self.num_minibatches, self.unroll_horizon
+        )
+
+    @property
+    def unroll_horizon(self) -> int:
+        """Steps per minibatch unit: gae_horizon with advantage_in_loss, else single steps."""
+        return self.gae_horizon if self.advantage_in_loss else 1
 
 
-def check_minibatches(samples: int, num_minibatches: int) -> None:
-    if samples % num_minibatches:
+def check_minibatches(num_envs: int, unroll_length: int, num_minibatches: int, horizon: int):
+    if horizon > 1 and unroll_length % horizon:
         raise ConfigError(
-            f"a rollout of {samples} samples (num_envs x unroll_length) does not split into "
-            f"num_minibatches={num_minibatches} equal minibatches; pick sizes whose product is "
-            "a multiple of num_minibatches."
+            f"advantage_in_loss splits each rollout into unrolls of gae_horizon={horizon} "
+            f"steps: unroll_length={unroll_length} must be a multiple of it."
+        )
+    units = num_envs * unroll_length // horizon
+    if units % num_minibatches:
+        what = "samples (num_envs x unroll_length)"
+        if horizon > 1:
+            what = f"unrolls of {horizon} steps (num_envs x unroll_length / gae_horizon)"
+        raise ConfigError(
+            f"a rollout of {units} {what} does not split into num_minibatches={num_minibatches} "
+            "equal minibatches; pick sizes whose product is a multiple of num_minibatches."
         )
 
 
@@ -161,6 +196,7 @@ def gae(
     lam: float,
     horizon: int = 0,
     estimator: str = "gae",
+    truncation: str = "bootstrap",
 ) -> tuple[jax.Array, jax.Array]:
     """Generalised advantage estimation over [T, ...] arrays (time first).
 
@@ -170,8 +206,12 @@ def gae(
     t + 1 a multiple of horizon): nothing flows back across the end of an episode (terminated
     or truncated), since step t+1 then belongs to the next one, nor across a horizon boundary.
     With estimator "vtrace" the advantage is delta_t + discount_t (1 - cut_t) A_{t+1} instead
-    (Brax's PPO). Returns (advantages, value targets A + V)."""
+    (Brax's PPO). With truncation "mask" (Brax's PPO) a truncated step's delta and advantage
+    are 0, so its target is V(s_t). Returns (advantages, value targets A + V)."""
     delta = reward + discount * (1.0 - terminated) * next_value - value
+    kept = 1.0 - (done - terminated)  # 0 on truncated steps
+    if truncation == "mask":
+        delta = delta * kept
     cut = done
     if horizon:
         boundary = (jnp.arange(1, reward.shape[0] + 1) % horizon == 0).astype(done.dtype)
@@ -189,6 +229,8 @@ def gae(
     if estimator == "vtrace":
         following = jnp.concatenate([advantage[1:], jnp.zeros_like(advantage[:1])])
         advantage = delta + discount * (1.0 - cut) * following
+        if truncation == "mask":
+            advantage = advantage * kept
     return advantage, target
 
 
@@ -216,13 +258,115 @@ def minibatch_indices(key: jax.Array, samples: int, num_minibatches: int) -> jax
     return jax.random.permutation(key, samples).reshape(num_minibatches, -1)
 
 
-def make(config: PPOConfig = PPOConfig()) -> Agent:
+class Losses(NamedTuple):
+    """PPO's losses of one minibatch, (total, metrics) = f(params, batch, key, hp, action_size);
+    `jax.grad` of the total is what each gradient step follows.
+
+    minibatch: single steps [B] carrying their "advantage" and "target" (computed once per
+    rollout) with "obs", "raw_action", "log_prob", "value" (old values) and, asymmetric,
+    "value_obs". unroll (advantage_in_loss, Brax's compute_ppo_loss): whole unrolls [B, H]
+    with "obs", "raw_action", "log_prob", "reward", "terminated", "done", "discount" and the
+    next observation the value function bootstraps from: "bootstrap_obs" [B] of each unroll's
+    last step (truncation "mask"), else "next_value_obs" [B, H] of every step."""
+
+    minibatch: Callable
+    unroll: Callable
+
+
+class _Networks(NamedTuple):
+    policy_net: Callable[[int], GaussianActor]
+    value_net: MLP
+
+
+def _networks(config: PPOConfig) -> _Networks:
+    def policy_net(action_size: int) -> GaussianActor:
+        return GaussianActor(
+            action_size,
+            config.actor_hidden,
+            softplus_std=config.softplus_std,
+            activation=config.activation,
+            matmul_precision=config.matmul_precision,
+        )
+
     value_net = MLP(
         config.critic_hidden,
         out=1,
         activation=config.activation,
         matmul_precision=config.matmul_precision,
     )
+    return _Networks(policy_net, value_net)
+
+
+def losses(config: PPOConfig = PPOConfig()) -> Losses:
+    """The losses `make(config)`'s update differentiates (for tests and parity checks)."""
+    nets = _networks(config)
+
+    def value(params, obs: jax.Array) -> jax.Array:
+        return nets.value_net.apply(params["value"], obs)[..., 0]
+
+    def objective(params, batch, values, advantage, target, key, hp, action_size):
+        """Clipped surrogate + value_coef x value loss - entropy_coef x entropy, given the
+        minibatch's values under `params` (differentiated) and its advantages and targets."""
+        mean, log_std = nets.policy_net(action_size).apply(params["policy"], batch["obs"])
+        log_prob = distributions.tanh_gaussian_log_prob_pre_tanh(batch["raw_action"], mean, log_std)
+        log_ratio = log_prob - batch["log_prob"]
+        ratio = jnp.exp(log_ratio)
+        if config.normalize_advantages:
+            advantage = (advantage - advantage.mean()) / (advantage.std() + 1e-8)
+        policy_loss = clipped_surrogate(ratio, advantage, hp["clip_epsilon"])
+        clip = hp["clip_epsilon"] if config.clip_value else None
+        v_loss = value_loss(values, target, batch.get("value"), clip)
+        entropy = distributions.tanh_gaussian_entropy(key, mean, log_std).mean()
+        total = policy_loss + hp["value_coef"] * v_loss - hp["entropy_coef"] * entropy
+        metrics = {
+            "policy_loss": policy_loss,
+            "value_loss": v_loss,
+            "entropy": entropy,
+            # Schulman's low-variance estimator of KL(old || new).
+            "approx_kl": ((ratio - 1.0) - log_ratio).mean(),
+            "clip_fraction": (jnp.abs(ratio - 1.0) > hp["clip_epsilon"]).mean(),
+        }
+        return total, metrics
+
+    def minibatch(params, batch: dict, key: jax.Array, hp: dict, action_size: int):
+        values = value(params, batch.get("value_obs", batch["obs"]))
+        return objective(
+            params, batch, values, batch["advantage"], batch["target"], key, hp, action_size
+        )
+
+    def unroll(params, batch: dict, key: jax.Array, hp: dict, action_size: int):
+        batch = dict(batch)
+        bootstrap_obs = batch.pop("bootstrap_obs", None)
+        batch = jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), batch)  # time first: [H, B]
+        values = value(params, batch.get("value_obs", batch["obs"]))
+        if bootstrap_obs is not None:  # Brax: V(s_{t+1}) from the next row, V(s'_H) at the end
+            last = value(params, bootstrap_obs)
+            next_values = jnp.concatenate([values[1:], last[None]])
+        else:  # every step bootstraps from the observation it reached
+            next_values = value(params, batch["next_value_obs"])
+        advantage, target = gae(
+            hp["reward_scale"] * batch["reward"],
+            values,
+            next_values,
+            batch["terminated"],
+            batch["done"],
+            batch["discount"],
+            hp["gae_lambda"],
+            0,
+            config.advantage_estimator,
+            config.truncation,
+        )
+        advantage, target = jax.lax.stop_gradient((advantage, target))
+        total, metrics = objective(params, batch, values, advantage, target, key, hp, action_size)
+        metrics["value_mean"] = values.mean()
+        return total, metrics
+
+    return Losses(minibatch, unroll)
+
+
+def make(config: PPOConfig = PPOConfig()) -> Agent:
+    nets = _networks(config)
+    loss_fns = losses(config)
 
     def chain(learning_rate, max_grad_norm):
         return optax.chain(
@@ -238,17 +382,8 @@ def make(config: PPOConfig = PPOConfig()) -> Agent:
         learning_rate=config.learning_rate, max_grad_norm=config.max_grad_norm
     )
 
-    def policy_net(action_size: int) -> GaussianActor:
-        return GaussianActor(
-            action_size,
-            config.actor_hidden,
-            softplus_std=config.softplus_std,
-            activation=config.activation,
-            matmul_precision=config.matmul_precision,
-        )
-
     def value(params, obs: jax.Array) -> jax.Array:
-        return value_net.apply(params["value"], obs)[..., 0]
+        return nets.value_net.apply(params["value"], obs)[..., 0]
 
     def rollout_values(params, obs: jax.Array) -> jax.Array:
         """Values of a whole rollout [T, N, ...] -> [T, N], one time step at a time: at once,
@@ -263,8 +398,8 @@ def make(config: PPOConfig = PPOConfig()) -> Agent:
         obs = jnp.zeros((1, obs_size))
         value_obs = jnp.zeros((1, critic_obs_size or obs_size))
         params = {
-            "policy": policy_net(action_size).init(policy_key, obs),
-            "value": value_net.init(value_key, value_obs),
+            "policy": nets.policy_net(action_size).init(policy_key, obs),
+            "value": nets.value_net.init(value_key, value_obs),
         }
         return PPOState(
             params,
@@ -275,7 +410,7 @@ def make(config: PPOConfig = PPOConfig()) -> Agent:
         )
 
     def policy(params, obs, action_size: int):
-        return policy_net(action_size).apply(params["policy"], obs)
+        return nets.policy_net(action_size).apply(params["policy"], obs)
 
     def act(state: PPOState, obs: jax.Array, key: jax.Array, noise_scale=1.0) -> jax.Array:
         mean, log_std = policy(state.params, obs, state.action_size)
@@ -286,37 +421,37 @@ def make(config: PPOConfig = PPOConfig()) -> Agent:
         raw, log_prob = distributions.pre_tanh_sample(key, mean, log_std)
         return jnp.tanh(raw), {"raw_action": raw, "log_prob": log_prob}
 
-    def loss(params, batch: dict, key: jax.Array, hp: dict, action_size: int):
-        mean, log_std = policy(params, batch["obs"], action_size)
-        log_prob = distributions.tanh_gaussian_log_prob_pre_tanh(batch["raw_action"], mean, log_std)
-        log_ratio = log_prob - batch["log_prob"]
-        ratio = jnp.exp(log_ratio)
-        advantage = batch["advantage"]
-        if config.normalize_advantages:
-            advantage = (advantage - advantage.mean()) / (advantage.std() + 1e-8)
-        policy_loss = clipped_surrogate(ratio, advantage, hp["clip_epsilon"])
-        clip = hp["clip_epsilon"] if config.clip_value else None
-        v_loss = value_loss(
-            value(params, batch.get("value_obs", batch["obs"])),
-            batch["target"],
-            batch["value"],
-            clip,
+    def gradient_step(loss, params, opt_state, batch, key, hp, action_size, fraction):
+        (_, metrics), grads = jax.value_and_grad(loss, has_aux=True)(
+            params, batch, key, hp, action_size
         )
-        entropy = distributions.tanh_gaussian_entropy(key, mean, log_std).mean()
-        total = policy_loss + hp["value_coef"] * v_loss - hp["entropy_coef"] * entropy
-        metrics = {
-            "policy_loss": policy_loss,
-            "value_loss": v_loss,
-            "entropy": entropy,
-            # Schulman's low-variance estimator of KL(old || new).
-            "approx_kl": ((ratio - 1.0) - log_ratio).mean(),
-            "clip_fraction": (jnp.abs(ratio - 1.0) > hp["clip_epsilon"]).mean(),
-        }
-        return total, metrics
+        updates, opt_state = optimizer.update(grads, opt_state, params)
+        if config.lr_schedule == "linear":
+            updates = jax.tree.map(lambda u: fraction * u, updates)
+        metrics["grad_norm"] = optax.tree_utils.tree_norm(grads)
+        return optax.apply_updates(params, updates), opt_state, metrics
 
     def update(state: PPOState, rollout: Rollout, key: jax.Array):
+        steps, num_envs = rollout.reward.shape
+        check_minibatches(  # at trace time, before compiling
+            num_envs, steps, config.num_minibatches, config.unroll_horizon
+        )
+        fraction = 1.0 - rollout.progress if config.lr_schedule == "linear" else 1.0
+        if config.advantage_in_loss:
+            params, opt_state, metrics = update_unrolls(state, rollout, key, fraction)
+        else:
+            params, opt_state, metrics = update_steps(state, rollout, key, fraction)
+        metrics = jax.tree.map(jnp.mean, metrics)
+        metrics["gradient_steps"] = jnp.asarray(
+            config.num_epochs * config.num_minibatches, jnp.float32
+        )
+        if "value_mean" not in metrics:
+            metrics["value_mean"] = metrics.pop("rollout_value_mean")
+        return state.replace(params=params, opt_state=opt_state, step=state.step + 1), metrics
+
+    def update_steps(state: PPOState, rollout: Rollout, key: jax.Array, fraction):
+        """Advantages once, from the values before the update; minibatches of single steps."""
         samples, hp = rollout.reward.size, state.hp
-        check_minibatches(samples, config.num_minibatches)  # at trace time, before compiling
         value_obs, next_value_obs = rollout.critic_inputs  # obs / next_obs unless asymmetric
         values = rollout_values(state.params, value_obs)
         advantage, target = gae(
@@ -329,6 +464,7 @@ def make(config: PPOConfig = PPOConfig()) -> Agent:
             hp["gae_lambda"],
             config.gae_horizon,
             config.advantage_estimator,
+            config.truncation,
         )
         flat = {
             "obs": rollout.obs,
@@ -342,20 +478,16 @@ def make(config: PPOConfig = PPOConfig()) -> Agent:
             flat["value_obs"] = value_obs
         flat = jax.tree.map(lambda x: x.reshape((samples,) + x.shape[2:]), flat)
         flat = jax.lax.stop_gradient(flat)
-        fraction = 1.0 - rollout.progress if config.lr_schedule == "linear" else 1.0
 
         def minibatch_step(carry, xs):
             params, opt_state = carry
             rows, step_key = xs
             batch = jax.tree.map(lambda x: x[rows], flat)
-            (_, metrics), grads = jax.value_and_grad(loss, has_aux=True)(
-                params, batch, step_key, hp, state.action_size
-            )
-            updates, opt_state = optimizer.update(grads, opt_state, params)
-            if config.lr_schedule == "linear":
-                updates = jax.tree.map(lambda u: fraction * u, updates)
-            metrics["grad_norm"] = optax.tree_utils.tree_norm(grads)
-            return (optax.apply_updates(params, updates), opt_state), metrics
+            params, opt_state, metrics = gradient_step(
+                loss_fns.minibatch, params, opt_state, batch, step_key, hp,
+                state.action_size, fraction,
+            )  # fmt: skip
+            return (params, opt_state), metrics
 
         def epoch(carry, key):
             perm_key, step_key = jax.random.split(key)
@@ -368,14 +500,79 @@ def make(config: PPOConfig = PPOConfig()) -> Agent:
             (state.params, state.opt_state),
             jax.random.split(key, config.num_epochs),
         )
-        metrics = jax.tree.map(jnp.mean, metrics)
-        metrics["gradient_steps"] = jnp.asarray(
-            config.num_epochs * config.num_minibatches, jnp.float32
+        metrics["rollout_value_mean"] = values.mean()
+        return params, opt_state, metrics
+
+    def update_unrolls(state: PPOState, rollout: Rollout, key: jax.Array, fraction):
+        """Brax's sgd_step: the rollout cut into unrolls of gae_horizon steps, in Brax's order
+        (unroll-major: row u * num_envs + e), shuffled as units every epoch into minibatches
+        whose loss computes the advantages with the current value parameters; the key split
+        per epoch into (next, permutation, gradient steps), per step into (next, loss)."""
+        hp, horizon = state.hp, config.gae_horizon
+        steps, num_envs = rollout.reward.shape
+        value_obs, next_value_obs = rollout.critic_inputs
+
+        def unrolls(x):  # [T, N, ...] -> [T / H * N, H, ...]
+            x = x.reshape((steps // horizon, horizon, num_envs) + x.shape[2:])
+            return jnp.swapaxes(x, 1, 2).reshape((-1, horizon) + x.shape[3:])
+
+        data = {
+            "obs": rollout.obs,
+            "raw_action": rollout.extras["raw_action"],
+            "log_prob": rollout.extras["log_prob"],
+            "reward": rollout.reward,
+            "terminated": rollout.terminated,
+            "done": rollout.done,
+            "discount": rollout.discount,
+        }
+        if rollout.critic_obs is not None:
+            data["value_obs"] = value_obs
+        if config.clip_value:  # the rollout's own values, for the clip
+            data["value"] = rollout_values(state.params, value_obs)
+        if config.truncation == "bootstrap":
+            data["next_value_obs"] = next_value_obs
+        data = jax.lax.stop_gradient(jax.tree.map(unrolls, data))
+        if config.truncation == "mask":  # only each unroll's last next observation is read
+            data["bootstrap_obs"] = jax.lax.stop_gradient(unrolls(next_value_obs)[:, -1])
+
+        def minibatch_step(carry, batch):
+            params, opt_state, key = carry
+            key, loss_key = jax.random.split(key)
+            params, opt_state, metrics = gradient_step(
+                loss_fns.unroll, params, opt_state, batch, loss_key, hp,
+                state.action_size, fraction,
+            )  # fmt: skip
+            return (params, opt_state, key), metrics
+
+        def epoch(carry, _):
+            params, opt_state, key = carry
+            key, perm_key, grad_key = jax.random.split(key, 3)
+            shuffled = jax.tree.map(
+                lambda x: jax.random.permutation(perm_key, x).reshape(
+                    (config.num_minibatches, -1) + x.shape[1:]
+                ),
+                data,
+            )
+            (params, opt_state, _), metrics = jax.lax.scan(
+                minibatch_step, (params, opt_state, grad_key), shuffled
+            )
+            return (params, opt_state, key), metrics
+
+        (params, opt_state, _), metrics = jax.lax.scan(
+            epoch, (state.params, state.opt_state, key), None, config.num_epochs
         )
-        metrics["value_mean"] = values.mean()
-        return state.replace(params=params, opt_state=opt_state, step=state.step + 1), metrics
+        return params, opt_state, metrics
 
     return Agent(init=init, act=act, update=update, explore=explore, name="ppo")
 
 
-__all__ = ["PPOConfig", "PPOState", "clipped_surrogate", "gae", "make", "value_loss"]
+__all__ = [
+    "Losses",
+    "PPOConfig",
+    "PPOState",
+    "clipped_surrogate",
+    "gae",
+    "losses",
+    "make",
+    "value_loss",
+]

@@ -85,7 +85,8 @@ def make_envs(
         action_repeat=config.action_repeat,
         joint_limit_actions=config.joint_limit_actions,
     )
-    env = envs.wrap(base, config.num_envs, randomization=train_dr, **sizes)
+    first = config.autoreset == "first"
+    env = envs.wrap(base, config.num_envs, randomization=train_dr, reset_to_first=first, **sizes)
     eval_env = envs.wrap(base, config.eval_envs, auto_reset=False, randomization=eval_dr, **sizes)
     return env, eval_env
 

@@ -100,7 +100,9 @@ def make_train(
         # the update reads it normalised with them, as the next rollout will act.
         stats = state.obs_stats
         if config.normalize_observations:
-            flat = jax.tree.map(lambda x: x.reshape(-1, x.shape[-1]), final_obs)
+            # Brax's order takes in the observations acted on; else those the steps reached.
+            seen_obs = raw_obs if config.renormalize_rollout else final_obs
+            flat = jax.tree.map(lambda x: x.reshape(-1, x.shape[-1]), seen_obs)
             stats = normalization.update(stats, flat)
         seen = stats if config.renormalize_rollout else state.obs_stats
         batch = Rollout(
@@ -116,10 +118,19 @@ def make_train(
         batch = split_critic(batch)  # the critic's own observations into critic_obs
         return env_state, batch, stats, jax.tree.map(jnp.sum, episodes)
 
+    def hard_reset(env_state, iteration, key):
+        """Every training env from a fresh random state, every reset_every iterations."""
+        due = iteration % config.reset_every == 0
+        fresh = lambda: data.split(env.reset(key), size=config.num_envs)
+        return jax.lax.cond(due, fresh, lambda: env_state)
+
     def iteration(state: OnPolicyState, _):
         key, rollout_key, update_key = jax.random.split(state.key, 3)
         env_state, batch, stats, episodes = rollout(state, rollout_key)
         agent_state, update_metrics = agent.update(state.agent, batch, update_key)
+        if config.reset_every:  # its own key, so runs without it keep their numbers
+            key, reset_key = jax.random.split(key)
+            env_state = hard_reset(env_state, state.iteration + 1, reset_key)
         new_state = state.replace(
             agent=agent_state,
             env_state=env_state,

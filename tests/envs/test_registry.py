@@ -139,3 +139,20 @@ def test_list_covers_every_family():
     ):
         assert name in names
     assert all(n.startswith("classic/") for n in envs.list_envs("classic"))
+
+
+def test_autoreset_first_restarts_each_env_from_its_own_first_state():
+    """Brax's and Playground's training wrappers: a finished env restarts from the state it
+    started the run from (each env its own), not from a fresh random one."""
+    env = envs.make_vec("classic/pendulum", 8, episode_length=2, reset_to_first=True)
+    first = env.reset(jax.random.PRNGKey(1))
+    state = first
+    for _ in range(2):
+        state = env.step(state, jnp.ones((8, 1)))
+    np.testing.assert_array_equal(state.done, 1.0)
+    chex.assert_trees_all_close(state.obs, first.obs, atol=0)
+    assert np.unique(np.round(np.asarray(state.obs[:, 2]), 5)).size == 8  # each env its own
+    assert not np.allclose(state.info["final_obs"], first.obs)
+    for _ in range(2):  # and again at the next ending
+        state = env.step(state, -jnp.ones((8, 1)))
+    chex.assert_trees_all_close(state.obs, first.obs, atol=0)

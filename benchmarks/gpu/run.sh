@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# A benchmark suite on a lent GPU machine (no network, no install): the wheels in .whl/ (see
+# ../shared/GPU.md and benchmarks/README.md for the list) go to a site folder, the checkout is
+# imported from PYTHONPATH, and `jaxrl bench` writes its records, RESULTS.md, plots and log to
+# $OUT (the device tool brings that folder back).
+#   bash benchmarks/gpu/run.sh SUITE JOBS TIMEOUT_PER_CASE [more jaxrl bench flags]
+set -uo pipefail
+suite=${1:?suite}; jobs=${2:-1}; timeout=${3:-540}; shift 3 || true
+out=${OUT:-/tmp/out}
+mkdir -p "$out"
+site=/tmp/site
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target "$site" .whl/*.whl || exit 1
+export PYTHONPATH="$site:$PWD" PYTHONUNBUFFERED=1 MUJOCO_GL=egl
+{
+    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+    python3 -c "import jax, flax, optax, brax, mujoco; print('jax', jax.__version__, 'flax', flax.__version__, 'optax', optax.__version__, 'brax', brax.__version__, 'mujoco', mujoco.__version__, jax.devices())"
+    date -u
+    python3 -m jaxrl.cli bench --suite "$suite" --jobs "$jobs" --timeout "$timeout" \
+        --out "$out/$suite-gpu.jsonl" "$@"
+    date -u
+} 2>&1 | tee "$out/$suite.log"

@@ -1,0 +1,278 @@
+"""PPO with Brax's options against Brax's own loss (`brax.training.agents.ppo.losses.
+compute_ppo_loss`) and Brax's own minibatch shuffling: the same parameters, batch and key in,
+equal loss values and gradients out, to float32 tolerance.
+
+The batch is Brax's layout, whole unrolls [B, H], with rows that are terminated, truncated
+(Brax's next observation there is already the next episode's first one) and neither; the
+behaviour log-probabilities come from another policy, so ratios differ from 1 and the clip is
+active. jaxrl's options: `advantage_in_loss` (GAE inside the loss, with the current value
+parameters, per unroll), `truncation="mask"`, `advantage_estimator="vtrace"` (Brax's
+r + gamma v_{t+1} - V), softplus std, swish networks. Brax normalises observations inside its
+networks; jaxrl's loop hands the update observations it has already normalised, so jaxrl's
+batch holds Brax's normalisation of the same observations.
+"""
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from brax.training import types as brax_types
+from brax.training.acme import running_statistics, specs
+from brax.training.agents.ppo import losses as brax_losses
+from brax.training.agents.ppo import networks as brax_networks
+
+from jaxrl.agents import ppo
+from jaxrl.types import Rollout
+from tests import reference as ref
+
+B, H, OBS, ACT = 6, 5, 3, 2
+GAMMA, LAMBDA, REWARD_SCALE, ENTROPY, CLIP = 0.97, 0.9, 10.0, 0.01, 0.3
+# Per unroll and step: "T" terminated, "R" truncated (time limit), "." neither. Endings in the
+# middle and at the last step, where Brax bootstraps from the unroll's next observation.
+ENDS = [
+    [".", ".", ".", ".", "."],
+    [".", "T", ".", ".", "."],
+    [".", ".", "R", ".", "."],
+    [".", ".", ".", ".", "R"],
+    [".", ".", ".", ".", "T"],
+    ["R", ".", "T", ".", "."],
+]
+CONFIG = ppo.PPOConfig(
+    actor_hidden=(8, 8),
+    critic_hidden=(8,),
+    activation="swish",
+    softplus_std=True,
+    clip_epsilon=CLIP,
+    value_coef=0.5,
+    entropy_coef=ENTROPY,
+    gae_lambda=LAMBDA,
+    reward_scale=REWARD_SCALE,
+    max_grad_norm=0.0,
+    advantage_estimator="vtrace",
+    truncation="mask",
+    advantage_in_loss=True,
+    gae_horizon=H,
+)
+HP = {
+    "clip_epsilon": jnp.float32(CLIP),
+    "value_coef": jnp.float32(0.5),
+    "entropy_coef": jnp.float32(ENTROPY),
+    "gae_lambda": jnp.float32(LAMBDA),
+    "reward_scale": jnp.float32(REWARD_SCALE),
+}
+
+
+def _brax_networks():
+    return brax_networks.make_ppo_networks(
+        OBS,
+        ACT,
+        preprocess_observations_fn=running_statistics.normalize,
+        policy_hidden_layer_sizes=CONFIG.actor_hidden,
+        value_hidden_layer_sizes=CONFIG.critic_hidden,
+    )
+
+
+def _as_jaxrl(brax_params: dict, like: dict) -> dict:
+    """Brax's MLP parameters (hidden_0, hidden_1, ...) in jaxrl's tree (Dense_0, ...): the
+    same layers in the same order."""
+    return jax.tree.unflatten(jax.tree.structure(like), jax.tree.leaves(brax_params))
+
+
+def _setup():
+    """Brax's networks, parameters, normaliser and batch; jaxrl's parameters and batch."""
+    nets = _brax_networks()
+    keys = jax.random.split(jax.random.PRNGKey(0), 8)
+    brax_params = brax_losses.PPONetworkParams(
+        policy=nets.policy_network.init(keys[0]), value=nets.value_network.init(keys[1])
+    )
+    # A normaliser that is not the identity: statistics of shifted, scaled observations.
+    normalizer = running_statistics.init_state(specs.Array((OBS,), jnp.float32))
+    seen = 2.0 + 3.0 * jax.random.normal(keys[2], (64, OBS))
+    normalizer = running_statistics.update(normalizer, seen)
+
+    ends = np.array(ENDS)
+    done = (ends != ".").astype(np.float32)
+    truncation = (ends == "R").astype(np.float32)
+    states = np.asarray(2.0 + 3.0 * jax.random.normal(keys[3], (B, H + 1, OBS)), np.float32)
+    resets = np.asarray(2.0 + 3.0 * jax.random.normal(keys[4], (B, H, OBS)), np.float32)
+    obs = states[:, :H].copy()
+    # Brax's rollouts: after an ending the next observation is the next episode's first one.
+    next_obs = np.where(done[..., None] > 0, resets, states[:, 1:])
+    obs[:, 1:] = np.where(done[:, :-1, None] > 0, resets[:, :-1], obs[:, 1:])
+
+    # Actions and their log-probabilities from another (older) policy.
+    old_policy = ref.perturbed(brax_params.policy, keys[7], 0.15)
+    logits = nets.policy_network.apply(normalizer, old_policy, jnp.asarray(obs))
+    dist = nets.parametric_action_distribution
+    raw_action = dist.sample_no_postprocessing(logits, keys[5])
+    log_prob = dist.log_prob(logits, raw_action)
+    reward = jax.random.normal(keys[6], (B, H))
+    data = brax_types.Transition(
+        observation=jnp.asarray(obs),
+        action=jnp.tanh(raw_action),
+        reward=reward,
+        discount=jnp.asarray(1.0 - done),
+        next_observation=jnp.asarray(next_obs),
+        extras={
+            "state_extras": {"truncation": jnp.asarray(truncation)},
+            # The old policy's outputs: Brax's KL metric reads them.
+            "policy_extras": {
+                "raw_action": raw_action,
+                "log_prob": log_prob,
+                "distribution_params": logits,
+            },
+        },
+    )
+
+    like = ppo.make(CONFIG).init(keys[0], OBS, ACT).params
+    params = {
+        "policy": _as_jaxrl(brax_params.policy, like["policy"]),
+        "value": _as_jaxrl(brax_params.value, like["value"]),
+    }
+    normalize = lambda x: running_statistics.normalize(jnp.asarray(x), normalizer)
+    batch = {
+        "obs": normalize(obs),
+        "raw_action": raw_action,
+        "log_prob": log_prob,
+        "reward": reward,
+        "terminated": jnp.asarray(done * (1.0 - truncation)),
+        "done": jnp.asarray(done),
+        "discount": jnp.full((B, H), GAMMA, jnp.float32),
+        "bootstrap_obs": normalize(next_obs[:, -1]),
+    }
+    return nets, brax_params, normalizer, data, params, batch
+
+
+def _brax_loss(nets, normalizer, data, key):
+    def loss(params):
+        return brax_losses.compute_ppo_loss(
+            params,
+            normalizer,
+            data,
+            key,
+            nets,
+            entropy_cost=ENTROPY,
+            discounting=GAMMA,
+            reward_scaling=REWARD_SCALE,
+            gae_lambda=LAMBDA,
+            clipping_epsilon=CLIP,
+            normalize_advantage=True,
+            vf_coefficient=0.5,
+        )
+
+    return loss
+
+
+def test_loss_and_gradients_match_brax_compute_ppo_loss():
+    nets, brax_params, normalizer, data, params, batch = _setup()
+    key = jax.random.PRNGKey(42)
+    (brax_total, brax_metrics), brax_grads = jax.value_and_grad(
+        _brax_loss(nets, normalizer, data, key), has_aux=True
+    )(brax_params)
+
+    loss = ppo.losses(CONFIG).unroll
+    (total, metrics), grads = jax.value_and_grad(loss, has_aux=True)(params, batch, key, HP, ACT)
+
+    # The batch exercises the clip on both sides and advantages of both signs.
+    assert 0.0 < float(metrics["clip_fraction"]) < 1.0
+    np.testing.assert_allclose(total, brax_total, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(metrics["policy_loss"], brax_metrics["policy_loss"], rtol=1e-5)
+    # Brax reports its terms with their coefficients.
+    np.testing.assert_allclose(0.5 * metrics["value_loss"], brax_metrics["v_loss"], rtol=1e-5)
+    np.testing.assert_allclose(
+        -ENTROPY * metrics["entropy"], brax_metrics["entropy_loss"], rtol=1e-5
+    )
+    for part in ("policy", "value"):
+        expected = _as_jaxrl(getattr(brax_grads, part), grads[part])
+        for got, want in zip(jax.tree.leaves(grads[part]), jax.tree.leaves(expected), strict=True):
+            np.testing.assert_allclose(got, want, rtol=2e-4, atol=1e-6, err_msg=part)
+        assert max(float(jnp.abs(g).max()) for g in jax.tree.leaves(grads[part])) > 1e-3
+
+
+@pytest.mark.parametrize(
+    "slip",
+    [
+        dict(truncation="bootstrap", advantage_in_loss=True),  # truncated rows bootstrapped
+        dict(advantage_estimator="gae"),  # GAE's advantage, not Brax's r + gamma v - V
+    ],
+)
+def test_each_brax_option_matters(slip):
+    """Without any one of the options the loss is no longer Brax's (the batch can tell)."""
+    nets, brax_params, normalizer, data, params, batch = _setup()
+    key = jax.random.PRNGKey(42)
+    brax_total, _ = _brax_loss(nets, normalizer, data, key)(brax_params)
+    config = dataclasses.replace(CONFIG, **slip)
+    if config.truncation == "bootstrap":  # every step's next observation, as jaxrl keeps it
+        batch = {k: v for k, v in batch.items() if k != "bootstrap_obs"}
+        batch["next_value_obs"] = running_statistics.normalize(data.next_observation, normalizer)
+    total, _ = ppo.losses(config).unroll(params, batch, key, HP, ACT)
+    assert abs(float(total) - float(brax_total)) > 1e-3
+
+
+def test_advantages_in_the_loss_follow_the_value_parameters():
+    """The targets move with the value parameters the loss is given (Brax), where the
+    once-per-rollout update would keep the ones from before the update."""
+    _, _, _, _, params, batch = _setup()
+    key = jax.random.PRNGKey(1)
+    loss = ppo.losses(CONFIG).unroll
+    moved = {**params, "value": jax.tree.map(lambda x: x * 1.5, params["value"])}
+    _, before = loss(params, batch, key, HP, ACT)
+    _, after = loss(moved, batch, key, HP, ACT)
+    assert float(before["policy_loss"]) != pytest.approx(float(after["policy_loss"]), abs=1e-4)
+
+
+def test_unrolls_are_shuffled_as_brax_shuffles_them():
+    """update with advantage_in_loss cuts a Rollout [T, N] into unrolls in Brax's order (row
+    u * N + e holds env e's steps u H .. u H + H - 1), permutes them with Brax's keys (per
+    epoch: next, permutation, gradient; per step: next, loss) and takes minibatches of whole
+    unrolls. With the learning rate's schedule at its end (progress 1, learning rate 0) the
+    parameters stay put, so each step's loss is the loss of Brax's minibatch at the start."""
+    T, N, M, EPOCHS = 2 * H, B // 2, 3, 2
+    config = dataclasses.replace(CONFIG, num_minibatches=M, num_epochs=EPOCHS, lr_schedule="linear")
+    _, _, _, _, params, batch = _setup()
+    agent = ppo.make(config)
+    state = agent.init(jax.random.PRNGKey(0), OBS, ACT).replace(params=params, hp=HP)
+
+    def time_major(x):  # the [B, H] unrolls as a rollout of 2 unrolls of N envs: [T, N]
+        x = x.reshape((2, N, H) + x.shape[2:])
+        return jnp.swapaxes(x, 1, 2).reshape((T, N) + x.shape[3:])
+
+    obs = time_major(batch["obs"])
+    # Each unroll's last next observation where the unroll ends; elsewhere the next row's.
+    next_obs = jnp.concatenate([obs[1:], obs[-1:]])
+    next_obs = next_obs.at[H - 1].set(batch["bootstrap_obs"][:N])
+    next_obs = next_obs.at[T - 1].set(batch["bootstrap_obs"][N:])
+    rollout = Rollout(
+        obs=obs,
+        reward=time_major(batch["reward"]),
+        next_obs=next_obs,
+        terminated=time_major(batch["terminated"]),
+        done=time_major(batch["done"]),
+        discount=time_major(batch["discount"]),
+        extras={
+            "raw_action": time_major(batch["raw_action"]),
+            "log_prob": time_major(batch["log_prob"]),
+        },
+        progress=jnp.float32(1.0),
+    )
+    key = jax.random.PRNGKey(7)
+    new, metrics = jax.jit(agent.update)(state, rollout, key)
+    for a, b in zip(jax.tree.leaves(new.params), jax.tree.leaves(params), strict=True):
+        np.testing.assert_array_equal(a, b)
+
+    # Brax's sgd_step, by hand: the same unrolls, keys and minibatches.
+    loss = ppo.losses(config).unroll
+    expected = []
+    for _ in range(EPOCHS):
+        key, perm_key, grad_key = jax.random.split(key, 3)
+        shuffled = jax.tree.map(lambda x, k=perm_key: jax.random.permutation(k, x), batch)
+        for m in range(M):
+            grad_key, loss_key = jax.random.split(grad_key)
+            rows = slice(m * (B // M), (m + 1) * (B // M))
+            minibatch = jax.tree.map(lambda x, r=rows: x[r], shuffled)
+            expected.append(loss(params, minibatch, loss_key, HP, ACT)[1])
+    for name in ("policy_loss", "value_loss", "entropy", "approx_kl"):
+        want = np.mean([float(e[name]) for e in expected])
+        np.testing.assert_allclose(metrics[name], want, rtol=1e-5, err_msg=name)
