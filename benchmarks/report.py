@@ -249,35 +249,66 @@ def _mean_std(values: list[float]) -> str:
     return f"{np.mean(values):,.1f} ± {np.std(values):,.1f}"
 
 
+def _finals(run: dict) -> list[float]:
+    """Final returns of a record: each seed's where it trained several (Case.seeds)."""
+    return run.get("final_returns") or [run["final_return"]]
+
+
 def parity_section(name: str, records: list[dict]) -> list[str]:
     """Learning parity: jaxrl configured exactly as Brax's trainer; per task and system, the
-    final greedy evaluation (equal env steps) and wall-clock, each seed and the mean."""
+    final greedy evaluation (equal env steps) and wall-clock, each seed and the mean, and
+    whether jaxrl's mean is at or above the low end of the 95% bootstrap interval of the
+    mean of Brax's seeds (the trainer of the same algorithm, on the same task)."""
+    from jaxrl.driver import seed_summary
+
     lines = [f"## {name}: learning parity at identical settings", ""]
     lines.append(
         "jaxrl and Brax's own trainer with the same hyperparameters (see `benchmarks/suites.py`),"
         " the same env steps, both evaluated greedily on 128 envs. Return: the final evaluation,"
         " mean ± std over seeds (each seed in brackets); wall-clock: start of training to the"
-        " final evaluation, compilation included."
+        " final evaluation, compilation included. `vs Brax`: jaxrl's mean against the 95%"
+        " bootstrap interval of the mean of Brax's seeds."
     )
+    shared = {r["concurrent_jobs"] for r in records if r.get("concurrent_jobs", 1) > 1}
+    if shared:
+        lines += [
+            "",
+            f"These cases ran {max(shared)} at a time on one machine (`--jobs`): their returns "
+            "are what one case alone gives, their times are not comparable.",
+        ]
+    machines = sorted({d for r in records for d in r.get("machine", {}).get("devices") or []})
+    if machines:
+        lines += ["", f"Device: {', '.join(machines)}."]
     lines.append("")
     lines += [
-        "| task | system | env steps | final return | seeds | wall-clock (s) | compile (s) "
-        "| env-steps/s |",
-        "| --- | --- | ---: | ---: | --- | ---: | ---: | ---: |",
+        "| task | system | env steps | final return | seeds | vs Brax | wall-clock (s) "
+        "| compile (s) | env-steps/s |",
+        "| --- | --- | ---: | ---: | --- | --- | ---: | ---: | ---: |",
     ]
     ok = [r for r in records if "error" not in r and r.get("evals")]
     for env in sorted({r["env"] for r in ok}):
+        brax = {}  # algo: 95% interval of the mean of Brax's seeds
+        for algo in {r["algo"] for r in ok if r["env"] == env and r["system"] == "brax"}:
+            finals = [f for r in ok if (r["env"], r["system"], r["algo"]) == (env, "brax", algo)
+                      for f in _finals(r)]  # fmt: skip
+            summary = seed_summary(finals)
+            brax[algo] = (summary["eval_return_ci_low"], summary["eval_return_ci_high"])
         for system in sorted({_system(r) for r in ok if r["env"] == env}):
             runs = sorted(
                 (r for r in ok if r["env"] == env and _system(r) == system),
                 key=lambda r: r["seed"],
             )
-            # A record of several seeds (Case.seeds) holds each one's return.
-            finals = [f for r in runs for f in r.get("final_returns", [r["final_return"]])]
+            finals = [f for r in runs for f in _finals(r)]
             rates = [r["env_steps_per_second"] for r in runs if r["env_steps_per_second"]]
+            base = runs[0]["algo"].split("+")[0]
+            versus = "-"
+            if runs[0]["system"] == "jaxrl" and base in brax:
+                low, high = brax[base]
+                above = np.mean(finals) >= low
+                versus = f"{'at or above' if above else 'BELOW'} [{low:.0f}, {high:.0f}]"
             lines.append(
                 f"| {env} | {system} | {runs[0]['env_steps']:,} | {_mean_std(finals)} "
-                f"| {', '.join(f'{f:.0f}' for f in finals)} "
+                f"| {', '.join(f'{f:.0f}' for f in finals)} | {versus} "
                 f"| {np.mean([r['total_seconds'] for r in runs]):,.1f} "
                 f"| {np.mean([r['compile_seconds'] for r in runs]):,.1f} "
                 f"| {_fmt(np.mean(rates) if rates else None, ',.0f')} |"

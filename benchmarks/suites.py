@@ -290,7 +290,9 @@ def sac_parity_flags(
     choices (target entropy -|A|/2, temperature lr 3e-4 and initial value 1, tau 0.005,
     256x256 networks), its implementation choices (softplus std head, LayerNorm after the
     ReLU, actor updated against the critics the step started from, buffer prefilled by the
-    untrained policy, normalised observations not clipped) and the run's settings."""
+    untrained policy, normalised observations not clipped, finished envs back at their first
+    state) and the run's settings. Not reproduced yet (docs/PARITY.md): Brax's masking of
+    truncated transitions out of the critic loss."""
     every = -(-total_steps // evals)
     flags = {
         "--batch-size": settings["batch_size"],
@@ -322,7 +324,7 @@ def sac_parity_flags(
         "--critic-layer-norm" if settings["q_network_layer_norm"] else "--no-critic-layer-norm"
     )
     argv += ["--softplus-std", "--critic-norm-after-relu", "--no-actor-uses-updated-critic"]
-    argv += ["--warmup-actions", "policy", "--obs-clip", "0"]
+    argv += ["--warmup-actions", "policy", "--obs-clip", "0", "--autoreset", "first"]
     return tuple(argv)
 
 
