@@ -417,7 +417,8 @@ def ppo_parity_flags(
     minibatch of whole unrolls (--advantage-in-loss); r + gamma v_{t+1} - V as the advantage
     (--advantage-estimator vtrace); truncated steps masked (--truncation mask); finished envs
     back at their first state (--autoreset first); the normaliser taking in the rollout's
-    observations before the update reads it (--renormalize-rollout); every env reset
+    observations before the update reads it (--renormalize-rollout); lecun_uniform weights
+    (--kernel-init); every env reset
     num_resets_per_eval times between evaluations (--reset-every). Without brax_mode:
     jaxrl's own choices at Brax's hyperparameters."""
     unrolls = settings["batch_size"] * settings["num_minibatches"] // settings["num_envs"]
@@ -451,6 +452,7 @@ def ppo_parity_flags(
     argv += ["--renormalize-rollout", "--advantage-in-loss"]
     argv += ["--gae-horizon", str(settings["unroll_length"])]
     argv += ["--advantage-estimator", "vtrace", "--truncation", "mask", "--autoreset", "first"]
+    argv += ["--kernel-init", "lecun_uniform"]
     resets = settings.get("num_resets_per_eval", 0)
     if resets:  # Brax: every (updates per evaluation) / resets updates
         updates = total_steps // (rollout * settings["num_envs"])

@@ -32,10 +32,20 @@ def dense_precision(matmul_precision: str) -> Any:
     return jax.lax.DotAlgorithmPreset.BF16_BF16_F32
 
 
-def dense(width: int, matmul_precision: str) -> nn.Dense:
-    """A Dense layer of `width` outputs computing at `matmul_precision` (`dense_precision`):
-    every network's layers are made here."""
-    return nn.Dense(width, precision=dense_precision(matmul_precision))
+# Kernel initialisers by name: flax's default (a truncated normal of variance 1 / fan_in), or
+# Brax's networks' (a uniform of the same variance). Biases start at 0 either way.
+KERNEL_INITS = {
+    "lecun_normal": nn.initializers.lecun_normal(),
+    "lecun_uniform": nn.initializers.lecun_uniform(),
+}
+
+
+def dense(width: int, matmul_precision: str, kernel_init: str = "lecun_normal") -> nn.Dense:
+    """A Dense layer of `width` outputs computing at `matmul_precision` (`dense_precision`),
+    its kernel drawn by `kernel_init` (KERNEL_INITS): every network's layers are made here."""
+    return nn.Dense(
+        width, precision=dense_precision(matmul_precision), kernel_init=KERNEL_INITS[kernel_init]
+    )
 
 
 def check_matmul_precision(matmul_precision: str) -> None:
@@ -68,13 +78,14 @@ class MLP(nn.Module):
     # "relu", or "swish" (x * sigmoid(x)): Brax's PPO networks' default.
     activation: str = "relu"
     matmul_precision: str = "float32"  # `dense_precision`
+    kernel_init: str = "lecun_normal"  # KERNEL_INITS (the residual blocks: flax's default)
 
     @nn.compact
     def __call__(self, x: jax.Array, train: bool = False) -> jax.Array:
         if self.residual:
             return self._residual(x)
         for width in self.hidden:
-            x = dense(width, self.matmul_precision)(x)
+            x = dense(width, self.matmul_precision, self.kernel_init)(x)
             if self.dropout > 0:
                 x = nn.Dropout(self.dropout, deterministic=not train)(x)
             if self.layer_norm and not self.norm_after_relu:
@@ -83,7 +94,7 @@ class MLP(nn.Module):
             if self.layer_norm and self.norm_after_relu:
                 x = nn.LayerNorm()(x)
         if self.out is not None:
-            x = dense(self.out, self.matmul_precision)(x)
+            x = dense(self.out, self.matmul_precision, self.kernel_init)(x)
         return x
 
     def _residual(self, x: jax.Array) -> jax.Array:
@@ -183,6 +194,7 @@ class GaussianActor(nn.Module):
     min_std: float = 1e-3
     activation: str = "relu"
     matmul_precision: str = "float32"
+    kernel_init: str = "lecun_normal"  # KERNEL_INITS
 
     @nn.compact
     def __call__(self, obs: jax.Array) -> tuple[jax.Array, jax.Array]:
@@ -192,6 +204,7 @@ class GaussianActor(nn.Module):
             layer_norm=self.layer_norm,
             activation=self.activation,
             matmul_precision=self.matmul_precision,
+            kernel_init=self.kernel_init,
         )(obs)
         mean, raw = jnp.split(x, 2, axis=-1)
         if self.softplus_std:

@@ -427,6 +427,14 @@ MUTANTS = [
         BRAX_PPO,
     ),
     m(
+        "kernel-init-ignored",
+        "jaxrl/networks.py",
+        "            x = dense(width, self.matmul_precision, self.kernel_init)(x)\n",
+        "            x = dense(width, self.matmul_precision)(x)\n",
+        "hidden layers keep flax's initialiser whatever kernel_init says",
+        "tests/agents/test_ppo.py",
+    ),
+    m(
         "autoreset-first-draws-fresh",
         "envs/wrappers.py",
         "                fresh = self.env.reset(key)\n",

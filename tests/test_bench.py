@@ -130,6 +130,7 @@ def test_parity_cases_give_jaxrl_exactly_the_peer_settings(suite):
             assert agent.advantage_estimator == ("vtrace" if brax_mode else "gae")
             assert agent.truncation == ("mask" if brax_mode else "bootstrap")
             assert train.autoreset == ("first" if brax_mode else "random")
+            assert agent.kernel_init == ("lecun_uniform" if brax_mode else "lecun_normal")
             resets = peer.get("num_resets_per_eval", 0)
             updates_per_eval = train.eval_every // (train.unroll_length * train.num_envs)
             assert train.reset_every == (updates_per_eval // resets if resets else 0)

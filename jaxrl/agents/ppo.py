@@ -21,7 +21,7 @@ import optax
 from jaxrl import distributions
 from jaxrl.agents.base import Agent, check_network_config, hyperparameters
 from jaxrl.errors import ConfigError
-from jaxrl.networks import ACTIVATIONS, MLP, GaussianActor
+from jaxrl.networks import ACTIVATIONS, KERNEL_INITS, MLP, GaussianActor
 from jaxrl.types import Rollout
 
 
@@ -88,6 +88,10 @@ class PPOConfig:
     False: exp of a log-std squashed into [-5, 2] (std 0.22 at init)."""
     activation: str = "relu"
     """Hidden-layer activation of both networks: "relu", or "swish" (Brax's PPO default)."""
+    kernel_init: str = "lecun_normal"
+    """Weight initialisation of both networks: "lecun_normal" (flax's default, a truncated
+    normal of variance 1 / fan_in) or "lecun_uniform" (Brax's networks: a uniform of the same
+    variance). Biases start at 0 either way."""
 
     # Data, not program: these live in the agent state (the learning rate and the gradient-norm
     # clip in the optimiser state), so settings that differ only in them train together under
@@ -118,6 +122,10 @@ class PPOConfig:
         if self.activation not in ACTIVATIONS:
             raise ValueError(
                 f"activation must be one of {sorted(ACTIVATIONS)}, got {self.activation!r}"
+            )
+        if self.kernel_init not in KERNEL_INITS:
+            raise ValueError(
+                f"kernel_init must be one of {sorted(KERNEL_INITS)}, got {self.kernel_init!r}"
             )
         if self.advantage_estimator not in ("gae", "vtrace"):
             raise ValueError(
@@ -286,6 +294,7 @@ def _networks(config: PPOConfig) -> _Networks:
             softplus_std=config.softplus_std,
             activation=config.activation,
             matmul_precision=config.matmul_precision,
+            kernel_init=config.kernel_init,
         )
 
     value_net = MLP(
@@ -293,6 +302,7 @@ def _networks(config: PPOConfig) -> _Networks:
         out=1,
         activation=config.activation,
         matmul_precision=config.matmul_precision,
+        kernel_init=config.kernel_init,
     )
     return _Networks(policy_net, value_net)
 

@@ -133,3 +133,32 @@ def test_rollout_values_take_one_steps_memory_not_the_whole_rollouts():
     key = jax.random.PRNGKey(2)
     memory = jax.jit(agent.update).lower(state, rollout, key).compile().memory_analysis()
     assert memory.temp_size_in_bytes < 16 * 2**20
+
+
+def test_kernel_init_lecun_uniform_is_brax_s_distribution():
+    """kernel_init="lecun_uniform" (Brax's networks): every kernel uniform on
+    [-sqrt(3 / fan_in), sqrt(3 / fan_in)], biases 0; the default (flax's truncated normal of
+    the same variance) reaches beyond that bound."""
+    import numpy as np
+
+    def kernels(kernel_init):
+        config = ppo.PPOConfig(
+            actor_hidden=(256,), critic_hidden=(256, 256), kernel_init=kernel_init
+        )
+        params = ppo.make(config).init(jax.random.PRNGKey(0), 64, 4).params
+        leaves = jax.tree_util.tree_leaves_with_path(params)
+        return [(np.asarray(x), str(path)) for path, x in leaves]
+
+    for name, beyond in (("lecun_uniform", False), ("lecun_normal", True)):
+        big = []
+        for x, path in kernels(name):
+            if "bias" in path:
+                np.testing.assert_array_equal(x, 0.0)
+                continue
+            bound = np.sqrt(3.0 / x.shape[0])
+            big.append(np.abs(x).max() > bound)
+            if x.size >= 64 * 256:  # enough draws for the moments
+                np.testing.assert_allclose(x.var() * x.shape[0], 1.0, rtol=0.05)
+                if not beyond:  # uniform: E|x| = bound / 2
+                    np.testing.assert_allclose(np.abs(x).mean(), bound / 2, rtol=0.02)
+        assert any(big) == beyond, name
