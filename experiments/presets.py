@@ -156,8 +156,14 @@ PRESETS["fast_td3_inverted_pendulum"] = {
     "train": {**_INVERTED_PENDULUM, **_FAST_TD3_LOOP},
     "agent": {**_FAST_TD3_SMALL, "v_min": -10.0, "v_max": 110.0},  # returns in [0, 100]
 }
-# The public implementation's MuJoCo Playground settings (docs/ALGORITHMS.md): 1024 envs, batch
-# 32,768, 2 updates per step, gamma 0.97, support [-10, 10] (for a GPU).
+# The public implementation's settings for CheetahRun (FastTD3's fast_td3/hyperparams.py,
+# `CheetahRunArgs` over `MuJoCoPlaygroundArgs`, HEAD 229ed59): 1024 envs, batch 32,768, 2
+# updates per step, gamma 0.97, 3-step returns, per-env noise std U[0.1, 0.4], target policy
+# noise 0.1, a replay of 10,240 steps per env, no target actor and the target critics moved at
+# every critic update (its train.py), C51 on [-500, 500]. That support is coarse (atoms 10
+# apart) but never clips: returns at gamma 0.97 and DM Control's rewards in [0, 1] lie in
+# [0, 33.3], where [-10, 10] (its setting for the locomotion tasks, this preset's before
+# issue 36) clipped every value above 10, i.e. any policy earning more than 0.3 per step.
 PRESETS["fast_td3_playground"] = {
     "algo": "fast_td3",
     "train": {
@@ -167,12 +173,20 @@ PRESETS["fast_td3_playground"] = {
         "batch_size": 32_768,
         "updates_per_step": 2,
         "gamma": 0.97,
-        "buffer_size": 1024 * 1000,
+        "n_step": 3,
+        "buffer_size": 1024 * 10_240,
         "learning_starts": 1024 * 10,
         "eval_every": 200_000,
         **_FAST_TD3_LOOP,
+        "noise_scale_min": 0.1,
     },
-    "agent": {"v_min": -10.0, "v_max": 10.0},
+    "agent": {
+        "v_min": -500.0,
+        "v_max": 500.0,
+        "target_noise": 0.1,
+        "target_actor": False,
+        "critic_target_every_update": True,
+    },
 }
 
 # PQL: mixed exploration (per-env std spaced over [0.05, 0.8]), 3-step returns, no target actor,

@@ -427,6 +427,15 @@ MUTANTS = [
         BRAX_PPO,
     ),
     m(
+        "td3-critic-targets-wait-for-the-actor",
+        "jaxrl/agents/td3.py",
+        "moved_critics if config.critic_target_every_update else state.target_critic_params",
+        "state.target_critic_params",
+        "critic_target_every_update (FastTD3's code) still moves the target critics only with "
+        "the actor",
+        TD3_REF,
+    ),
+    m(
         "kernel-init-ignored",
         "jaxrl/networks.py",
         "            x = dense(width, self.matmul_precision, self.kernel_init)(x)\n",

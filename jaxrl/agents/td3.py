@@ -66,6 +66,10 @@ class TD3Config:
     """Critic updates per actor (and target) update."""
     target_actor: bool = True
     """Bootstrap with a Polyak-averaged target actor; False: with the online actor (PQL)."""
+    critic_target_every_update: bool = False
+    """Move the target critics at every critic update (FastTD3's code), not only at the
+    actor's (the TD3 paper: every policy_delay updates). The target actor, where there is one,
+    still moves with the actor."""
     reward_scale: float = 1.0
     """Rewards are multiplied by this in the critic targets."""
     actor_q: str = "first"
@@ -203,17 +207,19 @@ def make(config: TD3Config = TD3Config()) -> Agent:
             out = critic_net.apply(critic.params, critic_obs, policy.apply(params, batch.obs))
             return actor_loss(head.values(out, hp), config.actor_q)
 
+        moved_critics = polyak(state.target_critic_params, critic.params, hp["tau"])
+
         def update_actor_and_targets():
             a_loss, grads = jax.value_and_grad(actor_objective)(state.actor.params)
             actor = apply_gradients(state.actor, grads, actor_opt)
-            targets = (
-                polyak(state.target_actor_params, actor.params, hp["tau"]),
-                polyak(state.target_critic_params, critic.params, hp["tau"]),
-            )
+            targets = (polyak(state.target_actor_params, actor.params, hp["tau"]), moved_critics)
             return actor, targets, a_loss
 
         def hold():
-            targets = (state.target_actor_params, state.target_critic_params)
+            critics = (
+                moved_critics if config.critic_target_every_update else state.target_critic_params
+            )
+            targets = (state.target_actor_params, critics)
             return state.actor, targets, actor_objective(state.actor.params)
 
         actor, (target_actor, target_critic), a_loss = delayed(
