@@ -1,6 +1,7 @@
 """PPO with Brax's options against Brax's own loss (`brax.training.agents.ppo.losses.
-compute_ppo_loss`) and Brax's own minibatch shuffling: the same parameters, batch and key in,
-equal loss values and gradients out, to float32 tolerance.
+compute_ppo_loss`), Brax's own minibatch shuffling and one whole training step of Brax's own
+`ppo.train`: the same parameters, batch and key in, equal loss values, gradients and updated
+parameters out, to float32 tolerance.
 
 The batch is Brax's layout, whole unrolls [B, H], with rows that are terminated, truncated
 (Brax's next observation there is already the next episode's first one) and neither; the
@@ -276,3 +277,169 @@ def test_unrolls_are_shuffled_as_brax_shuffles_them():
     for name in ("policy_loss", "value_loss", "entropy", "approx_kl"):
         want = np.mean([float(e[name]) for e in expected])
         np.testing.assert_allclose(metrics[name], want, rtol=1e-5, err_msg=name)
+
+
+class _Drift:
+    """A tiny Brax env (brax.envs.Env's interface): x in R^3 drifts with the action, reward
+    -0.1 |x|^2 + a_0, terminated when |x_0| > 1.2; Brax's wrappers add the time limit."""
+
+    observation_size, action_size, backend = 3, 2, "jax"
+    unwrapped = property(lambda self: self)
+
+    def reset(self, rng):
+        from brax.envs.base import State
+
+        x = jax.random.uniform(rng, (3,), minval=-1.0, maxval=1.0)
+        zero = jnp.zeros(())
+        return State(pipeline_state=x, obs=x, reward=zero, done=zero, metrics={}, info={})
+
+    def step(self, state, action):
+        mix = jnp.array([[0.3, -0.2, 0.1], [0.1, 0.2, -0.3]])
+        x = state.pipeline_state + action @ mix
+        reward = -0.1 * jnp.sum(x**2) + action[0]
+        done = (jnp.abs(x[0]) > 1.2).astype(jnp.float32)
+        return state.replace(pipeline_state=x, obs=x, reward=reward, done=done)
+
+
+def test_one_update_matches_a_whole_brax_training_step(monkeypatch):
+    """One whole Brax training step, run by Brax's own `ppo.train` (num_timesteps = one
+    step's env steps, a fixed seed, a small env with terminations and time limits), against
+    one jaxrl update from the same parameters on the data that step collected: the
+    parameters after it agree, and so do the observation statistics (jaxrl's own
+    normalisation code against Brax's). The data and each gradient step's loss key are read
+    out of Brax's step as it runs (jax.debug.callback in wrappers of `acting.generate_unroll`
+    and `compute_ppo_loss`); the key of Brax's gradient steps is derived as its train() derives
+    it, and checked against the loss keys it produced."""
+    from brax.training import acting
+    from brax.training.agents.ppo import train as brax_train
+
+    from jaxrl import normalization
+
+    envs_, batch_size, minibatches, unroll, epochs, episode = 4, 4, 2, 5, 2, 6
+    gamma, lam, scale, lr, seed = 0.9, 0.95, 2.0, 1e-3, 3
+    per_step = batch_size * minibatches * unroll
+    unrolls, loss_keys = [], []
+    generate_unroll, compute_ppo_loss = acting.generate_unroll, brax_losses.compute_ppo_loss
+
+    def recording_unroll(*args, **kwargs):
+        state, data = generate_unroll(*args, **kwargs)
+        jax.debug.callback(lambda d: unrolls.append(jax.device_get(d)), data, ordered=False)
+        return state, data
+
+    def recording_loss(params, normalizer, data, rng, *args, **kwargs):
+        jax.debug.callback(lambda k: loss_keys.append(np.asarray(k)), rng)
+        return compute_ppo_loss(params, normalizer, data, rng, *args, **kwargs)
+
+    monkeypatch.setattr(acting, "generate_unroll", recording_unroll)
+    monkeypatch.setattr(brax_losses, "compute_ppo_loss", recording_loss)
+
+    nets = _brax_networks()
+    keys = jax.random.split(jax.random.PRNGKey(11), 2)
+    start_policy = nets.policy_network.init(keys[0])
+    start_value = nets.value_network.init(keys[1])
+    start_normalizer = running_statistics.init_state(specs.Array((OBS,), jnp.float32))
+    factory = lambda obs_size, act_size, preprocess_observations_fn: (
+        brax_networks.make_ppo_networks(  # noqa: E501
+            obs_size,
+            act_size,
+            preprocess_observations_fn=preprocess_observations_fn,
+            policy_hidden_layer_sizes=CONFIG.actor_hidden,
+            value_hidden_layer_sizes=CONFIG.critic_hidden,
+        )
+    )
+    peers_shim()
+    _, brax_after, _ = brax_train.train(
+        environment=_Drift(),
+        num_timesteps=per_step,
+        episode_length=episode,
+        num_envs=envs_,
+        batch_size=batch_size,
+        num_minibatches=minibatches,
+        unroll_length=unroll,
+        num_updates_per_batch=epochs,
+        learning_rate=lr,
+        entropy_cost=ENTROPY,
+        discounting=gamma,
+        gae_lambda=lam,
+        reward_scaling=scale,
+        clipping_epsilon=CLIP,
+        normalize_observations=True,
+        network_factory=factory,
+        seed=seed,
+        num_evals=1,
+        run_evals=False,
+        restore_params=(start_normalizer, start_policy, start_value),
+    )
+    assert len(unrolls) == batch_size * minibatches // envs_
+    assert len(loss_keys) == epochs * minibatches
+
+    # The data of Brax's step as jaxrl's loop hands it over: [T, N], T = unrolls x unroll.
+    stacked = jax.tree.map(lambda *x: np.concatenate(x), *unrolls)
+    truncation = stacked.extras["state_extras"]["truncation"]
+    done = 1.0 - stacked.discount
+    assert (truncation > 0).any() and ((done > 0) & (truncation == 0)).any()  # both endings
+    stats = normalization.update(normalization.init(OBS), stacked.observation.reshape(-1, OBS))
+    normalize = lambda x: normalization.normalize(stats, jnp.asarray(x), clip=0.0)
+    rollout = Rollout(
+        obs=normalize(stacked.observation),
+        reward=jnp.asarray(stacked.reward),
+        next_obs=normalize(stacked.next_observation),
+        terminated=jnp.asarray(done * (1.0 - truncation)),
+        done=jnp.asarray(done),
+        discount=jnp.full(done.shape, gamma, jnp.float32),
+        extras={
+            "raw_action": jnp.asarray(stacked.extras["policy_extras"]["raw_action"]),
+            "log_prob": jnp.asarray(stacked.extras["policy_extras"]["log_prob"]),
+        },
+        progress=jnp.float32(0.0),
+    )
+    # The key of Brax's gradient steps, as its train() derives it for the first step.
+    _, local_key = jax.random.split(jax.random.PRNGKey(seed))
+    local_key, _, _ = jax.random.split(jax.random.fold_in(local_key, 0), 3)
+    epoch_key, _ = jax.random.split(local_key)
+    step_key = jax.random.split(epoch_key, 1)[0]
+    key_sgd = jax.random.split(step_key, 3)[0]
+
+    config = dataclasses.replace(CONFIG, num_minibatches=minibatches, num_epochs=epochs,
+                                 learning_rate=lr)  # fmt: skip
+    agent = ppo.make(config)
+    state = agent.init(jax.random.PRNGKey(0), OBS, ACT)
+    hp = {**HP, "gae_lambda": jnp.float32(lam), "reward_scale": jnp.float32(scale)}
+    params = {
+        "policy": _as_jaxrl(start_policy, state.params["policy"]),
+        "value": _as_jaxrl(start_value, state.params["value"]),
+    }
+    state = state.replace(params=params, hp=hp)  # Adam's fresh state depends on shapes alone
+    new, _ = jax.jit(agent.update)(state, rollout, key_sgd)
+
+    # Brax's loss keys are the ones jaxrl's update derives from the same key.
+    expected_keys = []
+    key = key_sgd
+    for _ in range(epochs):
+        key, _, grad_key = jax.random.split(key, 3)
+        for _ in range(minibatches):
+            grad_key, loss_key = jax.random.split(grad_key)
+            expected_keys.append(np.asarray(loss_key))
+    np.testing.assert_array_equal(np.stack(loss_keys), np.stack(expected_keys))
+
+    brax_normalizer, brax_policy, brax_value = brax_after
+    np.testing.assert_allclose(stats.mean, brax_normalizer.mean, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np.sqrt(stats.var), brax_normalizer.std, rtol=1e-4)
+    for part, brax_part in (("policy", brax_policy), ("value", brax_value)):
+        want = _as_jaxrl(brax_part, new.params[part])
+        start = params[part]
+        for got, exp, before in zip(
+            jax.tree.leaves(new.params[part]),
+            jax.tree.leaves(want),
+            jax.tree.leaves(start),
+            strict=True,
+        ):
+            assert np.abs(np.asarray(exp) - np.asarray(before)).max() > 1e-4  # it learned
+            np.testing.assert_allclose(got, exp, rtol=1e-4, atol=2e-6, err_msg=part)
+
+
+def peers_shim():
+    """Brax 0.14.2's trainers call jax.device_put_replicated, which jax removed."""
+    from jaxrl.benchmarks import peers
+
+    peers.install_jax_shims()
