@@ -549,6 +549,37 @@ def _identical() -> list[Case]:
     )
 
 
+# --- Learning parity on this CPU at Playground's PPO settings, scaled (issue 36): only the env
+# count and the minibatch size are cut (2048 -> 64 envs, batch 1024 -> 32 unrolls), so each
+# update still takes 16 unrolls of 30 steps of every env and 16 epochs x 32 minibatches of
+# gradient steps; everything else is Playground's brax_ppo_config. 5 paired seeds (jaxrl's in
+# one program), both trainers in one run. Budget: whole updates, 30,720 env steps each.
+PARITY_DMC_SCALE = {"num_envs": 64, "batch_size": 32}
+PARITY_DMC_PPO_TASKS = {  # task: (updates, evaluations after the start)
+    "playground/CartpoleBalance": (32, 4),
+    "playground/CartpoleSwingup": (32, 4),
+    "playground/ReacherEasy": (32, 4),
+}
+PARITY_DMC_SEEDS = 5
+
+
+def _parity_dmc() -> list[Case]:
+    cases = []
+    for env, (updates, evals) in PARITY_DMC_PPO_TASKS.items():
+        settings = {**playground_ppo(env.split("/")[1]), **PARITY_DMC_SCALE}
+        per_update = settings["batch_size"] * settings["num_minibatches"]
+        steps = updates * per_update * settings["unroll_length"]
+        peer = {**settings, "num_eval_envs": 128, "deterministic_eval": True}
+        flags = ppo_parity_flags(settings, steps, evals)
+        cases.append(
+            Case("jaxrl", "ppo", env, settings["num_envs"], 0.0, steps, options=flags,
+                 seeds=PARITY_DMC_SEEDS)
+        )  # fmt: skip
+        brax = brax_case("ppo", env, peer, 0.0, steps, evals + 1)
+        cases += [dataclasses.replace(brax, seed=seed) for seed in range(PARITY_DMC_SEEDS)]
+    return cases
+
+
 # --- Learning parity on a GPU (issue 36): MuJoCo Playground's own settings for its DM Control
 # tasks, both systems in one run, 3 seeds each (jaxrl's in one program, `--seeds 3`; Brax's
 # one process each). PPO: Playground's brax_ppo_config (2048 envs, batch 1024 x 32
@@ -601,4 +632,5 @@ SUITES = {
     "parity_long": _parity_long,
     "identical": _identical,
     "gpu-parity": _gpu_parity,
+    "parity_dmc": _parity_dmc,
 }

@@ -75,7 +75,9 @@ def test_every_suite_case_round_trips_through_json():
             assert Case.from_json(case.to_json()) == case
 
 
-@pytest.mark.parametrize("suite", ["parity", "parity_long", "identical", "gpu-parity"])
+@pytest.mark.parametrize(
+    "suite", ["parity", "parity_long", "identical", "gpu-parity", "parity_dmc"]
+)
 def test_parity_cases_give_jaxrl_exactly_the_peer_settings(suite):
     """Each jaxrl parity case parses, and its configs carry the peer's own hyperparameters and,
     PPO's (but those labelled "own", jaxrl's choices at Brax's settings), every one of Brax's
