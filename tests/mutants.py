@@ -436,6 +436,16 @@ MUTANTS = [
         TD3_REF,
     ),
     m(
+        "sac-temperature-loss-form-ignored",
+        "jaxrl/agents/sac.py",
+        """    if form == "alpha":
+        return (jnp.exp(log_alpha) * -gap).mean()
+""",
+        "",
+        "temperature_loss='alpha' (Brax's) still takes the log-alpha form",
+        SAC_REF,
+    ),
+    m(
         "kernel-init-ignored",
         "jaxrl/networks.py",
         "            x = dense(width, self.matmul_precision, self.kernel_init)(x)\n",

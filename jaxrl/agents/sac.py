@@ -69,6 +69,10 @@ class SACConfig:
     """Target entropy = -target_entropy_scale * |A|: 1.0 in the paper, 0.5 in Brax's SAC."""
     reward_scale: float = 1.0
     """Rewards are multiplied by this in the critic targets."""
+    temperature_loss: str = "log_alpha"
+    """The temperature's loss. "log_alpha": -log(alpha) E[log pi + H_target] (its gradient in
+    log alpha does not depend on alpha). "alpha" (Brax's SAC): alpha E[-log pi - H_target], whose
+    gradient scales with alpha, so Adam's steps shrink for a while after alpha falls."""
 
     # REDQ / DroQ knobs (off by default, i.e. plain SAC):
     num_target_critics: int | None = None
@@ -109,6 +113,11 @@ class SACConfig:
             raise ValueError(f"actor_q must be 'min' or 'mean', got {self.actor_q!r}")
         if not 0 <= self.critic_dropout < 1:
             raise ValueError(f"critic_dropout must be in [0, 1), got {self.critic_dropout}")
+        if self.temperature_loss not in TEMPERATURE_LOSSES:
+            raise ValueError(
+                f"temperature_loss must be one of {TEMPERATURE_LOSSES}, "
+                f"got {self.temperature_loss!r}"
+            )
 
     def head(self) -> heads.Head:
         """What the critics predict (`jaxrl.heads`): one value each (DSAC-T: a Gaussian)."""
@@ -163,9 +172,19 @@ def actor_loss(
     return (alpha * log_prob - heads.reduce_critics(q, reduce)).mean()
 
 
-def alpha_loss(log_alpha: jax.Array, log_prob: jax.Array, target_entropy: float) -> jax.Array:
-    """-log_alpha * E[log pi + target_entropy]: raises alpha when entropy is below target."""
-    return -(log_alpha * jax.lax.stop_gradient(log_prob + target_entropy)).mean()
+TEMPERATURE_LOSSES = ("log_alpha", "alpha")
+
+
+def alpha_loss(
+    log_alpha: jax.Array, log_prob: jax.Array, target_entropy: float, form: str = "log_alpha"
+) -> jax.Array:
+    """-log_alpha * E[log pi + target_entropy] ("log_alpha"), or Brax's
+    alpha * E[-log pi - target_entropy] ("alpha"): either raises alpha when the entropy is
+    below target; the second's gradient carries a factor alpha."""
+    gap = jax.lax.stop_gradient(log_prob + target_entropy)
+    if form == "alpha":
+        return (jnp.exp(log_alpha) * -gap).mean()
+    return -(log_alpha * gap).mean()
 
 
 def update_metrics(critic_loss, actor_loss, temperature_loss, alpha, q, log_prob) -> dict:
@@ -181,16 +200,27 @@ def update_metrics(critic_loss, actor_loss, temperature_loss, alpha, q, log_prob
 
 
 def actor_and_temperature(
-    step, policy_delay, actor, log_alpha, objective, target_entropy, actor_opt, alpha_opt, held
+    step,
+    policy_delay,
+    actor,
+    log_alpha,
+    objective,
+    target_entropy,
+    actor_opt,
+    alpha_opt,
+    held,
+    temperature_loss="log_alpha",
 ):
     """The actor and temperature step, every `policy_delay` updates (`base.delayed`); CrossQ's
     too. `objective(params) -> (actor loss, (log_prob, aux))`. Returns (actor, log_alpha, aux,
     actor loss, temperature loss, log_prob), with `aux` replaced by `held` at the updates that
-    hold (CrossQ: the actor's batch statistics)."""
+    hold (CrossQ: the actor's batch statistics). `temperature_loss`: `alpha_loss`'s form."""
 
     def update():
         (a_loss, (log_prob, aux)), grads = jax.value_and_grad(objective, has_aux=True)(actor.params)
-        t_loss, t_grads = jax.value_and_grad(alpha_loss)(log_alpha.params, log_prob, target_entropy)
+        t_loss, t_grads = jax.value_and_grad(alpha_loss)(
+            log_alpha.params, log_prob, target_entropy, temperature_loss
+        )
         return (
             apply_gradients(actor, grads, actor_opt),
             apply_gradients(log_alpha, t_grads, alpha_opt),
@@ -202,7 +232,7 @@ def actor_and_temperature(
 
     def hold():
         a_loss, (log_prob, _) = objective(actor.params)
-        t_loss = alpha_loss(log_alpha.params, log_prob, target_entropy)
+        t_loss = alpha_loss(log_alpha.params, log_prob, target_entropy, temperature_loss)
         return actor, log_alpha, held, a_loss, t_loss, log_prob
 
     return delayed(step, policy_delay, update, hold)
@@ -320,6 +350,7 @@ def make(config: SACConfig = SACConfig()) -> Agent:
             actor_opt,
             alpha_opt,
             held=None,
+            temperature_loss=config.temperature_loss,
         )
         new_state = state.replace(
             actor=actor,

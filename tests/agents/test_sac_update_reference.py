@@ -67,6 +67,8 @@ def _reference(config, state, batch, key):
         return (alpha * log_prob - q).mean(), log_prob
 
     def alpha_loss(log_prob):
+        if config.temperature_loss == "alpha":  # Brax's: alpha E[-log pi - H]
+            return (alpha * -(log_prob + target_entropy)).mean()
         return -(p.log_alpha.params * (log_prob + target_entropy)).mean()
 
     return y, critic_loss, actor_terms, alpha_loss, target_entropy
@@ -93,6 +95,7 @@ CONFIGS = {
         critic_lr=0.01,  # a critic step large enough that reading the updated one shows
         init_alpha=0.5,
         tau=0.1,
+        temperature_loss="alpha",  # its gradient carries a factor alpha (0.5 here)
     ),
     # Asymmetric actor-critic: the critics read observations of their own (another size).
     "sac_asymmetric": sac.SACConfig(
@@ -157,9 +160,13 @@ def test_update_matches_numpy_reference(name):
     )
     ref.assert_adam_first_step(state.actor.params, new.actor.params, actor_grad, config.actor_lr)
     alpha_grad = -(log_prob + target_entropy).mean()
+    if config.temperature_loss == "alpha":
+        alpha_grad = alpha_grad * np.exp(p.log_alpha.params)
     np.testing.assert_allclose(
         n.log_alpha.params - p.log_alpha.params, -config.alpha_lr * np.sign(alpha_grad), rtol=1e-3
     )
+    # Adam's first moment pins the gradient's scale, which tells the two forms apart.
+    ref.assert_adam_first_moment(new.log_alpha.opt_state, np.asarray(alpha_grad))
 
     # Targets move by tau towards the updated critics.
     expected = jax.tree.map(
