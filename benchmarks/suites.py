@@ -565,21 +565,31 @@ PARITY_DMC_PPO_TASKS = {  # task: (updates, evaluations after the start)
 PARITY_DMC_SEEDS = 5
 
 
-def _parity_dmc() -> list[Case]:
+def _seeded_ppo_parity(tasks: dict, seeds: int, scale: dict | None = None, own: bool = False):
+    """PPO beside Brax at Playground's settings (`scale` overriding some), per task
+    (updates, evaluations after the start): jaxrl's seeds in one program with every Brax
+    choice (and, with `own`, with its own choices too, labelled "own"), Brax's one process
+    each."""
     cases = []
-    for env, (updates, evals) in PARITY_DMC_PPO_TASKS.items():
-        settings = {**playground_ppo(env.split("/")[1]), **PARITY_DMC_SCALE}
+    variants = ((True, ""), (False, "own")) if own else ((True, ""),)
+    for env, (updates, evals) in tasks.items():
+        settings = {**playground_ppo(env.split("/")[1]), **(scale or {})}
         per_update = settings["batch_size"] * settings["num_minibatches"]
         steps = updates * per_update * settings["unroll_length"]
         peer = {**settings, "num_eval_envs": 128, "deterministic_eval": True}
-        flags = ppo_parity_flags(settings, steps, evals)
-        cases.append(
-            Case("jaxrl", "ppo", env, settings["num_envs"], 0.0, steps, options=flags,
-                 seeds=PARITY_DMC_SEEDS)
-        )  # fmt: skip
+        for brax_mode, label in variants:
+            flags = ppo_parity_flags(settings, steps, evals, brax_mode)
+            cases.append(
+                Case("jaxrl", "ppo", env, settings["num_envs"], 0.0, steps, options=flags,
+                     label=label, seeds=seeds)
+            )  # fmt: skip
         brax = brax_case("ppo", env, peer, 0.0, steps, evals + 1)
-        cases += [dataclasses.replace(brax, seed=seed) for seed in range(PARITY_DMC_SEEDS)]
+        cases += [dataclasses.replace(brax, seed=seed) for seed in range(seeds)]
     return cases
+
+
+def _parity_dmc() -> list[Case]:
+    return _seeded_ppo_parity(PARITY_DMC_PPO_TASKS, PARITY_DMC_SEEDS, PARITY_DMC_SCALE)
 
 
 # --- Learning parity on a GPU (issue 36): MuJoCo Playground's own settings for its DM Control
@@ -588,7 +598,8 @@ def _parity_dmc() -> list[Case]:
 # minibatches, unroll 30, 16 epochs, ...) with its budget cut to whole updates, and its
 # num_resets_per_eval left at Brax's default 0 (Playground's 10 resets every env after every
 # update at this budget); jaxrl with Brax's choices and with its own. SAC: Playground's
-# brax_sac_config with the budget cut. Made to fit 10 minutes of an H100 with `--jobs 8`.
+# brax_sac_config with the budget cut. Made for 10 minutes of a GPU with `--jobs 14` (on an H200
+# the CheetahRun cases did not finish in that time: benchmarks/README.md).
 GPU_PARITY_PPO_TASKS = {  # task: (updates, evaluations after the start)
     "playground/CartpoleBalance": (6, 3),  # 5,898,240 env steps, the budget issue 36 ran
     "playground/CheetahRun": (10, 5),  # 9,830,400 env steps
@@ -598,20 +609,7 @@ GPU_PARITY_SEEDS = 3
 
 
 def _gpu_parity() -> list[Case]:
-    cases = []
-    for env, (updates, evals) in GPU_PARITY_PPO_TASKS.items():
-        settings = playground_ppo(env.split("/")[1])
-        per_update = settings["batch_size"] * settings["num_minibatches"]
-        steps = updates * per_update * settings["unroll_length"]
-        peer = {**settings, "num_eval_envs": 128, "deterministic_eval": True}
-        for brax_mode, label in ((True, ""), (False, "own")):
-            flags = ppo_parity_flags(settings, steps, evals, brax_mode)
-            cases.append(
-                Case("jaxrl", "ppo", env, settings["num_envs"], 0.0, steps, options=flags,
-                     label=label, seeds=GPU_PARITY_SEEDS)
-            )  # fmt: skip
-        brax = brax_case("ppo", env, peer, 0.0, steps, evals + 1)
-        cases += [dataclasses.replace(brax, seed=seed) for seed in range(GPU_PARITY_SEEDS)]
+    cases = _seeded_ppo_parity(GPU_PARITY_PPO_TASKS, GPU_PARITY_SEEDS, own=True)
     for env, steps in GPU_PARITY_SAC_TASKS.items():
         settings = playground_sac(env.split("/")[1])
         peer = {**settings, "num_eval_envs": 128, "deterministic_eval": True}
