@@ -3,6 +3,7 @@ records, the markdown summary and the plots."""
 
 import json
 import pathlib
+import time
 
 import pytest
 
@@ -253,7 +254,7 @@ def test_the_records_of_a_run_reach_its_summary(tmp_path, monkeypatch, argv, rec
 
     ran = []
 
-    def run_suite(suite, out, only, timeout):
+    def run_suite(suite, out, only, timeout, jobs=1):
         ran.append(out)
         _write_records(out)
 
@@ -280,6 +281,7 @@ def test_the_records_of_a_run_reach_its_summary(tmp_path, monkeypatch, argv, rec
         (["--report-only", "--only", "brax/"], "--report-only runs none"),
         (["--out", "a/x.jsonl", "--results", "b"], "is not in --results b"),
         (["--suite", "tiny", "--timeout", "0"], "--timeout must be > 0"),
+        (["--suite", "tiny", "--jobs", "0"], "--jobs must be >= 1"),
     ],
 )
 def test_bad_input_exits_2_and_writes_nothing(tmp_path, monkeypatch, capsys, argv, message):
@@ -396,3 +398,36 @@ def test_report_skips_the_stand_alone_scripts_records(tmp_path):
     (tmp_path / "pql-split-cpu.jsonl").write_text(json.dumps({"layout": "split"}) + "\n")
     summary = report.write(tmp_path)
     assert "pql-split" not in summary.read_text()
+
+
+def test_jobs_run_cases_at_once_and_gather_every_record(tmp_path, monkeypatch):
+    """--jobs 3: the cases run at once, each writing its own part file; every record reaches
+    the records file once, marked with concurrent_jobs, a failed case as an error record, and
+    no part file is left behind."""
+    import threading
+
+    running, most = [0], [0]
+    lock = threading.Lock()
+
+    def run_case(case, part, env, timeout):
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        time.sleep(0.3)
+        with lock:
+            running[0] -= 1
+        if case.system == "profile":
+            return True, "Traceback...\nValueError: boom", []
+        line = json.dumps({"case": case.name, "system": "limit", "env_steps_per_second": 1.0})
+        part.write_text(line + "\n")
+        return False, "", [line]
+
+    monkeypatch.setattr(run, "_run_case", run_case)
+    out = tmp_path / "tiny.jsonl"
+    records = run.run_suite("tiny", out, [], 10.0, progress=lambda _: None, jobs=3)
+    assert most[0] == 3
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert sorted(r["case"] for r in lines) == sorted(c.name for c in SUITES["tiny"]())
+    assert all(r["concurrent_jobs"] == 3 for r in lines) and len(records) == 3
+    assert [r["error"] for r in lines if "error" in r] == ["Traceback...\nValueError: boom"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tiny.jsonl"]
