@@ -387,14 +387,6 @@ MUTANTS = [
         BRAX_PPO,
     ),
     m(
-        "ppo-mask-keeps-truncated-advantage",
-        "jaxrl/agents/ppo.py",
-        "            advantage = advantage * kept\n",
-        "            advantage = advantage\n",
-        "truncation='mask' with vtrace leaves the advantage of a truncated step",
-        BRAX_PPO,
-    ),
-    m(
         "ppo-in-loss-bootstrap-from-own-row",
         "jaxrl/agents/ppo.py",
         "next_values = jnp.concatenate([values[1:], last[None]])",

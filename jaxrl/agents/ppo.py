@@ -236,9 +236,8 @@ def gae(
     target = advantage + value
     if estimator == "vtrace":
         following = jnp.concatenate([advantage[1:], jnp.zeros_like(advantage[:1])])
+        # A truncated step's is 0 with "mask" too: its delta is 0 and the cut stops the rest.
         advantage = delta + discount * (1.0 - cut) * following
-        if truncation == "mask":
-            advantage = advantage * kept
     return advantage, target
 
 
