@@ -557,7 +557,7 @@ def _identical() -> list[Case]:
 # gradient steps; everything else is Playground's brax_ppo_config. 5 paired seeds (jaxrl's in
 # one program), both trainers in one run. Budget: whole updates, 30,720 env steps each.
 # Too big for this CPU as it stands: jaxrl's 5 seeds on CartpoleBalance did not finish their
-# 32 updates in 60 minutes (niced, beside a test run; records/parity_dmc-cpu.jsonl). Each
+# 32 updates in 60 minutes (niced, beside a test run; results/parity_dmc-cpu.jsonl). Each
 # update is 512 gradient steps of 960 samples through a 5x256 value net per seed.
 PARITY_DMC_SCALE = {"num_envs": 64, "batch_size": 32}
 PARITY_DMC_PPO_TASKS = {  # task: (updates, evaluations after the start)
