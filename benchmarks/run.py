@@ -53,8 +53,8 @@ def select(suite: str, only: list[str]):
 
 
 def _run_case(case, out: pathlib.Path, env: dict, timeout: float) -> tuple[bool, str, list[str]]:
-    """One case in its own process, its record appended to `out`: (failed, detail, new lines)."""
-    before = out.read_text().count("\n") if out.exists() else 0
+    """One case in its own process, writing its record to the new file `out`: (failed,
+    detail, the file's lines)."""
     try:
         proc = subprocess.run(
             [sys.executable, "-m", "jaxrl.benchmarks.case", case.to_json(), str(out)],
@@ -67,7 +67,7 @@ def _run_case(case, out: pathlib.Path, env: dict, timeout: float) -> tuple[bool,
         failed, detail = proc.returncode != 0, proc.stderr[-2000:]
     except subprocess.TimeoutExpired:
         failed, detail = True, f"timed out after {timeout:.0f} s"
-    lines = out.read_text().splitlines()[before:] if out.exists() else []
+    lines = out.read_text().splitlines() if out.exists() else []
     return failed, detail, lines
 
 
@@ -79,8 +79,8 @@ def run_suite(
     progress=_print,
     jobs: int = 1,
 ) -> list[dict]:
-    """Every case of the suite, one process each; with jobs > 1, that many at once (each
-    writing its own part file, appended to `out` as it ends; records carry
+    """Every case of the suite, one process each, each writing its own part file whose record
+    is appended to `out` as it ends; with jobs > 1, that many at once (records carry
     `concurrent_jobs`: their timings shared the machine, their learning did not)."""
     cases = select(suite, only)
     env = {
@@ -91,38 +91,35 @@ def run_suite(
         env.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
     def one(index_case):
+        """Runs a case into its own part file, then appends its record (or an error record)."""
         index, case = index_case
-        part = out.with_name(f"{out.name}.part{index}") if jobs > 1 else out
-        if jobs > 1:
-            part.unlink(missing_ok=True)
+        part = out.with_name(f"{out.name}.part{index}")
+        part.unlink(missing_ok=True)
         tick = time.perf_counter()
         failed, detail, lines = _run_case(case, part, env, timeout)
+        part.unlink(missing_ok=True)
         if failed:
             record = {"case": case.name, "suite": suite, "error": detail}
-        else:
-            record = json.loads(lines[-1])
-        if jobs > 1:
-            record["concurrent_jobs"] = jobs
-            part.unlink(missing_ok=True)
-        if failed or jobs > 1:
-            with out.open("a") as f:
-                f.write(json.dumps(record) + "\n")
-        if failed:
             last = detail.strip().splitlines()[-1] if detail.strip() else "?"
             progress(f"    {case.name} failed: {last}")
         else:
+            record = json.loads(lines[-1])
             seconds = time.perf_counter() - tick
             progress(f"    {case.name}: {report.one_line(record)} ({seconds:.0f} s)")
+        if jobs > 1:
+            record["concurrent_jobs"] = jobs
+        with out.open("a") as f:
+            f.write(json.dumps(record) + "\n")
         return record
 
     numbered = list(enumerate(cases, 1))
     for index, case in numbered:
         progress(f"[{index}/{len(cases)}] {case.name}")
+    out.parent.mkdir(parents=True, exist_ok=True)
     if jobs == 1:
         return [one(item) for item in numbered]
     from concurrent.futures import ThreadPoolExecutor
 
-    out.parent.mkdir(parents=True, exist_ok=True)
     with ThreadPoolExecutor(jobs) as pool:  # threads only wait on their processes
         return list(pool.map(one, numbered))
 

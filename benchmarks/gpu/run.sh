@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# A benchmark suite on a lent GPU machine (no network, no install): the wheels in .whl/ (see
-# ../shared/GPU.md and benchmarks/README.md for the list) go to a site folder, the checkout is
+# A benchmark suite on a lent GPU machine (no network, no install): the wheels in .whl/ (the
+# list is in benchmarks/README.md, "Learning parity on a GPU") go to a site folder, the checkout is
 # imported from PYTHONPATH, and `jaxrl bench` writes its records, RESULTS.md, plots and log to
 # $OUT (the device tool brings that folder back).
 #   bash benchmarks/gpu/run.sh SUITE JOBS TIMEOUT_PER_CASE [more jaxrl bench flags]

@@ -284,6 +284,9 @@ class _Networks(NamedTuple):
     policy_net: Callable[[int], GaussianActor]
     value_net: MLP
 
+    def value(self, params, obs: jax.Array) -> jax.Array:
+        return self.value_net.apply(params["value"], obs)[..., 0]
+
 
 def _networks(config: PPOConfig) -> _Networks:
     def policy_net(action_size: int) -> GaussianActor:
@@ -309,9 +312,7 @@ def _networks(config: PPOConfig) -> _Networks:
 def losses(config: PPOConfig = PPOConfig()) -> Losses:
     """The losses `make(config)`'s update differentiates (for tests and parity checks)."""
     nets = _networks(config)
-
-    def value(params, obs: jax.Array) -> jax.Array:
-        return nets.value_net.apply(params["value"], obs)[..., 0]
+    value = nets.value
 
     def objective(params, batch, values, advantage, target, key, hp, action_size):
         """Clipped surrogate + value_coef x value loss - entropy_coef x entropy, given the
@@ -391,8 +392,7 @@ def make(config: PPOConfig = PPOConfig()) -> Agent:
         learning_rate=config.learning_rate, max_grad_norm=config.max_grad_norm
     )
 
-    def value(params, obs: jax.Array) -> jax.Array:
-        return nets.value_net.apply(params["value"], obs)[..., 0]
+    value = nets.value
 
     def rollout_values(params, obs: jax.Array) -> jax.Array:
         """Values of a whole rollout [T, N, ...] -> [T, N], one time step at a time: at once,
@@ -454,8 +454,6 @@ def make(config: PPOConfig = PPOConfig()) -> Agent:
         metrics["gradient_steps"] = jnp.asarray(
             config.num_epochs * config.num_minibatches, jnp.float32
         )
-        if "value_mean" not in metrics:
-            metrics["value_mean"] = metrics.pop("rollout_value_mean")
         return state.replace(params=params, opt_state=opt_state, step=state.step + 1), metrics
 
     def update_steps(state: PPOState, rollout: Rollout, key: jax.Array, fraction):
@@ -509,7 +507,7 @@ def make(config: PPOConfig = PPOConfig()) -> Agent:
             (state.params, state.opt_state),
             jax.random.split(key, config.num_epochs),
         )
-        metrics["rollout_value_mean"] = values.mean()
+        metrics["value_mean"] = values.mean()  # the rollout's, before the update
         return params, opt_state, metrics
 
     def update_unrolls(state: PPOState, rollout: Rollout, key: jax.Array, fraction):
