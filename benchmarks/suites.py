@@ -596,33 +596,38 @@ def _parity_dmc() -> list[Case]:
 
 
 # --- Learning parity on a GPU (issue 36): MuJoCo Playground's own settings for its DM Control
-# tasks, both systems in one run, 3 seeds each (jaxrl's in one program, `--seeds 3`; Brax's
-# one process each). PPO: Playground's brax_ppo_config (2048 envs, batch 1024 x 32
-# minibatches, unroll 30, 16 epochs, ...) with its budget cut to whole updates, and its
-# num_resets_per_eval left at Brax's default 0 (Playground's 10 resets every env after every
-# update at this budget); jaxrl with Brax's choices and with its own. SAC: Playground's
-# brax_sac_config with the budget cut. Made for 10 minutes of a GPU with `--jobs 14` (on an H200
-# the CheetahRun cases did not finish in that time: benchmarks/README.md).
-GPU_PARITY_PPO_TASKS = {  # task: (updates, evaluations after the start)
-    "playground/CartpoleBalance": (6, 3),  # 5,898,240 env steps, the budget issue 36 ran
-    "playground/CheetahRun": (10, 5),  # 9,830,400 env steps
+# tasks, both systems in one run (jaxrl's seeds in one program, `--seeds N`; Brax's one process
+# each). PPO: Playground's brax_ppo_config (2048 envs, batch 1024 x 32 minibatches, unroll 30,
+# 16 epochs, ...) with its budget cut to whole updates, and its num_resets_per_eval left at
+# Brax's default 0 (Playground's 10 resets every env after every update at this budget); jaxrl
+# with Brax's choices and, on CartpoleBalance, with its own. SAC: Playground's brax_sac_config
+# with the budget cut. FastTD3: the fast_td3_playground preset on CheetahRun (its published
+# settings), one seed. Made for 10 minutes of a GPU with every case at once (`--jobs 18`):
+# on an H200 with 14 cases at once, 10 CheetahRun updates did not finish in 480 s, so it has 4.
+GPU_PARITY_PPO_TASKS = {  # task: (updates, evaluations after the start, seeds, with own)
+    "playground/CartpoleBalance": (6, 3, 5, True),  # 5,898,240 env steps, the budget issue 36 ran
+    "playground/CheetahRun": (4, 4, 3, False),  # 3,932,160 env steps
 }
-GPU_PARITY_SAC_TASKS = {"playground/CartpoleBalance": 200_704}  # 1,568 iterations of 128 envs
-GPU_PARITY_SEEDS = 3
+GPU_PARITY_SAC_TASKS = {"playground/CartpoleBalance": (200_704, 5)}  # 1,568 iterations of 128 envs
+GPU_PARITY_FAST_TD3 = {"playground/CheetahRun": 1_003_520}
 
 
 def _gpu_parity() -> list[Case]:
-    cases = _seeded_ppo_parity(GPU_PARITY_PPO_TASKS, GPU_PARITY_SEEDS, own=True)
-    for env, steps in GPU_PARITY_SAC_TASKS.items():
+    cases = []
+    for env, (updates, evals, seeds, own) in GPU_PARITY_PPO_TASKS.items():
+        cases += _seeded_ppo_parity({env: (updates, evals)}, seeds, own=own)
+    for env, (steps, seeds) in GPU_PARITY_SAC_TASKS.items():
         settings = playground_sac(env.split("/")[1])
         peer = {**settings, "num_eval_envs": 128, "deterministic_eval": True}
         flags = sac_parity_flags(settings, steps)
         cases.append(
             Case("jaxrl", "sac", env, settings["num_envs"], 0.0, steps, options=flags,
-                 seeds=GPU_PARITY_SEEDS)
+                 seeds=seeds)
         )  # fmt: skip
         brax = brax_case("sac", env, peer, 0.0, steps, PARITY_EVALS + 1)
-        cases += [dataclasses.replace(brax, seed=seed) for seed in range(GPU_PARITY_SEEDS)]
+        cases += [dataclasses.replace(brax, seed=seed) for seed in range(seeds)]
+    for env, steps in GPU_PARITY_FAST_TD3.items():
+        cases.append(jaxrl_case("fast_td3", env, "fast_td3_playground", 0.0, total_steps=steps))
     return cases
 
 
