@@ -284,7 +284,7 @@ PARITY_SAC_TASKS["brax/hopper"] = (BRAX_SAC_HOPPER, 100_352)
 
 
 def sac_parity_flags(
-    settings: dict, total_steps: int, evals: int = PARITY_EVALS
+    settings: dict, total_steps: int, evals: int = PARITY_EVALS, eval_envs: int = 128
 ) -> tuple[str, ...]:
     """`jaxrl train` flags giving jaxrl's SAC exactly Brax SAC's hyperparameters: its fixed
     choices (target entropy -|A|/2, temperature lr 3e-4 and initial value 1, tau 0.005,
@@ -303,7 +303,7 @@ def sac_parity_flags(
         "--gamma": settings["discounting"],
         "--episode-length": settings["episode_length"],
         "--action-repeat": settings["action_repeat"],
-        "--eval-envs": 128,
+        "--eval-envs": eval_envs,
         "--eval-every": every,
         "--actor-lr": settings["learning_rate"],
         "--critic-lr": settings["learning_rate"],
@@ -405,7 +405,11 @@ PARITY_PPO_LONG_TASKS = {
 
 
 def ppo_parity_flags(
-    settings: dict, total_steps: int, evals: int = PARITY_EVALS, brax_mode: bool = True
+    settings: dict,
+    total_steps: int,
+    evals: int = PARITY_EVALS,
+    brax_mode: bool = True,
+    eval_envs: int = 128,
 ) -> tuple[str, ...]:
     """`jaxrl train` flags giving jaxrl's PPO exactly Brax PPO's hyperparameters and, with
     `brax_mode`, every one of its implementation choices (docs/PARITY.md lists them).
@@ -440,7 +444,7 @@ def ppo_parity_flags(
         "--max-grad-norm": 0.0,
         "--episode-length": settings["episode_length"],
         "--action-repeat": settings.get("action_repeat", 1),
-        "--eval-envs": 128,
+        "--eval-envs": eval_envs,
         "--eval-every": every,
         "--actor-hidden": "32,32,32,32",
         "--critic-hidden": "256,256,256,256,256",
@@ -551,24 +555,31 @@ def _identical() -> list[Case]:
     )
 
 
-# --- Learning parity on this CPU at Playground's PPO settings, scaled (issue 36): only the env
-# count and the minibatch size are cut (2048 -> 64 envs, batch 1024 -> 32 unrolls), so each
-# update still takes 16 unrolls of 30 steps of every env and 16 epochs x 32 minibatches of
-# gradient steps; everything else is Playground's brax_ppo_config. 5 paired seeds (jaxrl's in
-# one program), both trainers in one run. Budget: whole updates, 30,720 env steps each.
-# Too big for this CPU as it stands: jaxrl's 5 seeds on CartpoleBalance did not finish their
-# 32 updates in 60 minutes (niced, beside a test run; results/parity_dmc-cpu.jsonl). Each
-# update is 512 gradient steps of 960 samples through a 5x256 value net per seed.
+# --- Learning parity on this CPU (issue 36): Playground's own settings for three DM Control
+# tasks, 5 paired seeds, both trainers in one run (jaxrl's seeds in one program, Brax's one
+# process each), evaluated greedily on 32 envs (128 at Playground's; evaluation only, the same
+# on both sides). PPO: brax_ppo_config with only the env count and the minibatch size cut (2048
+# -> 64 envs, batch 1024 -> 32 unrolls), so each update still takes 16 unrolls of 30 steps of
+# every env and 16 epochs x 32 minibatches of gradient steps: 16 updates, 491,520 env steps.
+# One update costs about 10 s per seed here (61.5 s compile, 21.3 s for two updates with an
+# evaluation each, one seed; 32 updates of 5 seeds did not end in 3,600 s beside a test run).
+# SAC: brax_sac_config unchanged (128 envs, batch 512, 8 updates per step), its budget cut.
 PARITY_DMC_SCALE = {"num_envs": 64, "batch_size": 32}
-PARITY_DMC_PPO_TASKS = {  # task: (updates, evaluations after the start)
-    "playground/CartpoleBalance": (32, 4),
-    "playground/CartpoleSwingup": (32, 4),
-    "playground/ReacherEasy": (32, 4),
+PARITY_DMC_TASKS = ("playground/CartpoleBalance", "playground/CartpoleSwingup",
+                    "playground/ReacherEasy")  # fmt: skip
+PARITY_DMC_PPO = (16, 4)  # updates, evaluations after the start
+PARITY_DMC_SAC_STEPS = {  # 784 iterations of 128 envs; CartpoleSwingup twice that (at 100k
+    # steps, both trainers are still near 0 there: results/parity-cpu.jsonl)
+    "playground/CartpoleBalance": 100_352,
+    "playground/CartpoleSwingup": 200_704,
+    "playground/ReacherEasy": 100_352,
 }
-PARITY_DMC_SEEDS = 5
+PARITY_DMC_SEEDS, PARITY_DMC_EVAL_ENVS = 5, 32
 
 
-def _seeded_ppo_parity(tasks: dict, seeds: int, scale: dict | None = None, own: bool = False):
+def _seeded_ppo_parity(
+    tasks: dict, seeds: int, scale: dict | None = None, own: bool = False, eval_envs: int = 128
+):
     """PPO beside Brax at Playground's settings (`scale` overriding some), per task
     (updates, evaluations after the start): jaxrl's seeds in one program with every Brax
     choice (and, with `own`, with its own choices too, labelled "own"), Brax's one process
@@ -579,9 +590,9 @@ def _seeded_ppo_parity(tasks: dict, seeds: int, scale: dict | None = None, own: 
         settings = {**playground_ppo(env.split("/")[1]), **(scale or {})}
         per_update = settings["batch_size"] * settings["num_minibatches"]
         steps = updates * per_update * settings["unroll_length"]
-        peer = {**settings, "num_eval_envs": 128, "deterministic_eval": True}
+        peer = {**settings, "num_eval_envs": eval_envs, "deterministic_eval": True}
         for brax_mode, label in variants:
-            flags = ppo_parity_flags(settings, steps, evals, brax_mode)
+            flags = ppo_parity_flags(settings, steps, evals, brax_mode, eval_envs)
             cases.append(
                 Case("jaxrl", "ppo", env, settings["num_envs"], 0.0, steps, options=flags,
                      label=label, seeds=seeds)
@@ -591,8 +602,33 @@ def _seeded_ppo_parity(tasks: dict, seeds: int, scale: dict | None = None, own: 
     return cases
 
 
+def _seeded_sac_parity(tasks: dict, seeds: int, evals: int = PARITY_EVALS, eval_envs: int = 128):
+    """SAC beside Brax at Playground's settings, per task its env steps: jaxrl's seeds in one
+    program with every Brax choice, Brax's one process each."""
+    cases = []
+    for env, steps in tasks.items():
+        settings = playground_sac(env.split("/")[1])
+        peer = {**settings, "num_eval_envs": eval_envs, "deterministic_eval": True}
+        flags = sac_parity_flags(settings, steps, evals, eval_envs)
+        cases.append(
+            Case("jaxrl", "sac", env, settings["num_envs"], 0.0, steps, options=flags,
+                 seeds=seeds)
+        )  # fmt: skip
+        brax = brax_case("sac", env, peer, 0.0, steps, evals + 1)
+        cases += [dataclasses.replace(brax, seed=seed) for seed in range(seeds)]
+    return cases
+
+
 def _parity_dmc() -> list[Case]:
-    return _seeded_ppo_parity(PARITY_DMC_PPO_TASKS, PARITY_DMC_SEEDS, PARITY_DMC_SCALE)
+    """SAC first (about a minute a run here), then PPO (about 10 s per update and seed)."""
+    sac = _seeded_sac_parity(PARITY_DMC_SAC_STEPS, PARITY_DMC_SEEDS, eval_envs=PARITY_DMC_EVAL_ENVS)
+    ppo = _seeded_ppo_parity(
+        dict.fromkeys(PARITY_DMC_TASKS, PARITY_DMC_PPO),
+        PARITY_DMC_SEEDS,
+        PARITY_DMC_SCALE,
+        eval_envs=PARITY_DMC_EVAL_ENVS,
+    )
+    return sac + ppo
 
 
 # --- Learning parity on a GPU (issue 36): MuJoCo Playground's own settings for its DM Control
@@ -617,15 +653,7 @@ def _gpu_parity() -> list[Case]:
     for env, (updates, evals, seeds, own) in GPU_PARITY_PPO_TASKS.items():
         cases += _seeded_ppo_parity({env: (updates, evals)}, seeds, own=own)
     for env, (steps, seeds) in GPU_PARITY_SAC_TASKS.items():
-        settings = playground_sac(env.split("/")[1])
-        peer = {**settings, "num_eval_envs": 128, "deterministic_eval": True}
-        flags = sac_parity_flags(settings, steps)
-        cases.append(
-            Case("jaxrl", "sac", env, settings["num_envs"], 0.0, steps, options=flags,
-                 seeds=seeds)
-        )  # fmt: skip
-        brax = brax_case("sac", env, peer, 0.0, steps, PARITY_EVALS + 1)
-        cases += [dataclasses.replace(brax, seed=seed) for seed in range(seeds)]
+        cases += _seeded_sac_parity({env: steps}, seeds)
     for env, steps in GPU_PARITY_FAST_TD3.items():
         cases.append(jaxrl_case("fast_td3", env, "fast_td3_playground", 0.0, total_steps=steps))
     return cases
