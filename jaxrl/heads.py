@@ -42,9 +42,12 @@ class Head(Protocol):
     def target(self, key, next_out, reward, terminated, discount, bonus, hp: dict) -> Any:
         """What the critics regress on, from the target critics' outputs at (s', a')."""
 
-    def loss(self, out, target, state, hp: dict, first: jax.Array) -> tuple[jax.Array, tuple]:
+    def loss(
+        self, out, target, state, hp: dict, first: jax.Array, weight: jax.Array | None = None
+    ) -> tuple[jax.Array, tuple]:
         """(loss summed over critics, (values [E, B], new head state)); `first`: the first
-        update, where running statistics start."""
+        update, where running statistics start; `weight` [B]: each row's weight in the mean
+        over rows (`row_mean`; Brax's SAC: 0 for truncated rows), None: all 1."""
 
     def metrics(self, state: Any) -> dict:
         """What the head adds to the update's metrics."""
@@ -61,10 +64,16 @@ def bootstrap_target(
     return reward + discount * (1.0 - terminated) * next_value
 
 
-def critic_mse(q: jax.Array, target: jax.Array) -> jax.Array:
+def row_mean(x: jax.Array, weight: jax.Array | None) -> jax.Array:
+    """Mean over the last axis (rows) of x [..., B], each row times weight [B]: a row of weight 0
+    adds 0 and still counts in the mean (Brax's SAC masks truncated rows so)."""
+    return (x if weight is None else x * weight).mean(axis=-1)
+
+
+def critic_mse(q: jax.Array, target: jax.Array, weight: jax.Array | None = None) -> jax.Array:
     """Sum over critics of 0.5 * mean squared TD error; the target carries no gradient."""
     td = q - jax.lax.stop_gradient(target)[None]
-    return 0.5 * (td**2).mean(axis=-1).sum()
+    return 0.5 * row_mean(td**2, weight).sum()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,8 +91,8 @@ class Scalar:
         """Clipped double Q: r + discount (1 - terminated) (min_i Q'_i(s', a') + bonus), [B]."""
         return bootstrap_target(reward, terminated, discount, next_out.min(axis=0) + bonus)
 
-    def loss(self, out, target, state, hp, first):
-        return critic_mse(out, target), (out, state)
+    def loss(self, out, target, state, hp, first, weight=None):
+        return critic_mse(out, target, weight), (out, state)
 
     def metrics(self, state) -> dict:
         return {}
@@ -138,9 +147,11 @@ def c51_target(next_logits: jax.Array, reward, terminated, discount, atoms: jax.
     return categorical_projection(probs, reward, discount * (1.0 - terminated), atoms)
 
 
-def c51_critic_loss(logits: jax.Array, target: jax.Array) -> jax.Array:
+def c51_critic_loss(
+    logits: jax.Array, target: jax.Array, weight: jax.Array | None = None
+) -> jax.Array:
     """Sum over critics of the mean cross-entropy to the projected target. logits [E, B, K]."""
-    return cross_entropy(target[None], logits).mean(axis=-1).sum()
+    return row_mean(cross_entropy(target[None], logits), weight).sum()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -164,8 +175,8 @@ class Categorical:
         bonus = discount * (1.0 - terminated) * bonus
         return c51_target(next_out, reward + bonus, terminated, discount, self.atoms(hp))
 
-    def loss(self, out, target, state, hp, first):
-        return c51_critic_loss(out, target), (self.values(out, hp), state)
+    def loss(self, out, target, state, hp, first, weight=None):
+        return c51_critic_loss(out, target, weight), (self.values(out, hp), state)
 
     def metrics(self, state) -> dict:
         return {}
@@ -227,6 +238,7 @@ def gaussian_critic_loss(
     mean_std: jax.Array,
     td_bound: float = 3.0,
     bias: float = 0.1,
+    weight: jax.Array | None = None,
 ) -> jax.Array:
     """DSAC-T's critic loss, summed over critics. mean, std [E, B]; targets [B]; mean_std [E],
     each critic's running mean of its predicted std.
@@ -247,7 +259,7 @@ def gaussian_critic_loss(
     mean_coef = sg((target_mean[None] - mean) / (std_sg**2 + bias))
     std_coef = sg(((mean - clipped) ** 2 - std_sg**2) / (std_sg**3 + bias))
     omega = sg(mean_std**2 + bias)
-    per_critic = (-mean_coef * mean - std_coef * std).mean(axis=-1)
+    per_critic = row_mean(-mean_coef * mean - std_coef * std, weight)
     return (omega * per_critic).sum()
 
 
@@ -278,10 +290,12 @@ class Gaussian:
         bootstrap = discount * (1.0 - terminated)
         return gaussian_targets(reward, bootstrap, next_mean, next_std, bonus, noise)
 
-    def loss(self, out, target, state, hp, first):
+    def loss(self, out, target, state, hp, first, weight=None):
         q, std = gaussian_heads(out)
         mean_std = update_mean_std(state, std, hp["std_tau"], first)
-        loss = gaussian_critic_loss(q, std, *target, mean_std, hp["td_bound"], hp["std_bias"])
+        loss = gaussian_critic_loss(
+            q, std, *target, mean_std, hp["td_bound"], hp["std_bias"], weight
+        )
         return loss, (q, mean_std)
 
     def metrics(self, state) -> dict:

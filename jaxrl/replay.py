@@ -159,12 +159,14 @@ def sample_n_step(
     steps = alive.sum(-1).astype(jnp.int32)  # in [1, n_step]
     last = (first + steps - 1) % capacity
     powers = gamma ** jnp.arange(n_step, dtype=jnp.float32)
+    terminated = _gather(data.terminated, last, env, shards)
     rows = Batch(
         obs=_gather(data.obs, first, env, shards),
         action=_gather(data.action, first, env, shards),
         reward=(alive * reward * powers).sum(-1),
         next_obs=_gather(data.next_obs, last, env, shards),
-        terminated=_gather(data.terminated, last, env, shards),
+        terminated=terminated,
         discount=gamma ** steps.astype(jnp.float32),
+        truncated=_gather(data.done, last, env, shards) - terminated,
     )
     return _split(rows, batch_shape, shards)

@@ -50,6 +50,10 @@ class Batch(NamedTuple):
     # None: the critic reads obs / next_obs as the actor does.
     critic_obs: jax.Array | None = None
     next_critic_obs: jax.Array | None = None
+    # [B], 1.0 where the row's last step ended its episode at the time limit (the replay
+    # program fills it; None: no row is truncated). Read only by Brax's masking of truncated
+    # rows out of the critic loss (SACConfig.truncation "mask").
+    truncated: jax.Array | None = None
 
     critic_inputs = property(_critic_inputs)
 

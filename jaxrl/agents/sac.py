@@ -7,7 +7,8 @@ actor trained against the minimum of the critics, and log-alpha trained towards 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, ClassVar
+from collections.abc import Callable
+from typing import Any, ClassVar, NamedTuple
 
 import flax.struct
 import jax
@@ -73,6 +74,10 @@ class SACConfig:
     """The temperature's loss. "log_alpha": -log(alpha) E[log pi + H_target] (its gradient in
     log alpha does not depend on alpha). "alpha" (Brax's SAC): alpha E[-log pi - H_target], whose
     gradient scales with alpha, so Adam's steps shrink for a while after alpha falls."""
+    truncation: str = "bootstrap"
+    """Rows whose episode ended at the time limit: "bootstrap" (their target bootstraps from the
+    state reached, as every other row's) or "mask" (Brax's SAC: weight 0 in the critic loss,
+    still counted in its mean over rows, so the loss shrinks with their share)."""
 
     # REDQ / DroQ knobs (off by default, i.e. plain SAC):
     num_target_critics: int | None = None
@@ -113,6 +118,8 @@ class SACConfig:
             raise ValueError(f"actor_q must be 'min' or 'mean', got {self.actor_q!r}")
         if not 0 <= self.critic_dropout < 1:
             raise ValueError(f"critic_dropout must be in [0, 1), got {self.critic_dropout}")
+        if self.truncation not in TRUNCATIONS:
+            raise ValueError(f"truncation must be one of {TRUNCATIONS}, got {self.truncation!r}")
         if self.temperature_loss not in TEMPERATURE_LOSSES:
             raise ValueError(
                 f"temperature_loss must be one of {TEMPERATURE_LOSSES}, "
@@ -173,6 +180,15 @@ def actor_loss(
 
 
 TEMPERATURE_LOSSES = ("log_alpha", "alpha")
+TRUNCATIONS = ("bootstrap", "mask")
+
+
+def row_weights(batch: Batch, truncation: str) -> jax.Array | None:
+    """The critic loss's row weights: 0 at truncated rows with "mask" (Brax's SAC), else None
+    (every row weighs 1)."""
+    if truncation == "mask" and batch.truncated is not None:
+        return 1.0 - batch.truncated
+    return None
 
 
 def alpha_loss(
@@ -238,29 +254,83 @@ def actor_and_temperature(
     return delayed(step, policy_delay, update, hold)
 
 
-def make(config: SACConfig = SACConfig()) -> Agent:
+class Losses(NamedTuple):
+    """SAC's objectives as `update` differentiates them, over one batch. `keys` is the update's
+    split(key, 7): [0] the next action, [1] and [3] the target and online critics' dropout,
+    [2] REDQ's target subset, [4] the policy's action and [5] its critics' dropout, [6] the
+    head's target sample. The temperature's loss is `alpha_loss` of the actor's log-probs."""
+
+    critic: Callable  # (critic params, state, batch, keys) -> (loss, (values [E, B], head state))
+    actor: Callable  # (actor params, critic params, state, batch, keys) -> (loss, (log_prob, None))
+
+
+def losses(config: SACConfig) -> Losses:
+    """The critic's and the actor's objectives (`Losses`) of `make(config)`'s update."""
     head = config.head()
-    critic_net = QEnsemble(
+    critic_net = critic_network(config)
+
+    def critic_apply(params, obs, action, key):
+        # Dropout (DroQ) is on in every critic pass of an update, target pass included.
+        return critic_net.apply(params, obs, action, True, rngs={"dropout": key})
+
+    def critic(params, state: SACState, batch: Batch, keys: jax.Array):
+        # The head's target from the target critics at (s', a' ~ pi(s')), with the soft bonus
+        # -alpha log pi(a'|s'); no gradient reaches it (it reads no critic parameter).
+        hp, alpha = state.hp, jnp.exp(state.log_alpha.params)
+        critic_obs, next_critic_obs = batch.critic_inputs  # obs / next_obs unless asymmetric
+        mean, log_std = actor_network(config, state.action_size).apply(
+            state.actor.params, batch.next_obs
+        )
+        next_action, next_log_prob = distributions.tanh_gaussian_sample(keys[0], mean, log_std)
+        next_out = critic_apply(state.target_critic_params, next_critic_obs, next_action, keys[1])
+        next_out = target_subset(keys[2], next_out, config.num_target_critics)
+        reward = hp["reward_scale"] * batch.reward
+        bonus = -alpha * next_log_prob
+        target = head.target(keys[6], next_out, reward, batch.terminated, batch.discount, bonus, hp)
+        out = critic_apply(params, critic_obs, batch.action, keys[3])
+        weight = row_weights(batch, config.truncation)
+        return head.loss(out, target, state.head_state, hp, state.step == 0, weight)
+
+    def actor(params, critic_params, state: SACState, batch: Batch, keys: jax.Array):
+        alpha = jnp.exp(state.log_alpha.params)
+        mean, log_std = actor_network(config, state.action_size).apply(params, batch.obs)
+        action, log_prob = distributions.tanh_gaussian_sample(keys[4], mean, log_std)
+        out = critic_apply(critic_params, batch.critic_inputs[0], action, keys[5])
+        q_pi = head.values(out, state.hp)
+        return actor_loss(q_pi, log_prob, alpha, config.actor_q), (log_prob, None)
+
+    return Losses(critic, actor)
+
+
+def critic_network(config: SACConfig) -> QEnsemble:
+    return QEnsemble(
         config.critic_hidden,
         config.num_critics,
         config.critic_layer_norm,
         config.critic_dropout,
-        outputs=head.outputs,
+        outputs=config.head().outputs,
         residual=config.critic_residual,
         norm_after_relu=config.critic_norm_after_relu,
         matmul_precision=config.matmul_precision,
     )
+
+
+def actor_network(config: SACConfig, action_size: int) -> GaussianActor:
+    return GaussianActor(
+        action_size,
+        config.actor_hidden,
+        softplus_std=config.softplus_std,
+        matmul_precision=config.matmul_precision,
+    )
+
+
+def make(config: SACConfig = SACConfig()) -> Agent:
+    head = config.head()
+    critic_net = critic_network(config)
+    objectives = losses(config)
     actor_opt = adam(config.actor_lr)
     critic_opt = adam(config.critic_lr)
     alpha_opt = adam(config.alpha_lr)
-
-    def actor_module(action_size: int) -> GaussianActor:
-        return GaussianActor(
-            action_size,
-            config.actor_hidden,
-            softplus_std=config.softplus_std,
-            matmul_precision=config.matmul_precision,
-        )
 
     def init(
         key: jax.Array, obs_size: int, action_size: int, critic_obs_size: int | None = None
@@ -269,7 +339,7 @@ def make(config: SACConfig = SACConfig()) -> Agent:
         obs = jnp.zeros((1, obs_size))
         critic_obs = jnp.zeros((1, critic_obs_size or obs_size))
         action = jnp.zeros((1, action_size))
-        actor_params = actor_module(action_size).init(actor_key, obs)
+        actor_params = actor_network(config, action_size).init(actor_key, obs)
         critic_params = critic_net.init(critic_key, critic_obs, action)
         log_alpha = jnp.asarray(jnp.log(config.init_alpha), jnp.float32)
         return SACState(
@@ -283,69 +353,29 @@ def make(config: SACConfig = SACConfig()) -> Agent:
             action_size=action_size,
         )
 
-    def _policy(params, obs, action_size):
-        return actor_module(action_size).apply(params, obs)
-
     def act(state: SACState, obs: jax.Array, key: jax.Array, noise_scale=1.0) -> jax.Array:
-        mean, log_std = _policy(state.actor.params, obs, state.action_size)
+        mean, log_std = actor_network(config, state.action_size).apply(state.actor.params, obs)
         return distributions.tanh_gaussian_act(key, mean, log_std, noise_scale)
 
-    def critic_apply(params, obs, action, key):
-        # Dropout (DroQ) is on in every critic pass of an update, target pass included.
-        return critic_net.apply(params, obs, action, True, rngs={"dropout": key})
-
     def update(state: SACState, batch: Batch, key: jax.Array):
-        action_size, hp = state.action_size, state.hp
-        target_entropy = -hp["target_entropy_scale"] * action_size
+        target_entropy = -state.hp["target_entropy_scale"] * state.action_size
         keys = jax.random.split(key, 7)
         alpha = jnp.exp(state.log_alpha.params)
-        critic_obs, next_critic_obs = batch.critic_inputs  # obs / next_obs unless asymmetric
 
-        # Critic: the head's target from the target critics at (s', a' ~ pi(s')), with the
-        # soft bonus -alpha log pi(a'|s').
-        mean, log_std = _policy(state.actor.params, batch.next_obs, action_size)
-        next_action, next_log_prob = distributions.tanh_gaussian_sample(keys[0], mean, log_std)
-        next_out = critic_apply(state.target_critic_params, next_critic_obs, next_action, keys[1])
-        next_out = target_subset(keys[2], next_out, config.num_target_critics)
-        reward = hp["reward_scale"] * batch.reward
-        target = head.target(
-            keys[6],
-            next_out,
-            reward,
-            batch.terminated,
-            batch.discount,
-            -alpha * next_log_prob,
-            hp,
-        )
-
-        def critic_objective(params):
-            out = critic_apply(params, critic_obs, batch.action, keys[3])
-            return head.loss(out, target, state.head_state, hp, state.step == 0)
-
-        (c_loss, (q, head_state)), grads = jax.value_and_grad(critic_objective, has_aux=True)(
-            state.critic.params
+        (c_loss, (q, head_state)), grads = jax.value_and_grad(objectives.critic, has_aux=True)(
+            state.critic.params, state, batch, keys
         )
         critic = apply_gradients(state.critic, grads, critic_opt)
 
         # Actor and temperature, every policy_delay steps, against the freshly updated critics
         # or (actor_uses_updated_critic=False) the ones this step started from.
-        actor_critic_params = (
-            critic.params if config.actor_uses_updated_critic else state.critic.params
-        )
-
-        def actor_objective(params):
-            mean, log_std = _policy(params, batch.obs, action_size)
-            action, log_prob = distributions.tanh_gaussian_sample(keys[4], mean, log_std)
-            out = critic_apply(actor_critic_params, critic_obs, action, keys[5])
-            q_pi = head.values(out, hp)
-            return actor_loss(q_pi, log_prob, alpha, config.actor_q), (log_prob, None)
-
+        critic_params = critic.params if config.actor_uses_updated_critic else state.critic.params
         actor, log_alpha, _, a_loss, t_loss, log_prob = actor_and_temperature(
             state.step,
             config.policy_delay,
             state.actor,
             state.log_alpha,
-            actor_objective,
+            lambda params: objectives.actor(params, critic_params, state, batch, keys),
             target_entropy,
             actor_opt,
             alpha_opt,
@@ -355,7 +385,7 @@ def make(config: SACConfig = SACConfig()) -> Agent:
         new_state = state.replace(
             actor=actor,
             critic=critic,
-            target_critic_params=polyak(state.target_critic_params, critic.params, hp["tau"]),
+            target_critic_params=polyak(state.target_critic_params, critic.params, state.hp["tau"]),
             log_alpha=log_alpha,
             step=state.step + 1,
             head_state=head_state,

@@ -130,6 +130,7 @@ def make_parts(config: TrainConfig, agent: Agent, env: Any, view, data) -> Parts
                 rows.next_obs,
                 rows.terminated,
                 jnp.full_like(rows.reward, gamma),
+                truncated=rows.done - rows.terminated,
             )
         return replay.sample_n_step(buffer, key, batch_shape, config.n_step, gamma, data.size)
 

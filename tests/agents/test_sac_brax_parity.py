@@ -1,0 +1,292 @@
+"""SAC with Brax's options against Brax SAC's own losses (`brax.training.agents.sac.losses.
+make_losses`: critic, actor and temperature) and against Brax's own gradient steps in Brax's
+`sgd_step` order: the same parameters, batch and keys in, equal losses, gradients and updated
+parameters out, to float32 tolerance.
+
+The batch has rows that are terminated, truncated (time limit) and neither; the target critics
+differ from the online ones; the normaliser is not the identity. jaxrl's options (as
+`benchmarks.suites.sac_parity_flags` sets them): softplus std, LayerNorm after the ReLU,
+target entropy -|A|/2, the temperature's loss in alpha, truncated rows masked out of the critic
+loss, the actor against the critics the step started from. Brax normalises observations inside
+its networks; jaxrl's loop hands the update observations it has already normalised.
+
+Brax draws the temperature loss's action with a key of its own; jaxrl reuses the actor loss's
+draw (docs/PARITY.md). Given that one key for both, the two steps are the same computation.
+"""
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+from brax.training import gradients as brax_gradients
+from brax.training import types as brax_types
+from brax.training.acme import running_statistics, specs
+from brax.training.agents.sac import losses as brax_losses
+from brax.training.agents.sac import networks as brax_networks
+
+from jaxrl.agents import sac
+from jaxrl.types import Batch
+from tests import reference as ref
+
+OBS, ACT, HIDDEN = 3, 2, (8, 8)
+GAMMA, REWARD_SCALE, LR, ALPHA_LR, TAU = 0.97, 5.0, 1e-3, 3e-4, 0.005
+# Per row: "T" terminated, "R" truncated (time limit), "." neither.
+ENDS = [".", "T", "R", ".", "R", ".", "T", ".", ".", "R"]
+CONFIG = sac.SACConfig(
+    actor_hidden=HIDDEN,
+    critic_hidden=HIDDEN,
+    critic_layer_norm=True,
+    critic_norm_after_relu=True,
+    softplus_std=True,
+    actor_lr=LR,
+    critic_lr=LR,
+    alpha_lr=ALPHA_LR,
+    tau=TAU,
+    target_entropy_scale=0.5,
+    reward_scale=REWARD_SCALE,
+    temperature_loss="alpha",
+    truncation="mask",
+    actor_uses_updated_critic=False,
+)
+
+
+def _brax_networks():
+    return brax_networks.make_sac_networks(
+        OBS,
+        ACT,
+        preprocess_observations_fn=running_statistics.normalize,
+        hidden_layer_sizes=HIDDEN,
+        q_network_layer_norm=True,
+    )
+
+
+def _policy_as_jaxrl(brax_params: dict) -> dict:
+    """Brax's policy MLP (hidden_0, hidden_1, ...) as jaxrl's GaussianActor (MLP_0/Dense_j)."""
+    layers = brax_params["params"]
+    return {"params": {"MLP_0": {name.replace("hidden", "Dense"): p for name, p in layers.items()}}}
+
+
+def _q_as_jaxrl(brax_params: dict) -> dict:
+    """Brax's critics (MLP_i/{hidden_j, LayerNorm_j}) as jaxrl's vmapped ensemble: the same
+    layers, critic i at index i of a leading axis."""
+    critics = [brax_params["params"][f"MLP_{i}"] for i in range(len(brax_params["params"]))]
+    stacked = jax.tree.map(lambda *x: jnp.stack(x), *critics)
+    renamed = {name.replace("hidden", "Dense"): p for name, p in stacked.items()}
+    return {"params": {"critics": {"MLP_0": renamed}}}
+
+
+def _setup(config=CONFIG):
+    nets = _brax_networks()
+    keys = jax.random.split(jax.random.PRNGKey(0), 10)
+    policy = nets.policy_network.init(keys[0])
+    q = nets.q_network.init(keys[1])
+    target_q = ref.perturbed(q, keys[2], 0.2)
+    log_alpha = jnp.asarray(np.log(0.3), jnp.float32)
+    normalizer = running_statistics.init_state(specs.Array((OBS,), jnp.float32))
+    normalizer = running_statistics.update(
+        normalizer, 2.0 + 3.0 * jax.random.normal(keys[3], (64, OBS))
+    )
+
+    ends = np.array(ENDS)
+    rows = len(ENDS)
+    terminated = (ends == "T").astype(np.float32)
+    truncated = (ends == "R").astype(np.float32)
+    obs = 2.0 + 3.0 * jax.random.normal(keys[4], (rows, OBS))
+    next_obs = 2.0 + 3.0 * jax.random.normal(keys[5], (rows, OBS))
+    action = jax.random.uniform(keys[6], (rows, ACT), minval=-0.99, maxval=0.99)
+    reward = jax.random.normal(keys[7], (rows,))
+    transitions = brax_types.Transition(
+        observation=obs,
+        action=action,
+        reward=reward,
+        discount=jnp.asarray(1.0 - terminated),
+        next_observation=next_obs,
+        extras={"state_extras": {"truncation": jnp.asarray(truncated)}, "policy_extras": {}},
+    )
+    brax = dict(policy=policy, q=q, target_q=target_q, log_alpha=log_alpha, normalizer=normalizer)
+
+    normalize = lambda x: running_statistics.normalize(x, normalizer)  # noqa: E731
+    batch = Batch(
+        obs=normalize(obs),
+        action=action,
+        reward=reward,
+        next_obs=normalize(next_obs),
+        terminated=jnp.asarray(terminated),
+        discount=jnp.full((rows,), GAMMA, jnp.float32),
+        truncated=jnp.asarray(truncated),
+    )
+    agent = sac.make(config)
+    state = agent.init(keys[8], OBS, ACT)
+    state = state.replace(
+        actor=state.actor.replace(params=_policy_as_jaxrl(policy)),
+        critic=state.critic.replace(params=_q_as_jaxrl(q)),
+        target_critic_params=_q_as_jaxrl(target_q),
+        log_alpha=state.log_alpha.replace(params=log_alpha),
+    )
+    # Brax's losses close over reward scaling and the discount.
+    alpha_loss, critic_loss, actor_loss = brax_losses.make_losses(nets, REWARD_SCALE, GAMMA, ACT)
+    brax_fns = dict(alpha=alpha_loss, critic=critic_loss, actor=actor_loss)
+    return nets, brax, transitions, brax_fns, agent, state, batch
+
+
+def _close(got, want, rtol=2e-5, atol=1e-6, msg=""):
+    for g, w in zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=True):
+        np.testing.assert_allclose(g, w, rtol=rtol, atol=atol, err_msg=msg)
+
+
+KEY = jax.random.PRNGKey(7)
+KEYS = jax.random.split(KEY, 7)  # what jaxrl's update splits its key into
+
+
+def test_critic_loss_and_gradients_match_brax():
+    _, brax, transitions, fns, _, state, batch = _setup()
+    alpha = jnp.exp(brax["log_alpha"])
+    brax_loss, brax_grads = jax.value_and_grad(fns["critic"])(
+        brax["q"], brax["policy"], brax["normalizer"], brax["target_q"], alpha, transitions,
+        KEYS[0],
+    )  # fmt: skip
+    (loss, (q, _)), grads = jax.value_and_grad(sac.losses(CONFIG).critic, has_aux=True)(
+        state.critic.params, state, batch, KEYS
+    )
+    # Brax's loss is the mean over critics of each one's 0.5 mean squared error; jaxrl's the sum.
+    critics = CONFIG.num_critics
+    np.testing.assert_allclose(loss, critics * brax_loss, rtol=1e-5)
+    _close(grads, jax.tree.map(lambda g: critics * g, _q_as_jaxrl(brax_grads)), msg="critic")
+    assert max(float(jnp.abs(g).max()) for g in jax.tree.leaves(grads)) > 1e-3
+    # The truncated rows add nothing: their gradient with respect to the critics' outputs is 0.
+    grad_q = jax.grad(lambda out: sac.heads.critic_mse(out, q + 1.0, 1.0 - batch.truncated))(q)
+    assert np.all(np.asarray(grad_q)[:, np.array(ENDS) == "R"] == 0)
+
+
+def test_actor_and_temperature_losses_and_gradients_match_brax():
+    _, brax, transitions, fns, _, state, batch = _setup()
+    alpha = jnp.exp(brax["log_alpha"])
+    brax_actor, brax_actor_grads = jax.value_and_grad(fns["actor"])(
+        brax["policy"], brax["normalizer"], brax["q"], alpha, transitions, KEYS[4]
+    )
+    brax_alpha, brax_alpha_grad = jax.value_and_grad(fns["alpha"])(
+        brax["log_alpha"], brax["policy"], brax["normalizer"], transitions, KEYS[4]
+    )
+
+    def objective(params):
+        return sac.losses(CONFIG).actor(params, state.critic.params, state, batch, KEYS)
+
+    (actor, (log_prob, _)), actor_grads = jax.value_and_grad(objective, has_aux=True)(
+        state.actor.params
+    )
+    np.testing.assert_allclose(actor, brax_actor, rtol=1e-5)
+    _close(actor_grads, _policy_as_jaxrl(brax_actor_grads), rtol=1e-4, msg="actor")
+    target_entropy = -0.5 * ACT
+    temperature, temperature_grad = jax.value_and_grad(sac.alpha_loss)(
+        state.log_alpha.params, log_prob, target_entropy, "alpha"
+    )
+    np.testing.assert_allclose(temperature, brax_alpha, rtol=1e-5)
+    np.testing.assert_allclose(temperature_grad, brax_alpha_grad, rtol=1e-5)
+
+
+def _brax_sgd_steps(brax, transitions, fns, steps_keys):
+    """Brax's `sgd_step` (brax/training/agents/sac/train.py), with Brax's own losses and
+    gradient steps, once per entry of `steps_keys`: the temperature first; the critics with the
+    temperature and the policy the step started from; the policy against the critics the step
+    started from; then the target critics. Each step's three keys are given (Brax splits them
+    from the key it carries). Returns the parameters after them and the last step's losses."""
+    update = lambda loss, lr: brax_gradients.gradient_update_fn(loss, optax.adam(lr), None)  # noqa: E731
+    alpha_update = update(fns["alpha"], ALPHA_LR)
+    critic_update = update(fns["critic"], LR)
+    actor_update = update(fns["actor"], LR)
+    brax = dict(brax)
+    opt = dict(
+        alpha=optax.adam(ALPHA_LR).init(brax["log_alpha"]),
+        q=optax.adam(LR).init(brax["q"]),
+        policy=optax.adam(LR).init(brax["policy"]),
+    )
+    for key_alpha, key_critic, key_actor in steps_keys:
+        alpha_loss, log_alpha, opt["alpha"] = alpha_update(
+            brax["log_alpha"], brax["policy"], brax["normalizer"], transitions, key_alpha,
+            optimizer_state=opt["alpha"],
+        )  # fmt: skip
+        alpha = jnp.exp(brax["log_alpha"])
+        critic_loss, q, opt["q"] = critic_update(
+            brax["q"], brax["policy"], brax["normalizer"], brax["target_q"], alpha, transitions,
+            key_critic, optimizer_state=opt["q"],
+        )  # fmt: skip
+        actor_loss, policy, opt["policy"] = actor_update(
+            brax["policy"], brax["normalizer"], brax["q"], alpha, transitions, key_actor,
+            optimizer_state=opt["policy"],
+        )  # fmt: skip
+        target_q = jax.tree.map(lambda x, y: x * (1 - TAU) + y * TAU, brax["target_q"], q)
+        brax.update(policy=policy, q=q, target_q=target_q, log_alpha=log_alpha)
+    losses = dict(alpha_loss=alpha_loss, critic_loss=critic_loss, actor_loss=actor_loss)
+    return brax, losses
+
+
+# Two updates, so the second Adam step depends on the gradients' sizes, not only their signs
+# (Adam's first step is about lr times the sign of each gradient).
+UPDATE_KEYS = jax.random.split(jax.random.PRNGKey(11), 2)
+
+
+def _brax_keys(key):
+    """The (alpha, critic, actor) keys of Brax's step that equal jaxrl's update with `key`:
+    its next-action draw and its policy draw, the temperature reusing the policy's."""
+    keys = jax.random.split(key, 7)
+    return keys[4], keys[0], keys[4]
+
+
+def _updates(agent, state, batch):
+    for key in UPDATE_KEYS:
+        state, metrics = agent.update(state, batch, key)
+    return state, metrics
+
+
+# Parameters after Adam steps: a step is about lr per parameter whatever the gradient's size,
+# so one whose gradient is near 0 moves by an amount float noise sets. 5% of a step.
+STEP_ATOL = 0.05 * LR
+
+
+def test_two_updates_match_brax_sgd_steps():
+    _, brax, transitions, fns, agent, state, batch = _setup()
+    after, brax_losses_ = _brax_sgd_steps(brax, transitions, fns, map(_brax_keys, UPDATE_KEYS))
+    new, metrics = _updates(agent, state, batch)
+    close = lambda got, want, msg: _close(got, want, 1e-5, STEP_ATOL, msg)  # noqa: E731
+    close(new.actor.params, _policy_as_jaxrl(after["policy"]), "policy")
+    close(new.critic.params, _q_as_jaxrl(after["q"]), "critics")
+    close(new.target_critic_params, _q_as_jaxrl(after["target_q"]), "target critics")
+    np.testing.assert_allclose(new.log_alpha.params, after["log_alpha"], rtol=1e-6)
+    np.testing.assert_allclose(metrics["actor_loss"], brax_losses_["actor_loss"], rtol=1e-5)
+    np.testing.assert_allclose(metrics["alpha_loss"], brax_losses_["alpha_loss"], rtol=1e-5)
+    critics = CONFIG.num_critics
+    np.testing.assert_allclose(metrics["critic_loss"], critics * brax_losses_["critic_loss"], 1e-5)
+    # Every parameter moved.
+    moved = jax.tree.map(lambda a, b: float(jnp.abs(a - b).min()), new.critic.params,
+                         state.critic.params)  # fmt: skip
+    assert min(jax.tree.leaves(moved)) > 0
+
+
+@pytest.mark.parametrize(
+    "slip",
+    [
+        dict(truncation="bootstrap"),  # truncated rows kept in the critic loss
+        dict(temperature_loss="log_alpha"),  # the temperature's loss in log alpha
+        dict(actor_uses_updated_critic=True),  # the actor against this step's new critics
+        dict(critic_norm_after_relu=False),  # LayerNorm before the ReLU
+        dict(target_entropy_scale=1.0),  # target entropy -|A|
+    ],
+)
+def test_each_brax_option_matters(slip):
+    """Without any one of Brax's choices, two updates no longer match Brax's two steps: in the
+    parameters, or in the losses (Adam's steps do not see a gradient's scale, so the
+    temperature's two loss forms move log alpha alike)."""
+    _, brax, transitions, fns, _, _, _ = _setup()
+    after, brax_losses_ = _brax_sgd_steps(brax, transitions, fns, map(_brax_keys, UPDATE_KEYS))
+    _, _, _, _, agent, state, batch = _setup(dataclasses.replace(CONFIG, **slip))
+    new, metrics = _updates(agent, state, batch)
+    want = (_policy_as_jaxrl(after["policy"]), _q_as_jaxrl(after["q"]), after["log_alpha"])
+    got = (new.actor.params, new.critic.params, new.log_alpha.params)
+    pairs = zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=True)
+    gaps = [float(jnp.abs(g - w).max()) for g, w in pairs]
+    brax_losses_["critic_loss"] *= CONFIG.num_critics
+    loss_gaps = [abs(float(metrics[k] / brax_losses_[k]) - 1) for k in brax_losses_]
+    assert max(gaps) > 4 * STEP_ATOL or max(loss_gaps) > 1e-3, slip
