@@ -8,7 +8,11 @@ jaxrl/ and under the three mapped folders, so that a new subpackage cannot be le
 
 from setuptools import find_packages, setup
 
-MAPPED = {"jaxrl.envs": "envs", "jaxrl.experiments": "experiments", "jaxrl.benchmarks": "benchmarks"}
+MAPPED = {
+    "jaxrl.envs": "envs",
+    "jaxrl.experiments": "experiments",
+    "jaxrl.benchmarks": "benchmarks",
+}
 
 packages = find_packages(include=["jaxrl", "jaxrl.*"])
 for name, folder in MAPPED.items():

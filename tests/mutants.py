@@ -54,6 +54,7 @@ CROSSQ_REF = "tests/agents/test_crossq_update_reference.py"
 DSAC_REF = "tests/agents/test_dsac_t_update_reference.py"
 PPO_REF = "tests/agents/test_ppo_update_reference.py"
 BRAX_PPO = "tests/agents/test_ppo_brax_parity.py"
+SAC_BRAX = "tests/agents/test_sac_brax_parity.py"
 WIRING = "tests/test_wiring.py"
 RUNS = "tests/test_runs.py"
 OWN_ENV = "tests/envs/test_own_env.py"
@@ -436,6 +437,38 @@ MUTANTS = [
         "",
         "temperature_loss='alpha' (Brax's) still takes the log-alpha form",
         SAC_REF,
+    ),
+    m(
+        "sac-truncation-mask-ignored",
+        "jaxrl/agents/sac.py",
+        """    if truncation == "mask" and batch.truncated is not None:""",
+        """    if truncation == "masked" and batch.truncated is not None:""",
+        "truncation='mask' (Brax's SAC) still keeps truncated rows in the critic loss",
+        SAC_BRAX,
+    ),
+    m(
+        "row-mean-drops-masked-rows",
+        "jaxrl/heads.py",
+        "    return (x if weight is None else x * weight).mean(axis=-1)",
+        "    return (x if weight is None else x * weight).sum(-1) / jnp.maximum(weight.sum(), 1)",
+        "masked rows leave the critic loss's mean (Brax counts them, as zeros)",
+        SAC_BRAX,
+    ),
+    m(
+        "replay-truncated-is-done",
+        "jaxrl/loops/offpolicy.py",
+        "                truncated=rows.done - rows.terminated,",
+        "                truncated=rows.done,",
+        "replayed rows call every ended episode truncated, terminations too",
+        WIRING,
+    ),
+    m(
+        "n-step-truncated-from-first-step",
+        "jaxrl/replay.py",
+        "        truncated=_gather(data.done, last, env, shards) - terminated,",
+        "        truncated=_gather(data.done, first, env, shards) - terminated,",
+        "an n-step window's truncation read at its first step, not its last",
+        WIRING,
     ),
     m(
         "kernel-init-ignored",

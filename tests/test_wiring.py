@@ -106,7 +106,7 @@ def recording_agent(batch_size: int) -> Agent:
         zeros = lambda *shape: jnp.zeros((batch_size,) + shape)
         batch = Batch(
             zeros(obs_size), zeros(action_size), zeros(), zeros(obs_size), zeros(), zeros()
-        )
+        )._replace(truncated=zeros())
         if critic_obs_size is not None:
             batch = batch._replace(
                 critic_obs=zeros(critic_obs_size), next_critic_obs=zeros(critic_obs_size)
@@ -214,9 +214,29 @@ def test_running_statistics_and_the_batch_the_update_reads():
         np.testing.assert_allclose(batch.reward[r], rows.reward[i], atol=1e-5)
         np.testing.assert_allclose(batch.next_obs[r], normalize(stats, rows.next_obs[i]), atol=1e-5)
         assert batch.terminated[r] == rows.terminated[i]
+        assert batch.truncated[r] == rows.done[i] - rows.terminated[i]
         assert batch.discount[r] == pytest.approx(0.9)
     # Updates start in the iteration that stores the 40th row (learning_starts): 30 - 9.
     assert int(state.agent["updates"]) == 21 and float(metrics["updates"]) == 21
+
+
+def test_replayed_rows_flag_truncation_apart_from_termination():
+    """Each replayed row's `truncated` (what Brax's SAC masks) is 1 only where its episode
+    ended at the time limit: 0 at terminations and at plain steps."""
+    config = _config(total_steps=NUM_ENVS * 60, eval_every=NUM_ENVS * 60, batch_size=64)
+    _, state, _ = _run(config, recording_agent(64))
+    rows = _rows(state.buffer)
+    batch = jax.device_get(state.agent["batch"])
+    kinds = set()
+    for r in range(64):
+        (i,) = np.nonzero(
+            (rows.obs == batch.obs[r]).all(-1) & (rows.action == batch.action[r]).all(-1)
+        )
+        i = i[0]
+        kind = "terminated" if rows.terminated[i] else "truncated" if rows.done[i] else "open"
+        assert batch.truncated[r] == (kind == "truncated"), kind
+        kinds.add(kind)
+    assert kinds == {"terminated", "truncated", "open"}
 
 
 def test_n_step_batches_stop_at_episode_ends_and_bootstrap_through_truncation():
@@ -243,6 +263,8 @@ def test_n_step_batches_stop_at_episode_ends_and_bootstrap_through_truncation():
         np.testing.assert_allclose(batch.discount[r], gamma**steps, rtol=1e-6)
         np.testing.assert_array_equal(batch.next_obs[r], rows.next_obs[i])
         assert batch.terminated[r] == rows.terminated[i]
+        # Truncated where the window's last step ended its episode at the time limit.
+        assert batch.truncated[r] == rows.done[i] - rows.terminated[i]
         kinds.add(
             ("terminated" if rows.terminated[i] else "truncated" if rows.done[i] else "open", steps)
         )
