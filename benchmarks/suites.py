@@ -292,8 +292,8 @@ def sac_parity_flags(
     ReLU, actor updated against the critics the step started from, buffer prefilled by the
     untrained policy, normalised observations not clipped, finished envs back at their first
     state, the temperature's loss in alpha rather than log alpha, truncated rows masked out of
-    the critic loss) and the run's settings. Not reproduced (docs/PARITY.md): the temperature's
-    separate action draw, the normaliser's one-step lag."""
+    the critic loss, the normaliser fed the observations acted on) and the run's settings. Not
+    reproduced (docs/PARITY.md): the temperature's separate action draw."""
     every = -(-total_steps // evals)
     flags = {
         "--batch-size": settings["batch_size"],
@@ -326,7 +326,7 @@ def sac_parity_flags(
     )
     argv += ["--softplus-std", "--critic-norm-after-relu", "--no-actor-uses-updated-critic"]
     argv += ["--warmup-actions", "policy", "--obs-clip", "0", "--autoreset", "first"]
-    argv += ["--temperature-loss", "alpha", "--truncation", "mask"]
+    argv += ["--temperature-loss", "alpha", "--truncation", "mask", "--renormalize-rollout"]
     return tuple(argv)
 
 

@@ -158,10 +158,11 @@ class TrainConfig:
     The replay fields (batch_size, updates_per_step, buffer_size, learning_starts,
     warmup_actions, n_step, exploration, noise scales, acting_lag) are off-policy only."""
     renormalize_rollout: bool = False
-    """On-policy: Brax's PPO order. The statistics take in the observations the rollout acted
-    on, and the update reads the rollout normalised with them (acting used the previous
-    statistics). False: the statistics take in the observations the steps reached, and the
-    update reads the rollout normalised as it was collected."""
+    """Brax's normaliser order. On-policy (Brax's PPO): the statistics take in the observations
+    the rollout acted on, and the update reads the rollout normalised with them (acting used the
+    previous statistics). Off-policy (Brax's SAC): the statistics take in the observations each
+    step acted on. False: the statistics take in the observations the steps reached (on-policy,
+    the update reads the rollout normalised as it was collected)."""
     reset_every: int = 0
     """On-policy: every this many iterations (rollout + update) every training env restarts
     from a fresh random state, mid-episode or not; 0: never. Brax's PPO does this

@@ -471,6 +471,15 @@ MUTANTS = [
         WIRING,
     ),
     m(
+        "offpolicy-renormalize-ignored",
+        "jaxrl/loops/offpolicy.py",
+        "obs if config.renormalize_rollout else next_obs",
+        "next_obs",
+        "renormalize_rollout (Brax's SAC order) still feeds the statistics the observations "
+        "reached, not those acted on",
+        WIRING,
+    ),
+    m(
         "kernel-init-ignored",
         "jaxrl/networks.py",
         "            x = dense(width, self.matmul_precision, self.kernel_init)(x)\n",

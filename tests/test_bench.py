@@ -116,7 +116,7 @@ def test_parity_cases_give_jaxrl_exactly_the_peer_settings(suite):
             assert (agent.tau, agent.init_alpha, agent.target_entropy_scale) == (0.005, 1, 0.5)
             assert train.warmup_actions == "policy" and not agent.actor_uses_updated_critic
             assert train.autoreset == "first" and agent.temperature_loss == "alpha"
-            assert agent.truncation == "mask"
+            assert agent.truncation == "mask" and train.renormalize_rollout
         else:
             unrolls = peer["batch_size"] * peer["num_minibatches"] // case.num_envs
             assert train.unroll_length == peer["unroll_length"] * unrolls

@@ -194,11 +194,14 @@ def test_the_loop_normalises_with_the_configured_clip(obs_clip):
     np.testing.assert_array_equal(make_observe(_config(normalize_observations=False))(stats, x), x)
 
 
-def test_running_statistics_and_the_batch_the_update_reads():
-    _, state, metrics = _run(_config(normalize_observations=True), recording_agent(16))
+@pytest.mark.parametrize("renormalize", [False, True])
+def test_running_statistics_and_the_batch_the_update_reads(renormalize):
+    config = _config(normalize_observations=True, renormalize_rollout=renormalize)
+    _, state, metrics = _run(config, recording_agent(16))
     rows = _rows(state.buffer)
-    # The statistics saw every observation a step reached (not the reset ones before).
-    seen = rows.next_obs
+    # The statistics saw every observation a step reached (not the reset ones before); with
+    # Brax's order (renormalize_rollout), every observation a step acted on instead.
+    seen = rows.obs if renormalize else rows.next_obs
     stats = state.obs_stats
     np.testing.assert_allclose(stats.mean, seen.mean(0), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(stats.var, seen.var(0), rtol=1e-4, atol=1e-6)

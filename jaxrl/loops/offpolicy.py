@@ -170,8 +170,8 @@ def make_parts(config: TrainConfig, agent: Agent, env: Any, view, data) -> Parts
         terminated = env_state.done * (1.0 - info["truncation"])
         next_obs = view(info["final_obs"])
         transition = Transition(obs, action, env_state.reward, next_obs, terminated, env_state.done)
-        if config.normalize_observations:
-            stats = normalization.update(stats, next_obs)
+        if config.normalize_observations:  # Brax's SAC: the observations acted on
+            stats = normalization.update(stats, obs if config.renormalize_rollout else next_obs)
         if config.exploration == "uniform":  # redrawn for envs whose episode just ended
             fresh = noise_scales(noise_key, hp)
             noise_scale = jnp.where(env_state.done > 0, fresh, noise_scale)
