@@ -326,7 +326,8 @@ def sac_parity_flags(
     )
     argv += ["--softplus-std", "--critic-norm-after-relu", "--no-actor-uses-updated-critic"]
     argv += ["--warmup-actions", "policy", "--obs-clip", "0", "--autoreset", "first"]
-    argv += ["--temperature-loss", "alpha", "--truncation", "mask", "--renormalize-rollout"]
+    argv += ["--temperature-loss", "alpha", "--temperature-draw", "own", "--truncation", "mask"]
+    argv.append("--renormalize-rollout")
     return tuple(argv)
 
 

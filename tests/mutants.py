@@ -439,6 +439,22 @@ MUTANTS = [
         SAC_REF,
     ),
     m(
+        "sac-temperature-draw-own-ignored",
+        "jaxrl/agents/sac.py",
+        """        if config.temperature_draw == "own":""",
+        """        if config.temperature_draw == "separate":""",
+        "temperature_draw='own' (Brax's SAC) still reads the actor's draw",
+        SAC_REF,
+    ),
+    m(
+        "sac-temperature-draw-online-key",
+        "jaxrl/agents/sac.py",
+        "distributions.tanh_gaussian_sample(keys[7], sg(mean), sg(log_std))",
+        "distributions.tanh_gaussian_sample(keys[4], sg(mean), sg(log_std))",
+        "the temperature's own draw reuses the actor's key (the same action)",
+        SAC_REF,
+    ),
+    m(
         "sac-truncation-mask-ignored",
         "jaxrl/agents/sac.py",
         """    if truncation == "mask" and batch.truncated is not None:""",

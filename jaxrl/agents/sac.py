@@ -78,6 +78,10 @@ class SACConfig:
     """Rows whose episode ended at the time limit: "bootstrap" (their target bootstraps from the
     state reached, as every other row's) or "mask" (Brax's SAC: weight 0 in the critic loss,
     still counted in its mean over rows, so the loss shrinks with their share)."""
+    temperature_draw: str = "actor"
+    """The action sample the temperature's loss reads: "actor" (the actor loss's own draw) or
+    "own" (Brax's SAC: a second draw from the same policy, with a key of its own; one more
+    sample, no more network passes). Both are unbiased estimates of the same expectation."""
 
     # REDQ / DroQ knobs (off by default, i.e. plain SAC):
     num_target_critics: int | None = None
@@ -120,6 +124,11 @@ class SACConfig:
             raise ValueError(f"critic_dropout must be in [0, 1), got {self.critic_dropout}")
         if self.truncation not in TRUNCATIONS:
             raise ValueError(f"truncation must be one of {TRUNCATIONS}, got {self.truncation!r}")
+        if self.temperature_draw not in TEMPERATURE_DRAWS:
+            raise ValueError(
+                f"temperature_draw must be one of {TEMPERATURE_DRAWS}, "
+                f"got {self.temperature_draw!r}"
+            )
         if self.temperature_loss not in TEMPERATURE_LOSSES:
             raise ValueError(
                 f"temperature_loss must be one of {TEMPERATURE_LOSSES}, "
@@ -180,6 +189,7 @@ def actor_loss(
 
 
 TEMPERATURE_LOSSES = ("log_alpha", "alpha")
+TEMPERATURE_DRAWS = ("actor", "own")
 TRUNCATIONS = ("bootstrap", "mask")
 
 
@@ -254,11 +264,19 @@ def actor_and_temperature(
     return delayed(step, policy_delay, update, hold)
 
 
+def update_keys(key: jax.Array) -> jax.Array:
+    """The keys of one update, split(key, 8): [0] the next action, [1] and [3] the target and
+    online critics' dropout, [2] REDQ's target subset, [4] the policy's action and [5] its
+    critics' dropout, [6] the head's target sample, [7] the temperature's own action
+    (temperature_draw="own"). The first 7 are split(key, 7)'s (JAX's default partitionable
+    threefry), so runs from before the 8th key keep their numbers."""
+    return jax.random.split(key, 8)
+
+
 class Losses(NamedTuple):
-    """SAC's objectives as `update` differentiates them, over one batch. `keys` is the update's
-    split(key, 7): [0] the next action, [1] and [3] the target and online critics' dropout,
-    [2] REDQ's target subset, [4] the policy's action and [5] its critics' dropout, [6] the
-    head's target sample. The temperature's loss is `alpha_loss` of the actor's log-probs."""
+    """SAC's objectives as `update` differentiates them, over one batch, with `keys` from
+    `update_keys`. The actor's returns the log-probs the temperature's loss (`alpha_loss`)
+    reads: those of its own action, or of a second draw (temperature_draw="own")."""
 
     critic: Callable  # (critic params, state, batch, keys) -> (loss, (values [E, B], head state))
     actor: Callable  # (actor params, critic params, state, batch, keys) -> (loss, (log_prob, None))
@@ -297,7 +315,11 @@ def losses(config: SACConfig) -> Losses:
         action, log_prob = distributions.tanh_gaussian_sample(keys[4], mean, log_std)
         out = critic_apply(critic_params, batch.critic_inputs[0], action, keys[5])
         q_pi = head.values(out, state.hp)
-        return actor_loss(q_pi, log_prob, alpha, config.actor_q), (log_prob, None)
+        loss = actor_loss(q_pi, log_prob, alpha, config.actor_q)
+        if config.temperature_draw == "own":  # no gradient reaches the actor through it
+            sg = jax.lax.stop_gradient
+            _, log_prob = distributions.tanh_gaussian_sample(keys[7], sg(mean), sg(log_std))
+        return loss, (log_prob, None)
 
     return Losses(critic, actor)
 
@@ -359,7 +381,7 @@ def make(config: SACConfig = SACConfig()) -> Agent:
 
     def update(state: SACState, batch: Batch, key: jax.Array):
         target_entropy = -state.hp["target_entropy_scale"] * state.action_size
-        keys = jax.random.split(key, 7)
+        keys = update_keys(key)
         alpha = jnp.exp(state.log_alpha.params)
 
         (c_loss, (q, head_state)), grads = jax.value_and_grad(objectives.critic, has_aux=True)(

@@ -26,6 +26,7 @@ from brax.training.agents.ppo import networks as brax_networks
 
 from jaxrl.agents import ppo
 from jaxrl.types import Rollout
+from tests import brax_peer
 from tests import reference as ref
 
 B, H, OBS, ACT = 6, 5, 3, 2
@@ -279,28 +280,6 @@ def test_unrolls_are_shuffled_as_brax_shuffles_them():
         np.testing.assert_allclose(metrics[name], want, rtol=1e-5, err_msg=name)
 
 
-class _Drift:
-    """A tiny Brax env (brax.envs.Env's interface): x in R^3 drifts with the action, reward
-    -0.1 |x|^2 + a_0, terminated when |x_0| > 1.2; Brax's wrappers add the time limit."""
-
-    observation_size, action_size, backend = 3, 2, "jax"
-    unwrapped = property(lambda self: self)
-
-    def reset(self, rng):
-        from brax.envs.base import State
-
-        x = jax.random.uniform(rng, (3,), minval=-1.0, maxval=1.0)
-        zero = jnp.zeros(())
-        return State(pipeline_state=x, obs=x, reward=zero, done=zero, metrics={}, info={})
-
-    def step(self, state, action):
-        mix = jnp.array([[0.3, -0.2, 0.1], [0.1, 0.2, -0.3]])
-        x = state.pipeline_state + action @ mix
-        reward = -0.1 * jnp.sum(x**2) + action[0]
-        done = (jnp.abs(x[0]) > 1.2).astype(jnp.float32)
-        return state.replace(pipeline_state=x, obs=x, reward=reward, done=done)
-
-
 def test_one_update_matches_a_whole_brax_training_step(monkeypatch):
     """One whole Brax training step, run by Brax's own `ppo.train` (num_timesteps = one
     step's env steps, a fixed seed, a small env with terminations and time limits), against
@@ -347,9 +326,9 @@ def test_one_update_matches_a_whole_brax_training_step(monkeypatch):
             value_hidden_layer_sizes=CONFIG.critic_hidden,
         )
     )
-    peers_shim()
+    brax_peer.install_shims()
     _, brax_after, _ = brax_train.train(
-        environment=_Drift(),
+        environment=brax_peer.Drift(),
         num_timesteps=per_step,
         episode_length=episode,
         num_envs=envs_,
@@ -436,10 +415,3 @@ def test_one_update_matches_a_whole_brax_training_step(monkeypatch):
         ):
             assert np.abs(np.asarray(exp) - np.asarray(before)).max() > 1e-4  # it learned
             np.testing.assert_allclose(got, exp, rtol=1e-4, atol=2e-6, err_msg=part)
-
-
-def peers_shim():
-    """Brax 0.14.2's trainers call jax.device_put_replicated, which jax removed."""
-    from jaxrl.benchmarks import peers
-
-    peers.install_jax_shims()

@@ -7,14 +7,13 @@ The batch has rows that are terminated, truncated (time limit) and neither; the 
 differ from the online ones; the normaliser is not the identity. jaxrl's options (as
 `benchmarks.suites.sac_parity_flags` sets them): softplus std, LayerNorm after the ReLU,
 target entropy -|A|/2, the temperature's loss in alpha, truncated rows masked out of the critic
-loss, the actor against the critics the step started from. Brax normalises observations inside
-its networks; jaxrl's loop hands the update observations it has already normalised.
-
-Brax draws the temperature loss's action with a key of its own; jaxrl reuses the actor loss's
-draw (docs/PARITY.md). Given that one key for both, the two steps are the same computation.
+loss, the actor against the critics the step started from, the temperature's own action
+draw. Brax normalises observations inside its networks; jaxrl's loop hands the update
+observations it has already normalised.
 """
 
 import dataclasses
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -49,6 +48,7 @@ CONFIG = sac.SACConfig(
     reward_scale=REWARD_SCALE,
     temperature_loss="alpha",
     truncation="mask",
+    temperature_draw="own",
     actor_uses_updated_critic=False,
 )
 
@@ -138,7 +138,7 @@ def _close(got, want, rtol=2e-5, atol=1e-6, msg=""):
 
 
 KEY = jax.random.PRNGKey(7)
-KEYS = jax.random.split(KEY, 7)  # what jaxrl's update splits its key into
+KEYS = sac.update_keys(KEY)  # what jaxrl's update splits its key into
 
 
 def test_critic_loss_and_gradients_match_brax():
@@ -168,7 +168,7 @@ def test_actor_and_temperature_losses_and_gradients_match_brax():
         brax["policy"], brax["normalizer"], brax["q"], alpha, transitions, KEYS[4]
     )
     brax_alpha, brax_alpha_grad = jax.value_and_grad(fns["alpha"])(
-        brax["log_alpha"], brax["policy"], brax["normalizer"], transitions, KEYS[4]
+        brax["log_alpha"], brax["policy"], brax["normalizer"], transitions, KEYS[7]
     )
 
     def objective(params):
@@ -230,9 +230,9 @@ UPDATE_KEYS = jax.random.split(jax.random.PRNGKey(11), 2)
 
 def _brax_keys(key):
     """The (alpha, critic, actor) keys of Brax's step that equal jaxrl's update with `key`:
-    its next-action draw and its policy draw, the temperature reusing the policy's."""
-    keys = jax.random.split(key, 7)
-    return keys[4], keys[0], keys[4]
+    the temperature's own draw, the next-action draw and the policy's draw."""
+    keys = sac.update_keys(key)
+    return keys[7], keys[0], keys[4]
 
 
 def _updates(agent, state, batch):
@@ -273,6 +273,7 @@ def test_two_updates_match_brax_sgd_steps():
         dict(actor_uses_updated_critic=True),  # the actor against this step's new critics
         dict(critic_norm_after_relu=False),  # LayerNorm before the ReLU
         dict(target_entropy_scale=1.0),  # target entropy -|A|
+        dict(temperature_draw="actor"),  # the temperature reads the actor's draw
     ],
 )
 def test_each_brax_option_matters(slip):
@@ -290,3 +291,166 @@ def test_each_brax_option_matters(slip):
     brax_losses_["critic_loss"] *= CONFIG.num_critics
     loss_gaps = [abs(float(metrics[k] / brax_losses_[k]) - 1) for k in brax_losses_]
     assert max(gaps) > 4 * STEP_ATOL or max(loss_gaps) > 1e-3, slip
+
+
+def test_one_iteration_matches_a_whole_brax_training_step(monkeypatch):
+    """One whole Brax SAC training step, run by Brax's own `sac.train` (a small env with
+    terminations and time limits, a replay buffer prefilled by the untrained policy, then one
+    step: collect, update the normaliser, sample, 2 gradient steps) against jaxrl's pieces of
+    one iteration from the same parameters: its acting, its observation statistics over the
+    observations acted on, and two of its updates on the transitions Brax sampled, normalised
+    by jaxrl. The actions of every env step, the statistics and every parameter after the
+    step agree.
+
+    Read out of Brax's run as it goes (jax.debug.callback): each env step's key and data
+    (wrapping `acting.actor_step`), each loss's key and batch (wrapping Brax's losses) and the
+    whole training state after each gradient step (wrapping its constructor). Brax's update
+    keys are handed to jaxrl's updates through `sac.update_keys`: the two systems derive their
+    keys differently, so only the draws are made equal, not the key chains."""
+    from brax import envs as brax_envs
+    from brax.training import acting
+    from brax.training.agents.sac import train as brax_train
+
+    from jaxrl import normalization
+    from tests import brax_peer
+
+    envs_, batch_size, updates, prefill, episode = 4, 8, 2, 8, 6
+    gamma, scale, lr, tau, seed = 0.9, 2.0, 1e-3, 0.1, 1
+    steps, states, losses_seen = [], [], {"alpha": [], "critic": [], "actor": []}
+    record = lambda store, tree: jax.debug.callback(  # noqa: E731
+        lambda t: store.append(jax.device_get(t)), tree, ordered=False
+    )
+    actor_step, make_losses, training_state = (
+        acting.actor_step,
+        brax_losses.make_losses,
+        brax_train.TrainingState,
+    )
+
+    def recording_actor_step(env, env_state, policy, key, extra_fields=()):
+        state, data = actor_step(env, env_state, policy, key, extra_fields=extra_fields)
+        record(steps, (key, data))
+        return state, data
+
+    def recording_losses(*args, **kwargs):
+        alpha_loss, critic_loss, actor_loss = make_losses(*args, **kwargs)
+
+        def alpha(log_alpha, policy, normalizer, transitions, key):
+            record(losses_seen["alpha"], key)
+            return alpha_loss(log_alpha, policy, normalizer, transitions, key)
+
+        def critic(q, policy, normalizer, target_q, alpha, transitions, key):
+            record(losses_seen["critic"], (key, transitions))
+            return critic_loss(q, policy, normalizer, target_q, alpha, transitions, key)
+
+        def actor(policy, normalizer, q, alpha, transitions, key):
+            record(losses_seen["actor"], key)
+            return actor_loss(policy, normalizer, q, alpha, transitions, key)
+
+        return alpha, critic, actor
+
+    def recording_state(**fields):
+        state = training_state(**fields)
+        record(states, state)
+        return state
+
+    monkeypatch.setattr(acting, "actor_step", recording_actor_step)
+    monkeypatch.setattr(brax_losses, "make_losses", recording_losses)
+    monkeypatch.setattr(brax_train, "TrainingState", recording_state)
+    factory = functools.partial(
+        brax_networks.make_sac_networks, hidden_layer_sizes=HIDDEN, q_network_layer_norm=True
+    )
+    brax_peer.install_shims()
+    _, (brax_normalizer, _), _ = brax_train.train(
+        environment=brax_peer.Drift(),
+        wrap_env_fn=brax_envs.training.wrap,  # Brax's own; Drift is no brax.envs.Env subclass
+        num_timesteps=(prefill + 1) * envs_,
+        episode_length=episode,
+        num_envs=envs_,
+        num_eval_envs=2,
+        learning_rate=lr,
+        discounting=gamma,
+        seed=seed,
+        batch_size=batch_size,
+        num_evals=1,
+        normalize_observations=True,
+        reward_scaling=scale,
+        tau=tau,
+        min_replay_size=prefill * envs_,
+        grad_updates_per_step=updates,
+        deterministic_eval=True,
+        network_factory=factory,
+    )
+    # The training env steps (the evaluation's 2 envs aside): the prefill's, then the step's.
+    steps = [s for s in steps if s[1].observation.shape[0] == envs_]
+    assert len(steps) == prefill + 1
+    assert len(states) == 1 + updates  # the initial state, then one per gradient step
+    assert all(len(seen) == updates for seen in losses_seen.values())
+    start, after = states[0], states[-1]  # each as built, before Brax replicates it
+
+    config = dataclasses.replace(
+        CONFIG, actor_lr=lr, critic_lr=lr, tau=tau, reward_scale=scale, init_alpha=1.0
+    )
+    agent = sac.make(config)
+    state = agent.init(jax.random.PRNGKey(0), OBS, ACT)
+    state = state.replace(  # Adam's fresh states depend on shapes alone
+        actor=state.actor.replace(params=_policy_as_jaxrl(start.policy_params)),
+        critic=state.critic.replace(params=_q_as_jaxrl(start.q_params)),
+        target_critic_params=_q_as_jaxrl(start.target_q_params),
+        log_alpha=state.log_alpha.replace(params=jnp.asarray(start.alpha_params)),
+    )
+    np.testing.assert_array_equal(start.alpha_params, 0.0)  # alpha 1, jaxrl's init_alpha
+
+    # Collection: every env step's actions from jaxrl's policy (the untrained one, the replay
+    # warm-up's too) on observations normalised by the statistics before that step; the
+    # statistics then take the observations acted on (Brax's SAC, --renormalize-rollout).
+    stats = normalization.init(OBS)
+    for key, data in steps:
+        obs = normalization.normalize(stats, jnp.asarray(data.observation), clip=0.0)
+        action = agent.act(state, obs, jnp.asarray(key))
+        np.testing.assert_allclose(action, data.action, rtol=1e-5, atol=1e-6)
+        stats = normalization.update(stats, jnp.asarray(data.observation))
+    np.testing.assert_allclose(stats.mean, brax_normalizer.mean, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np.sqrt(stats.var), brax_normalizer.std, rtol=1e-4)
+
+    # Learning: the transitions Brax sampled, as jaxrl's replay hands them to its updates
+    # (done = 1 - discount; truncated = done - terminated), normalised with the new statistics.
+    def as_batch(transitions):
+        done = 1.0 - jnp.asarray(transitions.discount)
+        terminated = done * (1.0 - jnp.asarray(transitions.extras["state_extras"]["truncation"]))
+        normalize = lambda x: normalization.normalize(stats, jnp.asarray(x), clip=0.0)  # noqa: E731
+        return Batch(
+            obs=normalize(transitions.observation),
+            action=jnp.asarray(transitions.action),
+            reward=jnp.asarray(transitions.reward),
+            next_obs=normalize(transitions.next_observation),
+            terminated=terminated,
+            discount=jnp.full(done.shape, gamma, jnp.float32),
+            truncated=done - terminated,
+        )
+
+    batches = [as_batch(t) for _, t in losses_seen["critic"]]
+    ends = np.concatenate([np.asarray(b.terminated) + 2 * np.asarray(b.truncated) for b in batches])
+    assert {0.0, 1.0, 2.0} <= set(ends.tolist())  # plain, terminated and truncated rows
+    # Brax's keys at the indices of jaxrl's update_keys that SAC reads: the next action (0),
+    # the policy's action (4) and the temperature's own action (7); the rest unused here.
+    table = np.zeros((updates, 8, 2), np.uint32)
+    for u in range(updates):
+        table[u, 0] = losses_seen["critic"][u][0]
+        table[u, 4] = losses_seen["actor"][u]
+        table[u, 7] = losses_seen["alpha"][u]
+    table = jnp.asarray(table)
+    monkeypatch.setattr(sac, "update_keys", lambda key: table[key[0]])
+    batches = jax.tree.map(lambda *x: jnp.stack(x), *batches)
+    index_keys = jnp.stack([jnp.array([u, 0], jnp.uint32) for u in range(updates)])
+    # As jaxrl's off-policy loop runs an iteration's updates: one scan over them.
+    new, _ = jax.jit(lambda s: jax.lax.scan(lambda s, xs: agent.update(s, *xs), s,
+                                            (batches, index_keys)))(state)  # fmt: skip
+
+    close = lambda got, want, msg: _close(got, want, 1e-5, STEP_ATOL, msg)  # noqa: E731
+    close(new.actor.params, _policy_as_jaxrl(after.policy_params), "policy")
+    close(new.critic.params, _q_as_jaxrl(after.q_params), "critics")
+    close(new.target_critic_params, _q_as_jaxrl(after.target_q_params), "target critics")
+    np.testing.assert_allclose(new.log_alpha.params, after.alpha_params, rtol=1e-6, atol=1e-7)
+    moved = jax.tree.map(lambda a, b: float(jnp.abs(a - b).max()), new.critic.params,
+                         state.critic.params)  # fmt: skip
+    assert min(jax.tree.leaves(moved)) > 10 * STEP_ATOL  # it learned

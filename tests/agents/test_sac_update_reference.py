@@ -29,12 +29,13 @@ def _setup(config, key=0, step=0, asymmetric=False):
 
 
 def _reference(config, state, batch, key):
-    """(target y [B], critic loss, actor loss, alpha loss, log-probs [B]) and the numpy loss
-    functions of the critic and actor parameters, all in float64."""
+    """(target y [B], the numpy critic loss, actor terms (loss, log-probs [B]) and temperature
+    loss, the target entropy, and the log-probs the temperature reads given the actor's), all in
+    float64."""
     p, b = ref.to64(state), ref.to64(batch)
     critic_obs, next_critic_obs = ref.critic_inputs(b)  # the actor reads b.obs / b.next_obs
     ln = config.critic_layer_norm, config.critic_norm_after_relu
-    keys = jax.random.split(key, 7)
+    keys = jax.random.split(key, 8)
     alpha = np.exp(p.log_alpha.params)
     target_entropy = -config.target_entropy_scale * ACT
 
@@ -66,12 +67,20 @@ def _reference(config, state, batch, key):
         q = q.min(0) if config.actor_q == "min" else q.mean(0)
         return (alpha * log_prob - q).mean(), log_prob
 
+    def temperature_log_prob(actor_log_prob):
+        if config.temperature_draw == "actor":
+            return actor_log_prob
+        # Brax's: a second draw from the policy the step started from, with key 7.
+        mean, log_std = ref.gaussian_actor(p.actor.params, b.obs, config.softplus_std)
+        u = mean + np.exp(log_std) * ref.normal(keys[7], mean.shape)
+        return ref.tanh_gaussian_log_prob(u, mean, log_std)
+
     def alpha_loss(log_prob):
         if config.temperature_loss == "alpha":  # Brax's: alpha E[-log pi - H]
             return (alpha * -(log_prob + target_entropy)).mean()
         return -(p.log_alpha.params * (log_prob + target_entropy)).mean()
 
-    return y, critic_loss, actor_terms, alpha_loss, target_entropy
+    return y, critic_loss, actor_terms, alpha_loss, target_entropy, temperature_log_prob
 
 
 CONFIGS = {
@@ -96,6 +105,7 @@ CONFIGS = {
         init_alpha=0.5,
         tau=0.1,
         temperature_loss="alpha",  # its gradient carries a factor alpha (0.5 here)
+        temperature_draw="own",  # the temperature's loss reads a second action draw
     ),
     # Asymmetric actor-critic: the critics read observations of their own (another size).
     "sac_asymmetric": sac.SACConfig(
@@ -129,7 +139,9 @@ def test_update_matches_numpy_reference(name):
     agent, state, batch = _setup(config, asymmetric=name.endswith("asymmetric"))
     key = jax.random.PRNGKey(UPDATE_KEYS[name])
     new, metrics = jax.jit(agent.update)(state, batch, key)
-    y, critic_loss, actor_terms, alpha_loss, target_entropy = _reference(config, state, batch, key)
+    y, critic_loss, actor_terms, alpha_loss, target_entropy, temperature_log_prob = _reference(
+        config, state, batch, key
+    )
     p, n = ref.to64(state), ref.to64(new)
 
     # Critic: the loss on the update's own target, one Adam step along its gradient.
@@ -150,8 +162,11 @@ def test_update_matches_numpy_reference(name):
     # Actor and temperature, against the updated critics (step 0: the delay lets them through),
     # or the ones the step started from (Brax's order).
     actor_critic = n.critic.params if config.actor_uses_updated_critic else p.critic.params
-    actor_loss, log_prob = actor_terms(p.actor.params, actor_critic)
+    actor_loss, actor_log_prob = actor_terms(p.actor.params, actor_critic)
     np.testing.assert_allclose(metrics["actor_loss"], actor_loss, rtol=1e-4, atol=1e-5)
+    log_prob = temperature_log_prob(actor_log_prob)  # the metrics' entropy reads it too
+    if config.temperature_draw == "own":
+        assert np.abs(log_prob - actor_log_prob).min() > 1e-3  # the two draws differ
     np.testing.assert_allclose(metrics["entropy"], -log_prob.mean(), rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(metrics["alpha_loss"], alpha_loss(log_prob), rtol=1e-4, atol=1e-6)
     np.testing.assert_allclose(metrics["alpha"], np.exp(p.log_alpha.params), rtol=1e-6)
@@ -193,7 +208,7 @@ def test_actor_and_temperature_wait_for_the_policy_delay(name):
     agent, state, batch = _setup(config, step=1)  # step 1: not a multiple of the delay
     key = jax.random.PRNGKey(7)
     new, metrics = jax.jit(agent.update)(state, batch, key)
-    _, critic_loss, actor_terms, alpha_loss, _ = _reference(config, state, batch, key)
+    _, critic_loss, actor_terms, alpha_loss, *_ = _reference(config, state, batch, key)
     p, n = ref.to64(state), ref.to64(new)
     jax.tree.map(np.testing.assert_array_equal, new.actor.params, state.actor.params)
     np.testing.assert_array_equal(new.log_alpha.params, state.log_alpha.params)
