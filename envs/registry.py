@@ -25,17 +25,17 @@ from jaxrl.envs.wrappers import (
     require_positive,
     with_action_bounds,
 )
-from jaxrl.errors import EnvOptionError
+from jaxrl.errors import EnvOptionError, JaxrlError
 
 FAMILIES = ("brax", "playground", "classic")
 BRAX_BACKENDS = ("mjx", "generalized", "positional", "spring")
 
 
-class UnknownEnvError(ValueError):
+class UnknownEnvError(JaxrlError, ValueError):
     pass
 
 
-class RegistrationError(ValueError):
+class RegistrationError(JaxrlError, ValueError):
     """A bad `register` call."""
 
 
@@ -91,7 +91,7 @@ def unregister(name: str) -> None:
     _REGISTERED.pop(name, None)
 
 
-class EnvImportError(ImportError):
+class EnvImportError(JaxrlError, ImportError):
     pass
 
 

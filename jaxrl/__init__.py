@@ -34,12 +34,16 @@ from jaxrl.driver import RunOptions, RunResult, resume, train  # noqa: E402
 from jaxrl.loops import OffPolicyState, OnPolicyState, Trainer, make_train  # noqa: E402
 from jaxrl.runs import Policy, evaluate_run, load_policy  # noqa: E402
 from jaxrl.types import Batch, Rollout, Transition  # noqa: E402
+from jaxrl.version import version  # noqa: E402
+
+__version__ = version()
 
 make_env = envs.make
 make_vec_env = envs.make_vec
 list_envs = envs.list_envs
 
 __all__ = [
+    "__version__",
     "ALGORITHMS",
     "Agent",
     "Batch",

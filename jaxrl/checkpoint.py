@@ -26,6 +26,8 @@ from typing import Any
 
 import jax
 
+from jaxrl.errors import JaxrlError
+
 POLICY_ITEMS = ("agent", "obs_stats")
 # The layout of the saved state. 2: hyperparameters as state (the loop state's hp, agent
 # states' hp, optimiser states of optax.inject_hyperparams); 1 (no "state_layout" in meta):
@@ -45,7 +47,7 @@ def _loop_part(state: Any) -> dict[str, Any]:
     }
 
 
-class CheckpointError(ValueError):
+class CheckpointError(JaxrlError, ValueError):
     """A checkpoint that is missing, incomplete or of another run."""
 
 

@@ -29,6 +29,8 @@ import tyro
 
 from jaxrl import agents
 from jaxrl.config import ConfigError, TrainConfig
+from jaxrl.errors import Interrupted, JaxrlError
+from jaxrl.version import version
 
 # -- Parsing values -------------------------------------------------------------------------
 
@@ -876,16 +878,6 @@ COMMANDS = {
 }
 
 
-def version() -> str:
-    from importlib.metadata import PackageNotFoundError
-    from importlib.metadata import version as package_version
-
-    try:
-        return package_version("jaxrl")
-    except PackageNotFoundError:
-        return "unknown (not installed)"
-
-
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv and argv[0] in ("-V", "--version"):
@@ -905,30 +897,15 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    from jaxrl import checkpoint, driver, envs, logs, render, runs
-
     try:
         return COMMANDS[command][0](rest)
-    except driver.Interrupted as stop:
+    except Interrupted as stop:
         print(f"jaxrl {command}: {stop}", file=sys.stderr)
         return 130
     except KeyboardInterrupt:
         print(f"jaxrl {command}: interrupted; nothing saved since the last checkpoint.")
         return 130
-    except (
-        ConfigError,
-        envs.UnknownEnvError,
-        envs.EnvOptionError,
-        envs.EnvImportError,
-        agents.UnknownAlgorithmError,
-        driver.RunDirError,
-        driver.ResumeError,
-        driver.NonFiniteError,
-        checkpoint.CheckpointError,
-        runs.RunError,
-        render.RenderError,
-        logs.WandbMissingError,
-    ) as error:
+    except JaxrlError as error:
         print(f"jaxrl {command}: error: {error}", file=sys.stderr)
         return 2
 

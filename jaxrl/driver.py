@@ -25,19 +25,21 @@ import numpy as np
 
 from jaxrl import agents, checkpoint, envs, grid, logs, sharding
 from jaxrl.config import ConfigError, TrainConfig
+from jaxrl.errors import Interrupted, JaxrlError
 from jaxrl.loops import make_train
 from jaxrl.loops.base import NONFINITE
+from jaxrl.version import version
 
 DEFAULT_CACHE_DIR = pathlib.Path(
     os.environ.get("JAXRL_CACHE_DIR", pathlib.Path.home() / ".cache" / "jaxrl" / "xla")
 )
 
 
-class RunDirError(ValueError):
+class RunDirError(JaxrlError, ValueError):
     pass
 
 
-class NonFiniteError(FloatingPointError):
+class NonFiniteError(JaxrlError, FloatingPointError):
     pass
 
 
@@ -59,8 +61,6 @@ def versions() -> dict[str, str]:
     import flax
     import mujoco
     import optax
-
-    from jaxrl.cli import version
 
     return {
         "jaxrl": version(),
@@ -122,14 +122,6 @@ class RunResult:
     @property
     def final_eval_return(self) -> float:
         return self.history[-1]["eval_return"]
-
-
-class Interrupted(KeyboardInterrupt):
-    """Ctrl-C during training: the chunk under way finished, a checkpoint was saved."""
-
-    def __init__(self, message: str, result: RunResult | None = None):
-        super().__init__(message)
-        self.result = result
 
 
 ON_NAN = ("stop", "rollback")
@@ -696,7 +688,7 @@ def _check_seeds(config: TrainConfig, run_grid: grid.Grid, randomization_fn: Any
         )
 
 
-class ResumeError(ValueError):
+class ResumeError(JaxrlError, ValueError):
     pass
 
 

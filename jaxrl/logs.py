@@ -13,6 +13,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from jaxrl.errors import JaxrlError
+
 # Rows hold these keys first, in this order; the algorithm's own metrics follow, sorted.
 FIRST_COLUMNS = (
     "chunk",
@@ -101,7 +103,7 @@ class RunLogger:
             self._wandb.finish()
 
 
-class WandbMissingError(RuntimeError):
+class WandbMissingError(JaxrlError, RuntimeError):
     pass
 
 

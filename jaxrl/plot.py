@@ -26,6 +26,8 @@ from typing import Any
 
 import numpy as np
 
+from jaxrl.errors import JaxrlError
+
 # Keys of a config.json's "train" entry that do not describe the setting: runs differing only
 # in these are seeds of one curve. A run's length is not part of its setting (`--resume
 # --steps` extends one): runs of different lengths are drawn over the env steps they share.
@@ -40,7 +42,7 @@ SETTING_SECTIONS = ("train", "agent")
 REQUIRED_COLUMNS = ("env_steps", "wall_seconds", "eval_return")
 
 
-class PlotError(ValueError):
+class PlotError(JaxrlError, ValueError):
     """A run folder that cannot be plotted, or an output that cannot be written."""
 
 

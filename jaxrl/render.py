@@ -43,6 +43,7 @@ import numpy as np
 
 from jaxrl import envs
 from jaxrl.envs.wrappers import ActionRepeat, EpisodeWrapper
+from jaxrl.errors import JaxrlError
 
 VIDEO_SUFFIXES = (".mp4", ".gif")
 DEFAULT_FPS = 30.0
@@ -53,7 +54,7 @@ GL_PACKAGES = {"egl": "libegl1 libgl1-mesa-dri", "osmesa": "libosmesa6"}
 GL_NAMES = {"egl": "EGL", "osmesa": "OSMesa"}
 
 
-class RenderError(ValueError):
+class RenderError(JaxrlError, ValueError):
     pass
 
 

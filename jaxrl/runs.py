@@ -17,11 +17,13 @@ import numpy as np
 
 from jaxrl import agents, checkpoint, grid, normalization
 from jaxrl.config import ConfigError, TrainConfig
+from jaxrl.errors import JaxrlError
 from jaxrl.loops.base import init_agent, make_envs, make_evaluate, make_policy
 from jaxrl.observations import ObservationView
+from jaxrl.version import version
 
 
-class RunError(ValueError):
+class RunError(JaxrlError, ValueError):
     """A run folder that is missing or does not hold what is asked of it."""
 
 
@@ -63,7 +65,6 @@ def configs_from_json(saved: dict) -> tuple[TrainConfig, Any]:
     except ConfigError as error:
         written = saved.get("versions", {}).get("jaxrl")
         by = f"jaxrl {written}" if written else "a jaxrl older than 0.1.0"
-        from jaxrl.cli import version
 
         raise ConfigError(
             f"{error}: this config was written by {by}, and this is jaxrl {version()}; "

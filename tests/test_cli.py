@@ -259,3 +259,39 @@ def test_refuses_a_folder_that_holds_a_run(capsys, tmp_path):
 def test_algo_flag_and_its_own_preset_together():
     train, agent, _ = cli.build_configs(["--algo", "sac", "--preset", "sac_pendulum"])
     assert train.algo == "sac" and agent.actor_hidden == (64, 64)
+
+
+def test_every_error_jaxrl_raises_derives_from_one_base():
+    """The CLI's `main` catches one type, `JaxrlError` (exit 2, a message, no traceback): every
+    exception class of the package and of its envs must derive from it, keeping its standard
+    base. `Interrupted` is the one exception: a KeyboardInterrupt (exit 130)."""
+    import importlib
+    import inspect
+    import pathlib
+
+    from jaxrl.errors import Interrupted, JaxrlError
+
+    # The package's modules by file (jaxrl/, and envs/ and experiments/ as installed under it):
+    # pkgutil's walk loops on an editable install's path mapping.
+    root = pathlib.Path(__file__).resolve().parents[1]
+    names = []
+    for folder, package in (("jaxrl", "jaxrl"), ("envs", "jaxrl.envs"),
+                            ("experiments", "jaxrl.experiments")):  # fmt: skip
+        for path in sorted((root / folder).rglob("*.py")):
+            parts = path.relative_to(root / folder).with_suffix("").parts
+            if parts[-1] in ("__init__", "__main__"):
+                parts = parts[:-1]
+            names.append(".".join((package, *parts)))
+    assert "jaxrl.envs.registry" in names and "jaxrl.driver" in names
+    errors = {}
+    for name in names:
+        module = importlib.import_module(name)
+        for cls_name, cls in inspect.getmembers(module, inspect.isclass):
+            if issubclass(cls, BaseException) and cls.__module__ == name:
+                errors[f"{name}.{cls_name}"] = cls
+    assert len(errors) >= 20
+    strays = [
+        n for n, c in errors.items() if c is not Interrupted and not issubclass(c, JaxrlError)
+    ]
+    assert not strays, f"not JaxrlErrors: {strays}"
+    assert issubclass(errors["jaxrl.envs.registry.UnknownEnvError"], ValueError)

@@ -8,6 +8,7 @@ from typing import Any, NamedTuple
 
 from jaxrl.agents import crossq, droq, dsac_t, fast_td3, ppo, pql, redq, sac, td3
 from jaxrl.agents.base import Agent
+from jaxrl.errors import JaxrlError
 
 
 class AlgorithmSpec(NamedTuple):
@@ -42,7 +43,7 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
 }
 
 
-class UnknownAlgorithmError(ValueError):
+class UnknownAlgorithmError(JaxrlError, ValueError):
     pass
 
 
