@@ -172,21 +172,23 @@ def jaxrl_argv(case: Case) -> list[str]:
 
 
 def run_profile(case: Case) -> dict:
-    from jaxrl import agents, cli
+    from jaxrl import agents
     from jaxrl.benchmarks.profile import profile
+    from jaxrl.config import resolve
     from jaxrl.loops import make_train
 
     argv = jaxrl_argv(case)
-    train_config, agent_config, _ = cli.build_configs(argv)
+    train_config, agent_config, _ = resolve.build_configs(argv)
     trainer = make_train(train_config, agents.get(case.algo).make(agent_config))
     return {"profile": profile(trainer, case.seed), "config": argv}
 
 
 def run_jaxrl(case: Case) -> tuple[list[dict], float, dict]:
-    from jaxrl import cli, driver
+    from jaxrl import driver
+    from jaxrl.config import resolve
 
     argv = jaxrl_argv(case)
-    train_config, agent_config, _ = cli.build_configs(argv)
+    train_config, agent_config, _ = resolve.build_configs(argv)
     stamps: list[float] = []
     start = time.perf_counter()
     result = driver.train(

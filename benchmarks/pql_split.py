@@ -36,9 +36,9 @@ LAYOUTS = {
 def worker(train_argv: list[str], threshold: float | None) -> dict:
     """One run of the given flags in this process: its timings and returns."""
     import jaxrl
-    from jaxrl import cli
+    from jaxrl.config import resolve
 
-    config, agent_config, _ = cli.build_configs(train_argv)
+    config, agent_config, _ = resolve.build_configs(train_argv)
     result = jaxrl.train(config, agent_config, progress=None, compile_cache=False)
     rows = result.history
     rates = [r["chunk_env_steps_per_second"] for r in rows[1:]]

@@ -254,6 +254,15 @@ def _finals(run: dict) -> list[float]:
     return run.get("final_returns") or [run["final_return"]]
 
 
+def _eval_envs(record: dict) -> int:
+    """The evaluation envs of a jaxrl record: its `--eval-envs` option, else the default 128
+    (the same on Brax's side: the suites give both systems one count)."""
+    options = list(record.get("options") or [])
+    if "--eval-envs" in options[:-1]:
+        return int(options[options.index("--eval-envs") + 1])
+    return 128
+
+
 def parity_section(name: str, records: list[dict]) -> list[str]:
     """Learning parity: jaxrl configured exactly as Brax's trainer; per task and system, the
     final greedy evaluation (equal env steps) and wall-clock, each seed and the mean, and
@@ -262,9 +271,11 @@ def parity_section(name: str, records: list[dict]) -> list[str]:
     from jaxrl.driver import seed_summary
 
     lines = [f"## {name}: learning parity at identical settings", ""]
+    counts = sorted({_eval_envs(r) for r in records if r.get("system") == "jaxrl"}) or [128]
     lines.append(
         "jaxrl and Brax's own trainer with the same hyperparameters (see `benchmarks/suites.py`),"
-        " the same env steps, both evaluated greedily on 128 envs. Return: the final evaluation,"
+        f" the same env steps, both evaluated greedily on {' or '.join(map(str, counts))} envs."
+        " Return: the final evaluation,"
         " mean ± std over seeds (each seed in brackets); wall-clock: start of training to the"
         " final evaluation, compilation included. `vs Brax`: jaxrl's mean against the 95%"
         " bootstrap interval of the mean of Brax's seeds."

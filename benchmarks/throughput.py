@@ -16,8 +16,9 @@ from __future__ import annotations
 import argparse
 import json
 
-from jaxrl import cli, driver, envs
+from jaxrl import driver, envs
 from jaxrl.benchmarks.case import append_records, machine, simulator_limit
+from jaxrl.config import resolve
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -26,7 +27,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-training", action="store_true")
     parser.add_argument("--skip-limit", action="store_true", help="no simulator-limit run")
     args, train_argv = parser.parse_known_args(argv)
-    train_config, agent_config, _ = cli.build_configs(train_argv)
+    train_config, agent_config, _ = resolve.build_configs(train_argv)
     envs.import_modules(train_config.env_imports)
     record = {
         "case": f"{train_config.algo}/{train_config.env}/{train_config.num_envs}",

@@ -44,15 +44,16 @@ def measure(trainer, seeds: int, chunks: int) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from jaxrl import agents, cli, envs, loops
+    from jaxrl import agents, envs, loops
     from jaxrl.benchmarks.case import append_records, machine
+    from jaxrl.config import resolve
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", default="1,2,4,8", help="seed counts, e.g. 1,2,4,8")
     parser.add_argument("--chunks", type=int, default=3, help="timed chunks per count")
     parser.add_argument("--out", help="JSON-lines file to append to")
     args, train_argv = parser.parse_known_args(argv)
-    config, agent_config, _ = cli.build_configs(train_argv)
+    config, agent_config, _ = resolve.build_configs(train_argv)
     envs.import_modules(config.env_imports)
     trainer = loops.make_train(config, agents.get(config.algo).make(agent_config))
     rows = []

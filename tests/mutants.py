@@ -798,7 +798,7 @@ MUTANTS = [
     ),
     m(
         "help-shows-whole-docstrings",
-        "jaxrl/cli.py",
+        "jaxrl/config/resolve.py",
         '        line = _one_line(docs.get(field.name, ""))',
         '        line = docs.get(field.name, "")',
         "--help prints every field's whole docstring instead of one line",
@@ -806,7 +806,7 @@ MUTANTS = [
     ),
     m(
         "sweep-settings-unchecked",
-        "jaxrl/cli.py",
+        "experiments/sweep.py",
         "            driver.check_setting(config, agent_config)\n",
         "",
         "a sweep trains its first settings before finding that a later one names no env",
@@ -822,7 +822,7 @@ MUTANTS = [
     ),
     m(
         "algorithm-loop-defaults-dropped",
-        "jaxrl/config.py",
+        "jaxrl/config/train.py",
         "defaults = {**LOOP_DEFAULTS, **(agent_defaults or {})}",
         "defaults = dict(LOOP_DEFAULTS)",
         "FastTD3 and PQL without a preset explore with noise std 1 (their own defaults lost)",

@@ -83,14 +83,14 @@ def test_parity_cases_give_jaxrl_exactly_the_peer_settings(suite):
     """Each jaxrl parity case parses, and its configs carry the peer's own hyperparameters and,
     PPO's (but those labelled "own", jaxrl's choices at Brax's settings), every one of Brax's
     implementation choices (docs/PARITY.md)."""
-    from jaxrl import cli
+    from jaxrl.config import resolve
 
     cases = SUITES[suite]()
     peers = {(c.algo, c.env, c.seed): dict(c.peer) for c in cases if c.system == "brax"}
     # Cases of a jaxrl preset (gpu-parity's FastTD3) have no Brax peer.
     for case in (c for c in cases if c.system == "jaxrl" and not c.preset):
         peer = peers[(case.algo, case.env, case.seed)]
-        train, agent, _ = cli.build_configs(case_module.jaxrl_argv(case))
+        train, agent, _ = resolve.build_configs(case_module.jaxrl_argv(case))
         assert (train.num_envs, train.total_steps) == (case.num_envs, case.total_steps)
         assert train.gamma == peer["discounting"]
         assert train.episode_length == peer["episode_length"]

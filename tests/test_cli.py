@@ -6,7 +6,7 @@ import pytest
 
 from jaxrl import cli
 from jaxrl.agents.sac import SACConfig
-from jaxrl.config import ConfigError, TrainConfig
+from jaxrl.config import ConfigError, TrainConfig, resolve
 
 
 def _run(capsys, *argv):
@@ -25,7 +25,7 @@ def test_list_prints_algorithms_presets_and_envs(capsys):
 
 
 def test_flags_override_preset_and_reach_both_configs():
-    train, agent, _ = cli.build_configs(
+    train, agent, _ = resolve.build_configs(
         [
             "--preset",
             "sac_pendulum",
@@ -159,7 +159,7 @@ def test_unknown_flag_names_the_closest(capsys):
 
 
 def test_env_option_values_are_literals_with_lowercase_booleans():
-    assert cli.parse_env_options(["a=2", "b=0.5", "c=true", "d=False", "e=mjx"]) == {
+    assert resolve.parse_env_options(["a=2", "b=0.5", "c=true", "d=False", "e=mjx"]) == {
         "a": 2,
         "b": 0.5,
         "c": True,
@@ -170,7 +170,7 @@ def test_env_option_values_are_literals_with_lowercase_booleans():
 
 def test_prefix_abbreviations_are_errors(capsys):
     with pytest.raises(SystemExit) as exit_info:
-        cli.build_configs(["--num-env", "8"])
+        resolve.build_configs(["--num-env", "8"])
     assert exit_info.value.code == 2
     assert "Unrecognized options: --num-env" in capsys.readouterr().err
 
@@ -182,15 +182,15 @@ def test_a_flag_of_another_algorithm_names_it(capsys):
 
 
 def test_integers_in_scientific_notation_and_optional_booleans():
-    train, agent, _ = cli.build_configs(
+    train, agent, _ = resolve.build_configs(
         ["--steps", "2e6", "--buffer-size", "1_000_000", "--normalize-observations"]
     )
     assert train.total_steps == 2_000_000 and train.buffer_size == 1_000_000
     assert train.normalize_observations is True
-    train, _, _ = cli.build_configs(["--normalize-observations", "None", "--seed", "3"])
+    train, _, _ = resolve.build_configs(["--normalize-observations", "None", "--seed", "3"])
     assert train.normalize_observations is None and train.seed == 3
     with pytest.raises(SystemExit):
-        cli.build_configs(["--steps", "2.5"])
+        resolve.build_configs(["--steps", "2.5"])
 
 
 def test_help_shows_the_presets_values_and_each_fields_description(capsys, monkeypatch):
@@ -221,10 +221,10 @@ def test_config_of_a_saved_run_is_the_starting_point(tmp_path):
         "agent": dataclasses.asdict(SACConfig(actor_hidden=(32, 16))),
     }
     (tmp_path / "config.json").write_text(json.dumps(saved))
-    train, agent, _ = cli.build_configs(["--config", str(tmp_path), "--seed", "5"])
+    train, agent, _ = resolve.build_configs(["--config", str(tmp_path), "--seed", "5"])
     assert train.num_envs == 8 and train.seed == 5 and agent.actor_hidden == (32, 16)
     with pytest.raises(ConfigError, match="pick one"):
-        cli.build_configs(["--config", str(tmp_path), "--preset", "sac_pendulum"])
+        resolve.build_configs(["--config", str(tmp_path), "--preset", "sac_pendulum"])
 
 
 def test_help_gives_one_line_per_flag(capsys, monkeypatch):
@@ -257,7 +257,7 @@ def test_refuses_a_folder_that_holds_a_run(capsys, tmp_path):
 
 
 def test_algo_flag_and_its_own_preset_together():
-    train, agent, _ = cli.build_configs(["--algo", "sac", "--preset", "sac_pendulum"])
+    train, agent, _ = resolve.build_configs(["--algo", "sac", "--preset", "sac_pendulum"])
     assert train.algo == "sac" and agent.actor_hidden == (64, 64)
 
 

@@ -13,6 +13,8 @@ import tyro
 
 import jaxrl
 from jaxrl import checkpoint, cli, plot, runs
+from jaxrl.config import resolve
+from jaxrl.experiments import sweep
 
 README = pathlib.Path(__file__).parents[1] / "README.md"
 
@@ -111,7 +113,7 @@ def _readme_commands() -> list[list[str]]:
 def test_readme_commands_parse(tmp_path, monkeypatch):
     """Each documented command's flags are accepted by its parser (nothing is run)."""
     monkeypatch.chdir(tmp_path)  # with a saved config where the README reads one
-    train, agent, _ = cli.build_configs(["--preset", "sac_pendulum"])
+    train, agent, _ = resolve.build_configs(["--preset", "sac_pendulum"])
     saved = {"train": dataclasses.asdict(train), "agent": dataclasses.asdict(agent)}
     (tmp_path / "runs" / "pendulum").mkdir(parents=True)
     (tmp_path / "runs" / "pendulum" / "config.json").write_text(json.dumps(saved))
@@ -121,18 +123,18 @@ def test_readme_commands_parse(tmp_path, monkeypatch):
         command, rest = argv[0], argv[1:]
         seen.add(command)
         if command == "train" and "--resume" in rest:
-            tyro.cli(cli.ResumeArgs, args=rest, registry=cli._registry())
+            tyro.cli(cli.ResumeArgs, args=rest, registry=resolve.parser_registry())
         elif command == "train":
-            train, agent, _ = cli.build_configs([w for w in rest if w != "--help"])
-            assert train.algo == cli.agent_algo(agent)
+            train, agent, _ = resolve.build_configs([w for w in rest if w != "--help"])
+            assert train.algo == resolve.agent_algo(agent)
         elif command == "eval":
-            tyro.cli(cli.EvalArgs, args=rest, registry=cli._registry())
+            tyro.cli(cli.EvalArgs, args=rest, registry=resolve.parser_registry())
         elif command == "render":
-            tyro.cli(cli.RenderArgs, args=rest, registry=cli._registry())
+            tyro.cli(cli.RenderArgs, args=rest, registry=resolve.parser_registry())
         elif command == "plot":
             plot.build_parser().parse_args(rest)
         elif command == "sweep":
-            out, plan, seeds, _ = cli.plan_sweep(rest)
+            out, plan, seeds, _ = sweep.plan_sweep(rest)
             assert len(plan) == 4 * len(seeds)
             assert {config.seed for _, _, config, _ in plan} == set(seeds)
         elif command in ("list", "bench"):

@@ -1,0 +1,435 @@
+"""The run's config resolved from the command line: the algorithm's defaults, then a preset
+(experiments/presets.py) or a saved run's config.json, then the flags, into (TrainConfig, the
+agent's config, TrainOptions). `jaxrl train` and `jaxrl sweep` call it, and so do the
+benchmarks, to run exactly what a command line would.
+
+Flags come from the config classes' fields with tyro; each flag's description is the first line
+of the field's docstring.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import dataclasses
+import datetime
+import difflib
+import functools
+import inspect
+import json
+import math
+import pathlib
+import textwrap
+import typing
+from typing import Annotated, Any, Literal
+
+import tyro
+
+from jaxrl import agents
+from jaxrl.config.train import TrainConfig
+from jaxrl.errors import ConfigError
+
+# -- Parsing values -------------------------------------------------------------------------
+
+
+def parse_int(text: str) -> int:
+    """An integer, also written as 2e6 or 1_000_000 (step counts and sizes)."""
+    try:
+        return int(text.replace("_", ""))
+    except ValueError:
+        pass
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"expected an integer, got {text!r}") from None
+    if not math.isfinite(value) or value != int(value):
+        raise ValueError(f"expected an integer, got {text!r}")
+    return int(value)
+
+
+def parse_widths(text: str) -> tuple[int, ...]:
+    """Layer widths: 256,256 (or 256x256)."""
+    try:
+        widths = tuple(int(part) for part in text.replace("x", ",").split(",") if part)
+    except ValueError:
+        raise ValueError(f"expected widths like 256,256, got {text!r}") from None
+    if not widths:
+        raise ValueError(f"expected widths like 256,256, got {text!r}")
+    return widths
+
+
+def parser_registry() -> tyro.constructors.ConstructorRegistry:
+    """tyro's parsing, with integers written as 2e6 and widths written as 256,256."""
+    registry = tyro.constructors.ConstructorRegistry()
+    spec = tyro.constructors.PrimitiveConstructorSpec
+
+    @registry.primitive_rule
+    def integers(info):
+        if info.type is not int:
+            return None
+        return spec(
+            nargs=1,
+            metavar="INT",
+            instance_from_str=lambda args: parse_int(args[0]),
+            is_instance=lambda x: isinstance(x, int) and not isinstance(x, bool),
+            str_from_instance=lambda x: [str(x)],
+        )
+
+    @registry.primitive_rule
+    def widths(info):
+        if typing.get_origin(info.type) is not tuple or typing.get_args(info.type) != (int, ...):
+            return None
+        return spec(
+            nargs=1,
+            metavar="W1,W2,...",
+            instance_from_str=lambda args: parse_widths(args[0]),
+            is_instance=lambda x: isinstance(x, tuple),
+            str_from_instance=lambda x: [",".join(map(str, x))],
+        )
+
+    return registry
+
+
+def _literal(text: str) -> Any:
+    """A Python literal (2, 0.5, True, "name"), with true/false as booleans too; else the
+    text itself."""
+    if text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+
+
+def parse_env_options(items: typing.Iterable[str]) -> dict[str, Any]:
+    options = {}
+    for text in items:
+        key, sep, value = text.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"--env-option takes KEY=VALUE, got {text!r}")
+        options[key] = _literal(value)
+    return options
+
+
+# -- jaxrl train ----------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class TrainOptions:
+    """How the run starts and is kept (apart from what it learns)."""
+
+    preset: str | None = None
+    """Start from a preset of experiments/presets.py (`jaxrl list` names them)."""
+    config: str | None = None
+    """Start from a saved run's config.json (or its run folder); flags override it."""
+    resume: str | None = None
+    """Continue the run in this folder from its newest checkpoint (only --steps may change)."""
+    out: str | None = None
+    """Run folder (default: runs/ALGO-ENV-sSEED-TIME); it must not hold a run already."""
+    env_option: Annotated[tuple[str, ...], tyro.conf.UseAppendAction] = ()
+    """An option of the env family as KEY=VALUE, e.g. backend=mjx for brax/*; repeatable."""
+    checkpoint_every: int = 0
+    """Chunks (evaluations) between checkpoints; 0: only the final one (and on Ctrl-C)."""
+    keep_checkpoints: int = 3
+    """The newest K checkpoints stay on disk; 0 keeps all."""
+    checkpoint_buffer: bool = True
+    """Checkpoints hold the replay buffer, so a resumed run is exactly the uninterrupted one."""
+    tensorboard: bool = True
+    """Write TensorBoard event files under RUN/tensorboard."""
+    wandb: str | None = None
+    """Also log to this Weights & Biases project (optional: pip install wandb)."""
+    stop_at_return: float | None = None
+    """End the run (final checkpoint saved) at the first evaluation returning at least this."""
+    on_nan: Literal["stop", "rollback"] = "stop"
+    """A chunk that saw a NaN or infinity (losses, parameters, observations, rewards): stop the
+    run (checkpoints and metrics before it kept), or roll back to the newest checkpoint and go
+    on with a fresh key."""
+    max_rollbacks: int = 3
+    """With --on-nan rollback: stop after this many rollbacks in one process."""
+    seeds: str | None = None
+    """Train several seeds in one compiled program: a count (8: seeds 0-7) or a list (0,3,7).
+    Each seed's metrics go to RUN/seed_<seed>/; the run's rows give their mean, IQM and 95%
+    bootstrap interval. --seed is then ignored."""
+    vmap: Annotated[tuple[str, ...], tyro.conf.UseAppendAction] = ()
+    """A settings grid trained in the same one program: NAME=V1,V2 (repeatable; the product of
+    all, times --seeds). Only fields that are data: learning rates, tau, gamma, scales, noise
+    (an error lists them). Metrics per member under RUN/SETTING/seed_<seed>/; rows and
+    summary.json name the best setting."""
+    compile_cache: bool = True
+    """JAX's persistent compilation cache (~/.cache/jaxrl/xla): re-runs skip compilation."""
+    quiet: bool = False
+    """No progress display."""
+    coordinator: str | None = None
+    """Several hosts: HOST:PORT of process 0, the same for every process (or JAXRL_COORDINATOR).
+    With --num-processes and --process-id; every process runs the same command."""
+    num_processes: int | None = None
+    """Several hosts: how many processes take part (or JAXRL_NUM_PROCESSES)."""
+    process_id: int | None = None
+    """Several hosts: this process's index, 0 to num_processes - 1 (or JAXRL_PROCESS_ID)."""
+
+
+_GROUP = (tyro.conf.OmitArgPrefixes,)
+
+
+@functools.cache
+def _field_docstrings(cls: type) -> dict[str, str]:
+    """Each field's docstring (the string literal below it), the nearest class of the MRO that
+    documents the field giving it. Read with ast: tyro reads them too, but only whole."""
+    docs: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):
+        try:
+            tree = ast.parse(textwrap.dedent(inspect.getsource(klass)))
+        except (OSError, TypeError, SyntaxError):
+            continue
+        body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
+        for statement, following in zip(body, body[1:], strict=False):
+            if (
+                isinstance(statement, ast.AnnAssign)
+                and isinstance(statement.target, ast.Name)
+                and isinstance(following, ast.Expr)
+                and isinstance(following.value, ast.Constant)
+                and isinstance(following.value.value, str)
+            ):
+                docs[statement.target.id] = inspect.cleandoc(following.value.value)
+    return docs
+
+
+def _one_line(text: str) -> str:
+    """A docstring's first line, as the flag's description in --help."""
+    return text.splitlines()[0].strip() if text else ""
+
+
+_ARG_CONFIG = type(tyro.conf.arg())  # what tyro.conf.arg(...) marks a field with
+
+
+@functools.cache
+def _help_mirror(cls: type) -> type:
+    """A dataclass with `cls`'s fields whose --help shows one line per flag (the first line of
+    the field's docstring); `_from_mirror` turns a parsed one back into `cls`, which runs
+    `cls`'s own checks."""
+    hints = typing.get_type_hints(cls, include_extras=True)
+    docs = _field_docstrings(cls)
+    fields = []
+    for field in dataclasses.fields(cls):
+        hint, extras = hints[field.name], ()
+        if typing.get_origin(hint) is Annotated:
+            hint, *extras = typing.get_args(hint)
+        line = _one_line(docs.get(field.name, ""))
+        configs = [e for e in extras if isinstance(e, _ARG_CONFIG)]
+        others = [e for e in extras if not isinstance(e, _ARG_CONFIG)]
+        arg = dataclasses.replace(configs[0], help=line) if configs else tyro.conf.arg(help=line)
+        default = (
+            dataclasses.field(default_factory=field.default_factory)
+            if field.default_factory is not dataclasses.MISSING
+            else dataclasses.field(default=field.default)
+        )
+        fields.append((field.name, Annotated[(hint, *others, arg)], default))
+    return dataclasses.make_dataclass(cls.__name__, fields)
+
+
+def _to_mirror(value: Any) -> Any:
+    cls = _help_mirror(type(value))
+    return cls(**{f.name: getattr(value, f.name) for f in dataclasses.fields(value)})
+
+
+def _from_mirror(value: Any, cls: type) -> Any:
+    return cls(**{f.name: getattr(value, f.name) for f in dataclasses.fields(value)})
+
+
+def _command_class(algo: str) -> type:
+    spec = agents.get(algo)
+    return dataclasses.make_dataclass(
+        "TrainCommand",
+        [
+            ("options", Annotated[_help_mirror(TrainOptions), *_GROUP, tyro.conf.arg(name="")]),
+            ("run", Annotated[_help_mirror(TrainConfig), *_GROUP, tyro.conf.arg(name="")]),
+            (
+                "agent",
+                Annotated[_help_mirror(spec.config_cls), *_GROUP, tyro.conf.arg(name="")],
+            ),
+        ],
+    )
+
+
+def flag_names(cls: type) -> set[str]:
+    names = set()
+    hints = typing.get_type_hints(cls)
+    for field in dataclasses.fields(cls):
+        flag = "--" + field.name.replace("_", "-")
+        names.add(flag)
+        if hints[field.name] in (bool, bool | None):
+            names.add("--no-" + field.name.replace("_", "-"))
+    return names
+
+
+def _optional_bool_flags(argv: list[str], classes: tuple[type, ...]) -> list[str]:
+    """`X: bool | None` fields (None: the algorithm's own choice) take tyro's --x {None,True,
+    False}; --x and --no-x, as for plain booleans, are accepted too."""
+    fields = {
+        "--" + f.name.replace("_", "-")
+        for cls in classes
+        for f in dataclasses.fields(cls)
+        if typing.get_type_hints(cls)[f.name] == bool | None
+    }
+    out = []
+    for index, word in enumerate(argv):
+        following = argv[index + 1].lower() if index + 1 < len(argv) else ""
+        if word in fields and following not in ("none", "true", "false"):
+            out += [word, "True"]
+        elif word.startswith("--no-") and "--" + word[5:] in fields:
+            out += ["--" + word[5:], "False"]
+        else:
+            out.append(word)
+    return out
+
+
+def _check_foreign_flags(argv: list[str], algo: str) -> None:
+    """A flag of another algorithm's config names that algorithm (tyro would only say it is
+    unrecognised)."""
+    own = (
+        flag_names(TrainConfig) | flag_names(TrainOptions) | flag_names(agents.get(algo).config_cls)
+    )
+    own |= {"--steps", "--algo", "-h", "--help"}
+    for word in argv:
+        flag = word.split("=", 1)[0]
+        if not flag.startswith("--") or flag in own:
+            continue
+        owners = [
+            name
+            for name, spec in agents.ALGORITHMS.items()
+            if name != algo and flag in flag_names(spec.config_cls)
+        ]
+        if owners:
+            raise ConfigError(
+                f"{flag} is an option of {', '.join(owners)}, not of {algo}; pass --algo "
+                f"{owners[0]} (or a preset of it) to use it."
+            )
+
+
+def _preset(name: str) -> dict:
+    from jaxrl.experiments.presets import PRESETS
+
+    if name not in PRESETS:
+        close = difflib.get_close_matches(name, PRESETS, n=3)
+        hint = f" Did you mean {', '.join(close)}?" if close else ""
+        raise ConfigError(f"Unknown preset {name!r}.{hint} Available: {', '.join(PRESETS)}.")
+    return PRESETS[name]
+
+
+def _config_path(text: str) -> pathlib.Path:
+    path = pathlib.Path(text)
+    return path / "config.json" if path.is_dir() else path
+
+
+def _starting_configs(known: argparse.Namespace) -> tuple[TrainConfig, Any, dict]:
+    """The defaults the flags override: the algorithm's own, a preset's or a saved run's (with
+    the saved run's options: checkpoint cadence, loggers, ...)."""
+    if known.preset and known.config:
+        raise ConfigError("--preset and --config both set the starting values; pick one.")
+    if known.config:
+        from jaxrl import runs
+
+        path = _config_path(known.config)
+        if not path.is_file():
+            raise ConfigError(f"--config {known.config}: no such file (nor a run folder)")
+        try:
+            saved = json.loads(path.read_text())
+        except json.JSONDecodeError as error:
+            raise ConfigError(f"--config {path} is not valid JSON ({error})") from None
+        train, agent = runs.configs_from_json(saved)
+        if known.algo and known.algo != train.algo:
+            raise ConfigError(
+                f"--config {path} is a {train.algo} run; --algo {known.algo} does not apply"
+            )
+        option_names = {f.name for f in dataclasses.fields(TrainOptions)}
+        run_options = {k: v for k, v in saved.get("run", {}).items() if k in option_names}
+        return train, agent, run_options
+    preset = _preset(known.preset) if known.preset else {}
+    algo = known.algo or preset.get("algo", "sac")
+    if preset and known.algo and known.algo != preset["algo"]:
+        raise ConfigError(f"preset {known.preset!r} is for {preset['algo']}, not {known.algo}")
+    spec = agents.get(algo)
+    train = TrainConfig(algo=algo, **preset.get("train", {}))
+    try:
+        agent = spec.config_cls(**preset.get("agent", {}))
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
+    return train, agent, {}
+
+
+def pre_parse(argv: list[str]) -> argparse.Namespace:
+    pre = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    for flag in ("--algo", "--preset", "--config", "--resume"):
+        pre.add_argument(flag, default=None)
+    known, _ = pre.parse_known_args(argv)
+    return known
+
+
+def build_configs(argv: list[str]) -> tuple[TrainConfig, Any, TrainOptions]:
+    """Resolves defaults < preset (or saved config) < flags into (TrainConfig, agent config,
+    train options). Bad input raises ConfigError (or exits 2 from tyro for bad flags)."""
+    known = pre_parse(argv)
+    train, agent, run_options = _starting_configs(known)
+    _check_foreign_flags(argv, train.algo)
+    cls = _command_class(train.algo)
+    argv = _optional_bool_flags(argv, (TrainConfig, agents.get(train.algo).config_cls))
+    try:
+        command = tyro.cli(
+            cls,
+            prog="jaxrl train",
+            description="Train an agent. Every option has a flag; defaults shown are the "
+            "preset's or saved config's where one is given.",
+            args=argv,
+            default=cls(
+                _to_mirror(TrainOptions(preset=known.preset, config=known.config, **run_options)),
+                _to_mirror(train),
+                _to_mirror(agent),
+            ),
+            registry=parser_registry(),
+        )
+    except ValueError as error:  # a config's own check, raised while tyro builds it
+        raise ConfigError(str(error)) from None
+    # Back to the real classes, whose own checks (__post_init__) run here.
+    options = _from_mirror(command.options, TrainOptions)
+    try:
+        train = _from_mirror(command.run, TrainConfig)
+        agent = _from_mirror(command.agent, type(agent))
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
+    if train.algo != agent_algo(agent):
+        raise ConfigError(
+            f"--algo {train.algo} does not match the starting config's algorithm "
+            f"{agent_algo(agent)}; pass --algo before choosing a preset"
+        )
+    env_options = {**train.env_options, **parse_env_options(options.env_option)}
+    train = dataclasses.replace(train, env_options=env_options)
+    return train, agent, options
+
+
+def agent_algo(agent_config: Any) -> str:
+    for name, spec in agents.ALGORITHMS.items():
+        if type(agent_config) is spec.config_cls:
+            return name
+    raise ConfigError(f"no algorithm takes a {type(agent_config).__name__}")
+
+
+def run_options(options: TrainOptions):
+    """The driver's RunOptions of a command line's TrainOptions."""
+    from jaxrl import driver
+
+    return driver.RunOptions(
+        checkpoint_every=options.checkpoint_every,
+        keep_checkpoints=options.keep_checkpoints,
+        checkpoint_buffer=options.checkpoint_buffer,
+        tensorboard=options.tensorboard,
+        wandb=options.wandb,
+        stop_at_return=options.stop_at_return,
+        on_nan=options.on_nan,
+        max_rollbacks=options.max_rollbacks,
+    )
+
+
+def default_out(train: TrainConfig) -> str:
+    """A new run's folder when --out is not given: runs/ALGO-ENV-sSEED-TIME."""
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    return f"runs/{train.algo}-{train.env.replace('/', '-')}-s{train.seed}-{stamp}"
