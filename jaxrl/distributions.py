@@ -78,8 +78,3 @@ def tanh_gaussian_act(
     return jnp.tanh(
         mean + scale * jnp.exp(log_std) * jax.random.normal(key, mean.shape, mean.dtype)
     )
-
-
-def tanh_gaussian_mode(mean: jax.Array) -> jax.Array:
-    """The deterministic action used for evaluation."""
-    return jnp.tanh(mean)

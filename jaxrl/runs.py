@@ -73,10 +73,6 @@ def configs_from_json(saved: dict) -> tuple[TrainConfig, Any]:
         ) from None
 
 
-def read_configs(run_dir: str | os.PathLike) -> tuple[TrainConfig, Any]:
-    return configs_from_json(read_config_json(run_dir))
-
-
 @dataclasses.dataclass
 class Policy:
     """A trained policy, callable as `policy(obs) -> action`: greedy (the deterministic action)
