@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import functools
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -11,11 +12,21 @@ from jaxrl.agents.base import Agent
 from jaxrl.errors import JaxrlError
 
 
+@functools.cache
+def _on_policy(config_cls: type, make: Callable[[Any], Agent]) -> bool:
+    return make(config_cls()).on_policy
+
+
 class AlgorithmSpec(NamedTuple):
     config_cls: type
     make: Callable[[Any], Agent]
     description: str
-    on_policy: bool = False  # trained by the on-policy loop (rollouts) instead of replay
+
+    @property
+    def on_policy(self) -> bool:
+        """Trained by the on-policy loop (rollouts) instead of replay. Said in one place, the
+        agent (`Agent.on_policy`: it has `explore`), read here from the default config's."""
+        return _on_policy(self.config_cls, self.make)
 
 
 ALGORITHMS: dict[str, AlgorithmSpec] = {
@@ -38,7 +49,7 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
         pql.PQLConfig, pql.make, "Parallel Q-Learning: mixed exploration, n-step, no target actor"
     ),
     "ppo": AlgorithmSpec(
-        ppo.PPOConfig, ppo.make, "PPO: clipped surrogate, GAE, on-policy rollouts", on_policy=True
+        ppo.PPOConfig, ppo.make, "PPO: clipped surrogate, GAE, on-policy rollouts"
     ),
 }
 
