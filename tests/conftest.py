@@ -46,7 +46,7 @@ LONG_FIRST = (
     "tests/test_faults.py::test_every_algorithm",
     "tests/test_faults.py::test_sac_killed",
     "tests/test_faults.py::test_ppo_killed",
-    "tests/test_split.py",
+    "tests/loops/test_split.py",
     "tests/test_bench.py",
     "tests/test_readme.py",
     "tests/envs/test_randomization.py",

@@ -1,6 +1,6 @@
 """Running a check in a fresh process whose CPU is split into 4 devices (or with other XLA
 flags): XLA flags only take effect before JAX starts, which pytest's own process has already
-done. Shared by tests/test_sharding.py, tests/test_split.py and tests/test_learning.py."""
+done. Shared by tests/test_sharding.py, tests/loops/test_split.py and tests/test_learning.py."""
 
 import os
 import pathlib

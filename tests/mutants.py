@@ -59,7 +59,7 @@ WIRING = "tests/test_wiring.py"
 RUNS = "tests/test_runs.py"
 OWN_ENV = "tests/envs/test_own_env.py"
 RANDOMIZATION = "tests/envs/test_randomization.py"
-SPLIT = "tests/test_split.py"
+SPLIT = "tests/loops/test_split.py"
 PROPERTIES = "tests/test_properties.py"
 FAULTS = "tests/test_faults.py"
 
@@ -510,7 +510,7 @@ MUTANTS = [
         "                fresh = self.env.reset(jax.random.fold_in(key, 1))\n",
         "autoreset='first' restarts finished envs from fresh states, not their first ones",
         "tests/envs/test_registry.py",
-        "tests/test_onpolicy.py",
+        "tests/loops/test_onpolicy.py",
     ),
     m(
         "reset-every-off-by-one",
@@ -518,7 +518,7 @@ MUTANTS = [
         "env_state = hard_reset(env_state, state.iteration + 1, reset_key)",
         "env_state = hard_reset(env_state, state.iteration, reset_key)",
         "the hard resets come one iteration early (after the 1st, 3rd, ... of reset_every=2)",
-        "tests/test_onpolicy.py",
+        "tests/loops/test_onpolicy.py",
     ),
     m(
         "renormalize-takes-reached-obs",
@@ -526,7 +526,7 @@ MUTANTS = [
         "seen_obs = raw_obs if config.renormalize_rollout else final_obs",
         "seen_obs = final_obs",
         "Brax's order takes in the observations reached, not those acted on",
-        "tests/test_onpolicy.py",
+        "tests/loops/test_onpolicy.py",
     ),
     # --- On-policy loop. -------------------------------------------------------------------
     m(
@@ -701,7 +701,7 @@ MUTANTS = [
         "    return like.replace(\n        agent=_put_back_empty(",
         "    return like\n    return like.replace(\n        agent=_put_back_empty(",
         "restoring a checkpoint returns the template instead of what the file holds",
-        "tests/test_loop.py",
+        "tests/loops/test_offpolicy.py",
         RUNS,
     ),
     m(
@@ -818,7 +818,7 @@ MUTANTS = [
         "    config = trainer.config  # with the algorithm's own loop defaults filled in\n",
         "",
         "config.json records None for the settings the algorithm chose",
-        "tests/test_loop.py",
+        "tests/loops/test_offpolicy.py",
     ),
     m(
         "algorithm-loop-defaults-dropped",
@@ -827,7 +827,7 @@ MUTANTS = [
         "defaults = dict(LOOP_DEFAULTS)",
         "FastTD3 and PQL without a preset explore with noise std 1 (their own defaults lost)",
         WIRING,
-        "tests/test_loop.py",
+        "tests/loops/test_offpolicy.py",
     ),
     # --- Your own envs, Menagerie, domain randomization (issue 16). --------------------------
     m(
@@ -1089,7 +1089,7 @@ MUTANTS = [
         "        if field.name not in POLICY_ITEMS\n",
         '        if field.name not in (*POLICY_ITEMS, "iteration")\n',
         "checkpoints leave out the loop's iteration counter",
-        "tests/test_loop.py",
+        "tests/loops/test_offpolicy.py",
     ),
     # --- PQL's actor/learner split (jaxrl/loops/split.py). ---------------------------------
     m(
@@ -1287,7 +1287,7 @@ MUTANTS = [
         "x.astype(config.replay_obs_dtype)",
         "x.astype(jnp.float32)",
         "--replay-obs-dtype is accepted but the buffer stores float32",
-        "tests/test_loop.py",
+        "tests/loops/test_offpolicy.py",
     ),
     m(
         "bytes-per-transition-counts-envs",

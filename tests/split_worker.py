@@ -1,4 +1,4 @@
-"""Checks of PQL's actor/learner split (`jaxrl.loops.split`), run by tests/test_split.py in a
+"""Checks of PQL's actor/learner split (`jaxrl.loops.split`), run by tests/loops/test_split.py in a
 fresh process whose CPU is split into 4 devices (the XLA flag must be set before JAX starts).
 `python -m tests.split_worker CASE [ARGS]`; exits 0 when every assertion held."""
 
