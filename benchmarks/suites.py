@@ -291,9 +291,9 @@ def sac_parity_flags(
     256x256 networks), its implementation choices (softplus std head, LayerNorm after the
     ReLU, actor updated against the critics the step started from, buffer prefilled by the
     untrained policy, normalised observations not clipped, finished envs back at their first
-    state, the temperature's loss in alpha rather than log alpha, truncated rows masked out of
-    the critic loss, the normaliser fed the observations acted on) and the run's settings. Not
-    reproduced (docs/PARITY.md): the temperature's separate action draw."""
+    state, the temperature's loss in alpha rather than log alpha on a draw of its own,
+    truncated rows masked out of the critic loss, the normaliser fed the observations acted on,
+    uniform initial weights) and the run's settings (docs/PARITY.md)."""
     every = -(-total_steps // evals)
     flags = {
         "--batch-size": settings["batch_size"],
@@ -327,7 +327,7 @@ def sac_parity_flags(
     argv += ["--softplus-std", "--critic-norm-after-relu", "--no-actor-uses-updated-critic"]
     argv += ["--warmup-actions", "policy", "--obs-clip", "0", "--autoreset", "first"]
     argv += ["--temperature-loss", "alpha", "--temperature-draw", "own", "--truncation", "mask"]
-    argv.append("--renormalize-rollout")
+    argv += ["--renormalize-rollout", "--kernel-init", "lecun_uniform"]
     return tuple(argv)
 
 

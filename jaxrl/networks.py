@@ -119,6 +119,7 @@ class QNetwork(nn.Module):
     residual: bool = False
     norm_after_relu: bool = False
     matmul_precision: str = "float32"
+    kernel_init: str = "lecun_normal"  # KERNEL_INITS
 
     @nn.compact
     def __call__(self, obs: jax.Array, action: jax.Array, train: bool = False) -> jax.Array:
@@ -131,6 +132,7 @@ class QNetwork(nn.Module):
             self.residual,
             self.norm_after_relu,
             matmul_precision=self.matmul_precision,
+            kernel_init=self.kernel_init,
         )
         out = mlp(x, train)
         return out if self.outputs else out[..., 0]
@@ -148,6 +150,7 @@ class QEnsemble(nn.Module):
     residual: bool = False
     norm_after_relu: bool = False
     matmul_precision: str = "float32"
+    kernel_init: str = "lecun_normal"  # KERNEL_INITS
 
     @nn.compact
     def __call__(self, obs: jax.Array, action: jax.Array, train: bool = False) -> jax.Array:
@@ -167,6 +170,7 @@ class QEnsemble(nn.Module):
             self.residual,
             self.norm_after_relu,
             self.matmul_precision,
+            self.kernel_init,
             name="critics",
         )
         return critics(obs, action, train)

@@ -504,6 +504,14 @@ MUTANTS = [
         "tests/agents/test_ppo.py",
     ),
     m(
+        "critic-kernel-init-ignored",
+        "jaxrl/networks.py",
+        "            self.matmul_precision,\n            self.kernel_init,\n",
+        "            self.matmul_precision,\n",
+        "SAC's critics keep flax's initialiser whatever kernel_init says (Brax's is uniform)",
+        "tests/agents/test_ppo.py",
+    ),
+    m(
         "autoreset-first-draws-fresh",
         "envs/wrappers.py",
         "                fresh = self.env.reset(key)\n",

@@ -117,7 +117,7 @@ def test_parity_cases_give_jaxrl_exactly_the_peer_settings(suite):
             assert train.warmup_actions == "policy" and not agent.actor_uses_updated_critic
             assert train.autoreset == "first" and agent.temperature_loss == "alpha"
             assert agent.truncation == "mask" and train.renormalize_rollout
-            assert agent.temperature_draw == "own"
+            assert agent.temperature_draw == "own" and agent.kernel_init == "lecun_uniform"
         else:
             unrolls = peer["batch_size"] * peer["num_minibatches"] // case.num_envs
             assert train.unroll_length == peer["unroll_length"] * unrolls

@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from jaxrl.networks import check_matmul_precision
+from jaxrl.networks import KERNEL_INITS, check_matmul_precision
 
 AgentState = Any
 Metrics = dict[str, jax.Array]
@@ -131,5 +131,9 @@ def check_network_config(config: Any, residual: bool = False) -> None:
         if name in fields and fields[name] <= 0:
             raise ValueError(f"{name} must be > 0, got {fields[name]}")
     check_matmul_precision(fields["matmul_precision"])
+    if "kernel_init" in fields and fields["kernel_init"] not in KERNEL_INITS:
+        raise ValueError(
+            f"kernel_init must be one of {sorted(KERNEL_INITS)}, got {fields['kernel_init']!r}"
+        )
     if "tau" in fields and not 0 < fields["tau"] <= 1:
         raise ValueError(f"tau must be in (0, 1], got {fields['tau']}")

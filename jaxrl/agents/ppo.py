@@ -21,7 +21,7 @@ import optax
 from jaxrl import distributions
 from jaxrl.agents.base import Agent, check_network_config, hyperparameters
 from jaxrl.errors import ConfigError
-from jaxrl.networks import ACTIVATIONS, KERNEL_INITS, MLP, GaussianActor
+from jaxrl.networks import ACTIVATIONS, MLP, GaussianActor
 from jaxrl.types import Rollout
 
 
@@ -122,10 +122,6 @@ class PPOConfig:
         if self.activation not in ACTIVATIONS:
             raise ValueError(
                 f"activation must be one of {sorted(ACTIVATIONS)}, got {self.activation!r}"
-            )
-        if self.kernel_init not in KERNEL_INITS:
-            raise ValueError(
-                f"kernel_init must be one of {sorted(KERNEL_INITS)}, got {self.kernel_init!r}"
             )
         if self.advantage_estimator not in ("gae", "vtrace"):
             raise ValueError(

@@ -56,6 +56,10 @@ class SACConfig:
     """Policy std from Brax's head, softplus(raw) + 0.001, instead of a squashed log-std.
     True: std 0.69 at init, no upper bound; False: exp of a log-std squashed into [-5, 2]
     (std 0.22 at init)."""
+    kernel_init: str = "lecun_normal"
+    """Weight initialisation of the policy and the critics: "lecun_normal" (flax's default, a
+    truncated normal of variance 1 / fan_in) or "lecun_uniform" (Brax's networks: a uniform of
+    the same variance). Biases start at 0 either way."""
     actor_lr: float = 3e-4
     """Adam learning rate of the policy."""
     critic_lr: float = 3e-4
@@ -334,6 +338,7 @@ def critic_network(config: SACConfig) -> QEnsemble:
         residual=config.critic_residual,
         norm_after_relu=config.critic_norm_after_relu,
         matmul_precision=config.matmul_precision,
+        kernel_init=config.kernel_init,
     )
 
 
@@ -343,6 +348,7 @@ def actor_network(config: SACConfig, action_size: int) -> GaussianActor:
         config.actor_hidden,
         softplus_std=config.softplus_std,
         matmul_precision=config.matmul_precision,
+        kernel_init=config.kernel_init,
     )
 
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import jaxrl
-from jaxrl.agents import ppo
+from jaxrl.agents import ppo, sac
 from jaxrl.types import Rollout
 
 
@@ -135,19 +135,27 @@ def test_rollout_values_take_one_steps_memory_not_the_whole_rollouts():
     assert memory.temp_size_in_bytes < 16 * 2**20
 
 
-def test_kernel_init_lecun_uniform_is_brax_s_distribution():
-    """kernel_init="lecun_uniform" (Brax's networks): every kernel uniform on
+def _ppo_params(kernel_init):
+    config = ppo.PPOConfig(actor_hidden=(256,), critic_hidden=(256, 256), kernel_init=kernel_init)
+    return ppo.make(config).init(jax.random.PRNGKey(0), 64, 4).params
+
+
+def _sac_params(kernel_init):
+    config = sac.SACConfig(actor_hidden=(256,), critic_hidden=(256, 256), kernel_init=kernel_init)
+    state = sac.make(config).init(jax.random.PRNGKey(0), 64, 4)
+    return state.actor.params, state.critic.params
+
+
+@pytest.mark.parametrize("params_of", [_ppo_params, _sac_params], ids=["ppo", "sac"])
+def test_kernel_init_lecun_uniform_is_brax_s_distribution(params_of):
+    """kernel_init="lecun_uniform" (Brax's networks, PPO's and SAC's): every kernel uniform on
     [-sqrt(3 / fan_in), sqrt(3 / fan_in)], biases 0; the default (flax's truncated normal of
-    the same variance) reaches beyond that bound."""
-    import numpy as np
+    the same variance) reaches beyond that bound. For SAC the critics' stacked kernels
+    [critics, fan_in, fan_out] too."""
 
     def kernels(kernel_init):
-        config = ppo.PPOConfig(
-            actor_hidden=(256,), critic_hidden=(256, 256), kernel_init=kernel_init
-        )
-        params = ppo.make(config).init(jax.random.PRNGKey(0), 64, 4).params
-        leaves = jax.tree_util.tree_leaves_with_path(params)
-        return [(np.asarray(x), str(path)) for path, x in leaves]
+        leaves = jax.tree_util.tree_leaves_with_path(params_of(kernel_init))
+        return [(np.asarray(x), jax.tree_util.keystr(path)) for path, x in leaves]
 
     for name, beyond in (("lecun_uniform", False), ("lecun_normal", True)):
         big = []
@@ -155,10 +163,13 @@ def test_kernel_init_lecun_uniform_is_brax_s_distribution():
             if "bias" in path:
                 np.testing.assert_array_equal(x, 0.0)
                 continue
-            bound = np.sqrt(3.0 / x.shape[0])
+            if "scale" in path:  # LayerNorm
+                continue
+            fan_in = x.shape[-2]
+            bound = np.sqrt(3.0 / fan_in)
             big.append(np.abs(x).max() > bound)
             if x.size >= 64 * 256:  # enough draws for the moments
-                np.testing.assert_allclose(x.var() * x.shape[0], 1.0, rtol=0.05)
+                np.testing.assert_allclose(x.var() * fan_in, 1.0, rtol=0.05)
                 if not beyond:  # uniform: E|x| = bound / 2
                     np.testing.assert_allclose(np.abs(x).mean(), bound / 2, rtol=0.02)
         assert any(big) == beyond, name
