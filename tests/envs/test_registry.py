@@ -156,3 +156,54 @@ def test_autoreset_first_restarts_each_env_from_its_own_first_state():
     for _ in range(2):  # and again at the next ending
         state = env.step(state, -jnp.ones((8, 1)))
     chex.assert_trees_all_close(state.obs, first.obs, atol=0)
+
+
+def test_autoreset_first_steps_as_playground_s_own_training_wrapper():
+    """Against MuJoCo Playground's `wrap_for_brax_training` (what Brax's trainers step in the
+    parity runs: its EpisodeWrapper, vmap and BraxAutoResetWrapper, which restarts a finished
+    env from its cached first data and observation). From the same first states, the same
+    actions give the same observations, rewards, dones and truncation flags at every step of
+    three episodes per env, episode ends included."""
+    from mujoco_playground import registry, wrapper
+
+    num, length, steps = 4, 20, 65
+    peer = wrapper.wrap_for_brax_training(
+        registry.load("ReacherEasy", config_overrides={"impl": "jax"}),
+        episode_length=length,
+        action_repeat=1,
+    )
+    ours = envs.make_vec("playground/ReacherEasy", num, episode_length=length, reset_to_first=True)
+    key = jax.random.PRNGKey(3)
+    mine = jax.jit(ours.reset)(key)
+    # jaxrl's reset derives each env's key from one key (its first split, then one per env);
+    # Playground's takes the per-env keys. Its state is built from the same per-env resets, with
+    # the first data and observation cached as its own reset caches them.
+    theirs = jax.jit(peer.env.reset)(jax.random.split(jax.random.split(key)[0], num))
+    cache = "AutoResetWrapper"
+    theirs.info.update(
+        {
+            f"{cache}_first_data": theirs.data,
+            f"{cache}_first_obs": theirs.obs,
+            f"{cache}_rng": jax.random.split(key, num),
+            f"{cache}_done_count": jnp.zeros(num, jnp.int32),
+        }
+    )
+    np.testing.assert_array_equal(theirs.obs, mine.obs)
+    actions = jax.random.uniform(jax.random.PRNGKey(9), (steps, num, 2), minval=-1, maxval=1)
+
+    def run(step, state):
+        def body(state, action):
+            state = step(state, action)
+            return state, (state.obs, state.reward, state.done, state.info["truncation"])
+
+        return jax.lax.scan(body, state, actions)[1]
+
+    got = jax.jit(lambda s: run(ours.step, s))(mine)
+    want = jax.jit(lambda s: run(peer.step, s))(theirs)
+    assert float(want[2].sum()) == 3 * num  # three episode ends per env, all truncations
+    np.testing.assert_array_equal(want[2], want[3])
+    for name, a, b in zip(
+        ("observations", "rewards", "dones", "truncations"), got, want, strict=True
+    ):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6, err_msg=name)
+    np.testing.assert_array_equal(got[0][length - 1], mine.obs)  # back at the first states
