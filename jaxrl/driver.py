@@ -17,6 +17,7 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -431,6 +432,7 @@ def train(
     out_dir: str | os.PathLike | None = None,
     *,
     progress: Any = print,
+    progress_fn: Callable[[int, dict[str, float]], Any] | None = None,
     checkpoint_every: int = 0,
     options: RunOptions | None = None,
     compile_cache: bool = True,
@@ -449,9 +451,12 @@ def train(
     checkpoints/<env_steps> and summary.json; `resume(out_dir)` continues it.
 
     `progress`: None (silent), a callable taking one line per chunk (default: print), or
-    "auto" / "bar" / "lines" (rich's progress bar on a terminal). `options`: how the run is
-    kept (checkpoint cadence, retention, buffer, loggers); `checkpoint_every` is a shortcut
-    for `RunOptions(checkpoint_every=...)`.
+    "auto" / "bar" / "lines" (rich's progress bar on a terminal). `progress_fn(env_steps,
+    metrics)` (as Brax's trainers call theirs): after every chunk, with that chunk's row of
+    metrics.jsonl as a dict of floats (`eval_return`, `env_steps_per_second`, the losses, ...;
+    entries that are not numbers left out), e.g. for a live plot in a notebook. `options`:
+    how the run is kept (checkpoint cadence, retention, buffer, loggers); `checkpoint_every` is
+    a shortcut for `RunOptions(checkpoint_every=...)`.
 
     `seeds` (a count, or a list of seeds; `--seeds` on the command line): those seeds train
     together in one compiled program (the chunk vmapped over them), each as the run with its
@@ -527,7 +532,17 @@ def train(
     state = _initial_state(trainer, run_grid, members)
     initial = lambda: _initial_state(trainer, run_grid, members)  # noqa: E731
     return _execute(
-        trainer, state, [], out_path, options, progress, start, saved, run_grid, initial
+        trainer,
+        state,
+        [],
+        out_path,
+        options,
+        progress,
+        start,
+        saved,
+        run_grid,
+        initial,
+        progress_fn=progress_fn,
     )
 
 
@@ -704,6 +719,7 @@ def resume(
     total_steps: int | None = None,
     devices: int | str | None = None,
     progress: Any = print,
+    progress_fn: Callable[[int, dict[str, float]], Any] | None = None,
     compile_cache: bool = True,
     wandb: bool = True,
     env: Any = None,
@@ -799,12 +815,32 @@ def resume(
     saved["run"] = dataclasses.asdict(options)
     initial = lambda: _initial_state(trainer, run_grid, members)  # noqa: E731
     return _execute(
-        trainer, state, history, out_path, options, progress, start, saved, run_grid, initial
+        trainer,
+        state,
+        history,
+        out_path,
+        options,
+        progress,
+        start,
+        saved,
+        run_grid,
+        initial,
+        progress_fn=progress_fn,
     )
 
 
 def _execute(
-    trainer, state, history, out_path, options, progress, start, saved, run_grid, initial
+    trainer,
+    state,
+    history,
+    out_path,
+    options,
+    progress,
+    start,
+    saved,
+    run_grid,
+    initial,
+    progress_fn=None,
 ) -> RunResult:
     """Compiles the chunk program and runs the chunks after `history`'s last one; between
     chunks only logs, checks for non-finite values (`RunOptions.on_nan`) and checkpoints.
@@ -841,7 +877,9 @@ def _execute(
     done = history[-1]["env_steps"] if history else 0
     train_before = history[-1]["train_seconds"] if history else 0.0
     wall_before = history[-1]["wall_seconds"] if history else 0.0
-    reporter = logs.make_progress(progress, f"{config.algo} {config.env}", total, done)
+    reporter = logs.make_progress(
+        progress, f"{config.algo} {config.env}", total, done, progress_fn if primary else None
+    )
     if reporter:
         reporter.message(f"[{config.algo} {config.env}] compiled in {compile_seconds:.1f}s")
 

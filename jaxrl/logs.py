@@ -8,6 +8,7 @@ import csv
 import hashlib
 import json
 import math
+import numbers
 import pathlib
 import sys
 from collections.abc import Callable
@@ -222,10 +223,58 @@ class Progress:
             self._bar.stop()
 
 
-def make_progress(progress: Any, name: str, total: int, done: int) -> Progress | None:
-    """`progress`: None (silent), "auto" / "bar" / "lines", or a callable taking each line."""
+def make_progress(
+    progress: Any, name: str, total: int, done: int, progress_fn: Callable | None = None
+) -> Any:
+    """`progress`: None (silent), "auto" / "bar" / "lines", or a callable taking each line;
+    `progress_fn(env_steps, metrics)` also gets each chunk's row as numbers."""
     if progress is None:
-        return None
-    if isinstance(progress, str):
-        return Progress(name, total, done, mode=progress)
-    return Progress(name, total, done, mode="lines", printer=progress)
+        lines = None
+    elif isinstance(progress, str):
+        lines = Progress(name, total, done, mode=progress)
+    else:
+        lines = Progress(name, total, done, mode="lines", printer=progress)
+    if progress_fn is None:
+        return lines
+    return _Reporters([r for r in (lines, MetricsCallback(progress_fn)) if r is not None])
+
+
+class MetricsCallback:
+    """Hands each chunk's row to `fn(env_steps, metrics)`, its numbers as floats (Brax's
+    `progress_fn` convention); messages (compile time, rollbacks) are for the lines only."""
+
+    def __init__(self, fn: Callable[[int, dict[str, float]], Any]):
+        self.fn = fn
+
+    def message(self, text: str) -> None:
+        pass
+
+    def chunk(self, row: dict) -> None:
+        values = {
+            k: float(v)
+            for k, v in row.items()
+            if isinstance(v, numbers.Real) and not isinstance(v, bool)
+        }
+        self.fn(int(row["env_steps"]), values)
+
+    def close(self) -> None:
+        pass
+
+
+class _Reporters:
+    """Several reporters as one (the progress lines and a metrics callback)."""
+
+    def __init__(self, reporters: list):
+        self.reporters = reporters
+
+    def message(self, text: str) -> None:
+        for reporter in self.reporters:
+            reporter.message(text)
+
+    def chunk(self, row: dict) -> None:
+        for reporter in self.reporters:
+            reporter.chunk(row)
+
+    def close(self) -> None:
+        for reporter in self.reporters:
+            reporter.close()

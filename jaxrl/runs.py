@@ -73,12 +73,20 @@ def configs_from_json(saved: dict) -> tuple[TrainConfig, Any]:
         ) from None
 
 
+# A standalone policy file (`Policy.save`): flax's msgpack of the configs (as config.json
+# holds them), the env's sizes, the agent state without its optimiser states and the
+# observation statistics. Its first bytes name the format, so `load_policy` tells it from a
+# run folder and refuses other files by name.
+POLICY_FORMAT = "jaxrl-policy-1"
+
+
 @dataclasses.dataclass
 class Policy:
     """A trained policy, callable as `policy(obs) -> action`: greedy (the deterministic action)
     and jitted, with the run's observation normalisation applied. `obs` is one observation
     [obs_size] or a batch [..., obs_size], or the env's dict observation (read at the run's
-    actor entry, `config.actor_obs`, default "state")."""
+    actor entry, `config.actor_obs`, default "state"). `policy.save(path)` writes it to one
+    file that `jaxrl.load_policy(path)` reads back without the run folder."""
 
     config: TrainConfig
     agent_config: Any
@@ -88,10 +96,105 @@ class Policy:
     _apply: Callable = dataclasses.field(repr=False)
     member: str | None = None
     """Of a run of several seeds or settings (`--seeds`, `--vmap`): which member this is."""
+    sizes: tuple[int, int | None, int] | None = None
+    """(observation size, the critic's own observation size or None, action size)."""
 
     def __call__(self, obs: Any) -> jax.Array:
         obs = jax.tree.map(lambda x: jnp.asarray(x, jnp.float32), obs)
+        if self.sizes is not None and not isinstance(obs, dict):
+            # Checked here: inside the jitted policy a wrong size is flax's ScopeParamShapeError
+            # or a broadcasting error about the normaliser, neither naming the observation.
+            if obs.ndim == 0 or obs.shape[-1] != self.sizes[0]:
+                raise ValueError(
+                    f"the policy takes observations of size {self.sizes[0]} (one [obs_size] or "
+                    f"a batch [..., obs_size]), got an array of shape {tuple(obs.shape)}"
+                )
         return self._apply(self.agent_state, self.obs_stats, obs)
+
+    def __repr__(self) -> str:
+        # The dataclass's own repr prints every parameter array (thousands of lines).
+        sizes = "" if self.sizes is None else f", obs {self.sizes[0]} -> action {self.sizes[2]}"
+        member = "" if self.member is None else f", member {self.member}"
+        return (
+            f"Policy({self.config.algo} on {self.config.env}, {self.env_steps:,} env steps"
+            f"{sizes}{member})"
+        )
+
+    def save(self, path: str | os.PathLike) -> pathlib.Path:
+        """Writes this policy to one file (`jaxrl.load_policy(path)` reads it back): its
+        configs, parameters and observation statistics, without the optimiser states."""
+        from flax import serialization
+
+        if self.sizes is None:
+            raise RunError("this policy does not know its env's sizes; load it with load_policy")
+        record = {
+            "format": POLICY_FORMAT,
+            "config": json.dumps(
+                {
+                    "train": dataclasses.asdict(self.config),
+                    "agent": dataclasses.asdict(self.agent_config),
+                    "env_info": dict(zip(_SIZE_NAMES, self.sizes, strict=True)),
+                    "env_steps": self.env_steps,
+                    "member": self.member,
+                    "versions": {"jaxrl": version()},
+                },
+                default=str,
+            ),
+            "agent_state": serialization.to_state_dict(_without_optimisers(self.agent_state)),
+            "obs_stats": serialization.to_state_dict(self.obs_stats),
+        }
+        path = pathlib.Path(path)
+        path.write_bytes(serialization.msgpack_serialize(jax.device_get(record)))
+        return path
+
+
+_SIZE_NAMES = ("observation_size", "critic_observation_size", "action_size")
+
+
+def _without_optimisers(agent_state: Any) -> Any:
+    """The agent state with every learner's optimiser state dropped (a policy never reads it)."""
+    from jaxrl.agents.base import Learner
+
+    return jax.tree.map(
+        lambda x: x.replace(opt_state=None) if isinstance(x, Learner) else x,
+        agent_state,
+        is_leaf=lambda x: isinstance(x, Learner),
+    )
+
+
+def _load_policy_file(path: pathlib.Path) -> Policy:
+    from flax import serialization
+
+    try:
+        record = serialization.msgpack_restore(path.read_bytes())
+    except Exception:  # msgpack's own errors name no file
+        record = None
+    if not isinstance(record, dict) or record.get("format") != POLICY_FORMAT:
+        raise RunError(f"{path} is neither a run folder nor a policy file written by Policy.save")
+    saved = json.loads(record["config"])
+    config, agent_config = configs_from_json(saved)
+    sizes = _sizes(saved)
+    agent = agents.get(config.algo).make(agent_config)
+    view = ObservationView(None, None, sizes[0], sizes[1])
+    like_agent = jax.eval_shape(
+        lambda key: init_agent(agent, key, view, sizes[2]), jax.random.PRNGKey(0)
+    )
+    like_agent = _without_optimisers(like_agent)
+    like_stats = jax.eval_shape(lambda: normalization.init(view.sizes))
+    as_arrays = lambda tree: jax.tree.map(jnp.asarray, tree)  # noqa: E731
+    agent_state = as_arrays(serialization.from_state_dict(like_agent, record["agent_state"]))
+    stats = as_arrays(serialization.from_state_dict(like_stats, record["obs_stats"]))
+    apply = jax.jit(make_policy(config, agent))
+    return Policy(
+        config,
+        agent_config,
+        agent_state,
+        stats,
+        int(saved["env_steps"]),
+        apply,
+        saved.get("member"),
+        sizes,
+    )
 
 
 def _sizes(saved: dict) -> tuple[int, int | None, int]:
@@ -132,7 +235,15 @@ def load_policy(
     """The greedy policy of a run's newest checkpoint (or of `checkpoint_step`, in env steps):
     `policy = jaxrl.load_policy("runs/NAME"); action = policy(obs)`. Builds no env.
     Of a run of several members (`--seeds`, `--vmap`): member `member` (an index, setting-major
-    as the grid lists them), by default the one with the best eval return at that checkpoint."""
+    as the grid lists them), by default the one with the best eval return at that checkpoint.
+    `run_dir` may also be a file written by `Policy.save` (no other argument then applies)."""
+    if pathlib.Path(run_dir).is_file():
+        if checkpoint_step is not None or member is not None:
+            raise RunError(
+                f"{run_dir} is a policy file: it holds one policy, so checkpoint_step and "
+                "member do not apply"
+            )
+        return _load_policy_file(pathlib.Path(run_dir))
     saved = read_config_json(run_dir)
     config, agent_config = configs_from_json(saved)
     obs_size, critic_size, action_size = _sizes(saved)
@@ -164,7 +275,8 @@ def load_policy(
     elif member not in (None, 0):
         raise RunError(f"member {member}: {run_dir} is a run of one seed")
     apply = jax.jit(make_policy(config, agent))
-    return Policy(config, agent_config, agent_state, stats, step, apply, label)
+    sizes = (obs_size, critic_size, action_size)
+    return Policy(config, agent_config, agent_state, stats, step, apply, label, sizes)
 
 
 def evaluate_run(

@@ -234,6 +234,61 @@ def test_load_policy_applies_the_saved_normalisation(tmp_path):
     assert not np.allclose(policy(obs), raw, atol=1e-3)
 
 
+@pytest.mark.parametrize("make_config,agent_config", [(_sac, TINY_SAC), (_ppo, TINY_PPO)])
+def test_policy_saves_to_one_small_file_that_loads_without_the_run(
+    tmp_path, make_config, agent_config
+):
+    """`policy.save(path)` then `jaxrl.load_policy(path)`: the same actions, normalisation
+    included, with the run folder gone; the file is far smaller than a checkpoint (no
+    optimiser states, no replay); a short repr; a wrong observation size named as such."""
+    import shutil
+
+    driver.train(make_config(total_steps=256), agent_config, tmp_path / "run", **QUIET)
+    policy = jaxrl.load_policy(tmp_path / "run")
+    obs = jax.random.normal(jax.random.PRNGKey(1), (5, 3)) * 3
+    expected = np.asarray(policy(obs))
+    path = policy.save(tmp_path / "pendulum.policy")
+    shutil.rmtree(tmp_path / "run")
+    loaded = jaxrl.load_policy(path)
+    np.testing.assert_array_equal(loaded(obs), expected)
+    np.testing.assert_array_equal(loaded(obs[2]), expected[2])
+    assert (loaded.config, loaded.agent_config) == (policy.config, policy.agent_config)
+    assert loaded.env_steps == 256 and loaded.obs_stats.count > 0
+    params = sum(x.size * 4 for x in jax.tree.leaves(loaded.agent_state))
+    assert path.stat().st_size < 1.5 * params + 8192  # parameters and statistics, little else
+    shown = repr(loaded)
+    assert (
+        shown
+        == f"Policy({make_config().algo} on classic/pendulum, 256 env steps, obs 3 -> action 1)"
+    )
+    with pytest.raises(ValueError, match=r"observations of size 3.*shape \(5, 4\)"):
+        loaded(jnp.zeros((5, 4)))
+    with pytest.raises(runs.RunError, match="policy file: it holds one policy"):
+        jaxrl.load_policy(path, member=1)
+    (tmp_path / "other.bin").write_bytes(b"not a policy")
+    with pytest.raises(runs.RunError, match="neither a run folder nor a policy file"):
+        jaxrl.load_policy(tmp_path / "other.bin")
+
+
+def test_progress_fn_gets_each_chunk_s_row_as_numbers(tmp_path):
+    """Brax's convention, progress_fn(env_steps, metrics): called once per chunk, on resume
+    too, with the row metrics.jsonl holds, as floats (nothing that is not a number)."""
+    calls = []
+    result = driver.train(
+        _sac(), TINY_SAC, tmp_path / "run", progress=None, progress_fn=lambda *a: calls.append(a)
+    )
+    assert [step for step, _ in calls] == [128, 256, 384, 512]
+    for (_, metrics), row in zip(calls, result.history, strict=True):
+        assert all(type(v) is float for v in metrics.values())
+        assert metrics["eval_return"] == row["eval_return"] and "critic_loss" in metrics
+        assert metrics["env_steps"] == row["env_steps"]
+    resumed = []
+    driver.resume(
+        tmp_path / "run", total_steps=768, progress=None, progress_fn=lambda *a: resumed.append(a)
+    )
+    assert [step for step, _ in resumed] == [640, 768]
+
+
 def test_evaluate_run_matches_the_trainers_evaluation(tmp_path):
     config = _sac(total_steps=256, eval_envs=4)
     result = driver.train(config, TINY_SAC, tmp_path / "run", **QUIET)
