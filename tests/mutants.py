@@ -805,12 +805,12 @@ MUTANTS = [
         RUNS,
     ),
     m(
-        "help-shows-whole-docstrings",
+        "help-shows-first-lines",
         "jaxrl/config/resolve.py",
-        '        line = _one_line(docs.get(field.name, ""))',
-        '        line = docs.get(field.name, "")',
-        "--help prints every field's whole docstring instead of one line",
-        "tests/test_cli.py",
+        '    line = first_sentence(_field_docstrings(cls).get(field.name, ""))',
+        '    line = _field_docstrings(cls).get(field.name, "").split("\\n")[0]',
+        "--help cuts each description at the docstring's first line, mid-sentence",
+        "tests/test_help.py",
     ),
     m(
         "sweep-settings-unchecked",

@@ -194,7 +194,7 @@ def test_integers_in_scientific_notation_and_optional_booleans():
 
 
 def test_help_shows_the_presets_values_and_each_fields_description(capsys, monkeypatch):
-    monkeypatch.setenv("COLUMNS", "200")
+    monkeypatch.setenv("COLUMNS", "120")  # one column: wider, tyro sets sections side by side
     with pytest.raises(SystemExit) as exit_info:
         cli.main(["train", "--preset", "sac_pendulum", "--help"])
     assert exit_info.value.code == 0

@@ -7,7 +7,7 @@ the batch statistics cover both distributions. Running statistics are agent stat
 from __future__ import annotations
 
 import dataclasses
-from typing import ClassVar
+from typing import Annotated, ClassVar
 
 import flax.struct
 import jax
@@ -24,7 +24,8 @@ from jaxrl.agents.base import (
     hyperparameters,
     learner,
 )
-from jaxrl.networks import BRNGaussianActor, BRNQEnsemble
+from jaxrl.config.choices import Choices
+from jaxrl.networks import MATMUL_PRECISIONS, BRNGaussianActor, BRNQEnsemble
 from jaxrl.types import Batch
 
 
@@ -36,7 +37,7 @@ class CrossQConfig:
     """Hidden-layer widths of the policy network, each layer with BatchRenorm."""
     critic_hidden: tuple[int, ...] = (2048, 2048)
     """Hidden-layer widths of each critic, each layer with BatchRenorm (SBX uses 1024)."""
-    matmul_precision: str = "float32"
+    matmul_precision: Annotated[str, Choices(MATMUL_PRECISIONS)] = "float32"
     """Network matmuls: "float32", or "bfloat16" (bf16 operands, float32 sums; GPU only).
     With "bfloat16" every product's operands are rounded to bfloat16 and summed in float32, in
     the backward pass too (tensor-core speed on GPUs); on a CPU it computes in float32.

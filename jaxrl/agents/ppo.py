@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import ClassVar, NamedTuple
+from typing import Annotated, ClassVar, NamedTuple
 
 import flax.struct
 import jax
@@ -20,9 +20,14 @@ import optax
 
 from jaxrl import distributions
 from jaxrl.agents.base import Agent, check_network_config, hyperparameters
+from jaxrl.config.choices import Choices
 from jaxrl.errors import ConfigError
-from jaxrl.networks import ACTIVATIONS, MLP, GaussianActor
+from jaxrl.networks import ACTIVATIONS, KERNEL_INITS, MATMUL_PRECISIONS, MLP, GaussianActor
 from jaxrl.types import Rollout
+
+LR_SCHEDULES = ("constant", "linear")
+ADVANTAGE_ESTIMATORS = ("gae", "vtrace")
+TRUNCATIONS = ("bootstrap", "mask")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,14 +39,14 @@ class PPOConfig:
     """Hidden-layer widths of the policy network."""
     critic_hidden: tuple[int, ...] = (256, 256, 256, 256, 256)
     """Hidden-layer widths of the value network."""
-    matmul_precision: str = "float32"
+    matmul_precision: Annotated[str, Choices(MATMUL_PRECISIONS)] = "float32"
     """Network matmuls: "float32", or "bfloat16" (bf16 operands, float32 sums; GPU only).
     With "bfloat16" every product's operands are rounded to bfloat16 and summed in float32, in
     the backward pass too (tensor-core speed on GPUs); on a CPU it computes in float32.
     Parameters, optimiser states, norms and losses stay float32 (`networks.dense_precision`)."""
     learning_rate: float = 3e-4
     """Adam learning rate of the policy and value networks (one optimiser)."""
-    lr_schedule: str = "constant"
+    lr_schedule: Annotated[str, Choices(LR_SCHEDULES)] = "constant"
     """Learning-rate schedule: "constant", or "linear" (decays to 0 over the run)."""
     num_epochs: int = 4
     """Passes over each rollout per update (Brax: num_updates_per_batch)."""
@@ -59,7 +64,7 @@ class PPOConfig:
     """Clip of the gradients' global norm; 0 turns clipping off."""
     gae_lambda: float = 0.95
     """GAE's lambda, from 1-step TD advantages (0) to discounted returns minus V (1)."""
-    advantage_estimator: str = "gae"
+    advantage_estimator: Annotated[str, Choices(ADVANTAGE_ESTIMATORS)] = "gae"
     """Advantage estimator: "gae" (Schulman et al.) or "vtrace" (Brax's PPO).
     "gae": A_t = delta_t + gamma lam A_{t+1}. "vtrace": A_t = r_t + gamma v_{t+1} - V(s_t)
     with v the lambda-return (IMPALA's policy-gradient advantage with on-policy ratios), i.e.
@@ -67,7 +72,7 @@ class PPOConfig:
     gae_horizon: int = 0
     """Steps after which the advantage recursion restarts, bootstrapping from V there; 0: never.
     Brax computes it per unroll of unroll_length steps; 0 runs it over the whole rollout."""
-    truncation: str = "bootstrap"
+    truncation: Annotated[str, Choices(TRUNCATIONS)] = "bootstrap"
     """How a truncated step (the time limit) enters the advantages. "bootstrap": from V of the
     observation it reached (`Rollout.next_obs`). "mask" (Brax's PPO, whose rollouts keep only
     the next episode's first observation there): its TD error and advantage are 0 and its
@@ -86,9 +91,9 @@ class PPOConfig:
     softplus_std: bool = True
     """Policy std from Brax's head, softplus(raw) + 0.001 (std 0.69 at init, no upper bound).
     False: exp of a log-std squashed into [-5, 2] (std 0.22 at init)."""
-    activation: str = "relu"
+    activation: Annotated[str, Choices(ACTIVATIONS)] = "relu"
     """Hidden-layer activation of both networks: "relu", or "swish" (Brax's PPO default)."""
-    kernel_init: str = "lecun_normal"
+    kernel_init: Annotated[str, Choices(KERNEL_INITS)] = "lecun_normal"
     """Weight initialisation of both networks: "lecun_normal" (flax's default, a truncated
     normal of variance 1 / fan_in) or "lecun_uniform" (Brax's networks: a uniform of the same
     variance). Biases start at 0 either way."""
@@ -123,7 +128,7 @@ class PPOConfig:
             raise ValueError(
                 f"activation must be one of {sorted(ACTIVATIONS)}, got {self.activation!r}"
             )
-        if self.advantage_estimator not in ("gae", "vtrace"):
+        if self.advantage_estimator not in ADVANTAGE_ESTIMATORS:
             raise ValueError(
                 f"advantage_estimator must be 'gae' or 'vtrace', got {self.advantage_estimator!r}"
             )
@@ -131,14 +136,14 @@ class PPOConfig:
             raise ValueError(
                 f"gae_horizon must be >= 0 (0: the whole rollout), got {self.gae_horizon}"
             )
-        if self.truncation not in ("bootstrap", "mask"):
+        if self.truncation not in TRUNCATIONS:
             raise ValueError(f"truncation must be 'bootstrap' or 'mask', got {self.truncation!r}")
         if self.advantage_in_loss and self.gae_horizon < 1:
             raise ValueError(
                 "advantage_in_loss computes advantages per unroll of gae_horizon steps: set "
                 f"gae_horizon >= 1 (Brax: its unroll_length), got {self.gae_horizon}"
             )
-        if self.lr_schedule not in ("constant", "linear"):
+        if self.lr_schedule not in LR_SCHEDULES:
             raise ValueError(
                 f"lr_schedule must be 'constant' or 'linear', got {self.lr_schedule!r}"
             )

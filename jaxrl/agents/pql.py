@@ -17,11 +17,14 @@ or more, actor and learners run on separate devices at once (`split_every`, the 
 from __future__ import annotations
 
 import dataclasses
-from typing import ClassVar
+from typing import Annotated, ClassVar
 
 from jaxrl import heads
 from jaxrl.agents import td3
 from jaxrl.agents.base import Agent
+from jaxrl.config.choices import Choices
+
+CRITICS = ("double_q", "c51")  # PQLConfig.critic
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,7 +37,7 @@ class PQLConfig(td3.TD3Config, heads.CategoricalSettings):
     target_actor: bool = False
     # Per-env std comes from the loop's noise scale, linspace(0.05, 0.8): the base std is 1.
     exploration_noise: float = 1.0
-    critic: str = "double_q"
+    critic: Annotated[str, Choices(CRITICS)] = "double_q"
     """"double_q": scalar critics; "c51": categorical ones over num_atoms in [v_min, v_max]
     (PQL-D)."""
 
@@ -45,7 +48,7 @@ class PQLConfig(td3.TD3Config, heads.CategoricalSettings):
 
     def __post_init__(self):
         super().__post_init__()
-        if self.critic not in ("double_q", "c51"):
+        if self.critic not in CRITICS:
             raise ValueError(f"critic must be 'double_q' or 'c51', got {self.critic!r}")
         if self.critic == "c51":
             self.check_support()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any, ClassVar, NamedTuple
+from typing import Annotated, Any, ClassVar, NamedTuple
 
 import flax.struct
 import jax
@@ -27,7 +27,8 @@ from jaxrl.agents.base import (
     polyak,
     update_hyperparameters,
 )
-from jaxrl.networks import GaussianActor, QEnsemble
+from jaxrl.config.choices import Choices
+from jaxrl.networks import KERNEL_INITS, MATMUL_PRECISIONS, GaussianActor, QEnsemble
 from jaxrl.types import Batch
 
 
@@ -39,7 +40,7 @@ class SACConfig:
     """Hidden-layer widths of the policy network."""
     critic_hidden: tuple[int, ...] = (256, 256)
     """Hidden-layer widths of each critic network."""
-    matmul_precision: str = "float32"
+    matmul_precision: Annotated[str, Choices(MATMUL_PRECISIONS)] = "float32"
     """Network matmuls: "float32", or "bfloat16" (bf16 operands, float32 sums; GPU only).
     With "bfloat16" every product's operands are rounded to bfloat16 and summed in float32, in
     the backward pass too (tensor-core speed on GPUs); on a CPU it computes in float32.
@@ -56,7 +57,7 @@ class SACConfig:
     """Policy std from Brax's head, softplus(raw) + 0.001, instead of a squashed log-std.
     True: std 0.69 at init, no upper bound; False: exp of a log-std squashed into [-5, 2]
     (std 0.22 at init)."""
-    kernel_init: str = "lecun_normal"
+    kernel_init: Annotated[str, Choices(KERNEL_INITS)] = "lecun_normal"
     """Weight initialisation of the policy and the critics: "lecun_normal" (flax's default, a
     truncated normal of variance 1 / fan_in) or "lecun_uniform" (Brax's networks: a uniform of
     the same variance). Biases start at 0 either way."""
@@ -74,15 +75,15 @@ class SACConfig:
     """Target entropy = -target_entropy_scale * |A|: 1.0 in the paper, 0.5 in Brax's SAC."""
     reward_scale: float = 1.0
     """Rewards are multiplied by this in the critic targets."""
-    temperature_loss: str = "log_alpha"
+    temperature_loss: Annotated[str, Choices(TEMPERATURE_LOSSES)] = "log_alpha"
     """The temperature's loss. "log_alpha": -log(alpha) E[log pi + H_target] (its gradient in
     log alpha does not depend on alpha). "alpha" (Brax's SAC): alpha E[-log pi - H_target], whose
     gradient scales with alpha, so Adam's steps shrink for a while after alpha falls."""
-    truncation: str = "bootstrap"
+    truncation: Annotated[str, Choices(TRUNCATIONS)] = "bootstrap"
     """Rows whose episode ended at the time limit: "bootstrap" (their target bootstraps from the
     state reached, as every other row's) or "mask" (Brax's SAC: weight 0 in the critic loss,
     still counted in its mean over rows, so the loss shrinks with their share)."""
-    temperature_draw: str = "actor"
+    temperature_draw: Annotated[str, Choices(TEMPERATURE_DRAWS)] = "actor"
     """The action sample the temperature's loss reads: "actor" (the actor loss's own draw) or
     "own" (Brax's SAC: a second draw from the same policy, with a key of its own; one more
     sample, no more network passes). Both are unbiased estimates of the same expectation."""
@@ -90,7 +91,7 @@ class SACConfig:
     # REDQ / DroQ knobs (off by default, i.e. plain SAC):
     num_target_critics: int | None = None
     """Size of the random subset of critics the target's min is over (REDQ: 2); None: all."""
-    actor_q: str = "min"
+    actor_q: Annotated[str, Choices(ACTOR_Q)] = "min"
     """How the actor's loss reduces the critics: "min" over them (SAC) or "mean" (REDQ)."""
     critic_dropout: float = 0.0
     """Dropout rate in each critic hidden layer; 0: none (DroQ: 0.01, with LayerNorm).
@@ -122,7 +123,7 @@ class SACConfig:
                 f"num_target_critics must be in [1, num_critics={self.num_critics}], "
                 f"got {self.num_target_critics}"
             )
-        if self.actor_q not in ("min", "mean"):
+        if self.actor_q not in ACTOR_Q:
             raise ValueError(f"actor_q must be 'min' or 'mean', got {self.actor_q!r}")
         if not 0 <= self.critic_dropout < 1:
             raise ValueError(f"critic_dropout must be in [0, 1), got {self.critic_dropout}")
@@ -195,6 +196,7 @@ def actor_loss(
 TEMPERATURE_LOSSES = ("log_alpha", "alpha")
 TEMPERATURE_DRAWS = ("actor", "own")
 TRUNCATIONS = ("bootstrap", "mask")
+ACTOR_Q = ("min", "mean")  # how the actor's loss reduces the critics
 
 
 def row_weights(batch: Batch, truncation: str) -> jax.Array | None:

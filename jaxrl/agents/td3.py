@@ -7,7 +7,7 @@ Also the base of the deterministic family: `target_actor=False` drops the target
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
 import flax.struct
 import jax
@@ -26,7 +26,8 @@ from jaxrl.agents.base import (
     polyak,
     update_hyperparameters,
 )
-from jaxrl.networks import DeterministicActor, QEnsemble
+from jaxrl.config.choices import Choices
+from jaxrl.networks import MATMUL_PRECISIONS, DeterministicActor, QEnsemble
 from jaxrl.types import Batch
 
 
@@ -38,7 +39,7 @@ class TD3Config:
     """Hidden-layer widths of the deterministic policy network."""
     critic_hidden: tuple[int, ...] = (256, 256)
     """Hidden-layer widths of each critic network."""
-    matmul_precision: str = "float32"
+    matmul_precision: Annotated[str, Choices(MATMUL_PRECISIONS)] = "float32"
     """Network matmuls: "float32", or "bfloat16" (bf16 operands, float32 sums; GPU only).
     With "bfloat16" every product's operands are rounded to bfloat16 and summed in float32, in
     the backward pass too (tensor-core speed on GPUs); on a CPU it computes in float32.
@@ -72,7 +73,7 @@ class TD3Config:
     still moves with the actor."""
     reward_scale: float = 1.0
     """Rewards are multiplied by this in the critic targets."""
-    actor_q: str = "first"
+    actor_q: Annotated[str, Choices(heads.ACTOR_Q)] = "first"
     """What the actor climbs: the "first" critic (the paper), the "min" (FastTD3) or the "mean"
     of the critics' values."""
     weight_decay: float = 0.0

@@ -3,8 +3,9 @@
 agent's config, TrainOptions). `jaxrl train` and `jaxrl sweep` call it, and so do the
 benchmarks, to run exactly what a command line would.
 
-Flags come from the config classes' fields with tyro; each flag's description is the first line
-of the field's docstring.
+Flags come from the config classes' fields with tyro, in sections (run, env, loop, the
+algorithm's own); each flag's description is the first sentence of the field's docstring, and
+docs/FLAGS.md (`python -m jaxrl.config.flagdoc`) gives them whole.
 """
 
 from __future__ import annotations
@@ -20,12 +21,14 @@ import json
 import math
 import pathlib
 import textwrap
+import types
 import typing
 from typing import Annotated, Any, Literal
 
 import tyro
 
 from jaxrl import agents
+from jaxrl.config.choices import Choices
 from jaxrl.config.train import TrainConfig
 from jaxrl.errors import ConfigError
 
@@ -194,61 +197,167 @@ def _field_docstrings(cls: type) -> dict[str, str]:
     return docs
 
 
-def _one_line(text: str) -> str:
-    """A docstring's first line, as the flag's description in --help."""
-    return text.splitlines()[0].strip() if text else ""
+_ABBREVIATIONS = ("e.g.", "i.e.", "etc.", "cf.", "vs.", "al.", "approx.")
+
+
+def first_sentence(text: str) -> str:
+    """A docstring's first sentence, as the flag's description in --help: its first paragraph
+    joined into one line, up to the first ". " that ends a sentence (not "e.g. ") or the end."""
+    paragraph = " ".join(text.split("\n\n", 1)[0].split()) if text else ""
+    start = 0
+    while (stop := paragraph.find(". ", start)) != -1:
+        if paragraph[: stop + 1].rsplit(" ", 1)[-1].lstrip("(").lower() not in _ABBREVIATIONS:
+            return paragraph[: stop + 1]
+        start = stop + 2
+    return paragraph
 
 
 _ARG_CONFIG = type(tyro.conf.arg())  # what tyro.conf.arg(...) marks a field with
+_PLAIN_METAVARS = {str: "STR", int: "INT", float: "FLOAT"}
+
+# The help's sections: the run (where it goes, seeds, checkpoints, logs, hosts), the env and
+# the training loop; the algorithm's own flags come last, under its name. Fields of TrainOptions
+# not named here are the run's, fields of TrainConfig not named here the loop's.
+SECTIONS = {
+    "run": "The run: what starts it, where it is kept, its seeds, devices and logs.",
+    "env": "The environment: which, how many in parallel, episodes and physics.",
+    "loop": "The training loop: length, replay buffer, evaluation, normalisation, exploration.",
+}
+_ENV_FIELDS = (
+    "env",
+    "env_options",
+    "env_option",
+    "env_imports",
+    "num_envs",
+    "episode_length",
+    "action_repeat",
+    "autoreset",
+    "actor_obs",
+    "critic_obs",
+    "joint_limit_actions",
+    "randomize",
+    "randomize_scale",
+    "randomize_eval",
+)
+_RUN_FIELDS_OF_TRAIN = ("algo", "seed", "devices")
+_RUN_ORDER = ("preset", "config", "resume", "out", "algo", "seed", "seeds", "vmap", "devices")
+
+
+def field_choices(cls: type, name: str) -> Choices | None:
+    """The `Choices` marked on field `name` of `cls` or, where a subclass redeclares the field
+    only to change its default, of the nearest base class that marks it."""
+    for klass in cls.__mro__:
+        if name not in getattr(klass, "__annotations__", {}):
+            continue
+        hint = typing.get_type_hints(klass, include_extras=True).get(name)
+        if typing.get_origin(hint) is Annotated:
+            marks = [e for e in typing.get_args(hint)[1:] if isinstance(e, Choices)]
+            if marks:
+                return marks[0]
+    return None
+
+
+def field_metavar(cls: type, name: str, hint: Any) -> str | None:
+    """The metavar of a field's flag where tyro's own is not the one to show: the choices of a
+    `str` field marked with `Choices`, and STR/INT/FLOAT for an optional one (not {None}|STR:
+    None, the default, is written "None")."""
+    choices = field_choices(cls, name)
+    if choices is not None:
+        return choices.metavar
+    args = typing.get_args(hint)
+    if typing.get_origin(hint) in (typing.Union, types.UnionType) and type(None) in args:
+        rest = [a for a in args if a is not type(None)]
+        if len(rest) == 1 and rest[0] in _PLAIN_METAVARS:
+            return _PLAIN_METAVARS[rest[0]]
+    return None
+
+
+def _mirror_field(cls: type, field: dataclasses.Field) -> tuple[str, Any, Any]:
+    """(name, type, default) of `field` for a help mirror: its tyro markers, with the
+    description (first sentence of the docstring) and the metavar of `field_metavar`."""
+    hint, extras = typing.get_type_hints(cls, include_extras=True)[field.name], ()
+    if typing.get_origin(hint) is Annotated:
+        hint, *extras = typing.get_args(hint)
+    line = first_sentence(_field_docstrings(cls).get(field.name, ""))
+    configs = [e for e in extras if isinstance(e, _ARG_CONFIG)]
+    others = [e for e in extras if not isinstance(e, (_ARG_CONFIG, Choices))]
+    arg = dataclasses.replace(configs[0], help=line) if configs else tyro.conf.arg(help=line)
+    metavar = field_metavar(cls, field.name, hint)
+    if metavar is not None and arg.metavar is None:
+        arg = dataclasses.replace(arg, metavar=metavar)
+    default = (
+        dataclasses.field(default_factory=field.default_factory)
+        if field.default_factory is not dataclasses.MISSING
+        else dataclasses.field(default=field.default)
+    )
+    return field.name, Annotated[(hint, *others, arg)], default
+
+
+def section_fields(algo: str) -> dict[str, list[tuple[type, dataclasses.Field]]]:
+    """The flags' sections, in order, each a list of (config class, field): run, env, loop,
+    then the algorithm's own (keyed by its name)."""
+    sections: dict[str, list] = {name: [] for name in SECTIONS}
+    for cls in (TrainOptions, TrainConfig):
+        for field in dataclasses.fields(cls):
+            if field.name in _ENV_FIELDS:
+                sections["env"].append((cls, field))
+            elif cls is TrainOptions or field.name in _RUN_FIELDS_OF_TRAIN:
+                sections["run"].append((cls, field))
+            else:
+                sections["loop"].append((cls, field))
+    sections["env"].sort(key=lambda item: _ENV_FIELDS.index(item[1].name))
+    sections["run"].sort(  # stable: the fields not named keep their order, after those named
+        key=lambda item: _RUN_ORDER.index(item[1].name) if item[1].name in _RUN_ORDER else 99
+    )
+    config_cls = agents.get(algo).config_cls
+    sections[algo] = [(config_cls, field) for field in dataclasses.fields(config_cls)]
+    return sections
+
+
+def section_title(algo: str, name: str) -> str:
+    if name in SECTIONS:
+        return SECTIONS[name]
+    return f"{name.upper()}'s own flags ({agents.get(algo).config_cls.__name__})."
 
 
 @functools.cache
-def _help_mirror(cls: type) -> type:
-    """A dataclass with `cls`'s fields whose --help shows one line per flag (the first line of
-    the field's docstring); `_from_mirror` turns a parsed one back into `cls`, which runs
-    `cls`'s own checks."""
-    hints = typing.get_type_hints(cls, include_extras=True)
-    docs = _field_docstrings(cls)
-    fields = []
-    for field in dataclasses.fields(cls):
-        hint, extras = hints[field.name], ()
-        if typing.get_origin(hint) is Annotated:
-            hint, *extras = typing.get_args(hint)
-        line = _one_line(docs.get(field.name, ""))
-        configs = [e for e in extras if isinstance(e, _ARG_CONFIG)]
-        others = [e for e in extras if not isinstance(e, _ARG_CONFIG)]
-        arg = dataclasses.replace(configs[0], help=line) if configs else tyro.conf.arg(help=line)
-        default = (
-            dataclasses.field(default_factory=field.default_factory)
-            if field.default_factory is not dataclasses.MISSING
-            else dataclasses.field(default=field.default)
-        )
-        fields.append((field.name, Annotated[(hint, *others, arg)], default))
-    return dataclasses.make_dataclass(cls.__name__, fields)
-
-
-def _to_mirror(value: Any) -> Any:
-    cls = _help_mirror(type(value))
-    return cls(**{f.name: getattr(value, f.name) for f in dataclasses.fields(value)})
-
-
-def _from_mirror(value: Any, cls: type) -> Any:
-    return cls(**{f.name: getattr(value, f.name) for f in dataclasses.fields(value)})
-
-
 def _command_class(algo: str) -> type:
-    spec = agents.get(algo)
-    return dataclasses.make_dataclass(
-        "TrainCommand",
-        [
-            ("options", Annotated[_help_mirror(TrainOptions), *_GROUP, tyro.conf.arg(name="")]),
-            ("run", Annotated[_help_mirror(TrainConfig), *_GROUP, tyro.conf.arg(name="")]),
-            (
-                "agent",
-                Annotated[_help_mirror(spec.config_cls), *_GROUP, tyro.conf.arg(name="")],
-            ),
-        ],
-    )
+    """The dataclass tyro parses: one nested dataclass per section (each a group of --help,
+    titled by its name), whose fields keep their flag names (no prefix)."""
+    groups = []
+    for name, members in section_fields(algo).items():
+        mirror = dataclasses.make_dataclass(
+            f"{name.title()}Flags", [_mirror_field(cls, field) for cls, field in members]
+        )
+        arg = tyro.conf.arg(help=section_title(algo, name))
+        groups.append((name, Annotated[mirror, *_GROUP, arg]))
+    return dataclasses.make_dataclass("TrainCommand", groups)
+
+
+def _to_command(algo: str, options: TrainOptions, train: TrainConfig, agent: Any) -> Any:
+    """The command-class instance holding these configs' values (tyro's defaults)."""
+    cls = _command_class(algo)
+    values = {TrainOptions: options, TrainConfig: train, type(agent): agent}
+    groups = {}
+    for name, members in section_fields(algo).items():
+        group_cls = typing.get_type_hints(cls, include_extras=True)[name]
+        group_cls = typing.get_args(group_cls)[0]
+        groups[name] = group_cls(
+            **{field.name: getattr(values[owner], field.name) for owner, field in members}
+        )
+    return cls(**groups)
+
+
+def _from_command(algo: str, command: Any, cls: type) -> Any:
+    """The `cls` config (TrainOptions, TrainConfig or the agent's) of a parsed command; its
+    own checks run here."""
+    kwargs = {}
+    for name, members in section_fields(algo).items():
+        group = getattr(command, name)
+        kwargs.update(
+            {field.name: getattr(group, field.name) for owner, field in members if owner is cls}
+        )
+    return cls(**kwargs)
 
 
 def flag_names(cls: type) -> set[str]:
@@ -380,20 +489,21 @@ def build_configs(argv: list[str]) -> tuple[TrainConfig, Any, TrainOptions]:
             description="Train an agent. Every option has a flag; defaults shown are the "
             "preset's or saved config's where one is given.",
             args=argv,
-            default=cls(
-                _to_mirror(TrainOptions(preset=known.preset, config=known.config, **run_options)),
-                _to_mirror(train),
-                _to_mirror(agent),
+            default=_to_command(
+                train.algo,
+                TrainOptions(preset=known.preset, config=known.config, **run_options),
+                train,
+                agent,
             ),
             registry=parser_registry(),
         )
     except ValueError as error:  # a config's own check, raised while tyro builds it
         raise ConfigError(str(error)) from None
     # Back to the real classes, whose own checks (__post_init__) run here.
-    options = _from_mirror(command.options, TrainOptions)
+    options = _from_command(train.algo, command, TrainOptions)
     try:
-        train = _from_mirror(command.run, TrainConfig)
-        agent = _from_mirror(command.agent, type(agent))
+        train = _from_command(train.algo, command, TrainConfig)
+        agent = _from_command(train.algo, command, type(agent))
     except ValueError as error:
         raise ConfigError(str(error)) from None
     if train.algo != agent_algo(agent):

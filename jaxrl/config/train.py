@@ -7,6 +7,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 import tyro
 
+from jaxrl.config.choices import Choices
 from jaxrl.errors import ConfigError  # raised here; also importable as jaxrl.config.ConfigError
 
 EXPLORATION_MODES = ("fixed", "uniform", "linspace")
@@ -15,6 +16,8 @@ INT32_MAX = 2**31 - 1
 # Domain randomizers by name (`jaxrl.envs.randomization` implements them): the task's own in
 # Playground, and the built-in scalings of body masses and geom frictions.
 RANDOMIZERS = ("playground", "mass", "friction")
+# Where a finished training env starts its next episode (TrainConfig.autoreset).
+AUTORESETS = ("random", "first")
 
 # The loop-level settings an algorithm may choose for itself (an agent's `loop_defaults`), and
 # their values for algorithms that choose none: a config field left at None takes the agent's
@@ -76,7 +79,7 @@ class TrainConfig:
     For tasks whose motor targets are default_pose + action x action_scale (Playground's
     locomotion joystick tasks): -1 and +1 then reach the joint's lower and upper limit, and
     0 stays the default pose. Other tasks are refused before compiling."""
-    randomize: str | None = None
+    randomize: Annotated[str | None, Choices(RANDOMIZERS, several=True)] = None
     """Domain randomization of the training envs' physics, one draw per env; None: none.
     "mass", "friction" (each body's mass, each geom's friction scaled by U[1 - s, 1 + s],
     s = randomize_scale), "playground" (the task's own randomizer in Playground, which its
@@ -85,7 +88,7 @@ class TrainConfig:
     """Half-width s of the built-in randomizers' scale factors U[1 - s, 1 + s]."""
     randomize_eval: bool = False
     """Evaluate on randomized physics too (other draws than training's); default: nominal."""
-    autoreset: str = "random"
+    autoreset: Annotated[str, Choices(AUTORESETS)] = "random"
     """Where a finished training env starts its next episode: "random", a fresh random initial
     state; "first", the state that env started the run from (or its last hard reset: see
     reset_every), as the training wrappers of Brax and MuJoCo Playground do (a cached first
@@ -103,14 +106,14 @@ class TrainConfig:
     buffer_size: int = 1_000_000
     """Replay buffer capacity in transitions (off-policy only).
     Rounded down to a multiple of num_envs, so row i + num_envs is the same env's next step."""
-    replay_obs_dtype: str = "float32"
+    replay_obs_dtype: Annotated[str, Choices(REPLAY_OBS_DTYPES)] = "float32"
     """Storage type of the replay buffer's observations and next observations: "float32",
     "bfloat16" or "float16" (half the bytes; cast back to float32 when sampled). Off-policy
     only. The buffer's other fields stay as they are."""
     learning_starts: int = 5_000
     """Env steps of warm-up actions, all envs together, before any update (off-policy only).
     Updates also wait until the buffer holds batch_size and n_step x num_envs transitions."""
-    warmup_actions: str = "uniform"
+    warmup_actions: Annotated[str, Choices(WARMUP_ACTIONS)] = "uniform"
     """Warm-up actions: "uniform" random in [-1, 1] (the SAC/TD3 papers) or "policy".
     "policy": the untrained policy's own samples (Brax's SAC prefills its buffer that way)."""
     eval_every: int = 5_000
@@ -129,7 +132,7 @@ class TrainConfig:
     n_step: int | None = None
     """Rewards summed per bootstrapped target (n-step returns); None: the algorithm's own.
     Off-policy only; summed at sampling time, stopping at episode ends. None: PQL's 3, else 1."""
-    exploration: str | None = None
+    exploration: Annotated[str | None, Choices(EXPLORATION_MODES)] = None
     """Per-env noise scales: "fixed", "uniform" or "linspace"; None: the algorithm's own.
     A scale multiplies the agent's own acting noise (1: that noise, 0: deterministic).
     "fixed": 1 for every env; "uniform": drawn from U[noise_scale_min, noise_scale_max]
@@ -158,11 +161,12 @@ class TrainConfig:
     The replay fields (batch_size, updates_per_step, buffer_size, learning_starts,
     warmup_actions, n_step, exploration, noise scales, acting_lag) are off-policy only."""
     renormalize_rollout: bool = False
-    """Brax's normaliser order. On-policy (Brax's PPO): the statistics take in the observations
-    the rollout acted on, and the update reads the rollout normalised with them (acting used the
-    previous statistics). Off-policy (Brax's SAC): the statistics take in the observations each
-    step acted on. False: the statistics take in the observations the steps reached (on-policy,
-    the update reads the rollout normalised as it was collected)."""
+    """Update the observation statistics in Brax's order rather than jaxrl's.
+    On-policy (Brax's PPO): the statistics take in the observations the rollout acted on, and
+    the update reads the rollout normalised with them (acting used the previous statistics).
+    Off-policy (Brax's SAC): the statistics take in the observations each step acted on.
+    False: the statistics take in the observations the steps reached (on-policy, the update
+    reads the rollout normalised as it was collected)."""
     reset_every: int = 0
     """On-policy: every this many iterations (rollout + update) every training env restarts
     from a fresh random state, mid-episode or not; 0: never. Brax's PPO does this
@@ -255,7 +259,7 @@ class TrainConfig:
                 f"replay_obs_dtype must be one of {', '.join(REPLAY_OBS_DTYPES)}, "
                 f"got {self.replay_obs_dtype!r}"
             )
-        if self.autoreset not in ("random", "first"):
+        if self.autoreset not in AUTORESETS:
             raise ConfigError(f"autoreset must be 'random' or 'first', got {self.autoreset!r}")
         if (
             isinstance(self.reset_every, bool)
