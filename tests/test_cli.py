@@ -15,6 +15,25 @@ def _run(capsys, *argv):
     return code, captured.out, captured.err
 
 
+def test_preset_from_python_equals_the_command_line_s_and_takes_changes():
+    """`jaxrl.preset(name)` gives the configs `jaxrl train --preset NAME` starts from, for
+    every preset; changes go to whichever config has the field; bad names are refused."""
+    from jaxrl.experiments.presets import PRESETS
+
+    for name in PRESETS:
+        train, agent, _ = resolve.build_configs(["--preset", name])
+        assert resolve.preset(name) == (train, agent), name
+    train, agent = resolve.preset("sac_pendulum", seed=3, actor_lr=1e-3)
+    want_train, want_agent, _ = resolve.build_configs(
+        ["--preset", "sac_pendulum", "--seed", "3", "--actor-lr", "1e-3"]
+    )
+    assert (train, agent) == (want_train, want_agent)
+    with pytest.raises(ConfigError, match="no field named bogus in TrainConfig or SACConfig"):
+        resolve.preset("sac_pendulum", bogus=1)
+    with pytest.raises(ConfigError, match="Did you mean sac_pendulum"):
+        resolve.preset("sac_pendlum")
+
+
 def test_list_prints_algorithms_presets_and_envs(capsys):
     code, out, _ = _run(capsys, "list")
     assert code == 0

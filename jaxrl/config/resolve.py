@@ -466,6 +466,35 @@ def _starting_configs(known: argparse.Namespace) -> tuple[TrainConfig, Any, dict
     return train, agent, {}
 
 
+def preset(name: str, **changes: Any) -> tuple[TrainConfig, Any]:
+    """A preset's configs, as `jaxrl train --preset NAME` starts from them: (TrainConfig, the
+    algorithm's config). `changes` replace fields of either by name, e.g.
+    `jaxrl.preset("sac_pendulum", seed=3, actor_lr=1e-3)`; a name both have is refused (replace
+    it on the config you mean with dataclasses.replace)."""
+    values = _preset(name)
+    train = TrainConfig(algo=values["algo"], **values.get("train", {}))
+    agent_cls = agents.get(values["algo"]).config_cls
+    train_names = {f.name for f in dataclasses.fields(TrainConfig)}
+    agent_names = {f.name for f in dataclasses.fields(agent_cls)}
+    unknown = sorted(set(changes) - train_names - agent_names)
+    both = sorted(set(changes) & train_names & agent_names)
+    if unknown or both:
+        problem = (
+            f"no field named {', '.join(unknown)} in TrainConfig or {agent_cls.__name__}"
+            if unknown
+            else f"{', '.join(both)} is a field of both TrainConfig and {agent_cls.__name__}"
+        )
+        raise ConfigError(f"preset {name!r}: {problem}")
+    try:
+        train = dataclasses.replace(train, **{k: v for k, v in changes.items() if k in train_names})
+        agent = agent_cls(
+            **{**values.get("agent", {}), **{k: v for k, v in changes.items() if k in agent_names}}
+        )
+    except ValueError as error:
+        raise ConfigError(f"preset {name!r}: {error}") from None
+    return train, agent
+
+
 def pre_parse(argv: list[str]) -> argparse.Namespace:
     pre = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
     for flag in ("--algo", "--preset", "--config", "--resume"):
