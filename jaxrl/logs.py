@@ -133,6 +133,13 @@ class RunLogger:
         if self._wandb is not None:
             self._wandb.log(scalars, step=row["env_steps"])
 
+    def add_scalar(self, name: str, value: float, env_steps: int) -> None:
+        """A value that is no column of the rows (the compile time of this process), to
+        TensorBoard only, under its grouped tag."""
+        if self._tb is not None:
+            self._tb.add_scalar(tensorboard_tag(name), value, global_step=env_steps)
+            self._tb.flush()
+
     def close(self) -> None:
         self._jsonl.close()
         self._csv_file.close()

@@ -199,7 +199,8 @@ def test_log_files_and_tensorboard(tmp_path):
     # Every tag is in a group, and each column of the rows has exactly one.
     assert all(tag.count("/") == 1 for tag in scalars), sorted(scalars)
     numeric = {k for k, v in history[0].items() if isinstance(v, int | float) and k != "chunk"}
-    assert sorted(scalars) == sorted(logs.tensorboard_tag(k) for k in numeric)
+    assert sorted(scalars) == sorted([*map(logs.tensorboard_tag, numeric), "perf/compile_seconds"])
+    assert scalars["perf/compile_seconds"] == [(0, result.compile_seconds)]
 
 
 def test_tensorboard_tags_are_grouped():
