@@ -188,8 +188,8 @@ def cmd_eval(argv: list[str]) -> int:
 class RenderArgs:
     run: Annotated[str, tyro.conf.Positional]
     """The run folder."""
-    out: str = "policy.mp4"
-    """Video file to write (.mp4 or .gif)."""
+    out: str | None = None
+    """Video file to write (.mp4 or .gif; default: policy.mp4 in the run folder)."""
     checkpoint: int | None = None
     """The checkpoint's env steps (default: the newest)."""
     steps: int | None = None
@@ -221,7 +221,7 @@ def cmd_render(argv: list[str]) -> int:
         config.env,
         config.env_options,
         policy,
-        args.out,
+        args.out if args.out is not None else pathlib.Path(args.run) / "policy.mp4",
         max_steps=args.steps,
         width=args.width,
         height=args.height,

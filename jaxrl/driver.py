@@ -913,6 +913,8 @@ def _execute(
         return opened
 
     loggers = open_loggers(history)
+    if loggers:  # TensorBoard's perf/compile_seconds, at the env steps this process starts from
+        loggers[0].add_scalar("compile_seconds", compile_seconds, done)
     if out_path is not None:
         checkpoints = checkpoint.manager(
             out_path / "checkpoints", keep=options.keep_checkpoints or None

@@ -34,6 +34,45 @@ FIRST_COLUMNS = (
 )
 
 
+# TensorBoard shows scalars grouped by the part of their tag before "/". The metric files keep
+# the rows' own names (other code reads them); only the TensorBoard tags are grouped, here.
+PERF_COLUMNS = frozenset(
+    {
+        "train_seconds",
+        "wall_seconds",
+        "chunk_seconds",
+        "compile_seconds",
+        "env_steps_per_second",
+        "chunk_env_steps_per_second",
+        "all_seeds_env_steps_per_second",
+    }
+)
+EPISODE_COLUMNS = {
+    "train_episode_return": "return",
+    "train_episode_length": "length",
+    "train_episodes": "count",
+}
+
+
+def tensorboard_tag(name: str) -> str:
+    """A row's column as a grouped TensorBoard tag: eval/return (eval_return, eval_return_std,
+    eval_length, the seeds' summary, best_seed), episode/return (training episodes: return,
+    length, count), perf/env_steps_per_second (rates and seconds), losses/critic_loss (the
+    agent's *_loss metrics), and train/NAME for every other metric (alpha, entropy, updates,
+    env_steps, ...)."""
+    if name.startswith("eval_"):
+        return f"eval/{name[len('eval_') :]}"
+    if name == "best_seed":
+        return "eval/best_seed"
+    if name in EPISODE_COLUMNS:
+        return f"episode/{EPISODE_COLUMNS[name]}"
+    if name in PERF_COLUMNS:
+        return f"perf/{name}"
+    if name.endswith("_loss"):
+        return f"losses/{name}"
+    return f"train/{name}"
+
+
 def columns(row: dict) -> list[str]:
     first = [name for name in FIRST_COLUMNS if name in row]
     return first + sorted(name for name in row if name not in FIRST_COLUMNS)
@@ -90,10 +129,17 @@ class RunLogger:
         }
         if self._tb is not None:
             for name, value in scalars.items():
-                self._tb.add_scalar(name, value, global_step=row["env_steps"])
+                self._tb.add_scalar(tensorboard_tag(name), value, global_step=row["env_steps"])
             self._tb.flush()
         if self._wandb is not None:
             self._wandb.log(scalars, step=row["env_steps"])
+
+    def add_scalar(self, name: str, value: float, env_steps: int) -> None:
+        """A value that is no column of the rows (the compile time of this process), to
+        TensorBoard only, under its grouped tag."""
+        if self._tb is not None:
+            self._tb.add_scalar(tensorboard_tag(name), value, global_step=env_steps)
+            self._tb.flush()
 
     def close(self) -> None:
         self._jsonl.close()

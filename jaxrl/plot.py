@@ -1,17 +1,24 @@
 """`jaxrl plot`: learning curves of run folders, one curve per setting.
 
-    jaxrl plot RUN... [--out curves.png] [--title TITLE]
+    jaxrl plot RUN|SWEEP... [--out PNG] [--title TITLE]
 
-Writes one PNG with two panels: eval return against env steps, and eval return against
-wall-clock seconds (the rows' `wall_seconds`: training plus compile time since the start).
+Writes one PNG (default: curves.png in the run or sweep folder plotted, `default_out`) with
+two panels: eval return against env steps, and eval return against wall-clock seconds (the
+rows' `wall_seconds`: training plus compile time since the start).
 Runs whose config.json agree on everything but seed and length (`IGNORED_KEYS`) are one
 setting, drawn as the mean over its seeds with a 95% percentile-bootstrap confidence band of
 that mean; a setting of one run is a plain line. Settings are labelled by what differs between
 them (`algo=sac actor_lr=0.0003`), a single setting by its run folder's name (several seeds:
 their common parent folder or common name prefix).
 
+A run of several seeds (`jaxrl train --seeds N`, `--vmap`) is read from its members' folders
+(RUN/seed_N, RUN/SETTING/seed_N: each seed's own metrics.jsonl; the run's own rows hold only
+their mean), which can also be given one by one (`jaxrl plot RUN/seed_*`); a sweep folder
+(`jaxrl sweep`) stands for every run below it (`collect`).
+
 Functions: `bootstrap_band` (the band, pure numpy in and out), `group_runs` (run folders by
-setting), `main` (the command; `jaxrl.cli` passes it the arguments after `plot`).
+setting), `collect` (the folders given, as the members of curves), `main` (the command;
+`jaxrl.cli` passes it the arguments after `plot`).
 """
 
 from __future__ import annotations
@@ -261,22 +268,105 @@ def _group(configs: dict[pathlib.Path, dict]) -> dict[str, list[pathlib.Path]]:
     return dict(zip(labels, groups.values(), strict=True))
 
 
-def _unique(run_dirs) -> list[pathlib.Path]:
-    paths: dict[pathlib.Path, pathlib.Path] = {}
+def _member_config(saved: dict, setting: dict, seed: int) -> dict:
+    """The config of one member of a run of several seeds or settings (`--seeds`, `--vmap`):
+    the run's own, with the member's seed and its setting's values."""
+    member = json.loads(json.dumps(saved))  # a deep copy
+    member.pop("seeds", None)
+    member.pop("vmap", None)
+    member["train"] = {**(member.get("train") or {}), "seed": seed}
+    member["agent"] = dict(member.get("agent") or {})
+    for name, value in setting.items():
+        member["train" if name in member["train"] else "agent"][name] = value
+    return member
+
+
+def _grid_members(run: pathlib.Path, saved: dict) -> dict[pathlib.Path, dict]:
+    """A run of several seeds or settings: its members' folders (RUN/seed_N, or
+    RUN/SETTING/seed_N, each with its own metrics.jsonl) and their configs."""
+    from jaxrl.grid import Grid
+
+    run_grid = Grid.from_json(saved)
+    if run_grid is None:
+        return {}
+    return {
+        run / run_grid.member_dir(setting, seed): _member_config(saved, setting, seed)
+        for setting, seed in run_grid.members
+    }
+
+
+def _sweep_runs(path: pathlib.Path) -> list[pathlib.Path]:
+    """The run folders a sweep folder (`jaxrl sweep`: SWEEP/SETTING/sSEED) holds."""
+    found = {config.parent for config in path.glob("*/config.json")}
+    found |= {config.parent for config in path.glob("*/*/config.json")}
+    return sorted(found)
+
+
+def _expand(run_dir) -> tuple[dict[pathlib.Path, dict], pathlib.Path]:
+    """The curves' members a folder given to `jaxrl plot` stands for, {folder holding
+    metrics.jsonl: its config}, and the folder the figure goes to by default (its home):
+    - a run folder: itself; of a run of several seeds or settings, its seed_* members;
+    - a member folder of such a run (RUN/seed_N, RUN/SETTING/seed_N): that member (home RUN);
+    - a sweep folder (of `jaxrl sweep`): every run below it (home: the sweep folder)."""
+    path = _folder(run_dir)
+    if (path / "config.json").is_file():
+        saved = read_config(path)
+        return (_grid_members(path, saved) or {path: saved}), path
+    for run in (path.parent, path.parent.parent):
+        if (run / "config.json").is_file():
+            members = _grid_members(run, read_config(run))
+            for member, config in members.items():
+                if member.resolve() == path.resolve():
+                    return {path: config}, run
+    runs = _sweep_runs(path)
+    if runs:
+        members: dict[pathlib.Path, dict] = {}
+        for run in runs:
+            members.update(_expand(run)[0])
+        return members, path
+    raise PlotError(
+        f"{path} is not a run folder: it has no config.json (nor is it a sweep folder, or the "
+        "seed_* folder of a run of several seeds)"
+    )
+
+
+def collect(run_dirs) -> tuple[dict[pathlib.Path, dict], list[pathlib.Path]]:
+    """Every member of the folders given ({folder with metrics.jsonl: its config}, each once)
+    and each given folder's home (where its figure goes by default)."""
+    members: dict[pathlib.Path, tuple[pathlib.Path, dict]] = {}
+    homes = []
     for run_dir in run_dirs:
-        path = pathlib.Path(run_dir)
-        paths.setdefault(path.resolve(), path)
-    return list(paths.values())
+        found, home = _expand(run_dir)
+        homes.append(home)
+        for path, saved in found.items():
+            members.setdefault(path.resolve(), (path, saved))
+    return dict(members.values()), homes
+
+
+def default_out(homes: list[pathlib.Path]) -> pathlib.Path:
+    """Where the figure goes without --out: curves.png in the run or sweep folder plotted; of
+    several, in the folder that holds them all (the current folder where that is the root)."""
+    resolved = list(dict.fromkeys(home.resolve() for home in homes))
+    if len(resolved) == 1:
+        return homes[0] / "curves.png"
+    common = pathlib.Path(os.path.commonpath(resolved))
+    if common == pathlib.Path(common.anchor):
+        return pathlib.Path("curves.png")
+    try:
+        return common.relative_to(pathlib.Path.cwd()) / "curves.png"
+    except ValueError:
+        return common / "curves.png"
 
 
 def group_runs(run_dirs) -> dict[str, list[pathlib.Path]]:
     """Run folders by setting, {label: [run folder, ...]} in the order the settings first
     appear: runs whose config.json "train" (less `IGNORED_KEYS`) and "agent" entries are equal
-    are one setting. Raises PlotError for a folder without a config.json."""
-    paths = _unique(run_dirs)
-    if not paths:
+    are one setting. A run of several seeds (`--seeds`) stands for its seed_* folders, a sweep
+    folder for its runs. Raises PlotError for a folder without a config.json."""
+    run_dirs = list(run_dirs)
+    if not run_dirs:
         raise PlotError("no run folders given")
-    return _group({path: read_config(path) for path in paths})
+    return _group(collect(run_dirs)[0])
 
 
 # -- Curves and the figure ------------------------------------------------------------------
@@ -309,18 +399,22 @@ def _plural(count: int, word: str) -> str:
 
 
 def plot_runs(
-    run_dirs, out: str | os.PathLike, title: str | None = None
+    run_dirs, out: str | os.PathLike | None = None, title: str | None = None
 ) -> tuple[dict[str, list[pathlib.Path]], pathlib.Path]:
     """Reads and checks every run, then writes the figure to `out` (a .png; its folder is made
-    if missing). Returns the groups and the path written."""
-    out = pathlib.Path(out)
-    if out.suffix.lower() != ".png":
-        raise PlotError(f"--out must be a .png file, got {str(out)!r}")
-    paths = _unique(run_dirs)
-    if not paths:
+    if missing; None: curves.png in the run or sweep folder, `default_out`). Returns the groups
+    and the path written."""
+    run_dirs = list(run_dirs)
+    if not run_dirs:
         raise PlotError("no run folders given")
-    configs = {path: read_config(path) for path in paths}
-    metrics = {path: read_metrics(path) for path in paths}
+    if out is not None:
+        out = pathlib.Path(out)
+        if out.suffix.lower() != ".png":
+            raise PlotError(f"--out must be a .png file, got {str(out)!r}")
+    configs, homes = collect(run_dirs)
+    if out is None:
+        out = default_out(homes)
+    metrics = {path: read_metrics(path) for path in configs}
     groups = _group(configs)
     curves = {label: _curve(label, group, metrics) for label, group in groups.items()}
 
@@ -380,24 +474,36 @@ def build_parser() -> argparse.ArgumentParser:
         ),
         allow_abbrev=False,
     )
-    parser.add_argument("runs", nargs="+", metavar="RUN", help="run folders (of jaxrl train)")
-    parser.add_argument("--out", default="curves.png", help="PNG file to write (curves.png)")
+    parser.add_argument(
+        "runs",
+        nargs="+",
+        metavar="RUN",
+        help=(
+            "run folders (of jaxrl train; a run of several seeds draws its seed_* folders, "
+            "which can be given too), or sweep folders (of jaxrl sweep)"
+        ),
+    )
+    parser.add_argument(
+        "--out",
+        default=None,
+        help="PNG file to write (default: curves.png in the run or sweep folder)",
+    )
     parser.add_argument("--title", default=None, help="figure title (default: the env)")
     return parser
 
 
 def main(argv: list[str]) -> int:
-    """`jaxrl plot RUN... [--out curves.png] [--title TITLE]`; returns the exit status."""
+    """`jaxrl plot RUN|SWEEP... [--out PNG] [--title TITLE]`; returns the exit status."""
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as stop:  # --help, or a usage error argparse has printed
         return stop.code if isinstance(stop.code, int) else 2
     try:
-        groups, _ = plot_runs(args.runs, args.out, args.title)
+        groups, out = plot_runs(args.runs, args.out, args.title)
     except PlotError as error:
         print(f"jaxrl plot: error: {error}", file=sys.stderr)
         return 2
     runs = sum(len(group) for group in groups.values())
-    print(f"wrote {args.out} ({_plural(len(groups), 'setting')}, {_plural(runs, 'run')})")
+    print(f"wrote {out} ({_plural(len(groups), 'setting')}, {_plural(runs, 'run')})")
     return 0

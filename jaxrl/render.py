@@ -1,4 +1,5 @@
-"""Renders one greedy episode of a policy on a Brax or MuJoCo Playground task to a video file.
+"""Renders one greedy episode of a policy on a Brax or MuJoCo Playground task to a video file
+(a classic task, which has no MuJoCo model, is drawn simply with matplotlib instead).
 
     render_policy("brax/inverted_pendulum", {}, policy, "videos/pendulum.mp4")
 
@@ -86,7 +87,9 @@ def render_policy(
 
     Returns {"path", "frames", "width", "height", "fps", "bytes", "return", "length"}:
     "return" is the undiscounted episode return, "length" the number of control steps.
-    Raises RenderError for a task without a MuJoCo model (classic/*), a bad size, file name or
+    Classic tasks (classic/pendulum, classic/mountain_car_continuous), which have no MuJoCo
+    model, are drawn simply with matplotlib instead (`draw_classic`; no cameras).
+    Raises RenderError for a task with no MuJoCo model and no drawing, a bad size, file name or
     camera, or when no OpenGL context can be made.
     """
     path = pathlib.Path(out)
@@ -102,30 +105,31 @@ def render_policy(
     ):
         if value is not None and (not isinstance(value, int | np.integer) or value < 1):
             raise RenderError(f"{label} must be a positive integer, got {value!r}")
-    family, _ = envs.check_name(env_name)
-    if family == "classic":
-        raise RenderError(
-            f"{env_name} is a pure-JAX task with no MuJoCo model, so it cannot be rendered; "
-            "rendering works for brax/* and playground/* tasks"
-        )
-
+    envs.check_name(env_name)
     base = envs.make(env_name, **dict(env_options or {}))
-    mj_model = _mj_model(base)
-    if mj_model is None:
+    draw = _classic_drawing(base)  # classic tasks: drawn with matplotlib, without MuJoCo
+    mj_model = None if draw is not None else _mj_model(base)
+    if draw is None and mj_model is None:
         raise RenderError(f"{env_name} has no MuJoCo model to render")
-    camera_id = _camera_id(mj_model, camera)
+    if draw is not None and camera not in (None, -1):
+        raise RenderError(f"{env_name} is a classic task, drawn without cameras: drop --camera")
+    camera_id = -1 if draw is not None else _camera_id(mj_model, camera)
     episode_length = int(episode_length or base.episode_length)
     action_repeat = int(action_repeat or getattr(base, "action_repeat", 1))
     max_steps = int(min(max_steps or episode_length, episode_length))
     actions = envs.bounded_actions(base, joint_limit_actions)  # as the run trained
     env = EpisodeWrapper(ActionRepeat(actions, action_repeat), episode_length)
 
-    rollout = jax.jit(_make_rollout(env, policy, max_steps))
+    record = _classic_physics if draw is not None else _physics
+    rollout = jax.jit(_make_rollout(env, policy, max_steps, record))
     steps, episode_return, physics = rollout(jax.random.PRNGKey(seed))
     steps = int(steps)
     physics = {k: np.asarray(v)[: steps + 1] for k, v in physics.items()}
 
-    frames = render_frames(mj_model, physics, width=width, height=height, camera=camera_id)
+    if draw is not None:
+        frames = draw_classic(draw, base, physics["state"], width=width, height=height)
+    else:
+        frames = render_frames(mj_model, physics, width=width, height=height, camera=camera_id)
     fps = _fps(base, action_repeat)
     _write_video(path, frames, fps)
     return {
@@ -185,13 +189,20 @@ def _physics(state) -> dict[str, jax.Array]:
     return out
 
 
-def _make_rollout(env: Any, policy: Callable, max_steps: int) -> Callable:
+def _classic_physics(state) -> dict[str, jax.Array]:
+    """What a classic task's frame needs: its whole state (`pipeline_state`, a small vector)."""
+    return {"state": state.pipeline_state}
+
+
+def _make_rollout(
+    env: Any, policy: Callable, max_steps: int, record: Callable = _physics
+) -> Callable:
     """key -> (control steps taken, episode return, physics of the steps [max_steps + 1, ...]);
-    entries past the steps taken are zeros."""
+    entries past the steps taken are zeros. `record(state)`: what each step keeps."""
 
     def rollout(key):
         state = env.reset(key)
-        first = _physics(state)
+        first = record(state)
         buffer = jax.tree.map(
             lambda x: jnp.zeros((max_steps + 1, *x.shape), x.dtype).at[0].set(x), first
         )
@@ -204,7 +215,7 @@ def _make_rollout(env: Any, policy: Callable, max_steps: int) -> Callable:
             i, state, buffer, total = carry
             action = policy(state.obs)
             state = env.step(state, action)
-            buffer = jax.tree.map(lambda b, x: b.at[i + 1].set(x), buffer, _physics(state))
+            buffer = jax.tree.map(lambda b, x: b.at[i + 1].set(x), buffer, record(state))
             return i + 1, state, buffer, total + state.reward
 
         carry = (jnp.zeros((), jnp.int32), state, buffer, jnp.zeros((), jnp.float32))
@@ -212,6 +223,74 @@ def _make_rollout(env: Any, policy: Callable, max_steps: int) -> Callable:
         return steps, total, buffer
 
     return rollout
+
+
+# -- Classic tasks (jaxrl.envs.classic): no MuJoCo model, drawn with matplotlib ---------------
+
+
+def _classic_drawing(base: Any) -> str | None:
+    """ "pendulum" or "mountain_car" for the classic tasks this module can draw, else None."""
+    from jaxrl.envs import classic
+
+    unwrapped = getattr(base, "unwrapped", base)
+    if isinstance(unwrapped, classic.Pendulum):  # PrivilegedPendulum too
+        return "pendulum"
+    if isinstance(unwrapped, classic.MountainCarContinuous):
+        return "mountain_car"
+    return None
+
+
+def draw_classic(
+    kind: str, base: Any, states: np.ndarray, *, width: int, height: int
+) -> list[np.ndarray]:
+    """RGB frames [height, width, 3] uint8 of a classic task, one per row of `states` (its
+    `pipeline_state`s [T, 2]), drawn with matplotlib: "pendulum" as a rod from the pivot at
+    its angle (0: upright) with its tip; "mountain_car" as the hill (y = sin 3x), the goal flag
+    and the car on the hill."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # no screen: draw into memory
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    dpi = 100
+    fig = Figure(figsize=(width / dpi, height / dpi), dpi=dpi, facecolor="white")
+    canvas = FigureCanvasAgg(fig)
+    ax = fig.add_axes((0, 0, 1, 1))
+    ax.set_axis_off()
+    if kind == "pendulum":
+        # Equal scales on both axes (a round swing in any frame shape), the rod's reach in view.
+        ax.set_xlim(-1.25 * max(1.0, width / height), 1.25 * max(1.0, width / height))
+        ax.set_ylim(-1.25 * max(1.0, height / width), 1.25 * max(1.0, height / width))
+        (rod,) = ax.plot([0, 0], [0, 1], color="tab:red", linewidth=max(2.0, height / 30))
+        (tip,) = ax.plot([0], [1], "o", color="tab:red", markersize=max(3.0, height / 15))
+        ax.plot([0], [0], "o", color="black", markersize=max(2.0, height / 40))
+
+        def update(state):
+            x, y = -np.sin(state[0]), np.cos(state[0])  # th = 0 upright, as Gym draws it
+            rod.set_data([0, x], [0, y])
+            tip.set_data([x], [y])
+
+    elif kind == "mountain_car":
+        hill = np.linspace(-1.2, 0.6, 200)
+        ax.set_xlim(-1.25, 0.65)
+        ax.set_ylim(-1.2, 1.6)
+        ax.plot(hill, np.sin(3 * hill), color="black", linewidth=max(1.0, height / 80))
+        ax.plot([0.45, 0.45], [np.sin(1.35), np.sin(1.35) + 0.3], color="tab:green")
+        (car,) = ax.plot([0], [0], "s", color="tab:blue", markersize=max(3.0, height / 15))
+
+        def update(state):
+            car.set_data([state[0]], [np.sin(3 * state[0]) + 0.05])
+
+    else:
+        raise RenderError(f"no drawing for the classic task kind {kind!r}")
+    frames = []
+    for state in np.asarray(states, dtype=float):
+        update(state)
+        canvas.draw()
+        rgba = np.asarray(canvas.buffer_rgba())
+        frames.append(np.ascontiguousarray(rgba[:height, :width, :3]))
+    return frames
 
 
 def render_frames(

@@ -1339,6 +1339,63 @@ MUTANTS = [
         "--matmul-precision bfloat16 leaves PPO's value network in float32",
         PRECISION,
     ),
+    # jaxrl plot / render / TensorBoard (issue 38).
+    m(
+        "plot-seeds-run-as-one-run",
+        "jaxrl/plot.py",
+        "        return (_grid_members(path, saved) or {path: saved}), path",
+        "        return {path: saved}, path",
+        "jaxrl plot draws a --seeds run from its own rows (the mean, one seed, no band)",
+        "tests/test_plot.py",
+    ),
+    m(
+        "plot-band-only-for-several-settings",
+        "jaxrl/plot.py",
+        "            if len(group) > 1:",
+        "            if len(groups) > 1:",
+        "jaxrl plot draws the seeds' band only when there are several settings",
+        "tests/test_plot.py",
+    ),
+    m(
+        "plot-sweep-one-level-deep",
+        "jaxrl/plot.py",
+        '    found |= {config.parent for config in path.glob("*/*/config.json")}\n',
+        "",
+        "jaxrl plot looks for a sweep's runs one level down (they are SETTING/sSEED)",
+        "tests/test_plot.py",
+    ),
+    m(
+        "plot-figure-in-current-folder",
+        "jaxrl/plot.py",
+        '        return homes[0] / "curves.png"',
+        '        return pathlib.Path("curves.png")',
+        "jaxrl plot writes curves.png to the current folder, not the run's",
+        "tests/test_plot.py",
+    ),
+    m(
+        "tensorboard-flat-tags",
+        "jaxrl/logs.py",
+        'self._tb.add_scalar(tensorboard_tag(name), value, global_step=row["env_steps"])',
+        'self._tb.add_scalar(name, value, global_step=row["env_steps"])',
+        "TensorBoard scalars written under the rows' flat names (eval_return), not grouped",
+        RUNS,
+    ),
+    m(
+        "render-classic-pendulum-upside-down",
+        "jaxrl/render.py",
+        "            x, y = -np.sin(state[0]), np.cos(state[0])",
+        "            x, y = np.sin(state[0]), -np.cos(state[0])",
+        "the classic pendulum is drawn hanging at th = 0 (upright) and mirrored",
+        "tests/test_render.py",
+    ),
+    m(
+        "render-video-in-current-folder",
+        "jaxrl/cli.py",
+        '        args.out if args.out is not None else pathlib.Path(args.run) / "policy.mp4",',
+        '        args.out if args.out is not None else "policy.mp4",',
+        "jaxrl render writes policy.mp4 to the current folder, not the run's",
+        "tests/test_commands.py",
+    ),
 ]
 
 

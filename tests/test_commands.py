@@ -165,6 +165,20 @@ def test_sweep_checks_every_setting_before_training(capsys, tmp_path, argv, mess
     assert not out.exists()
 
 
+def test_render_command_draws_a_classic_run_into_its_folder(capsys, tmp_path):
+    """`jaxrl render RUN` of a classic/pendulum run (no MuJoCo model): RUN/policy.mp4."""
+    out = tmp_path / "run"
+    argv = [*TINY, "--steps", "256", "--eval-every", "256"]
+    code, _, err = _run(capsys, "train", *argv, "--out", str(out), "--quiet")
+    assert code == 0, err
+    code, stdout, err = _run(
+        capsys, "render", str(out), "--steps", "10", "--width", "64", "--height", "48"
+    )
+    assert code == 0, err
+    assert f"wrote {out / 'policy.mp4'}: 11 frames of 64x48" in stdout
+    assert (out / "policy.mp4").stat().st_size > 0
+
+
 @pytest.mark.slow
 def test_render_command_writes_a_video_of_the_saved_policy(capsys, tmp_path):
     """`jaxrl render RUN` on a Brax task: the saved policy's greedy episode, read back."""

@@ -228,3 +228,163 @@ def test_main_usage(tmp_path, capsys):
     assert plot.main([]) == 2
     assert plot.main([str(run), "--out", str(tmp_path / "curves.pdf")]) == 2
     assert "must be a .png" in capsys.readouterr().err
+
+
+# -- jaxrl's own runs of several seeds, sweeps, and where the figure goes -------------------
+
+
+def _make_seeds_run(path, seeds=(0, 1), vmap=None, rows=4):
+    """A run of several seeds (`jaxrl train --seeds`, `--vmap`) as the trainer lays it out:
+    config.json with "seeds" and "vmap", the run's own rows (the mean over members, one
+    `eval_return`), and each member's rows under seed_N/ (or SETTING/seed_N/), no config.json."""
+    from jaxrl.grid import Grid
+
+    _make_run(path, rows=rows)
+    saved = json.loads((path / "config.json").read_text())
+    run_grid = Grid(tuple(seeds), tuple((k, tuple(v)) for k, v in (vmap or {}).items()))
+    saved.update(run_grid.as_json())
+    (path / "config.json").write_text(json.dumps(saved, indent=2))
+    members = []
+    for index, (setting, seed) in enumerate(run_grid.members):
+        member = path / run_grid.member_dir(setting, seed)
+        member.mkdir(parents=True)
+        lines = [
+            json.dumps(
+                {
+                    "chunk": chunk,
+                    "env_steps": (chunk + 1) * 1000,
+                    "eval_return": float(-1000 + 100 * chunk + 50 * index),
+                    "eval_return_std": 5.0,
+                    "wall_seconds": 3.0 + chunk,
+                }
+            )
+            for chunk in range(rows)
+        ]
+        (member / "metrics.jsonl").write_text("".join(line + "\n" for line in lines))
+        members.append(member)
+    return members
+
+
+def _drawn(monkeypatch, argv):
+    """`jaxrl plot` run with `argv`: (exit status, the figure it drew, kept open)."""
+    import matplotlib.pyplot as plt
+
+    figures = []
+    monkeypatch.setattr(plt, "close", figures.append)
+    code = plot.main([str(a) for a in argv])
+    return code, (figures[0] if figures else None)
+
+
+def _curves(figure):
+    """{legend label: has a band} of the figure's first panel."""
+    ax = figure.axes[0]
+    labels = [text.get_text() for text in ax.get_legend().get_texts()]
+    bands = len(ax.collections)  # fill_between: one PolyCollection per banded curve
+    return labels, bands
+
+
+def test_a_run_of_several_seeds_is_drawn_from_its_seed_folders(tmp_path, monkeypatch, capsys):
+    run = tmp_path / "runs" / "pendulum"
+    members = _make_seeds_run(run, seeds=(0, 3))
+    assert plot.group_runs([run]) == {"pendulum": members}
+    code, figure = _drawn(monkeypatch, [run])
+    assert code == 0, capsys.readouterr().err
+    # The mean over the two seeds with its band, labelled with the seed count.
+    assert _curves(figure) == (["pendulum (2 seeds)"], 1)
+    mean = figure.axes[0].lines[0].get_ydata()
+    np.testing.assert_allclose(mean, [-1000 + 100 * k + 25 for k in range(4)])
+    # The figure goes into the run folder, not the current one.
+    assert capsys.readouterr().out.strip() == f"wrote {run / 'curves.png'} (1 setting, 2 runs)"
+    assert (run / "curves.png").read_bytes().startswith(PNG_MAGIC)
+
+
+def test_seed_folders_can_be_given_one_by_one(tmp_path, monkeypatch, capsys):
+    run = tmp_path / "pendulum"
+    members = _make_seeds_run(run, seeds=(0, 1, 2))
+    code, figure = _drawn(monkeypatch, members[:2])  # jaxrl plot RUN/seed_0 RUN/seed_1
+    assert code == 0, capsys.readouterr().err
+    assert _curves(figure) == (["pendulum (2 seeds)"], 1)
+    assert (run / "curves.png").is_file()
+    # Given with the run itself, each seed counts once.
+    assert plot.group_runs([run, *members]) == {"pendulum": members}
+    # A folder of the run that is not one of its seeds is still refused.
+    (run / "seed_9").mkdir()
+    with pytest.raises(plot.PlotError, match="seed_9 is not a run folder"):
+        plot.group_runs([run / "seed_9"])
+
+
+def test_a_run_of_several_settings_is_one_curve_per_setting(tmp_path, monkeypatch, capsys):
+    run = tmp_path / "grid"
+    members = _make_seeds_run(run, seeds=(0, 1), vmap={"actor_lr": [1e-4, 3e-4]})
+    groups = plot.group_runs([run])
+    assert groups == {"actor_lr=0.0001": members[:2], "actor_lr=0.0003": members[2:]}
+    code, figure = _drawn(monkeypatch, [run])
+    assert code == 0, capsys.readouterr().err
+    assert _curves(figure) == (["actor_lr=0.0001 (2 seeds)", "actor_lr=0.0003 (2 seeds)"], 2)
+
+
+def _make_sweep(path, settings=("actor_lr=0.0001", "actor_lr=0.0003"), seeds=(0, 1)):
+    """A sweep folder as `jaxrl sweep` writes it: SWEEP/SETTING/sSEED run folders, summary.*."""
+    runs = {}
+    for setting in settings:
+        lr = float(setting.split("=")[1])
+        runs[setting] = [
+            _make_run(path / setting / f"s{seed}", seed=seed, actor_lr=lr) for seed in seeds
+        ]
+    (path / "summary.json").write_text(json.dumps([{"setting": s} for s in settings]))
+    (path / "summary.md").write_text("| setting |\n")
+    return runs
+
+
+def test_a_sweep_folder_is_one_curve_per_setting(tmp_path, monkeypatch, capsys):
+    sweep = tmp_path / "sweeps" / "pendulum-lr"
+    runs = _make_sweep(sweep)
+    assert plot.group_runs([sweep]) == runs
+    code, figure = _drawn(monkeypatch, [sweep])
+    assert code == 0, capsys.readouterr().err
+    assert _curves(figure) == (["actor_lr=0.0001 (2 seeds)", "actor_lr=0.0003 (2 seeds)"], 2)
+    out = capsys.readouterr().out.strip()
+    assert out == f"wrote {sweep / 'curves.png'} (2 settings, 4 runs)"
+    # Its runs given one by one: the figure still goes into the sweep folder.
+    (sweep / "curves.png").unlink()
+    assert plot.main([str(p) for group in runs.values() for p in group]) == 0
+    assert (sweep / "curves.png").is_file()
+
+
+def test_out_goes_where_it_is_told_and_defaults_into_the_run(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    run = _make_run(tmp_path / "runs" / "one")
+    assert plot.main(["runs/one"]) == 0
+    assert capsys.readouterr().out.startswith("wrote runs/one/curves.png ")
+    assert (run / "curves.png").is_file() and not (tmp_path / "curves.png").exists()
+    assert plot.main(["runs/one", "--out", "elsewhere.png"]) == 0
+    assert (tmp_path / "elsewhere.png").is_file()
+    # Runs in different folders: the folder that holds them.
+    _make_run(tmp_path / "runs" / "two", seed=1)
+    assert plot.main(["runs/one", "runs/two"]) == 0
+    assert (tmp_path / "runs" / "curves.png").is_file()
+
+
+@pytest.mark.slow
+def test_a_trained_run_of_two_seeds_is_drawn_with_its_band(tmp_path, monkeypatch, capsys):
+    """jaxrl's own `--seeds 2` run folder (tiny SAC on classic/pendulum), as written."""
+    from jaxrl import driver
+    from jaxrl.agents.sac import SACConfig
+    from jaxrl.config import TrainConfig
+
+    config = TrainConfig(
+        env="classic/pendulum",
+        total_steps=256,
+        num_envs=4,
+        batch_size=16,
+        buffer_size=512,
+        learning_starts=64,
+        eval_every=128,
+        eval_envs=2,
+    )
+    agent = SACConfig(actor_hidden=(16,), critic_hidden=(16,))
+    driver.train(config, agent, tmp_path / "run", seeds=2, progress=None)
+    code, figure = _drawn(monkeypatch, [tmp_path / "run"])
+    assert code == 0, capsys.readouterr().err
+    assert _curves(figure) == (["run (2 seeds)"], 1)
+    assert (tmp_path / "run" / "curves.png").is_file()

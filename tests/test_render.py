@@ -245,7 +245,7 @@ def test_falls_back_to_osmesa_when_no_egl_context_can_be_made():
         ({"width": 0}, "width must be a positive integer"),
         ({"height": -4}, "height must be a positive integer"),
         ({"max_steps": 0}, "max_steps must be a positive integer"),
-        ({"env_name": "classic/pendulum"}, "no MuJoCo model"),
+        ({"env_name": "classic/pendulum", "camera": 0}, "drawn without cameras"),
         ({"camera": "nope"}, "no camera named 'nope'"),
         ({"camera": 7}, "camera id 7 out of range"),
     ],
@@ -264,3 +264,48 @@ def test_errors(kwargs, message, tmp_path):
     with pytest.raises(RenderError, match=message):
         render_policy(**args)
     assert not list(tmp_path.iterdir())  # nothing written
+
+
+# -- Classic tasks: no MuJoCo model, drawn with matplotlib ----------------------------------
+
+
+def _red(frame: np.ndarray) -> np.ndarray:
+    """(row, column) of the pixels of the pendulum's rod (red) in a frame."""
+    r, g, b = (frame[..., i].astype(int) for i in range(3))
+    return np.argwhere((r > 150) & (g < 110) & (b < 110))
+
+
+def test_classic_pendulum_is_drawn_at_its_angle():
+    # Upright (th = 0), hanging (th = pi), and a quarter turn (th = pi/2: to the left, as Gym).
+    states = np.array([[0.0, 0.0], [np.pi, 0.0], [np.pi / 2, 0.0]])
+    frames = render.draw_classic("pendulum", None, states, width=W, height=H)
+    assert [f.shape for f in frames] == [(H, W, 3)] * 3 and frames[0].dtype == np.uint8
+    centre_row, centre_col = H / 2, W / 2
+    up, down, left = (_red(f).mean(axis=0) for f in frames)
+    assert up[0] < centre_row - 5 and abs(up[1] - centre_col) < 3
+    assert down[0] > centre_row + 5 and abs(down[1] - centre_col) < 3
+    assert left[1] < centre_col - 5 and abs(left[0] - centre_row) < 3
+
+
+def test_renders_a_classic_pendulum_episode_without_mujoco(tmp_path):
+    out = tmp_path / "videos" / "pendulum.mp4"
+    result = render_policy(
+        "classic/pendulum", {}, lambda obs: jnp.zeros(1), out, max_steps=STEPS, width=W, height=H
+    )
+    assert result["frames"] == STEPS + 1 and result["length"] == STEPS
+    assert result["fps"] == pytest.approx(20.0)  # dt 0.05
+    assert np.isfinite(result["return"]) and result["return"] < 0
+    video, fps = _read_video(out)
+    assert video.shape == (STEPS + 1, H, W, 3) and fps == pytest.approx(20.0, rel=1e-3)
+    assert _pixels_moved(video) >= 15  # it swings from its random start
+    # Mountain car too: the car on its hill.
+    car = render_policy(
+        "classic/mountain_car_continuous",
+        {},
+        lambda obs: jnp.ones(1),
+        tmp_path / "car.gif",
+        max_steps=5,
+        width=W,
+        height=H,
+    )
+    assert car["frames"] == 6 and _read_video(tmp_path / "car.gif")[0].shape == (6, H, W, 3)

@@ -183,10 +183,55 @@ def test_log_files_and_tensorboard(tmp_path):
     with open(tmp_path / "run" / "metrics.csv") as f:
         rows = list(csv.DictReader(f))
     assert [float(r["eval_return"]) for r in rows] == [r["eval_return"] for r in result.history]
+    # The metric files keep the rows' own names; TensorBoard's tags are grouped.
+    jsonl = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").open()]
+    assert {"eval_return", "critic_loss", "env_steps_per_second"} <= set(rows[0]) & set(jsonl[0])
     (events,) = (tmp_path / "run" / "tensorboard").glob("events.out.tfevents.*")
     scalars = _read_scalars(events)
-    assert scalars["eval_return"] == [(r["env_steps"], r["eval_return"]) for r in result.history]
-    assert [step for step, _ in scalars["critic_loss"]] == [128, 256]
+    assert scalars["eval/return"] == [(r["env_steps"], r["eval_return"]) for r in result.history]
+    assert [step for step, _ in scalars["losses/critic_loss"]] == [128, 256]
+    history = result.history
+    assert scalars["perf/env_steps_per_second"] == [
+        (r["env_steps"], r["env_steps_per_second"]) for r in history
+    ]
+    assert scalars["episode/count"] == [(r["env_steps"], r["train_episodes"]) for r in history]
+    assert [step for step, _ in scalars["train/alpha"]] == [128, 256]
+    # Every tag is in a group, and each column of the rows has exactly one.
+    assert all(tag.count("/") == 1 for tag in scalars), sorted(scalars)
+    numeric = {k for k, v in history[0].items() if isinstance(v, int | float) and k != "chunk"}
+    assert sorted(scalars) == sorted([*map(logs.tensorboard_tag, numeric), "perf/compile_seconds"])
+    assert scalars["perf/compile_seconds"] == [(0, result.compile_seconds)]
+
+
+def test_tensorboard_tags_are_grouped():
+    tag = logs.tensorboard_tag
+    assert [tag(k) for k in ("eval_return", "eval_return_std", "eval_length")] == [
+        "eval/return",
+        "eval/return_std",
+        "eval/length",
+    ]
+    assert [tag(k) for k in ("eval_return_iqm", "best_seed")] == [
+        "eval/return_iqm",
+        "eval/best_seed",
+    ]
+    assert [tag(k) for k in ("train_episode_return", "train_episodes")] == [
+        "episode/return",
+        "episode/count",
+    ]
+    assert [tag(k) for k in ("critic_loss", "policy_loss", "value_loss")] == [
+        "losses/critic_loss",
+        "losses/policy_loss",
+        "losses/value_loss",
+    ]
+    assert [tag(k) for k in ("chunk_env_steps_per_second", "wall_seconds")] == [
+        "perf/chunk_env_steps_per_second",
+        "perf/wall_seconds",
+    ]
+    assert [tag(k) for k in ("alpha", "updates", "env_steps")] == [
+        "train/alpha",
+        "train/updates",
+        "train/env_steps",
+    ]
 
 
 def _read_scalars(path) -> dict:
