@@ -829,6 +829,23 @@ def resume(
     )
 
 
+def rounding_note(config: TrainConfig) -> str | None:
+    """Says how a run's length was rounded up (None where it was not): every chunk runs the
+    same whole loop iterations, each a step (or a rollout) of every env."""
+    total = config.num_chunks * config.env_steps_per_chunk
+    if total == config.total_steps:
+        return None
+    per_iteration = config.env_steps_per_iteration
+    what = f"{config.num_envs} envs" + (
+        f" x {config.steps_per_iteration} steps" if config.steps_per_iteration > 1 else ""
+    )
+    return (
+        f"{config.total_steps:,} env steps rounded up to {total:,}: {config.num_chunks} "
+        f"evaluation chunks of {config.iterations_per_chunk} loop iterations, each "
+        f"{per_iteration:,} env steps ({what})"
+    )
+
+
 def _execute(
     trainer,
     state,
@@ -881,6 +898,9 @@ def _execute(
         progress, f"{config.algo} {config.env}", total, done, progress_fn if primary else None
     )
     if reporter:
+        rounded = rounding_note(config)
+        if rounded:
+            reporter.message(f"[{config.algo} {config.env}] {rounded}")
         reporter.message(f"[{config.algo} {config.env}] compiled in {compile_seconds:.1f}s")
 
     history = list(history)

@@ -70,6 +70,10 @@ def test_flags_override_preset_and_reach_both_configs():
     [
         (["train", "--algo", "sacc"], "Unknown algorithm 'sacc'. Did you mean sac"),
         (["train", "--env", "classic/pendullum"], "Did you mean: classic/pendulum"),
+        # The env's name before sizes checked against the run's length (issue 38).
+        (["train", "--env", "classic/pendulm", "--steps", "5000"], "Did you mean: classic/pe"),
+        (["train", "--critic-hidden", "64,,64"], "expected widths like 256,256, got '64,,64'"),
+        (["train", "--actor-hidden", "64,"], "expected widths like 256,256, got '64,'"),
         (["train", "--preset", "sac_pendulm"], "Did you mean sac_pendulum"),
         (["train", "--num-envs", "0"], "num_envs must be a positive integer"),
         (["train", "--steps", "-5"], "total_steps must be a positive integer"),

@@ -52,12 +52,12 @@ def parse_int(text: str) -> int:
 
 def parse_widths(text: str) -> tuple[int, ...]:
     """Layer widths: 256,256 (or 256x256)."""
+    # Every entry must be a width: an empty one ("64,,64", a trailing comma) is a slip to
+    # refuse, not to repair, since the network it would give is not the one written.
     try:
-        widths = tuple(int(part) for part in text.replace("x", ",").split(",") if part)
+        widths = tuple(int(part) for part in text.replace("x", ",").split(","))
     except ValueError:
         raise ValueError(f"expected widths like 256,256, got {text!r}") from None
-    if not widths:
-        raise ValueError(f"expected widths like 256,256, got {text!r}")
     return widths
 
 
@@ -528,8 +528,11 @@ def build_configs(argv: list[str]) -> tuple[TrainConfig, Any, TrainOptions]:
         )
     except ValueError as error:  # a config's own check, raised while tyro builds it
         raise ConfigError(str(error)) from None
-    # Back to the real classes, whose own checks (__post_init__) run here.
+    # Back to the real classes, whose own checks (__post_init__) run here. The env's name
+    # first: a typo in it is the likelier slip, and sizes checked against the run's length
+    # (learning_starts, batch sizes) would otherwise be reported instead.
     options = _from_command(train.algo, command, TrainOptions)
+    _check_env_first(train.algo, command)
     try:
         train = _from_command(train.algo, command, TrainConfig)
         agent = _from_command(train.algo, command, type(agent))
@@ -543,6 +546,20 @@ def build_configs(argv: list[str]) -> tuple[TrainConfig, Any, TrainOptions]:
     env_options = {**train.env_options, **parse_env_options(options.env_option)}
     train = dataclasses.replace(train, env_options=env_options)
     return train, agent, options
+
+
+def _check_env_first(algo: str, command: Any) -> None:
+    from jaxrl import envs
+
+    values = {}
+    for name, members in section_fields(algo).items():
+        group = getattr(command, name)
+        for owner, field in members:
+            if owner is TrainConfig and field.name in ("env", "env_imports"):
+                values[field.name] = getattr(group, field.name)
+    imports = values.get("env_imports") or ()
+    envs.import_modules((imports,) if isinstance(imports, str) else imports)
+    envs.check_name(values["env"])
 
 
 def agent_algo(agent_config: Any) -> str:
