@@ -8,7 +8,6 @@ config is a flag; a `--preset` or a saved run's `--config` supplies the starting
 
 from __future__ import annotations
 
-import _thread
 import argparse
 import difflib
 import json
@@ -339,10 +338,24 @@ class _CtrlC:
             with self._lock:
                 if self.done:
                     return
+                if self._unwinding():
+                    continue  # not lost: on its way up (a finally or __exit__ still running)
                 ours = signal.getsignal(signal.SIGINT) == self._handle
-                _thread.interrupt_main(signal.SIGINT)
+                # A real signal, not _thread.interrupt_main: it also wakes a sleeping or
+                # waiting main thread (interrupt_main waits for it to run Python again).
+                signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
             if not ours:
                 return
+
+    @staticmethod
+    def _unwinding() -> bool:
+        """Whether the main thread is handling a KeyboardInterrupt: in an except or finally
+        block or a context manager's __exit__ on its way up to main (e.g. a checkpoint write
+        finishing), which a second one must not cut short."""
+        active = sys._current_exceptions().get(threading.main_thread().ident)
+        if isinstance(active, tuple):  # Python < 3.12: (type, value, traceback)
+            active = active[1]
+        return isinstance(active, KeyboardInterrupt)
 
     def _unraisable(self, unraisable) -> None:
         if unraisable.exc_type is not None and issubclass(unraisable.exc_type, KeyboardInterrupt):

@@ -129,3 +129,34 @@ def test_ctrl_c_during_start_up_exits_130_with_one_line(tmp_path):
     assert "Traceback" not in err, err
     lines = err.strip().splitlines()
     assert 1 <= len(lines) <= 2 and "interrupted" in lines[-1], err
+
+
+def test_a_ctrl_c_that_python_swallows_is_raised_again():
+    """Ctrl-C handled inside a `__del__` (or JAX's gc callback, or Python called from C++),
+    where the KeyboardInterrupt is swallowed ("Exception ignored in ..."): main's watchdog
+    raises it again, so the command still ends with exit 130 and one line, not at its end."""
+    code = (
+        "import signal, sys, time\n"
+        "from jaxrl import cli\n"
+        "class Swallows:\n"
+        "    def __del__(self):\n"
+        "        signal.raise_signal(signal.SIGINT)  # handled here, in __del__\n"
+        "        sum(range(10))\n"
+        "def command(argv):\n"
+        "    Swallows()\n"
+        "    time.sleep(20)\n"
+        "    return 0\n"
+        "cli.COMMANDS['train'] = (command, '')\n"
+        "sys.exit(cli.main(['train']))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    start = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 130, done.stderr
+    assert time.perf_counter() - start < 15, "the Ctrl-C was lost: the command ran to its end"
+    assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr, done.stderr
+    assert done.stderr.strip().splitlines() == [
+        "jaxrl train: interrupted; nothing saved since the last checkpoint."
+    ]
