@@ -62,6 +62,7 @@ RANDOMIZATION = "tests/envs/test_randomization.py"
 SPLIT = "tests/loops/test_split.py"
 PROPERTIES = "tests/test_properties.py"
 FAULTS = "tests/test_faults.py"
+STARTUP = "tests/test_startup.py"
 
 MUTANTS = [
     # --- Agents. ---------------------------------------------------------------------------
@@ -1338,6 +1339,23 @@ MUTANTS = [
         "        activation=config.activation,\n    )",
         "--matmul-precision bfloat16 leaves PPO's value network in float32",
         PRECISION,
+    ),
+    # --- Start-up (issue 38). ----------------------------------------------------------------
+    m(
+        "eager-brax-import",
+        "jaxrl/__init__.py",
+        "import pathlib as _pathlib\n",
+        "import pathlib as _pathlib\n\nimport brax  # noqa: F401\n",
+        "`import jaxrl` imports Brax (and with it mujoco, jax) eagerly again",
+        STARTUP,
+    ),
+    m(
+        "registry-eager-classic",
+        "envs/registry.py",
+        "from jaxrl.envs.wrappers import (",
+        "from jaxrl.envs import classic  # noqa: F401\nfrom jaxrl.envs.wrappers import (",
+        "the env registry imports the classic envs, so Brax, at import again",
+        STARTUP,
     ),
 ]
 
