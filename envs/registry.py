@@ -14,7 +14,6 @@ import sys
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from jaxrl.envs import classic
 from jaxrl.envs.wrappers import (
     ActionRepeat,
     AutoResetWrapper,
@@ -233,6 +232,8 @@ def _names_of(family: str) -> tuple[str, ...]:
         return _brax_names()
     if family == "playground":
         return _playground_names()
+    from jaxrl.envs import classic  # imports brax (its State): only when a classic env is named
+
     return tuple(classic.ENVS)
 
 
@@ -413,6 +414,8 @@ def _load_robot(registry, task: str, overrides: dict):
 
 
 def _make_classic(task: str, options: dict):
+    from jaxrl.envs import classic
+
     env_cls = classic.ENVS[task]
     allowed = [p for p in inspect.signature(env_cls.__init__).parameters if p != "self"]
     _check_options(f"classic/{task}", options, allowed)

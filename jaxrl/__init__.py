@@ -25,22 +25,66 @@ def _source_checkout_path() -> None:
 
 _source_checkout_path()
 
-from jaxrl import agents, envs, replay  # noqa: E402
-from jaxrl.agents import ALGORITHMS, Agent, ppo, sac  # noqa: E402
-from jaxrl.agents.ppo import PPOConfig  # noqa: E402
-from jaxrl.agents.sac import SACConfig  # noqa: E402
-from jaxrl.config import ConfigError, TrainConfig  # noqa: E402
-from jaxrl.driver import RunOptions, RunResult, resume, train  # noqa: E402
-from jaxrl.loops import OffPolicyState, OnPolicyState, Trainer, make_train  # noqa: E402
-from jaxrl.runs import Policy, evaluate_run, load_policy  # noqa: E402
-from jaxrl.types import Batch, Rollout, Transition  # noqa: E402
-from jaxrl.version import version  # noqa: E402
+# Every public name is imported on first use (PEP 562 module __getattr__), not here: the
+# submodules below pull in jax, flax, optax, orbax, Brax, MuJoCo and MuJoCo Playground, seconds
+# of imports that `import jaxrl`, `jaxrl --help` and `jaxrl --version` do not need (issue 38).
+# A plain table of name -> (module, attribute) rather than importlib.util.LazyLoader: LazyLoader
+# defers a module's execution but still finds it, and errors surface at odd places; a table
+# says exactly which module each name comes from, and the resolved value is cached in the
+# module's globals, so the second lookup is an ordinary attribute.
+_LAZY = {
+    # name: (module, attribute in it; None: the module itself)
+    "agents": ("jaxrl.agents", None),
+    "envs": ("jaxrl.envs", None),
+    "replay": ("jaxrl.replay", None),
+    "ppo": ("jaxrl.agents.ppo", None),
+    "sac": ("jaxrl.agents.sac", None),
+    "ALGORITHMS": ("jaxrl.agents", "ALGORITHMS"),
+    "Agent": ("jaxrl.agents", "Agent"),
+    "PPOConfig": ("jaxrl.agents.ppo", "PPOConfig"),
+    "SACConfig": ("jaxrl.agents.sac", "SACConfig"),
+    "ConfigError": ("jaxrl.errors", "ConfigError"),
+    "TrainConfig": ("jaxrl.config", "TrainConfig"),
+    "RunOptions": ("jaxrl.driver", "RunOptions"),
+    "RunResult": ("jaxrl.driver", "RunResult"),
+    "resume": ("jaxrl.driver", "resume"),
+    "train": ("jaxrl.driver", "train"),
+    "OffPolicyState": ("jaxrl.loops", "OffPolicyState"),
+    "OnPolicyState": ("jaxrl.loops", "OnPolicyState"),
+    "Trainer": ("jaxrl.loops", "Trainer"),
+    "make_train": ("jaxrl.loops", "make_train"),
+    "Policy": ("jaxrl.runs", "Policy"),
+    "evaluate_run": ("jaxrl.runs", "evaluate_run"),
+    "load_policy": ("jaxrl.runs", "load_policy"),
+    "Batch": ("jaxrl.types", "Batch"),
+    "Rollout": ("jaxrl.types", "Rollout"),
+    "Transition": ("jaxrl.types", "Transition"),
+    "make_env": ("jaxrl.envs", "make"),
+    "make_vec_env": ("jaxrl.envs", "make_vec"),
+    "list_envs": ("jaxrl.envs", "list_envs"),
+}
 
-__version__ = version()
 
-make_env = envs.make
-make_vec_env = envs.make_vec
-list_envs = envs.list_envs
+def __getattr__(name: str):
+    if name == "__version__":
+        from jaxrl.version import version
+
+        value = version()
+    elif name in _LAZY:
+        import importlib
+
+        module_name, attribute = _LAZY[name]
+        module = importlib.import_module(module_name)
+        value = module if attribute is None else getattr(module, attribute)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value  # resolved once; later lookups never come back here
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
 
 __all__ = [
     "__version__",

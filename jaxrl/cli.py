@@ -9,60 +9,47 @@ config is a flag; a `--preset` or a saved run's `--config` supplies the starting
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import difflib
 import json
 import pathlib
 import re
+import signal
 import sys
-from typing import Annotated, Any, Literal
+import threading
+import time
+from typing import Any
 
-import tyro
-
-from jaxrl import agents
-from jaxrl.config import ConfigError
-from jaxrl.config.resolve import (
-    build_configs,
-    default_out,
-    flag_names,
-    parser_registry,
-    pre_parse,
-    run_options,
-)
-from jaxrl.errors import Interrupted, JaxrlError
+# Only the standard library and jaxrl's two import-free modules here: everything heavy (tyro,
+# jax, flax, Brax, MuJoCo, ...) is imported inside the commands, so `jaxrl --help` and
+# `--version` are quick and Ctrl-C during those imports is caught by `main` (exit 130).
+from jaxrl.errors import ConfigError, Interrupted, JaxrlError
 from jaxrl.version import version
 
+_ARGS = ("ResumeArgs", "EvalArgs", "RenderArgs")
 
-@dataclasses.dataclass
-class ResumeArgs:
-    resume: str
-    """The run folder to continue."""
-    steps: Annotated[int | None, tyro.conf.arg(aliases=("--total-steps",))] = None
-    """Train on to this many env steps in all (rounded up to whole chunks)."""
-    devices: int | Literal["all"] | None = None
-    """Continue on this many devices (0: the default one alone) instead of the run's own:
-    the state does not depend on the device count (a run of 8 GPUs goes on on one)."""
-    compile_cache: bool = True
-    """JAX's persistent compilation cache."""
-    quiet: bool = False
-    """No progress display."""
-    wandb: bool = True
-    """Go on logging to the run's W&B project, if it has one (--no-wandb: without it)."""
-    coordinator: str | None = None
-    """Several hosts: HOST:PORT of process 0 (as for jaxrl train)."""
-    num_processes: int | None = None
-    """Several hosts: how many processes take part."""
-    process_id: int | None = None
-    """Several hosts: this process's index."""
+
+def __getattr__(name: str):
+    """`cli.ResumeArgs`, `cli.EvalArgs`, `cli.RenderArgs`: jaxrl.cli_args's, imported (with
+    tyro) on first use."""
+    if name in _ARGS:
+        from jaxrl import cli_args
+
+        return getattr(cli_args, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _parse(cls: type, prog: str, description: str, argv: list[str]) -> Any:
     """A command's arguments: tyro over `cls`, with jaxrl's number and width parsing."""
+    import tyro
+
+    from jaxrl.config.resolve import parser_registry
+
     return tyro.cli(cls, prog=prog, description=description, args=argv, registry=parser_registry())
 
 
 def cmd_resume(argv: list[str]) -> int:
-    from jaxrl import driver
+    from jaxrl.cli_args import ResumeArgs
+    from jaxrl.config.resolve import flag_names
 
     allowed = flag_names(ResumeArgs) | {"--total-steps", "-h", "--help"}
     others = [
@@ -80,7 +67,7 @@ def cmd_resume(argv: list[str]) -> int:
         "Continue a run from its newest checkpoint with its saved config.",
         argv,
     )
-    from jaxrl import sharding
+    from jaxrl import driver, sharding
 
     sharding.initialize_distributed(args.coordinator, args.num_processes, args.process_id)
     result = driver.resume(
@@ -114,11 +101,13 @@ def _done(result) -> None:
 
 
 def cmd_train(argv: list[str]) -> int:
-    from jaxrl import driver, envs, sharding
+    from jaxrl.config.resolve import build_configs, default_out, pre_parse, run_options
 
     if pre_parse(argv).resume is not None:
         return cmd_resume(argv)
-    train_config, agent_config, options = build_configs(argv)
+    train_config, agent_config, options = build_configs(argv)  # --help exits here
+    from jaxrl import driver, envs, sharding
+
     envs.import_modules(train_config.env_imports)
     envs.check_name(train_config.env)
     if sharding.initialize_distributed(
@@ -143,25 +132,9 @@ def cmd_train(argv: list[str]) -> int:
 # -- jaxrl eval / render / plot -------------------------------------------------------------
 
 
-@dataclasses.dataclass
-class EvalArgs:
-    run: Annotated[str, tyro.conf.Positional]
-    """The run folder."""
-    episodes: int = 10
-    """Greedy episodes to play (in parallel, one env each)."""
-    checkpoint: int | None = None
-    """The checkpoint's env steps (default: the newest)."""
-    seed: int = 0
-    """Seed of the episodes' initial states."""
-    json: bool = False
-    """Print the result as JSON."""
-    member: int | None = None
-    """Of a run of several seeds or settings: the member (index, as summary.json lists
-    final_eval_returns); default: the one with the best eval return at the checkpoint."""
-
-
 def cmd_eval(argv: list[str]) -> int:
     from jaxrl import runs
+    from jaxrl.cli_args import EvalArgs
 
     args = _parse(
         EvalArgs,
@@ -184,28 +157,9 @@ def cmd_eval(argv: list[str]) -> int:
     return 0
 
 
-@dataclasses.dataclass
-class RenderArgs:
-    run: Annotated[str, tyro.conf.Positional]
-    """The run folder."""
-    out: str | None = None
-    """Video file to write (.mp4 or .gif; default: policy.mp4 in the run folder)."""
-    checkpoint: int | None = None
-    """The checkpoint's env steps (default: the newest)."""
-    steps: int | None = None
-    """At most this many control steps (default: one whole episode)."""
-    width: int = 320
-    """Frame width in pixels."""
-    height: int = 240
-    """Frame height in pixels."""
-    camera: str | None = None
-    """A camera of the model, by name or index (default: the free camera)."""
-    seed: int = 0
-    """Seed of the episode's initial state."""
-
-
 def cmd_render(argv: list[str]) -> int:
     from jaxrl import envs, render, runs
+    from jaxrl.cli_args import RenderArgs
 
     args = _parse(
         RenderArgs, "jaxrl render", "Render a greedy episode of a saved policy to a video.", argv
@@ -255,7 +209,7 @@ def cmd_sweep(argv: list[str]) -> int:
 
 
 def cmd_list(argv: list[str]) -> int:
-    from jaxrl import envs
+    from jaxrl import agents, envs
     from jaxrl.experiments.presets import PRESETS
 
     parser = argparse.ArgumentParser(
@@ -307,7 +261,109 @@ COMMANDS = {
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
+    """The `jaxrl` console script (pyproject.toml's [project.scripts]). Ctrl-C at any point
+    ends it with one line on stderr and exit 130, never a traceback: the heavy imports happen
+    inside the commands, so inside this try. During training the driver's own handler takes
+    over: the chunk finishes and a checkpoint is saved first (`Interrupted` says so)."""
+    command = None
+    ctrl_c = _CtrlC(whole_process=argv is None)
+    try:
+        ctrl_c.install()
+        argv = sys.argv[1:] if argv is None else list(argv)
+        command = argv[0] if argv and argv[0] in COMMANDS else None
+        return _main(argv)
+    except Interrupted as stop:
+        ctrl_c.done = True
+        print(f"jaxrl {command}: {stop}", file=sys.stderr)
+        return 130
+    except KeyboardInterrupt:
+        ctrl_c.done = True
+        prefix = f"jaxrl {command}" if command else "jaxrl"
+        print(f"{prefix}: interrupted; nothing saved since the last checkpoint.", file=sys.stderr)
+        return 130
+    finally:
+        ctrl_c.uninstall()
+
+
+class _CtrlC:
+    """Ctrl-C outside training raises KeyboardInterrupt, as Python's own handler does, but is
+    never lost. Python's handler runs at the next bytecode of the main thread, and where that
+    is a garbage-collector callback (JAX registers one), a `__del__` or Python code called from
+    C++ (JAX's tracing and compiling), the exception is swallowed: seen here, a Ctrl-C during
+    set-up was dropped and the run trained on to its end. So until `main` has caught it, a
+    watchdog thread raises it again every half second; once the driver's handler has replaced
+    this one (training began), the signal goes to it once more, a stop request (chunk
+    finished, checkpoint saved), and the watchdog ends. KeyboardInterrupts that Python reports
+    as swallowed ("Exception ignored in ...") are not printed."""
+
+    RETRY_SECONDS = 0.5
+
+    def __init__(self, whole_process: bool):
+        # The console script (main() reading sys.argv): after a Ctrl-C, a second one while
+        # Python shuts down (JAX's exit hooks) ends the process at once, quietly (SIG_DFL).
+        self.whole_process = whole_process
+        self.done = False  # main caught it (or returned): no more KeyboardInterrupts
+        self._lock = threading.Lock()
+        self._watchdog: threading.Thread | None = None
+        self._previous_handler = None
+        self._previous_hook = None
+
+    def install(self) -> None:
+        self._previous_hook = sys.unraisablehook
+        sys.unraisablehook = self._unraisable
+        if threading.current_thread() is threading.main_thread():
+            self._previous_handler = signal.signal(signal.SIGINT, self._handle)
+
+    def uninstall(self) -> None:
+        self.done = True
+        with self._lock:  # no redelivery after this; one under way is handled (ignored) here
+            pass
+        sys.unraisablehook = self._previous_hook
+        if self._previous_handler is not None and signal.getsignal(signal.SIGINT) == self._handle:
+            interrupted = self._watchdog is not None
+            quit_at_once = interrupted and self.whole_process
+            signal.signal(signal.SIGINT, signal.SIG_DFL if quit_at_once else self._previous_handler)
+
+    def _handle(self, signum, frame):
+        if self.done:
+            return
+        if self._watchdog is None:
+            self._watchdog = threading.Thread(target=self._redeliver, daemon=True)
+            self._watchdog.start()
+        raise KeyboardInterrupt
+
+    def _redeliver(self) -> None:
+        while True:
+            time.sleep(self.RETRY_SECONDS)
+            with self._lock:
+                if self.done:
+                    return
+                if self._unwinding():
+                    continue  # not lost: on its way up (a finally or __exit__ still running)
+                ours = signal.getsignal(signal.SIGINT) == self._handle
+                # A real signal, not _thread.interrupt_main: it also wakes a sleeping or
+                # waiting main thread (interrupt_main waits for it to run Python again).
+                signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+            if not ours:
+                return
+
+    @staticmethod
+    def _unwinding() -> bool:
+        """Whether the main thread is handling a KeyboardInterrupt: in an except or finally
+        block or a context manager's __exit__ on its way up to main (e.g. a checkpoint write
+        finishing), which a second one must not cut short."""
+        active = sys._current_exceptions().get(threading.main_thread().ident)
+        if isinstance(active, tuple):  # Python < 3.12: (type, value, traceback)
+            active = active[1]
+        return isinstance(active, KeyboardInterrupt)
+
+    def _unraisable(self, unraisable) -> None:
+        if unraisable.exc_type is not None and issubclass(unraisable.exc_type, KeyboardInterrupt):
+            return  # the watchdog raises it again
+        self._previous_hook(unraisable)
+
+
+def _main(argv: list[str]) -> int:
     if argv and argv[0] in ("-V", "--version"):
         print(f"jaxrl {version()}")
         return 0
@@ -327,12 +383,6 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         return COMMANDS[command][0](rest)
-    except Interrupted as stop:
-        print(f"jaxrl {command}: {stop}", file=sys.stderr)
-        return 130
-    except KeyboardInterrupt:
-        print(f"jaxrl {command}: interrupted; nothing saved since the last checkpoint.")
-        return 130
     except JaxrlError as error:
         print(f"jaxrl {command}: error: {error}", file=sys.stderr)
         return 2

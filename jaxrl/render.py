@@ -6,12 +6,13 @@
 Headless by default: MuJoCo's OpenGL backend is chosen from the MUJOCO_GL environment variable
 when `mujoco` is first imported, and with it unset MuJoCo picks GLFW, which needs a display.
 This module defaults MUJOCO_GL to "egl" (headless, works with Mesa on a CPU-only machine). Since
-`import jaxrl` already imports mujoco (through brax), that default usually comes too late, so
-`_ensure_gl_backend` re-reads the variable just before the first render if mujoco was imported
-under a different value. If no EGL context can be made under that default, rendering falls
-back to OSMesa (software); if neither works, RenderError names the system packages to install
-(Debian/Ubuntu: libegl1 libgl1-mesa-dri for EGL, libosmesa6 for OSMesa). Setting MUJOCO_GL in
-the shell (e.g. MUJOCO_GL=glfw on a desktop, or osmesa) is always respected, with no fallback.
+mujoco may already be imported by then (through brax, by a Brax or Playground env), that default
+can come too late, so `_ensure_gl_backend` re-reads the variable just before the first render
+if mujoco was imported under a different value. If no EGL context can be made under that
+default, rendering falls back to OSMesa (software); if neither works, RenderError names the
+system packages to install (Debian/Ubuntu: libegl1 libgl1-mesa-dri for EGL, libosmesa6 for
+OSMesa). Setting MUJOCO_GL in the shell (e.g. MUJOCO_GL=glfw on a desktop, or osmesa) is
+always respected, with no fallback.
 
 The rollout is jitted (a `lax.while_loop` that stops when the episode is done and records the
 physics of every control step); the frames are rendered on the host with `mujoco.Renderer`

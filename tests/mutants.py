@@ -62,6 +62,7 @@ RANDOMIZATION = "tests/envs/test_randomization.py"
 SPLIT = "tests/loops/test_split.py"
 PROPERTIES = "tests/test_properties.py"
 FAULTS = "tests/test_faults.py"
+STARTUP = "tests/test_startup.py"
 
 MUTANTS = [
     # --- Agents. ---------------------------------------------------------------------------
@@ -1395,6 +1396,23 @@ MUTANTS = [
         '        args.out if args.out is not None else "policy.mp4",',
         "jaxrl render writes policy.mp4 to the current folder, not the run's",
         "tests/test_commands.py",
+    ),
+    # --- Start-up (issue 38). ----------------------------------------------------------------
+    m(
+        "eager-brax-import",
+        "jaxrl/__init__.py",
+        "import pathlib as _pathlib\n",
+        "import pathlib as _pathlib\n\nimport brax  # noqa: F401\n",
+        "`import jaxrl` imports Brax (and with it mujoco, jax) eagerly again",
+        STARTUP,
+    ),
+    m(
+        "registry-eager-classic",
+        "envs/registry.py",
+        "from jaxrl.envs.wrappers import (",
+        "from jaxrl.envs import classic  # noqa: F401\nfrom jaxrl.envs.wrappers import (",
+        "the env registry imports the classic envs, so Brax, at import again",
+        STARTUP,
     ),
 ]
 
