@@ -400,10 +400,26 @@ def _check_agent_config(config: TrainConfig, agent_config: Any, env: Any = None)
     return agent_config
 
 
+def with_algorithm(config: TrainConfig, agent_config: Any) -> TrainConfig:
+    """`config` naming its algorithm: left at None, the one `agent_config` is the config of
+    (SAC's without one), so `train(TrainConfig(env=...), TD3Config())` names it once. The
+    config's own checks of the run's sizes (those that depend on the algorithm) run here."""
+    if config.algo is not None:
+        return config
+    from jaxrl.config.resolve import agent_algo
+
+    algo = "sac" if agent_config is None else agent_algo(agent_config)
+    try:
+        return dataclasses.replace(config, algo=algo)
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
+
+
 def check_setting(config: TrainConfig, agent_config: Any, env: Any = None) -> None:
     """The checks `train` makes of a run's settings before compiling anything: the agent's
     config, the env's name and options (the env is built), the run's sizes against the agent's
     and the algorithm's loop defaults. Raises ConfigError (or the env's own error)."""
+    config = with_algorithm(config, agent_config)
     agent_config = _check_agent_config(config, agent_config, env)
     make_train(config, agents.get(config.algo).make(agent_config), env)
 
@@ -474,6 +490,7 @@ def train(
     """
     # Every check that can fail on bad input runs here, before anything is compiled.
     options = options or RunOptions(checkpoint_every=checkpoint_every)
+    config = with_algorithm(config, agent_config)
     agent_config = _check_agent_config(config, agent_config, env)
     run_grid = None
     if seeds is not None or vmap is not None:

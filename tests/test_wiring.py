@@ -8,6 +8,9 @@ the loop gave them (the last replay batch, the last rollout, the noise scales th
 with), and the tests compare those with numpy computations from the raw transitions.
 """
 
+import dataclasses
+import json
+
 import chex
 import jax
 import jax.numpy as jnp
@@ -538,3 +541,32 @@ def test_observation_entries_are_checked_before_compiling():
     # Without --actor-obs, a dict observation is read at "state" by actor and critic alike.
     trainer = make_train(_config(), agent, env=DictCounter())
     assert not trainer.observation.asymmetric and trainer.observation.sizes == 3
+
+
+def test_the_algorithm_is_named_once_by_the_agent_s_config(tmp_path):
+    """TrainConfig.algo left at None: the agent (make_train) or the agent's config
+    (jaxrl.train) names it, and the sizes that depend on it are checked then (a PPO run is
+    not refused for an off-policy learning_starts); named twice and differently is refused."""
+    from jaxrl import driver
+    from jaxrl.agents import td3
+
+    short = TrainConfig(total_steps=512, num_envs=4, unroll_length=16, eval_every=256)
+    assert short.algo is None  # learning_starts 5000 > 512 is no error for a run not yet named
+    trainer = make_train(short, ppo.make(ppo.PPOConfig(num_minibatches=4)))
+    assert trainer.config.algo == "ppo" and trainer.config.num_chunks == 2
+    assert make_train(dataclasses.replace(short, learning_starts=64), sac.make()).config.algo == (
+        "sac"
+    )
+    with pytest.raises(ConfigError, match="learning_starts 5000 >= total_steps 512"):
+        make_train(short, sac.make())
+    tiny = td3.TD3Config(actor_hidden=(8,), critic_hidden=(8,))
+    run = driver.train(
+        dataclasses.replace(short, learning_starts=64, batch_size=16),
+        tiny,
+        tmp_path / "run",
+        progress=None,
+    )
+    saved = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert saved["train"]["algo"] == "td3" and run.history[-1]["env_steps"] == 512
+    with pytest.raises(ConfigError, match="algo 'sac' takes a SACConfig, got TD3Config"):
+        driver.train(dataclasses.replace(short, algo="sac", learning_starts=64), tiny)

@@ -46,8 +46,10 @@ class TrainConfig:
 
     env: str = "classic/pendulum"
     """Environment as family/name, e.g. brax/ant or classic/pendulum (`jaxrl list` names them)."""
-    algo: str = "sac"
-    """Algorithm to train, e.g. sac, td3 or ppo (`jaxrl list` names them all)."""
+    algo: str | None = None
+    """Algorithm to train, e.g. sac, td3 or ppo (`jaxrl list` names them all); None: the one
+    whose config is trained with this one (`jaxrl.train(TrainConfig(...), TD3Config())`), or
+    SAC without one."""
     seed: int = 0
     """Random seed: initialisation, env resets, exploration and batch sampling derive from it."""
     total_steps: Annotated[int, tyro.conf.arg(aliases=("--steps",))] = 50_000
@@ -273,9 +275,12 @@ class TrainConfig:
             raise ConfigError(f"obs_clip must be >= 0 (0: no clipping), got {self.obs_clip}")
         if self.learning_starts < 0:
             raise ConfigError(f"learning_starts must be >= 0, got {self.learning_starts}")
-        if not self.on_policy:  # an on-policy run has no replay buffer
+        # The replay's sizes once the algorithm is named (None: when it is, by the agent's
+        # config; dataclasses.replace runs these checks again then): an on-policy run has none.
+        off_policy = self.algo is not None and not self.on_policy
+        if off_policy:
             self._check_replay()
-        if not self.on_policy and self.learning_starts >= self.total_steps:
+        if off_policy and self.learning_starts >= self.total_steps:
             raise ConfigError(
                 f"learning_starts {self.learning_starts} >= total_steps {self.total_steps}: "
                 "no gradient update would ever run; lower learning_starts or raise total_steps."

@@ -4,6 +4,7 @@ in-program evaluation, per-chunk summaries, the resolved config, and the `Traine
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -267,6 +268,8 @@ def resolve_config(config: TrainConfig, agent: Agent) -> TrainConfig:
     """`config` with the agent's own loop defaults filled in, after checking that it describes
     this agent: a config naming another algorithm (above all, an off-policy one for an
     on-policy agent, whose chunks would then hold no rollout) is an error."""
+    if config.algo is None:  # named by the agent alone
+        config = dataclasses.replace(config, algo=agent.name or "sac")
     if agent.name and config.algo != agent.name:
         raise ConfigError(
             f"TrainConfig.algo is {config.algo!r} but the agent is {agent.name!r}; build the "
