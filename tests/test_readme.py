@@ -1,5 +1,6 @@
-"""README.md stays true: its functional-API examples run and learn, its commands parse, and
-the run-folder commands work as written."""
+"""README.md and the docs/ pages stay true: their functional-API examples run and learn, their
+commands parse, the run-folder commands work as written, the README stays a front page, and
+every relative link leads to a file that exists."""
 
 import dataclasses
 import json
@@ -16,18 +17,43 @@ from jaxrl import checkpoint, cli, plot, runs
 from jaxrl.config import resolve
 from jaxrl.experiments import sweep
 
-README = pathlib.Path(__file__).parents[1] / "README.md"
+ROOT = pathlib.Path(__file__).parents[1]
+README = ROOT / "README.md"
+# The README first, then every docs page: the pages whose code blocks the tests read.
+PAGES = [README, *sorted((ROOT / "docs").glob("*.md"))]
+# The docs pages the README links, each for what it covers.
+README_LINKS = (
+    "docs/CLI.md",  # the command line
+    "docs/FLAGS.md",  # every jaxrl train flag (generated)
+    "docs/API.md",  # the Python API
+    "docs/RUNS.md",  # resume, faults, checkpoints
+    "docs/SCALING.md",  # seeds, grids, devices, hosts
+    "docs/BENCHMARKS.md",
+    "docs/PARITY.md",  # parity with Brax
+    "docs/ALGORITHMS.md",
+    "docs/DESIGN.md",
+    "docs/TESTING.md",
+)
 
 
-def _python_blocks() -> list[str]:
-    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
-    assert len(blocks) == 4
-    return blocks
+def _blocks(language: str) -> dict[str, list[str]]:
+    """Each page's fenced blocks of one language, by the page's path from the repository root."""
+    return {
+        str(page.relative_to(ROOT)): re.findall(rf"```{language}\n(.*?)```", page.read_text(), re.S)
+        for page in PAGES
+    }
+
+
+def _python_blocks(page: str = "docs/API.md") -> list[str]:
+    found = _blocks("python")
+    # Every Python example of the README and the docs is one the tests below run.
+    assert {name: len(blocks) for name, blocks in found.items() if blocks} == {"docs/API.md": 4}
+    return found[page]
 
 
 def test_readme_api_example_runs_and_learns():
     namespace: dict = {}
-    exec(compile(_python_blocks()[0], "README.md", "exec"), namespace)
+    exec(compile(_python_blocks()[0], "docs/API.md", "exec"), namespace)
     returns = np.asarray(namespace["metrics"]["eval_return"])
     assert returns.shape == (4,)  # 20,000 steps, an evaluation every 5,000
     assert returns.max() >= -250.0 and returns[0] < -700.0
@@ -42,7 +68,8 @@ def test_readme_ppo_example_learns_inverted_pendulum():
     # 0-3 reached 1,000 by 51,200 steps on 2 CPU cores).
     namespace: dict = {}
     exec(
-        compile("import jax\nimport jaxrl\n" + _python_blocks()[1], "README.md", "exec"), namespace
+        compile("import jax\nimport jaxrl\n" + _python_blocks()[1], "docs/API.md", "exec"),
+        namespace,
     )
     returns = np.asarray(namespace["metrics"]["eval_return"])
     assert returns.shape == (8,)
@@ -52,7 +79,7 @@ def test_readme_ppo_example_learns_inverted_pendulum():
 def test_readme_own_env_example_trains_by_object_and_by_name():
     namespace: dict = {}
     try:
-        exec(compile(_python_blocks()[3], "README.md", "exec"), namespace)
+        exec(compile(_python_blocks()[3], "docs/API.md", "exec"), namespace)
         # Holding still scores about -12 on Reach; the trained policy reaches 0 and stays.
         assert namespace["result"].final_eval_return > -8.0
         assert jaxrl.envs.make("mylab/Reach").episode_length == 25
@@ -63,7 +90,7 @@ def test_readme_own_env_example_trains_by_object_and_by_name():
 
 
 def test_readme_first_commands_are_install_and_tests():
-    commands = re.findall(r"```bash\n(.*?)```", README.read_text(), re.S)
+    commands = _blocks("bash")["README.md"]
     assert "pip install -e '.[dev]'" in commands[0] and "jaxrl train" in commands[0]
     assert commands[1].strip() == "python -m pytest tests"
     ci = (README.parent / ".ci" / "run").read_text()
@@ -86,7 +113,7 @@ def test_readme_policy_example_runs_on_a_saved_run(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     obs = np.asarray(result.state.env_state.obs)  # raw observations, as an env returns them
     namespace = {"obs": obs}
-    exec(compile(_python_blocks()[2], "README.md", "exec"), namespace)
+    exec(compile(_python_blocks()[2], "docs/API.md", "exec"), namespace)
     assert namespace["action"].shape == (4, 1)
     state = result.state
     greedy = jaxrl.make_train(config, jaxrl.sac.make(agent)).policy
@@ -97,9 +124,10 @@ def test_readme_policy_example_runs_on_a_saved_run(tmp_path, monkeypatch):
 
 
 def _readme_commands() -> list[list[str]]:
-    """Every `jaxrl ...` command of README.md's bash blocks, split as the shell would."""
+    """Every `jaxrl ...` command of the bash blocks of README.md and the docs pages, in that
+    order, split as the shell would."""
     commands = []
-    for block in re.findall(r"```bash\n(.*?)```", README.read_text(), re.S):
+    for block in [block for blocks in _blocks("bash").values() for block in blocks]:
         for line in block.replace("\\\n", " ").splitlines():
             for segment in line.split("  #")[0].split("&&"):
                 words = shlex.split(segment)
@@ -140,18 +168,20 @@ def test_readme_commands_parse(tmp_path, monkeypatch):
         elif command in ("list", "bench"):
             continue
         else:
-            raise AssertionError(f"README documents an unknown command: jaxrl {command}")
+            raise AssertionError(f"README or docs document an unknown command: jaxrl {command}")
     assert {"train", "eval", "render", "plot", "sweep", "list", "bench"} <= seen
 
 
 @pytest.mark.slow
 def test_readme_run_folder_commands_work_as_written(tmp_path, monkeypatch, capsys):
-    """The train, resume, eval, config and plot examples, run in order as the README gives
-    them (about a minute on 2 cores)."""
+    """The train, resume, eval, config and plot examples (docs/RUNS.md, docs/CLI.md), run as the
+    pages give them, the train commands first (about a minute on 2 cores)."""
     monkeypatch.chdir(tmp_path)
     wanted = ("train", "eval", "plot")
     ran = []
-    for argv in _readme_commands():
+    # docs/CLI.md (eval, plot) comes before docs/RUNS.md (train, resume) in PAGES: the run is
+    # trained first, its commands in their order, then eval and plot in theirs.
+    for argv in sorted(_readme_commands(), key=lambda argv: argv[0] != "train"):
         ours = {"runs/pendulum", "runs/pendulum/config.json", "runs/pendulum-s1"}
         if argv[0] not in wanted or not ours & set(argv):
             continue
@@ -167,3 +197,43 @@ def test_readme_run_folder_commands_work_as_written(tmp_path, monkeypatch, capsy
     saved = runs.read_config_json(tmp_path / "runs/pendulum-s1")
     assert saved["train"]["seed"] == 1
     assert dataclasses.asdict(runs.configs_from_json(saved)[1])["actor_hidden"] == (64, 64)
+
+
+def _anchor(heading: str) -> str:
+    """GitHub's anchor of a heading: lower case, punctuation dropped, spaces to hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def test_readme_is_a_front_page_that_links_every_docs_page():
+    text = README.read_text()
+    lines = text.splitlines()
+    assert len(lines) <= 200, f"README.md has {len(lines)} lines; move detail to docs/"
+    fenced = False
+    for number, line in enumerate(lines, 1):
+        fenced ^= line.startswith("```")
+        if not fenced and not line.startswith("```"):
+            assert len(line) <= 100, f"README.md:{number} is {len(line)} characters long"
+    linked = set(re.findall(r"\]\(([^)#\s]+)", text))
+    assert set(README_LINKS) <= linked, sorted(set(README_LINKS) - linked)
+    assert {str(page.relative_to(ROOT)) for page in PAGES[1:]} <= linked  # no page left unlinked
+    images = re.findall(r"!\[[^\]]*\]\(([^)\s]+)\)", text)
+    assert len(images) == 1 and images[0].startswith("benchmarks/results/"), images
+
+
+def test_every_relative_link_of_readme_and_docs_leads_to_a_file():
+    checked = 0
+    for page in [*PAGES, ROOT / "benchmarks" / "README.md"]:
+        text = re.sub(r"```.*?```", "", page.read_text(), flags=re.S)  # links outside code
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            if re.match(r"[a-z]+:", target):  # https:, mailto:
+                continue
+            path, _, anchor = target.partition("#")
+            linked = (page.parent / path).resolve() if path else page
+            where = f"{page.relative_to(ROOT)} links {target}"
+            assert linked.exists(), f"{where}: no such file"
+            assert linked.is_relative_to(ROOT), f"{where}: outside the repository"
+            if anchor and linked.suffix == ".md":
+                headings = re.findall(r"^#+ (.*)$", linked.read_text(), re.M)
+                assert anchor in {_anchor(h) for h in headings}, f"{where}: no such heading"
+            checked += 1
+    assert checked >= 20
