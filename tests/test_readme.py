@@ -121,6 +121,8 @@ def test_readme_policy_example_runs_on_a_saved_run(tmp_path, monkeypatch):
         namespace["action"], greedy(state.agent, state.obs_stats, obs), rtol=1e-6, atol=1e-6
     )
     assert namespace["report"]["episodes"] == 10 and len(namespace["report"]["returns"]) == 10
+    np.testing.assert_array_equal(namespace["alone"](obs), namespace["action"])
+    assert (tmp_path / "pendulum.policy").is_file()
 
 
 def _readme_commands() -> list[list[str]]:

@@ -557,8 +557,8 @@ def _check_env_first(algo: str, command: Any) -> None:
         for owner, field in members:
             if owner is TrainConfig and field.name in ("env", "env_imports"):
                 values[field.name] = getattr(group, field.name)
-    imports = values.get("env_imports") or ()
-    envs.import_modules((imports,) if isinstance(imports, str) else imports)
+    if values.get("env_imports"):  # the user's own envs: checked once their modules import
+        return
     envs.check_name(values["env"])
 
 
