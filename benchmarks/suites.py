@@ -283,6 +283,13 @@ BRAX_SAC_HOPPER = {
 PARITY_SAC_TASKS["brax/hopper"] = (BRAX_SAC_HOPPER, 100_352)
 
 
+def brax_sac_first_update_rows(settings: dict) -> int:
+    """The replay rows stored when Brax's SAC makes its first gradient step: its prefill
+    (whole steps of every env, ceil(min_replay_size / num_envs) of them) and one more step."""
+    envs = settings["num_envs"]
+    return (-(-settings["min_replay_size"] // envs) + 1) * envs
+
+
 def sac_parity_flags(
     settings: dict, total_steps: int, evals: int = PARITY_EVALS, eval_envs: int = 128
 ) -> tuple[str, ...]:
@@ -299,7 +306,9 @@ def sac_parity_flags(
         "--batch-size": settings["batch_size"],
         "--updates-per-step": settings["grad_updates_per_step"],
         "--buffer-size": settings["max_replay_size"],
-        "--learning-starts": settings["min_replay_size"],
+        # Brax prefills ceil(min_replay_size / num_envs) steps of every env, then learns from
+        # its next step on; jaxrl learns from the iteration whose rows reach learning_starts.
+        "--learning-starts": brax_sac_first_update_rows(settings),
         "--gamma": settings["discounting"],
         "--episode-length": settings["episode_length"],
         "--action-repeat": settings["action_repeat"],

@@ -406,9 +406,7 @@ def with_algorithm(config: TrainConfig, agent_config: Any) -> TrainConfig:
     config's own checks of the run's sizes (those that depend on the algorithm) run here."""
     if config.algo is not None:
         return config
-    from jaxrl.config.resolve import agent_algo
-
-    algo = "sac" if agent_config is None else agent_algo(agent_config)
+    algo = "sac" if agent_config is None else agents.algorithm_of(agent_config)
     try:
         return dataclasses.replace(config, algo=algo)
     except ValueError as error:

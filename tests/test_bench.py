@@ -106,9 +106,10 @@ def test_parity_cases_give_jaxrl_exactly_the_peer_settings(suite):
                 peer["batch_size"],
                 peer["grad_updates_per_step"],
             )
+            prefill = -(-peer["min_replay_size"] // case.num_envs) * case.num_envs
             assert (train.buffer_size, train.learning_starts) == (
                 peer["max_replay_size"],
-                peer["min_replay_size"],
+                prefill + case.num_envs,  # Brax's first gradient step: after its prefill
             )
             assert agent.actor_lr == agent.critic_lr == peer["learning_rate"]
             assert agent.critic_layer_norm == peer.get("q_network_layer_norm", False)

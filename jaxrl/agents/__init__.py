@@ -69,3 +69,13 @@ def get(name: str) -> AlgorithmSpec:
 
 
 __all__ = ["ALGORITHMS", "Agent", "AlgorithmSpec", "UnknownAlgorithmError", "get"]
+
+
+def algorithm_of(agent_config: Any) -> str:
+    """The name of the algorithm whose config `agent_config` is (its exact class)."""
+    from jaxrl.errors import ConfigError
+
+    for name, spec in ALGORITHMS.items():
+        if type(agent_config) is spec.config_cls:
+            return name
+    raise ConfigError(f"no algorithm takes a {type(agent_config).__name__}")

@@ -562,11 +562,7 @@ def _check_env_first(algo: str, command: Any) -> None:
     envs.check_name(values["env"])
 
 
-def agent_algo(agent_config: Any) -> str:
-    for name, spec in agents.ALGORITHMS.items():
-        if type(agent_config) is spec.config_cls:
-            return name
-    raise ConfigError(f"no algorithm takes a {type(agent_config).__name__}")
+agent_algo = agents.algorithm_of  # the name the CLI's checks have used
 
 
 def run_options(options: TrainOptions):
