@@ -315,6 +315,23 @@ def test_policy_saves_to_one_small_file_that_loads_without_the_run(
         jaxrl.load_policy(tmp_path / "other.bin")
 
 
+def test_first_progress_line_says_how_the_run_was_rounded_up():
+    """5,000 steps of 16 envs with an evaluation every 1,000: whole chunks of 63 iterations,
+    5,040 env steps; the first line says so, before the compile time."""
+    lines = []
+    config = _sac(total_steps=5000, num_envs=16, eval_every=1000, buffer_size=2048)
+    result = driver.train(config, TINY_SAC, progress=lines.append)
+    assert result.history[-1]["env_steps"] == 5040
+    assert lines[0] == (
+        "[sac classic/pendulum] 5,000 env steps rounded up to 5,040: 5 evaluation chunks of 63 "
+        "loop iterations, each 16 env steps (16 envs)"
+    )
+    assert "compiled in" in lines[1]
+    lines.clear()
+    driver.train(_sac(total_steps=512), TINY_SAC, progress=lines.append)  # 4 x 128: exact
+    assert "compiled in" in lines[0] and not any("rounded" in line for line in lines)
+
+
 def test_progress_fn_gets_each_chunk_s_row_as_numbers(tmp_path):
     """Brax's convention, progress_fn(env_steps, metrics): called once per chunk, on resume
     too, with the row metrics.jsonl holds, as floats (nothing that is not a number)."""
