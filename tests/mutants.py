@@ -723,15 +723,15 @@ MUTANTS = [
     ),
     m(
         "resume-buffer-not-saved",
-        "jaxrl/driver.py",
-        "include_buffer=options.checkpoint_buffer,",
+        "jaxrl/run/runner.py",
+        "include_buffer=self.options.checkpoint_buffer,",
         "include_buffer=False,",
         "checkpoints leave out the replay buffer even when --checkpoint-buffer is on",
         RUNS,
     ),
     m(
         "resume-steps-counted-from-zero",
-        "jaxrl/driver.py",
+        "jaxrl/run/runner.py",
         '    done = history[-1]["env_steps"] if history else 0\n',
         "    done = 0\n",
         "a resumed run's progress bar starts from zero env steps again",
@@ -749,7 +749,7 @@ MUTANTS = [
     ),
     m(
         "chunk-rate-running-average",
-        "jaxrl/driver.py",
+        "jaxrl/run/rows.py",
         '"chunk_env_steps_per_second": config.env_steps_per_chunk / max(chunk_seconds, 1e-9),',
         '"chunk_env_steps_per_second": env_steps / max(wall_seconds, 1e-9),',
         "the progress rate (and ETA) is a running average that counts compilation and warm-up",
@@ -783,7 +783,7 @@ MUTANTS = [
     ),
     m(
         "stop-at-return-ignored",
-        "jaxrl/driver.py",
+        "jaxrl/run/runner.py",
         'reached = target is not None and row["eval_return"] >= target',
         "reached = False",
         "--stop-at-return never ends the run",
@@ -971,7 +971,7 @@ MUTANTS = [
     # --- Several seeds in one program (issue 17). ---------------------------------------------
     m(
         "seeds-rows-all-of-the-first-seed",
-        "jaxrl/driver.py",
+        "jaxrl/run/runner.py",
         "_row(index, jax.tree.map(lambda x, i=i: x[i], metrics), config, *times)",
         "_row(index, jax.tree.map(lambda x, i=i: x[0], metrics), config, *times)",
         "every seed's metrics files get the first seed's rows",
@@ -979,7 +979,7 @@ MUTANTS = [
     ),
     m(
         "seeds-init-from-one-key",
-        "jaxrl/driver.py",
+        "jaxrl/run/state.py",
         "key = jnp.stack([jax.random.PRNGKey(seed) for seed in run_grid.seeds])",
         "key = jnp.stack([jax.random.PRNGKey(run_grid.seeds[0]) for seed in run_grid.seeds])",
         "every seed of a vmapped run starts from the first seed's key",
@@ -1020,7 +1020,7 @@ MUTANTS = [
     ),
     m(
         "grid-every-setting-starts-as-the-first",
-        "jaxrl/driver.py",
+        "jaxrl/run/state.py",
         "jax.vmap(lambda k, m=member: trainer.init(k, m))(keys) for member in members",
         "jax.vmap(lambda k, m=members[0]: trainer.init(k, m))(keys) for member in members",
         "every setting of a grid starts from the first setting's state",
@@ -1028,7 +1028,7 @@ MUTANTS = [
     ),
     m(
         "grid-best-setting-is-the-worst",
-        "jaxrl/driver.py",
+        "jaxrl/run/rows.py",
         'best_setting, best = max(settings, key=lambda item: item[1]["eval_return"])',
         'best_setting, best = min(settings, key=lambda item: item[1]["eval_return"])',
         "a grid's rows name the worst setting as the best",
@@ -1200,7 +1200,7 @@ MUTANTS = [
     ),
     m(
         "rollback-same-key",
-        "jaxrl/driver.py",
+        "jaxrl/run/health.py",
         "fold = lambda key: jax.random.fold_in(key, rollbacks)",
         "fold = lambda key: key",
         "a rollback goes on with the key it had, repeating what it did",
@@ -1208,10 +1208,10 @@ MUTANTS = [
     ),
     m(
         "rollback-keeps-later-rows",
-        "jaxrl/driver.py",
-        """for logger in loggers:
-                            logger.close()
-                        loggers = open_loggers(history)""",
+        "jaxrl/run/runner.py",
+        """for logger in self.loggers:
+            logger.close()
+        self.loggers = self._open_loggers(self.history)""",
         "pass",
         "a rollback leaves the metric rows written after its checkpoint in the files",
         FAULTS,
@@ -1227,7 +1227,7 @@ MUTANTS = [
     ),
     m(
         "out-parent-unchecked",
-        "jaxrl/driver.py",
+        "jaxrl/run/folder.py",
         "    if not existing.is_dir():",
         "    if False:",
         "an --out whose parent is a file passes the checks and fails after compiling",
@@ -1235,7 +1235,7 @@ MUTANTS = [
     ),
     m(
         "damaged-checkpoint-not-set-aside",
-        "jaxrl/driver.py",
+        "jaxrl/run/folder.py",
         "        except checkpoint.DamagedCheckpointError as error:",
         "        except checkpoint.CheckpointWriteError as error:",
         "a resume stops at a damaged newest checkpoint instead of going on from the one before",
@@ -1251,9 +1251,10 @@ MUTANTS = [
     ),
     m(
         "seed-of-the-process",
-        "jaxrl/driver.py",
+        "jaxrl/run/state.py",
         "init, key = trainer.init, jax.random.PRNGKey(trainer.config.seed)",
-        "init, key = trainer.init, jax.random.PRNGKey(trainer.config.seed + os.getpid())",
+        "init, key = trainer.init, "
+        "jax.random.PRNGKey(trainer.config.seed + __import__('os').getpid())",
         "the first key depends on the process (as a seed from the clock or the PID would)",
         FAULTS,
     ),
@@ -1276,7 +1277,7 @@ MUTANTS = [
     ),
     m(
         "run-once-swallows-errors",
-        "jaxrl/driver.py",
+        "jaxrl/run/state.py",
         '            if "option" not in str(error).lower():\n                raise',
         "            pass",
         "any failure to compile the initial state is hidden by a second compile",

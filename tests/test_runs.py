@@ -91,7 +91,7 @@ def test_a_resumed_run_s_progress_starts_where_it_stopped(tmp_path, monkeypatch)
     monkeypatch.setattr(logs, "make_progress", lambda *args: calls.append(args) or real(*args))
     lines = []
     driver.resume(tmp_path / "run", progress=lines.append)
-    assert [call[2:] for call in calls] == [(256, 128)]  # (total, done): the bar starts at 128
+    assert [call[2:4] for call in calls] == [(256, 128)]  # (total, done): the bar starts at 128
     assert len(lines) == 2 and "256/256 steps" in lines[1]
 
 

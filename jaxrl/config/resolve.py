@@ -567,9 +567,9 @@ agent_algo = agents.algorithm_of  # the name the CLI's checks have used
 
 def run_options(options: TrainOptions):
     """The driver's RunOptions of a command line's TrainOptions."""
-    from jaxrl import driver
+    from jaxrl.run.plan import RunOptions
 
-    return driver.RunOptions(
+    return RunOptions(
         checkpoint_every=options.checkpoint_every,
         keep_checkpoints=options.keep_checkpoints,
         checkpoint_buffer=options.checkpoint_buffer,

@@ -1,0 +1,177 @@
+"""A run's metric rows: one chunk's row of its metrics and times, the aggregate rows of several
+seeds or of a grid of settings (with their seed summaries), and what two runs of the same seed
+must agree on exactly."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import numpy as np
+
+from jaxrl import grid
+from jaxrl.config import TrainConfig
+from jaxrl.loops.base import NONFINITE
+
+
+def seed_summary(returns: Any) -> dict:
+    """Mean, interquartile mean (the middle 50% of seeds, scipy's trim_mean) and a 95%
+    percentile-bootstrap interval of the mean (scipy.stats.bootstrap, fixed resampling seed)
+    of one evaluation's per-seed returns."""
+    import scipy.stats
+
+    values = np.asarray(returns, np.float64)
+    mean = float(values.mean())
+    low = high = mean
+    if values.size > 1 and np.ptp(values) > 0:
+        interval = scipy.stats.bootstrap(
+            (values,), np.mean, n_resamples=2000, method="percentile", random_state=0
+        ).confidence_interval
+        low, high = float(interval.low), float(interval.high)
+    return {
+        "eval_return_mean": mean,
+        "eval_return_iqm": float(scipy.stats.trim_mean(values, 0.25)),
+        "eval_return_ci_low": low,
+        "eval_return_ci_high": high,
+    }
+
+
+def _seeds_row(rows: list[dict], seeds: tuple[int, ...]) -> dict:
+    """The aggregate row of one chunk of several seeds: times, steps and rates of one seed
+    (they run together), each seed's return and their summary; `eval_return` is the mean."""
+    first = rows[0]
+    returns = [r["eval_return"] for r in rows]
+    trained = [r["train_episode_return"] for r in rows if r["train_episode_return"] is not None]
+    summary = seed_summary(returns)
+    row = {k: first[k] for k in ("chunk", "env_steps", "train_seconds", "wall_seconds")}
+    if "updates" in first:  # gradient updates of one seed (each does the same)
+        row["updates"] = first["updates"]
+    row.update(
+        chunk_seconds=first["chunk_seconds"],
+        env_steps_per_second=first["env_steps_per_second"],
+        chunk_env_steps_per_second=first["chunk_env_steps_per_second"],
+        all_seeds_env_steps_per_second=first["env_steps_per_second"] * len(seeds),
+        seeds=list(seeds),
+        eval_returns=returns,
+        eval_return=summary["eval_return_mean"],
+        eval_return_std=float(np.std(returns)),
+        best_seed=seeds[int(np.argmax(returns))],
+        train_episode_return=float(np.mean(trained)) if trained else None,
+    )
+    row.update(summary)
+    return row
+
+
+def _grid_row(rows: list[dict], run_grid: grid.Grid) -> dict:
+    """The aggregate row of one chunk of a grid: seeds alone give `_seeds_row`; with settings,
+    each setting's summary over its seeds (`settings`, best first by mean eval return), the
+    best setting, and that setting's row (its mean is the row's `eval_return`, which
+    stop_at_return reads)."""
+    if not run_grid.axes:
+        return _seeds_row(rows, run_grid.seeds)
+    per = len(run_grid.seeds)
+    settings = []
+    for i, setting in enumerate(run_grid.settings):
+        one = _seeds_row(rows[i * per : (i + 1) * per], run_grid.seeds)
+        settings.append((setting, one))
+    best_setting, best = max(settings, key=lambda item: item[1]["eval_return"])
+    row = dict(best)
+    row.update(
+        all_seeds_env_steps_per_second=rows[0]["env_steps_per_second"] * len(rows),
+        eval_returns=[r["eval_return"] for r in rows],
+        best_setting=grid.Grid.label(best_setting),
+        settings=sorted(
+            (
+                {
+                    "setting": grid.Grid.label(setting),
+                    **setting,
+                    "eval_returns": one["eval_returns"],
+                    **{k: one[k] for k in one if k.startswith("eval_return_")},
+                }
+                for setting, one in settings
+            ),
+            key=lambda s: -s["eval_return_mean"],
+        ),
+    )
+    return row
+
+
+def _row(
+    chunk: int,
+    metrics: dict,
+    config: TrainConfig,
+    chunk_seconds: float,
+    train_seconds: float,
+    wall_seconds: float,
+) -> dict:
+    metrics = {k: np.asarray(v).item() for k, v in metrics.items() if not k.startswith(NONFINITE)}
+    env_steps = int(metrics.pop("iteration")) * config.env_steps_per_iteration
+    episodes = metrics.pop("episodes")
+    return_sum = metrics.pop("episode_return_sum")
+    length_sum = metrics.pop("episode_length_sum")
+    row = {
+        "chunk": chunk,
+        "env_steps": env_steps,
+        "train_seconds": round(train_seconds, 4),
+        # Training plus compile time since the run began (every process of a resumed run).
+        "wall_seconds": round(wall_seconds, 4),
+        "chunk_seconds": round(chunk_seconds, 6),
+        "env_steps_per_second": env_steps / max(train_seconds, 1e-9),
+        # This chunk's own rate: what the progress display and its ETA use.
+        "chunk_env_steps_per_second": config.env_steps_per_chunk / max(chunk_seconds, 1e-9),
+        "train_episodes": int(episodes),
+        # None where no episode finished during the chunk.
+        "train_episode_return": return_sum / episodes if episodes else None,
+        "train_episode_length": length_sum / episodes if episodes else None,
+    }
+    row.update(metrics)
+    return row
+
+
+TIMING_KEYS = (
+    "train_seconds",
+    "wall_seconds",
+    "chunk_seconds",
+    "env_steps_per_second",
+    "chunk_env_steps_per_second",
+    "all_seeds_env_steps_per_second",
+)
+
+
+def learning_metrics(rows: list[dict]) -> list[dict]:
+    """`rows` without their timings: what two runs of the same seed must agree on exactly
+    (a run of several seeds: its seeds' own rows too)."""
+    kept = []
+    for row in rows:
+        row = {k: v for k, v in row.items() if k not in TIMING_KEYS}
+        if "per_seed" in row:
+            row["per_seed"] = learning_metrics(row["per_seed"])
+        kept.append(row)
+    return kept
+
+
+def _member(metrics: dict, i: int) -> dict:
+    """Member `i`'s metrics of a grid's chunk."""
+    return jax.tree.map(lambda x: x[i], metrics)
+
+
+def _without_seeds(row: dict) -> dict:
+    """A row as the run's own metrics files keep it: without its seeds' own rows."""
+    return {k: v for k, v in row.items() if k != "per_seed"}
+
+
+def rounding_note(config: TrainConfig) -> str | None:
+    """Says how a run's length was rounded up (None where it was not): every chunk runs the
+    same whole loop iterations, each a step (or a rollout) of every env."""
+    total = config.num_chunks * config.env_steps_per_chunk
+    if total == config.total_steps:
+        return None
+    per_iteration = config.env_steps_per_iteration
+    what = f"{config.num_envs} envs" + (
+        f" x {config.steps_per_iteration} steps" if config.steps_per_iteration > 1 else ""
+    )
+    return (
+        f"{config.total_steps:,} env steps rounded up to {total:,}: {config.num_chunks} "
+        f"evaluation chunks of {config.iterations_per_chunk} loop iterations, each "
+        f"{per_iteration:,} env steps ({what})"
+    )
