@@ -184,17 +184,16 @@ def _load_policy_file(path: pathlib.Path) -> Policy:
     as_arrays = lambda tree: jax.tree.map(jnp.asarray, tree)  # noqa: E731
     agent_state = as_arrays(serialization.from_state_dict(like_agent, record["agent_state"]))
     stats = as_arrays(serialization.from_state_dict(like_stats, record["obs_stats"]))
+    return _policy(
+        config, agent_config, agent, agent_state, stats, int(saved["env_steps"]),
+        saved.get("member"), sizes,
+    )  # fmt: skip
+
+
+def _policy(config, agent_config, agent, agent_state, stats, env_steps, member, sizes) -> Policy:
+    """The Policy of a restored agent state and statistics (of a checkpoint or a file)."""
     apply = jax.jit(make_policy(config, agent))
-    return Policy(
-        config,
-        agent_config,
-        agent_state,
-        stats,
-        int(saved["env_steps"]),
-        apply,
-        saved.get("member"),
-        sizes,
-    )
+    return Policy(config, agent_config, agent_state, stats, env_steps, apply, member, sizes)
 
 
 def _sizes(saved: dict) -> tuple[int, int | None, int]:
@@ -274,9 +273,8 @@ def load_policy(
         label = run_grid.member_dir(setting, seed)
     elif member not in (None, 0):
         raise RunError(f"member {member}: {run_dir} is a run of one seed")
-    apply = jax.jit(make_policy(config, agent))
     sizes = (obs_size, critic_size, action_size)
-    return Policy(config, agent_config, agent_state, stats, step, apply, label, sizes)
+    return _policy(config, agent_config, agent, agent_state, stats, step, label, sizes)
 
 
 def evaluate_run(

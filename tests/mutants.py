@@ -77,8 +77,8 @@ MUTANTS = [
     m(
         "sac-next-action-from-obs",
         "jaxrl/agents/sac.py",
-        "mean, log_std = _policy(state.actor.params, batch.next_obs, action_size)",
-        "mean, log_std = _policy(state.actor.params, batch.obs, action_size)",
+        "            state.actor.params, batch.next_obs\n        )\n        next_action,",
+        "            state.actor.params, batch.obs\n        )\n        next_action,",
         "SAC samples the bootstrap action at s instead of s'",
         SAC_REF,
     ),
@@ -109,8 +109,8 @@ MUTANTS = [
     m(
         "sac-target-entropy-sign",
         "jaxrl/agents/sac.py",
-        'target_entropy = -hp["target_entropy_scale"] * action_size',
-        'target_entropy = hp["target_entropy_scale"] * action_size',
+        'target_entropy = -state.hp["target_entropy_scale"] * state.action_size',
+        'target_entropy = state.hp["target_entropy_scale"] * state.action_size',
         "the target entropy is +|A| instead of -|A|",
         SAC_REF,
     ),
@@ -215,8 +215,8 @@ MUTANTS = [
     m(
         "ppo-value-net-ignores-activation",
         "jaxrl/agents/ppo.py",
-        "value_net = MLP(config.critic_hidden, out=1, activation=config.activation)",
-        "value_net = MLP(config.critic_hidden, out=1)",
+        "        out=1,\n        activation=config.activation,\n        matmul_precision",
+        "        out=1,\n        matmul_precision",
         "PPO's value network keeps ReLU when swish (Brax's networks) is asked for",
         PPO_REF,
     ),
@@ -324,7 +324,7 @@ MUTANTS = [
     m(
         "loop-stats-from-reset-obs",
         "jaxrl/loops/offpolicy.py",
-        "stats = normalization.update(stats, next_obs)",
+        "stats = normalization.update(stats, obs if config.renormalize_rollout else next_obs)",
         "stats = normalization.update(stats, obs)",
         "observation statistics absorb post-reset observations instead of reached ones",
         WIRING,
@@ -931,8 +931,8 @@ MUTANTS = [
     m(
         "ppo-value-inputs-swapped",
         "jaxrl/agents/ppo.py",
-        "value_obs, next_value_obs = rollout.critic_inputs",
-        "next_value_obs, value_obs = rollout.critic_inputs",
+        "value_obs, next_value_obs = rollout.critic_inputs  # obs / next_obs unless asymmetric",
+        "next_value_obs, value_obs = rollout.critic_inputs  # obs / next_obs unless asymmetric",
         "PPO's asymmetric value function reads s' for V(s) and s for V(s')",
         PPO_REF,
     ),
@@ -989,7 +989,7 @@ MUTANTS = [
     m(
         "hp-sac-tau-a-constant",
         "jaxrl/agents/sac.py",
-        'polyak(state.target_critic_params, critic.params, hp["tau"])',
+        'polyak(state.target_critic_params, critic.params, state.hp["tau"])',
         "polyak(state.target_critic_params, critic.params, config.tau)",
         "SAC's Polyak rate is closed over as a constant, not read from the state",
         HYPER,
@@ -1054,8 +1054,8 @@ MUTANTS = [
     m(
         "sac-soft-bonus-sign",
         "jaxrl/agents/sac.py",
-        "            -alpha * next_log_prob,\n",
-        "            alpha * next_log_prob,\n",
+        "        bonus = -alpha * next_log_prob\n",
+        "        bonus = alpha * next_log_prob\n",
         "SAC hands the critic head +alpha log pi as the soft bonus",
         SAC_REF,
         DSAC_REF,
@@ -1318,26 +1318,28 @@ MUTANTS = [
     m(
         "bf16-sac-actor-float32",
         "jaxrl/agents/sac.py",
-        "            softplus_std=config.softplus_std,\n"
-        "            matmul_precision=config.matmul_precision,\n",
-        "            softplus_std=config.softplus_std,\n",
+        "        softplus_std=config.softplus_std,\n"
+        "        matmul_precision=config.matmul_precision,\n"
+        "        kernel_init=config.kernel_init,\n    )\n\n\ndef make(",
+        "        softplus_std=config.softplus_std,\n"
+        "        kernel_init=config.kernel_init,\n    )\n\n\ndef make(",
         "--matmul-precision bfloat16 leaves SAC's policy network in float32",
         PRECISION,
     ),
     m(
         "bf16-output-layer-float32",
         "jaxrl/networks.py",
-        "            x = dense(self.out, self.matmul_precision)(x)",
-        "            x = nn.Dense(self.out)(x)",
+        "            x = dense(self.out, self.matmul_precision, self.kernel_init)(x)",
+        "            x = nn.Dense(self.out, kernel_init=KERNEL_INITS[self.kernel_init])(x)",
         "--matmul-precision bfloat16 leaves every MLP's output layer in float32",
         PRECISION,
     ),
     m(
         "bf16-ppo-value-float32",
         "jaxrl/agents/ppo.py",
-        "        activation=config.activation,\n"
-        "        matmul_precision=config.matmul_precision,\n    )",
-        "        activation=config.activation,\n    )",
+        "        out=1,\n        activation=config.activation,\n"
+        "        matmul_precision=config.matmul_precision,\n",
+        "        out=1,\n        activation=config.activation,\n",
         "--matmul-precision bfloat16 leaves PPO's value network in float32",
         PRECISION,
     ),

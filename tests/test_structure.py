@@ -18,3 +18,18 @@ def test_no_import_circles():
     ).stdout
     for line in ("import SCCs in `jaxrl/` (all edges): 0", "with mapped folders (all edges): 0"):
         assert line in report, report[:3000]
+
+
+def test_every_mutant_applies_to_the_code_as_it_is():
+    """Each mutant of tests/mutants.py names text found exactly once in its file: a refactor
+    that moves or rewrites the code leaves no mutant silently "stale" (never run)."""
+    from tests import mutants
+
+    names = [mutant.name for mutant in mutants.MUTANTS]
+    assert len(names) == len(set(names)), "mutant names repeat"
+    stale = {
+        mutant.name: (mutant.path, (ROOT / mutant.path).read_text().count(mutant.old))
+        for mutant in mutants.MUTANTS
+        if (ROOT / mutant.path).read_text().count(mutant.old) != 1
+    }
+    assert not stale, f"mutants whose text is not found exactly once (path, count): {stale}"
