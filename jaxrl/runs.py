@@ -59,7 +59,10 @@ def configs_from_json(saved: dict) -> tuple[TrainConfig, Any]:
     if "train" not in saved or "agent" not in saved:
         raise ConfigError('a run config needs "train" and "agent" entries')
     train = dict(saved["train"])
-    spec = agents.get(train.get("algo", "sac"))
+    # Runs save the algorithm they trained; a config written by hand from an unnamed
+    # TrainConfig (algo None) is SAC's, as training it without an agent config would be.
+    train["algo"] = train.get("algo") or "sac"
+    spec = agents.get(train["algo"])
     try:
         return _from_dict(TrainConfig, train), _from_dict(spec.config_cls, saved["agent"])
     except ConfigError as error:

@@ -440,11 +440,13 @@ def test_algorithms_bring_their_own_loop_defaults():
 def test_a_config_for_another_algorithm_is_refused():
     with pytest.raises(ConfigError, match="algo is 'sac' but the agent is 'ppo'"):
         make_train(
-            _config(), ppo.make(ppo.PPOConfig(actor_hidden=(4,), critic_hidden=(4,))), env=Counter()
+            _config(algo="sac"),
+            ppo.make(ppo.PPOConfig(actor_hidden=(4,), critic_hidden=(4,))),
+            env=Counter(),
         )
     unnamed = recording_on_policy_agent(12)._replace(name="")
     with pytest.raises(ConfigError, match="does not match an on-policy agent"):
-        make_train(_config(), unnamed, env=Counter())
+        make_train(_config(algo="sac"), unnamed, env=Counter())
 
 
 # --- Dict observations and the asymmetric actor-critic. ---------------------------------------

@@ -138,8 +138,12 @@ def test_non_finite_training_stops_with_a_clear_error(tmp_path):
     ],
 )
 def test_inconsistent_sizes_fail_before_compilation(overrides, message):
+    # Named as SAC, the config refuses them itself; left unnamed, the replay's sizes are
+    # checked once the agent names the algorithm (make_train), still before compiling.
     with pytest.raises(ConfigError, match=message):
-        _tiny(**overrides)
+        _tiny(algo="sac", **overrides)
+    with pytest.raises(ConfigError, match=message):
+        make_train(_tiny(**overrides), sac.make(TINY_AGENT))
 
 
 def test_per_env_noise_scales():
