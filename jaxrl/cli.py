@@ -9,8 +9,10 @@ config is a flag; a `--preset` or a saved run's `--config` supplies the starting
 from __future__ import annotations
 
 import argparse
+import contextlib
 import difflib
 import json
+import os
 import pathlib
 import re
 import signal
@@ -285,6 +287,17 @@ def main(argv: list[str] | None = None) -> int:
         ctrl_c.uninstall()
 
 
+def _quit_130(signum, frame) -> None:
+    """A Ctrl-C after main has answered one (JAX's exit hooks still running) ends the process
+    at once, with main's exit code. Not SIG_DFL: a redelivery the watchdog made just before main
+    caught the first one can still be pending in the main thread (blocked while in native code),
+    and it would then end the process by the signal (-2), not with 130."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(130)
+
+
 class _CtrlC:
     """Ctrl-C outside training raises KeyboardInterrupt, as Python's own handler does, but is
     never lost. Python's handler runs at the next bytecode of the main thread, and where that
@@ -300,7 +313,7 @@ class _CtrlC:
 
     def __init__(self, whole_process: bool):
         # The console script (main() reading sys.argv): after a Ctrl-C, a second one while
-        # Python shuts down (JAX's exit hooks) ends the process at once, quietly (SIG_DFL).
+        # Python shuts down (JAX's exit hooks) ends the process at once, quietly (_quit_130).
         self.whole_process = whole_process
         self.done = False  # main caught it (or returned): no more KeyboardInterrupts
         self._lock = threading.Lock()
@@ -322,7 +335,7 @@ class _CtrlC:
         if self._previous_handler is not None and signal.getsignal(signal.SIGINT) == self._handle:
             interrupted = self._watchdog is not None
             quit_at_once = interrupted and self.whole_process
-            signal.signal(signal.SIGINT, signal.SIG_DFL if quit_at_once else self._previous_handler)
+            signal.signal(signal.SIGINT, _quit_130 if quit_at_once else self._previous_handler)
 
     def _handle(self, signum, frame):
         if self.done:
