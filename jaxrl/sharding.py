@@ -72,13 +72,20 @@ def data_axis(devices: int | str, num_envs: int, batch_size: int | None = None) 
     if count == 0:
         return UNSHARDED
     available = first_devices(count)
-    for name, value in (("num_envs", num_envs), ("batch_size", batch_size)):
+    check_shares(count, "devices", num_envs=num_envs, batch_size=batch_size)
+    return DataAxis(Mesh(np.asarray(available), (DATA,)))
+
+
+def check_shares(count: int, what: str, detail: str = "", **sizes: int | None) -> None:
+    """The one check that the run's sizes (num_envs, batch_size) split into `count` equal
+    shares, one per device: for the data axis (`what` "devices") and for the learners of the
+    actor/learner split (`jaxrl.loops.split`). ConfigError naming the first size that does not."""
+    for name, value in sizes.items():
         if value is not None and value % count:
             raise ConfigError(
-                f"{name} {value} does not divide over {count} devices; make it a multiple "
-                f"of {count} (each device takes an equal share)"
+                f"{name} {value} does not divide over {count} {what}{detail}; make it a "
+                f"multiple of {count} (each device takes an equal share)"
             )
-    return DataAxis(Mesh(np.asarray(available), (DATA,)))
 
 
 def first_devices(count: int) -> list:

@@ -225,7 +225,7 @@ def refused() -> None:
         ),
         (
             lambda: make_train(dataclasses.replace(config, devices=3, num_envs=9), pql.make()),
-            "num_envs 9 does not divide over the 2 learner device",
+            "num_envs 9 does not divide over 2 learner device",
         ),
     ]
     for call, message in cases:

@@ -65,13 +65,13 @@ def make_train(
         )
     devices = sharding.first_devices(sharding.device_count(config.devices))
     learners = len(devices) - 1
-    for name, value in (("num_envs", config.num_envs), ("batch_size", config.batch_size)):
-        if value % learners:
-            raise ConfigError(
-                f"{name} {value} does not divide over the {learners} learner device(s) of the "
-                f"actor/learner split (--devices {len(devices)}: one actor, {learners} "
-                f"learners); make it a multiple of {learners}"
-            )
+    sharding.check_shares(
+        learners,
+        "learner device(s)",
+        f" of the actor/learner split (--devices {len(devices)}: one actor, {learners} learners)",
+        num_envs=config.num_envs,
+        batch_size=config.batch_size,
+    )
     actor_axis, learner_axis = sharding.over(devices[:1]), sharding.over(devices[1:])
     env, eval_env = make_envs(config, env, randomization_fn)
     view = observation_view(config, env)
