@@ -183,6 +183,29 @@ def run_profile(case: Case) -> dict:
     return {"profile": profile(trainer, case.seed), "config": argv}
 
 
+# The memory the `speed` cases size the env count for: an 80 GB card under JAX's default
+# preallocation of 75% of it (XLA_PYTHON_CLIENT_MEM_FRACTION).
+SPEED_MEMORY_BUDGET = 0.75 * 80e9
+
+
+def run_speed(case: Case) -> dict:
+    """An update's cost against the device's matmul peak, and the env count that fits."""
+    from jaxrl import agents
+    from jaxrl.benchmarks import speed
+    from jaxrl.config import resolve
+    from jaxrl.loops import make_train
+
+    argv = jaxrl_argv(case)
+    train_config, agent_config, _ = resolve.build_configs(argv)
+    trainer = make_train(train_config, agents.get(case.algo).make(agent_config))
+    return {
+        "speed": speed.update_speed(trainer, case.seed),
+        "matmul_peak": {d: speed.matmul_peak(d) for d in ("bfloat16", "float32")},
+        "memory_estimate": speed.memory_per_env(argv, SPEED_MEMORY_BUDGET),
+        "config": argv,
+    }
+
+
 def run_jaxrl(case: Case) -> tuple[list[dict], float, dict]:
     from jaxrl import driver
     from jaxrl.config import resolve
@@ -230,6 +253,8 @@ def run(case: Case) -> dict:
         record.update(simulator_limit(case.env, case.num_envs))
     elif case.system == "profile":
         record.update(run_profile(case))
+    elif case.system == "speed":
+        record.update(run_speed(case))
     else:
         clock = CompileClock()
         if case.system == "jaxrl":

@@ -18,7 +18,7 @@ PENDULUM, INVERTED_PENDULUM = -250.0, 900.0
 
 @dataclasses.dataclass(frozen=True)
 class Case:
-    system: str  # "jaxrl", "brax", "limit" or "profile"
+    system: str  # "jaxrl", "brax", "limit", "profile" or "speed" (`benchmarks.speed`)
     algo: str  # jaxrl algorithm, Brax trainer ("sac", "ppo"), or "random" for the limit
     env: str
     num_envs: int
@@ -669,6 +669,38 @@ def _gpu_parity() -> list[Case]:
     return cases
 
 
+# Issue 39's GPU speed suite: PPO at Playground's CartpoleBalance settings (every Brax choice)
+# in float32 and bfloat16 beside Brax's PPO, one seed each for throughput, bfloat16 over 3 seeds
+# in one program for its learning (float32's 5 seeds are gpu-parity's); and every algorithm's
+# update compiled alone (`speed` cases: product FLOPs, FLOP/s, the card's measured matmul peak,
+# and the env count whose state fits 80 GB). Made for at most 10 minutes of an H100's time, one
+# case at a time (`--jobs 1`: the timings are the point); per-case timeout 240 s.
+GPU_SPEED_PPO = ("playground/CartpoleBalance", 6, 3)  # task, updates (5,898,240 steps), evals
+BF16 = ("--matmul-precision", "bfloat16")
+
+
+def _gpu_speed() -> list[Case]:
+    env, updates, evals = GPU_SPEED_PPO
+    settings = playground_ppo(env.split("/")[1])
+    steps = updates * settings["batch_size"] * settings["num_minibatches"]
+    steps *= settings["unroll_length"]
+    ppo = Case("jaxrl", "ppo", env, settings["num_envs"], 0.0, steps,
+               options=ppo_parity_flags(settings, steps, evals, True, 128))  # fmt: skip
+    ppo_bf16 = dataclasses.replace(ppo, options=ppo.options + BF16, label="bf16")
+    sac_settings = playground_sac("CartpoleBalance")
+    sac_steps = 200_704
+    sac = Case("jaxrl", "sac", env, sac_settings["num_envs"], 0.0, sac_steps,
+               options=sac_parity_flags(sac_settings, sac_steps))  # fmt: skip
+    fast_td3 = jaxrl_case("fast_td3", "playground/CheetahRun", "fast_td3_playground", 0.0)
+    speeds = []
+    for case in (ppo, sac, fast_td3):
+        speed = dataclasses.replace(case, system="speed")
+        speeds += [speed, dataclasses.replace(speed, options=speed.options + BF16, label="bf16")]
+    peer = {**settings, "num_eval_envs": 128, "deterministic_eval": True}
+    brax = brax_case("ppo", env, peer, 0.0, steps, evals + 1)
+    return speeds + [ppo, ppo_bf16, brax, dataclasses.replace(ppo_bf16, seeds=3)]
+
+
 SUITES = {
     "smoke": _smoke,
     "cpu": _cpu,
@@ -679,4 +711,5 @@ SUITES = {
     "identical": _identical,
     "gpu-parity": _gpu_parity,
     "parity_dmc": _parity_dmc,
+    "gpu-speed": _gpu_speed,
 }

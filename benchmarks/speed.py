@@ -1,0 +1,186 @@
+"""What an update costs and how fast it runs against the hardware (issue 39's `gpu-speed`),
+and how many envs fit in a device's memory.
+
+- `matmul_flops(fn, *args)`: the floating-point operations of the matrix products a function
+  runs, counted from its jaxpr. Written here because XLA's `cost_analysis()` counts the body of a
+  while loop once, whatever its trip count (a 10-step `lax.scan` of a matmul reports the FLOPs of
+  one), and PPO's update is a scan of epochs over a scan of minibatches: XLA's figure would be
+  512 times too low at Playground's settings. Only products are counted (2 M N K per
+  `dot_general`, batch dimensions included); they are what the card's tensor cores run, and
+  the fraction of its matmul peak is the figure the issue asks for. Elementwise work is left out.
+- `update_speed(trainer)`: one agent update compiled alone at the run's sizes, on made-up but
+  well-formed data: its product FLOPs, seconds, FLOP/s, and XLA's memory figures.
+- `matmul_peak(dtype)`: the dense product rate this device reaches on one large square product,
+  the yardstick the update's FLOP/s is divided by (measured, not a datasheet figure: the same
+  card's sustained rate depends on clocks and power).
+- `memory_per_env(argv)`: bytes of the run's state and of the data one update learns from, by
+  `jax.eval_shape` at two env counts (nothing allocated, nothing compiled), and the largest env
+  count whose state and data fit a memory budget. A lower bound on the program's need: XLA's
+  temporaries (activations, the simulator's work arrays) come on top; the GPU records give the
+  measured peak beside it.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+
+def _size(shape) -> int:
+    return math.prod(shape) if shape else 1
+
+
+def _dot_flops(eqn) -> int:
+    (lhs_contract, _), _ = eqn.params["dimension_numbers"]
+    lhs = eqn.invars[0].aval.shape
+    out = eqn.outvars[0].aval.shape
+    return 2 * _size(out) * _size([lhs[d] for d in lhs_contract])
+
+
+def _jaxpr_flops(jaxpr) -> tuple[int, int]:
+    """(product FLOPs, while loops counted once) of a jaxpr, scan bodies times their length,
+    a cond's costliest branch."""
+    total, whiles = 0, 0
+    for eqn in jaxpr.eqns:
+        name = eqn.primitive.name
+        if name == "dot_general":
+            total += _dot_flops(eqn)
+        elif name == "scan":
+            inner, w = _jaxpr_flops(eqn.params["jaxpr"].jaxpr)
+            total += eqn.params["length"] * inner
+            whiles += w
+        elif name == "cond":
+            counted = [_jaxpr_flops(b.jaxpr) for b in eqn.params["branches"]]
+            total += max(c[0] for c in counted)
+            whiles += max(c[1] for c in counted)
+        elif name == "while":
+            inner, w = _jaxpr_flops(eqn.params["body_jaxpr"].jaxpr)
+            total += inner
+            whiles += w + 1
+        else:  # pjit, custom_jvp/vjp, remat, shard_map, ...: their sub-jaxprs once
+            for value in eqn.params.values():
+                for sub in value if isinstance(value, (list, tuple)) else (value,):
+                    inner = getattr(sub, "jaxpr", None)
+                    if inner is not None and hasattr(inner, "eqns"):
+                        flops, w = _jaxpr_flops(inner)
+                    elif hasattr(sub, "eqns"):
+                        flops, w = _jaxpr_flops(sub)
+                    else:
+                        continue
+                    total += flops
+                    whiles += w
+    return total, whiles
+
+
+def matmul_flops(fn: Callable, *args) -> dict:
+    """Product FLOPs of `fn(*args)`, from its jaxpr: {"flops", "while_loops"} (loops whose
+    bodies were counted once, their trip count unknown at trace time; 0 for jaxrl's updates)."""
+    flops, whiles = _jaxpr_flops(jax.make_jaxpr(fn)(*args).jaxpr)
+    return {"flops": flops, "while_loops": whiles}
+
+
+def _median(call: Callable[[], Any], repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        tick = time.perf_counter()
+        jax.block_until_ready(call())
+        times.append(time.perf_counter() - tick)
+    return statistics.median(times)
+
+
+def matmul_peak(dtype: str = "bfloat16", n: int | None = None, repeats: int = 5) -> dict:
+    """FLOP/s of one n x n x n product in `dtype` (float32 sums), after a warm-up call; n
+    defaults to 8192 on accelerators, 1024 on a CPU."""
+    if n is None:
+        n = 1024 if jax.default_backend() == "cpu" else 8192
+    a = jax.random.normal(jax.random.PRNGKey(0), (n, n), dtype)
+    b = jax.random.normal(jax.random.PRNGKey(1), (n, n), dtype)
+    product = jax.jit(lambda a, b: jnp.matmul(a, b, preferred_element_type=jnp.float32))
+    jax.block_until_ready(product(a, b))
+    seconds = _median(lambda: product(a, b), repeats)
+    return {"dtype": dtype, "n": n, "seconds": seconds, "flops_per_second": 2 * n**3 / seconds}
+
+
+def _agent_state_and_data(trainer, key):
+    from jaxrl.benchmarks.profile import learning_data
+
+    observation = trainer.observation
+    state = trainer.agent.init(
+        key, observation.actor_size, trainer.env.action_size, observation.critic_size
+    )
+    return state, learning_data(trainer, state, key)
+
+
+def update_speed(trainer, seed: int = 0, repeats: int = 5) -> dict:
+    """One update of `trainer`'s agent, compiled alone at the run's sizes: compile seconds,
+    product FLOPs (`matmul_flops`), median seconds over `repeats` calls (each on the state the
+    last one returned), FLOP/s, and XLA's memory figures of the program."""
+    agent = trainer.agent
+    key = jax.random.PRNGKey(seed)
+    state, data = _agent_state_and_data(trainer, key)
+    counted = matmul_flops(agent.update, state, data, key)
+    tick = time.perf_counter()
+    compiled = jax.jit(agent.update).lower(state, data, key).compile()
+    compile_seconds = time.perf_counter() - tick
+    carry = [compiled(state, data, key)[0]]
+
+    def step():
+        carry[0], metrics = compiled(carry[0], data, key)
+        return metrics
+
+    jax.block_until_ready(step())
+    seconds = _median(step, repeats)
+    memory = compiled.memory_analysis()
+    return {
+        "compile_seconds": compile_seconds,
+        "flops_per_update": counted["flops"],
+        "while_loops": counted["while_loops"],
+        "seconds_per_update": seconds,
+        "flops_per_second": counted["flops"] / seconds,
+        "temp_bytes": getattr(memory, "temp_size_in_bytes", None),
+        "argument_bytes": getattr(memory, "argument_size_in_bytes", None),
+    }
+
+
+def tree_bytes(tree: Any) -> int:
+    """Bytes of the arrays (or shape structs) of a tree."""
+    return sum(_size(x.shape) * np.dtype(x.dtype).itemsize for x in jax.tree.leaves(tree))
+
+
+def _footprint(argv: list[str], num_envs: int) -> dict:
+    from jaxrl import agents
+    from jaxrl.config import resolve
+    from jaxrl.loops import make_train
+
+    train_config, agent_config, _ = resolve.build_configs([*argv, "--num-envs", str(num_envs)])
+    trainer = make_train(train_config, agents.get(train_config.algo).make(agent_config))
+    key = jax.random.PRNGKey(0)
+    state = jax.eval_shape(trainer.init, key)
+    data = jax.eval_shape(lambda k: _agent_state_and_data(trainer, k)[1], key)
+    return {"state_bytes": tree_bytes(state), "data_bytes": tree_bytes(data)}
+
+
+def memory_per_env(argv: list[str], budget_bytes: float, counts: tuple[int, int] = (64, 128)):
+    """The run's state and learning-data bytes as a line in the env count (`jax.eval_shape` at
+    `counts`: fixed + per_env x num_envs, exact for jaxrl's state, whose arrays are either per
+    env or fixed), and the largest env count whose state and data fit `budget_bytes`. `argv`:
+    `jaxrl train` flags (a --num-envs among them is overridden: the last one counts)."""
+    low, high = (_footprint(argv, n) for n in counts)
+    used = {n: f["state_bytes"] + f["data_bytes"] for n, f in zip(counts, (low, high), strict=True)}
+    per_env = (used[counts[1]] - used[counts[0]]) / (counts[1] - counts[0])
+    fixed = used[counts[0]] - per_env * counts[0]
+    largest = int((budget_bytes - fixed) // per_env) if per_env > 0 else None
+    return {
+        "bytes_per_env": per_env,
+        "fixed_bytes": fixed,
+        "budget_bytes": budget_bytes,
+        "largest_num_envs": largest,
+        "at": {str(n): f for n, f in zip(counts, (low, high), strict=True)},
+    }
