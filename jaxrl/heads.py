@@ -26,6 +26,11 @@ from typing import Any, ClassVar, Protocol
 import jax
 import jax.numpy as jnp
 
+# The config side of the heads, without jax (jaxrl.agents.configs.heads); re-exported here.
+from jaxrl.agents.configs.heads import ACTOR_Q as ACTOR_Q
+from jaxrl.agents.configs.heads import CATEGORICAL_HYPERPARAMETERS, GAUSSIAN_HYPERPARAMETERS
+from jaxrl.agents.configs.heads import CategoricalSettings as CategoricalSettings
+
 
 class Head(Protocol):
     outputs: int | None
@@ -159,7 +164,7 @@ class Categorical:
     """C51 critics over `outputs` atoms spread evenly over [hp["v_min"], hp["v_max"]]."""
 
     outputs: int = 101
-    HYPERPARAMETERS: ClassVar[tuple[str, ...]] = ("v_min", "v_max")
+    HYPERPARAMETERS: ClassVar[tuple[str, ...]] = CATEGORICAL_HYPERPARAMETERS
 
     def atoms(self, hp: dict) -> jax.Array:
         return support(self.outputs, hp["v_min"], hp["v_max"])
@@ -180,25 +185,6 @@ class Categorical:
 
     def metrics(self, state) -> dict:
         return {}
-
-
-@dataclasses.dataclass(frozen=True)
-class CategoricalSettings:
-    """The config fields of a C51 head, for configs that offer one (FastTD3, PQL-D)."""
-
-    num_atoms: int = 101
-    """C51 critics: atoms of the return distribution, spread evenly over [v_min, v_max]."""
-    v_min: float = -250.0
-    """C51 critics: the lowest return of the support (of rewards times reward_scale)."""
-    v_max: float = 250.0
-    """C51 critics: the highest return of the support (of rewards times reward_scale)."""
-
-    def check_support(self) -> None:
-        if self.num_atoms < 2 or self.v_min >= self.v_max:
-            raise ValueError(
-                f"c51 needs num_atoms >= 2 and v_min < v_max, got {self.num_atoms}, "
-                f"[{self.v_min}, {self.v_max}]"
-            )
 
 
 # --- Gaussian critics (DSAC-T) ---------------------------------------------------------------
@@ -275,7 +261,7 @@ class Gaussian:
     """DSAC-T's critics; state: each critic's running mean of its predicted std, [E]."""
 
     outputs: ClassVar[int] = 2
-    HYPERPARAMETERS: ClassVar[tuple[str, ...]] = ("td_bound", "std_bias", "std_tau")
+    HYPERPARAMETERS: ClassVar[tuple[str, ...]] = GAUSSIAN_HYPERPARAMETERS
 
     def init(self, num_critics: int) -> jax.Array:
         return jnp.zeros(num_critics, jnp.float32)
@@ -310,6 +296,3 @@ def reduce_critics(values: jax.Array, how: str) -> jax.Array:
     if how == "mean":
         return values.mean(axis=0)
     return values[0]
-
-
-ACTOR_Q = ("min", "mean", "first")

@@ -9,10 +9,13 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-ACTIVATIONS = {"relu": nn.relu, "swish": nn.swish}
+# The choices of the configs' network settings are named without jax, in
+# jaxrl.agents.configs.network (MATMUL_PRECISIONS re-exported here); ACTIVATIONS and
+# KERNEL_INITS map those names (ACTIVATION_NAMES, KERNEL_INIT_NAMES) to flax's functions.
+from jaxrl.agents.configs.network import MATMUL_PRECISIONS as MATMUL_PRECISIONS
+from jaxrl.agents.configs.network import check_matmul_precision
 
-MATMUL_PRECISIONS = ("float32", "bfloat16")
-"""The agents' `matmul_precision` choices (`dense_precision`)."""
+ACTIVATIONS = {"relu": nn.relu, "swish": nn.swish}
 
 
 def dense_precision(matmul_precision: str) -> Any:
@@ -46,14 +49,6 @@ def dense(width: int, matmul_precision: str, kernel_init: str = "lecun_normal") 
     return nn.Dense(
         width, precision=dense_precision(matmul_precision), kernel_init=KERNEL_INITS[kernel_init]
     )
-
-
-def check_matmul_precision(matmul_precision: str) -> None:
-    if matmul_precision not in MATMUL_PRECISIONS:
-        raise ValueError(
-            f"matmul_precision must be one of {', '.join(MATMUL_PRECISIONS)}, "
-            f"got {matmul_precision!r}"
-        )
 
 
 def _platform() -> str:

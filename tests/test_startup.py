@@ -19,8 +19,11 @@ ROOT = pathlib.Path(jaxrl.__file__).resolve().parent.parent
 # Never imported by `import jaxrl`, `jaxrl --version`, `jaxrl --help` (nor jaxrl.cli itself).
 HEAVY = ("jax", "flax", "optax", "orbax", "tyro", "numpy", "brax", "mujoco", "mujoco_playground")
 # Never imported by `jaxrl train --help` nor by `import jaxrl.envs`: the simulators (and the
-# checkpoint library); `train --help` needs the agents' configs, so jax, flax, optax and tyro.
+# checkpoint library).
 SIMULATORS = ("brax", "mujoco", "mujoco_playground", "orbax", "wandb")
+# Nor by `jaxrl train --help` (any algorithm's): the agents' configs and the registry import no
+# jax (jaxrl/agents/configs/, issue 37); tyro, which builds the parser, may be imported.
+JAX = ("jax", "jaxlib", "flax", "optax")
 
 
 def _python(code: str, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -68,6 +71,30 @@ def test_train_help_and_the_env_registry_import_no_simulator():
         "        assert exit.code == 0\n"
     )
     assert _loaded(code, SIMULATORS) == []
+
+
+def test_train_help_imports_no_jax():
+    for argv in (["train", "--help"], ["train", "--algo", "td3", "--help"]):
+        code = (
+            "from jaxrl import cli\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            "    try:\n"
+            f"        cli.main({argv!r})\n"
+            "    except SystemExit as exit:\n"
+            "        assert exit.code == 0\n"
+        )
+        assert _loaded(code, JAX + SIMULATORS) == [], argv
+
+
+def test_the_agent_registry_and_configs_import_no_jax():
+    code = (
+        "from jaxrl import agents\n"
+        "for spec in agents.ALGORITHMS.values():\n"
+        "    spec.config_cls(), spec.on_policy, agents.algorithm_of(spec.config_cls())\n"
+        "from jaxrl.config import TrainConfig\n"
+        "assert TrainConfig(algo='ppo').on_policy and not TrainConfig(algo='td3').on_policy\n"
+    )
+    assert _loaded(code, JAX + SIMULATORS) == []
 
 
 def test_every_public_name_resolves():

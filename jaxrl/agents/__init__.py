@@ -1,55 +1,64 @@
-"""Agent registry: name -> (config class, make(config) -> Agent)."""
+"""Agent registry: name -> (config class, description, on-policy or not, make(config) -> Agent).
+
+Imports no jax, flax nor optax: the table names each algorithm's config class (jax-free,
+`jaxrl.agents.configs`) and the module of its `make`, imported only when an agent is built, so
+`jaxrl train --help`, the config checks and `algorithm_of` never pay for jax."""
 
 from __future__ import annotations
 
 import difflib
-import functools
+import importlib
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from jaxrl.agents import crossq, droq, dsac_t, fast_td3, ppo, pql, redq, sac, td3
-from jaxrl.agents.base import Agent
+from jaxrl.agents import configs
 from jaxrl.errors import JaxrlError
 
-
-@functools.cache
-def _on_policy(config_cls: type, make: Callable[[Any], Agent]) -> bool:
-    return make(config_cls()).on_policy
+if TYPE_CHECKING:
+    from jaxrl.agents.base import Agent
 
 
 class AlgorithmSpec(NamedTuple):
     config_cls: type
-    make: Callable[[Any], Agent]
+    module: str
+    """The module whose `make(config) -> Agent` builds the agent (imported by `make`)."""
     description: str
+    on_policy: bool
+    """Trained by the on-policy loop (rollouts) instead of replay: the agent has `explore`
+    (`Agent.on_policy`). Said here without building the agent; tests/test_registry.py checks
+    that it is `make(config_cls()).on_policy` for every algorithm."""
 
     @property
-    def on_policy(self) -> bool:
-        """Trained by the on-policy loop (rollouts) instead of replay. Said in one place, the
-        agent (`Agent.on_policy`: it has `explore`), read here from the default config's."""
-        return _on_policy(self.config_cls, self.make)
+    def make(self) -> Callable[[Any], Agent]:
+        """The agent's `make`, its module imported (with jax) on first use."""
+        return importlib.import_module(self.module).make
+
+
+def _spec(config_cls: type, name: str, description: str, on_policy: bool = False):
+    return AlgorithmSpec(config_cls, f"jaxrl.agents.{name}", description, on_policy)
 
 
 ALGORITHMS: dict[str, AlgorithmSpec] = {
-    "sac": AlgorithmSpec(sac.SACConfig, sac.make, "Soft Actor-Critic, learned temperature"),
-    "redq": AlgorithmSpec(
-        redq.REDQConfig, redq.make, "REDQ: 10 critics, random-subset target min, mean actor"
+    "sac": _spec(configs.SACConfig, "sac", "Soft Actor-Critic, learned temperature"),
+    "redq": _spec(
+        configs.REDQConfig, "redq", "REDQ: 10 critics, random-subset target min, mean actor"
     ),
-    "droq": AlgorithmSpec(droq.DroQConfig, droq.make, "DroQ: dropout + LayerNorm critics"),
-    "crossq": AlgorithmSpec(
-        crossq.CrossQConfig, crossq.make, "CrossQ: BatchRenorm, joint pass, no target network"
+    "droq": _spec(configs.DroQConfig, "droq", "DroQ: dropout + LayerNorm critics"),
+    "crossq": _spec(
+        configs.CrossQConfig, "crossq", "CrossQ: BatchRenorm, joint pass, no target network"
     ),
-    "dsac_t": AlgorithmSpec(
-        dsac_t.DSACTConfig, dsac_t.make, "DSAC-T: Gaussian distributional twin critics, SAC"
+    "dsac_t": _spec(
+        configs.DSACTConfig, "dsac_t", "DSAC-T: Gaussian distributional twin critics, SAC"
     ),
-    "td3": AlgorithmSpec(td3.TD3Config, td3.make, "TD3: clipped double Q, smoothing, delay"),
-    "fast_td3": AlgorithmSpec(
-        fast_td3.FastTD3Config, fast_td3.make, "FastTD3: C51 twin critic, per-env noise, AdamW"
+    "td3": _spec(configs.TD3Config, "td3", "TD3: clipped double Q, smoothing, delay"),
+    "fast_td3": _spec(
+        configs.FastTD3Config, "fast_td3", "FastTD3: C51 twin critic, per-env noise, AdamW"
     ),
-    "pql": AlgorithmSpec(
-        pql.PQLConfig, pql.make, "Parallel Q-Learning: mixed exploration, n-step, no target actor"
+    "pql": _spec(
+        configs.PQLConfig, "pql", "Parallel Q-Learning: mixed exploration, n-step, no target actor"
     ),
-    "ppo": AlgorithmSpec(
-        ppo.PPOConfig, ppo.make, "PPO: clipped surrogate, GAE, on-policy rollouts"
+    "ppo": _spec(
+        configs.PPOConfig, "ppo", "PPO: clipped surrogate, GAE, on-policy rollouts", on_policy=True
     ),
 }
 
@@ -66,6 +75,15 @@ def get(name: str) -> AlgorithmSpec:
             f"Unknown algorithm {name!r}.{hint} Available: {', '.join(ALGORITHMS)}."
         )
     return ALGORITHMS[name]
+
+
+def __getattr__(name: str):
+    """`jaxrl.agents.Agent`, imported (with jax) on first use (PEP 562, as `jaxrl` does)."""
+    if name == "Agent":
+        from jaxrl.agents.base import Agent
+
+        return Agent
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = ["ALGORITHMS", "Agent", "AlgorithmSpec", "UnknownAlgorithmError", "get"]

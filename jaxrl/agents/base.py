@@ -10,7 +10,8 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from jaxrl.networks import KERNEL_INITS, check_matmul_precision
+# Moved to the jax-free configs (jaxrl.agents.configs.network); importable here as before.
+from jaxrl.agents.configs.network import check_network_config as check_network_config
 
 AgentState = Any
 Metrics = dict[str, jax.Array]
@@ -110,30 +111,3 @@ def delayed(step: jax.Array, period: int, update: Callable[[], T], hold: Callabl
 def polyak(target: Any, online: Any, tau: float) -> Any:
     """target <- (1 - tau) target + tau online."""
     return optax.incremental_update(online, target, tau)
-
-
-def check_network_config(config: Any, residual: bool = False) -> None:
-    """Shared checks of an agent config: widths, counts >= 1 and learning rates > 0, by the
-    field names the agents use; raises ValueError naming the field."""
-    fields = vars(config)
-    for name in ("actor_hidden", "critic_hidden"):
-        widths = fields[name]
-        if not widths or any(w < 1 for w in widths):
-            raise ValueError(f"{name} must be a non-empty list of positive widths, got {widths}")
-    if residual and len(set(fields["critic_hidden"])) != 1:
-        raise ValueError(
-            f"critic_residual needs equal critic_hidden widths, got {fields['critic_hidden']}"
-        )
-    for name in ("num_critics", "policy_delay"):
-        if name in fields and fields[name] < 1:
-            raise ValueError(f"{name} must be >= 1, got {fields[name]}")
-    for name in ("actor_lr", "critic_lr", "alpha_lr", "init_alpha"):
-        if name in fields and fields[name] <= 0:
-            raise ValueError(f"{name} must be > 0, got {fields[name]}")
-    check_matmul_precision(fields["matmul_precision"])
-    if "kernel_init" in fields and fields["kernel_init"] not in KERNEL_INITS:
-        raise ValueError(
-            f"kernel_init must be one of {sorted(KERNEL_INITS)}, got {fields['kernel_init']!r}"
-        )
-    if "tau" in fields and not 0 < fields["tau"] <= 1:
-        raise ValueError(f"tau must be in (0, 1], got {fields['tau']}")

@@ -6,9 +6,6 @@ the batch statistics cover both distributions. Running statistics are agent stat
 
 from __future__ import annotations
 
-import dataclasses
-from typing import Annotated, ClassVar
-
 import flax.struct
 import jax
 import jax.numpy as jnp
@@ -20,67 +17,12 @@ from jaxrl.agents.base import (
     Learner,
     adam,
     apply_gradients,
-    check_network_config,
     hyperparameters,
     learner,
 )
-from jaxrl.config.choices import Choices
-from jaxrl.networks import MATMUL_PRECISIONS, BRNGaussianActor, BRNQEnsemble
+from jaxrl.agents.configs.sac import CrossQConfig  # jax-free (jaxrl.agents.configs), re-exported
+from jaxrl.networks import BRNGaussianActor, BRNQEnsemble
 from jaxrl.types import Batch
-
-
-@dataclasses.dataclass(frozen=True)
-class CrossQConfig:
-    # Authors' defaults (docs/ALGORITHMS.md) unless noted.
-
-    actor_hidden: tuple[int, ...] = (256, 256)
-    """Hidden-layer widths of the policy network, each layer with BatchRenorm."""
-    critic_hidden: tuple[int, ...] = (2048, 2048)
-    """Hidden-layer widths of each critic, each layer with BatchRenorm (SBX uses 1024)."""
-    matmul_precision: Annotated[str, Choices(MATMUL_PRECISIONS)] = "float32"
-    """Network matmuls: "float32", or "bfloat16" (bf16 operands, float32 sums; GPU only).
-    With "bfloat16" every product's operands are rounded to bfloat16 and summed in float32, in
-    the backward pass too (tensor-core speed on GPUs); on a CPU it computes in float32.
-    Parameters, optimiser states, norms and losses stay float32 (`networks.dense_precision`)."""
-    num_critics: int = 2
-    """Critics in the ensemble; the target takes the min over them."""
-    actor_lr: float = 1e-3
-    """Adam learning rate of the policy."""
-    critic_lr: float = 1e-3
-    """Adam learning rate of the critics."""
-    alpha_lr: float = 1e-3
-    """Adam learning rate of the entropy temperature (learned as log alpha)."""
-    adam_b1: float = 0.5
-    """Adam's beta1 (decay of the gradients' running mean) in all three optimisers."""
-    policy_delay: int = 3
-    """Critic updates per actor and temperature update."""
-    bn_momentum: float = 0.99
-    """Momentum of the BatchRenorm running statistics (their decay per training pass)."""
-    bn_warmup_steps: int = 100_000
-    """Updates for which BatchRenorm acts as BatchNorm (the actor counts its own updates)."""
-    init_alpha: float = 1.0
-    """Initial entropy temperature alpha."""
-    target_entropy_scale: float = 1.0
-    """Target entropy = -target_entropy_scale * |A|, |A| the number of action dimensions."""
-    reward_scale: float = 1.0
-    """Rewards are multiplied by this in the critic targets."""
-
-    # Data, not program: these live in the agent state (learning rates and beta1 in the
-    # optimiser states), so settings that differ only in them train together under vmap.
-    ARRAY_FIELDS: ClassVar[tuple[str, ...]] = (
-        "actor_lr",
-        "critic_lr",
-        "alpha_lr",
-        "adam_b1",
-        "init_alpha",
-        "target_entropy_scale",
-        "reward_scale",
-    )
-
-    def __post_init__(self):
-        check_network_config(self)
-        if not 0 <= self.adam_b1 < 1 or not 0 < self.bn_momentum < 1:
-            raise ValueError("adam_b1 must be in [0, 1) and bn_momentum in (0, 1)")
 
 
 @flax.struct.dataclass

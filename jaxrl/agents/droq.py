@@ -9,18 +9,9 @@ Only the defaults differ from SAC; the mechanism lives in `jaxrl.agents.sac`.
 
 from __future__ import annotations
 
-import dataclasses
-
 from jaxrl.agents import sac
 from jaxrl.agents.base import Agent
-
-
-@dataclasses.dataclass(frozen=True)
-class DroQConfig(sac.SACConfig):
-    num_critics: int = 2
-    critic_dropout: float = 0.01  # paper; SBX's default too
-    critic_layer_norm: bool = True
-    policy_delay: int = 20  # SBX README: policy_delay 20 with gradient_steps 20
+from jaxrl.agents.configs.sac import DroQConfig  # jax-free (jaxrl.agents.configs), re-exported
 
 
 def make(config: DroQConfig = DroQConfig()) -> Agent:

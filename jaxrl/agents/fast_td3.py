@@ -12,45 +12,9 @@ that leaves them unset, so `jaxrl train --algo fast_td3` explores as FastTD3 doe
 
 from __future__ import annotations
 
-import dataclasses
-from typing import ClassVar
-
-from jaxrl import heads
 from jaxrl.agents import td3
 from jaxrl.agents.base import Agent
-
-
-@dataclasses.dataclass(frozen=True)
-class FastTD3Config(td3.TD3Config, heads.CategoricalSettings):
-    # Defaults of the public implementation (docs/ALGORITHMS.md, "impl").
-    actor_hidden: tuple[int, ...] = (512, 256, 128)
-    critic_hidden: tuple[int, ...] = (1024, 512, 256)
-    actor_lr: float = 3e-4
-    critic_lr: float = 3e-4
-    weight_decay: float = 0.1
-    tau: float = 0.1
-    policy_delay: int = 2
-    # Per-env std comes from the loop's noise scale, U[0.001, 0.4]: the base std is 1.
-    exploration_noise: float = 1.0
-    target_noise: float = 0.001
-    target_noise_clip: float = 0.5
-    actor_q: str = "min"
-    num_atoms: int = 101
-    v_min: float = -250.0  # [-10, 10] for MuJoCo Playground tasks
-    v_max: float = 250.0
-
-    ARRAY_FIELDS: ClassVar[tuple[str, ...]] = (
-        *td3.TD3Config.ARRAY_FIELDS,
-        *heads.Categorical.HYPERPARAMETERS,
-    )
-
-    def __post_init__(self):
-        super().__post_init__()
-        self.check_support()
-
-    def head(self) -> heads.Head:
-        return heads.Categorical(self.num_atoms)
-
+from jaxrl.agents.configs.td3 import FastTD3Config  # jax-free (jaxrl.agents.configs), re-exported
 
 # The loop settings of the public implementation (docs/ALGORITHMS.md, "impl"): each env explores
 # with its own noise std drawn from U[0.001, 0.4] at every reset, and observations are normalised.

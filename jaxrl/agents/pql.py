@@ -16,46 +16,9 @@ or more, actor and learners run on separate devices at once (`split_every`, the 
 
 from __future__ import annotations
 
-import dataclasses
-from typing import Annotated, ClassVar
-
-from jaxrl import heads
 from jaxrl.agents import td3
 from jaxrl.agents.base import Agent
-from jaxrl.config.choices import Choices
-
-CRITICS = ("double_q", "c51")  # PQLConfig.critic
-
-
-@dataclasses.dataclass(frozen=True)
-class PQLConfig(td3.TD3Config, heads.CategoricalSettings):
-    # Defaults of the public implementation (docs/ALGORITHMS.md, "impl").
-    actor_lr: float = 5e-4
-    critic_lr: float = 5e-4
-    tau: float = 0.05
-    policy_delay: int = 2  # critic:actor update ratio
-    target_actor: bool = False
-    # Per-env std comes from the loop's noise scale, linspace(0.05, 0.8): the base std is 1.
-    exploration_noise: float = 1.0
-    critic: Annotated[str, Choices(CRITICS)] = "double_q"
-    """"double_q": scalar critics; "c51": categorical ones over num_atoms in [v_min, v_max]
-    (PQL-D)."""
-
-    ARRAY_FIELDS: ClassVar[tuple[str, ...]] = (
-        *td3.TD3Config.ARRAY_FIELDS,
-        *heads.Categorical.HYPERPARAMETERS,
-    )
-
-    def __post_init__(self):
-        super().__post_init__()
-        if self.critic not in CRITICS:
-            raise ValueError(f"critic must be 'double_q' or 'c51', got {self.critic!r}")
-        if self.critic == "c51":
-            self.check_support()
-
-    def head(self) -> heads.Head:
-        return heads.Categorical(self.num_atoms) if self.critic == "c51" else heads.Scalar()
-
+from jaxrl.agents.configs.td3 import PQLConfig  # jax-free (jaxrl.agents.configs), re-exported
 
 # The loop settings of the public implementation (docs/ALGORITHMS.md, "impl"): mixed exploration
 # with per-env noise std spaced evenly over [0.05, 0.8], 3-step returns, normalised observations.

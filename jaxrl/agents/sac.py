@@ -6,9 +6,8 @@ actor trained against the minimum of the critics, and log-alpha trained towards 
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
-from typing import Annotated, Any, ClassVar, NamedTuple
+from typing import Any, NamedTuple
 
 import flax.struct
 import jax
@@ -20,129 +19,15 @@ from jaxrl.agents.base import (
     Learner,
     adam,
     apply_gradients,
-    check_network_config,
     delayed,
     hyperparameters,
     learner,
     polyak,
     update_hyperparameters,
 )
-from jaxrl.config.choices import Choices
-from jaxrl.networks import KERNEL_INITS, MATMUL_PRECISIONS, GaussianActor, QEnsemble
+from jaxrl.agents.configs.sac import SACConfig  # jax-free (jaxrl.agents.configs), re-exported
+from jaxrl.networks import GaussianActor, QEnsemble
 from jaxrl.types import Batch
-
-
-@dataclasses.dataclass(frozen=True)
-class SACConfig:
-    # Published defaults (Haarnoja et al. 2018, v2 paper, Table 1) unless noted.
-
-    actor_hidden: tuple[int, ...] = (256, 256)
-    """Hidden-layer widths of the policy network."""
-    critic_hidden: tuple[int, ...] = (256, 256)
-    """Hidden-layer widths of each critic network."""
-    matmul_precision: Annotated[str, Choices(MATMUL_PRECISIONS)] = "float32"
-    """Network matmuls: "float32", or "bfloat16" (bf16 operands, float32 sums; GPU only).
-    With "bfloat16" every product's operands are rounded to bfloat16 and summed in float32, in
-    the backward pass too (tensor-core speed on GPUs); on a CPU it computes in float32.
-    Parameters, optimiser states, norms and losses stay float32 (`networks.dense_precision`)."""
-    num_critics: int = 2
-    """Critics in the ensemble; the target takes the min over them (or over num_target_critics)."""
-    critic_layer_norm: bool = False
-    """LayerNorm in each critic hidden layer (MuJoCo Playground's Brax SAC runs use LayerNorm)."""
-    critic_residual: bool = False
-    """Critics of residual LayerNorm blocks (BRO/SimBa) instead of an MLP; needs equal widths."""
-    critic_norm_after_relu: bool = False
-    """The critics' LayerNorm after the ReLU (Brax's MLP) rather than before it (DroQ's order)."""
-    softplus_std: bool = False
-    """Policy std from Brax's head, softplus(raw) + 0.001, instead of a squashed log-std.
-    True: std 0.69 at init, no upper bound; False: exp of a log-std squashed into [-5, 2]
-    (std 0.22 at init)."""
-    kernel_init: Annotated[str, Choices(KERNEL_INITS)] = "lecun_normal"
-    """Weight initialisation of the policy and the critics: "lecun_normal" (flax's default, a
-    truncated normal of variance 1 / fan_in) or "lecun_uniform" (Brax's networks: a uniform of
-    the same variance). Biases start at 0 either way."""
-    actor_lr: float = 3e-4
-    """Adam learning rate of the policy."""
-    critic_lr: float = 3e-4
-    """Adam learning rate of the critics."""
-    alpha_lr: float = 3e-4
-    """Adam learning rate of the entropy temperature (learned as log alpha)."""
-    tau: float = 0.005
-    """Polyak rate of the target critics, moved towards the critics after every update."""
-    init_alpha: float = 1.0
-    """Initial entropy temperature alpha."""
-    target_entropy_scale: float = 1.0
-    """Target entropy = -target_entropy_scale * |A|: 1.0 in the paper, 0.5 in Brax's SAC."""
-    reward_scale: float = 1.0
-    """Rewards are multiplied by this in the critic targets."""
-    temperature_loss: Annotated[str, Choices(TEMPERATURE_LOSSES)] = "log_alpha"
-    """The temperature's loss. "log_alpha": -log(alpha) E[log pi + H_target] (its gradient in
-    log alpha does not depend on alpha). "alpha" (Brax's SAC): alpha E[-log pi - H_target], whose
-    gradient scales with alpha, so Adam's steps shrink for a while after alpha falls."""
-    truncation: Annotated[str, Choices(TRUNCATIONS)] = "bootstrap"
-    """Rows whose episode ended at the time limit: "bootstrap" (their target bootstraps from the
-    state reached, as every other row's) or "mask" (Brax's SAC: weight 0 in the critic loss,
-    still counted in its mean over rows, so the loss shrinks with their share)."""
-    temperature_draw: Annotated[str, Choices(TEMPERATURE_DRAWS)] = "actor"
-    """The action sample the temperature's loss reads: "actor" (the actor loss's own draw) or
-    "own" (Brax's SAC: a second draw from the same policy, with a key of its own; one more
-    sample, no more network passes). Both are unbiased estimates of the same expectation."""
-
-    # REDQ / DroQ knobs (off by default, i.e. plain SAC):
-    num_target_critics: int | None = None
-    """Size of the random subset of critics the target's min is over (REDQ: 2); None: all."""
-    actor_q: Annotated[str, Choices(ACTOR_Q)] = "min"
-    """How the actor's loss reduces the critics: "min" over them (SAC) or "mean" (REDQ)."""
-    critic_dropout: float = 0.0
-    """Dropout rate in each critic hidden layer; 0: none (DroQ: 0.01, with LayerNorm).
-    On in every critic pass of an update, the target pass included."""
-    policy_delay: int = 1
-    """Critic updates per actor and temperature update; 1: both every update (SAC)."""
-    actor_uses_updated_critic: bool = True
-    """The actor's loss reads the critics updated in the same step (the SAC paper's pseudo-code).
-    False: the critics the step started from (Brax's SAC: actor, critic and temperature all
-    computed from the same parameters, no data dependency)."""
-    # Data, not program: these live in the agent state (the learning rates in the optimiser
-    # states), so settings that differ only in them train together under vmap (`--vmap`).
-    ARRAY_FIELDS: ClassVar[tuple[str, ...]] = (
-        "actor_lr",
-        "critic_lr",
-        "alpha_lr",
-        "tau",
-        "init_alpha",
-        "target_entropy_scale",
-        "reward_scale",
-    )
-
-    def __post_init__(self):
-        check_network_config(self, residual=self.critic_residual)
-        if self.num_target_critics is not None and not (
-            1 <= self.num_target_critics <= self.num_critics
-        ):
-            raise ValueError(
-                f"num_target_critics must be in [1, num_critics={self.num_critics}], "
-                f"got {self.num_target_critics}"
-            )
-        if self.actor_q not in ACTOR_Q:
-            raise ValueError(f"actor_q must be 'min' or 'mean', got {self.actor_q!r}")
-        if not 0 <= self.critic_dropout < 1:
-            raise ValueError(f"critic_dropout must be in [0, 1), got {self.critic_dropout}")
-        if self.truncation not in TRUNCATIONS:
-            raise ValueError(f"truncation must be one of {TRUNCATIONS}, got {self.truncation!r}")
-        if self.temperature_draw not in TEMPERATURE_DRAWS:
-            raise ValueError(
-                f"temperature_draw must be one of {TEMPERATURE_DRAWS}, "
-                f"got {self.temperature_draw!r}"
-            )
-        if self.temperature_loss not in TEMPERATURE_LOSSES:
-            raise ValueError(
-                f"temperature_loss must be one of {TEMPERATURE_LOSSES}, "
-                f"got {self.temperature_loss!r}"
-            )
-
-    def head(self) -> heads.Head:
-        """What the critics predict (`jaxrl.heads`): one value each (DSAC-T: a Gaussian)."""
-        return heads.Scalar()
 
 
 @flax.struct.dataclass
@@ -191,12 +76,6 @@ def actor_loss(
     """E[alpha log pi(a|s) - Q(s, a)], a ~ pi(s), with Q the min (SAC) or the mean (REDQ) over
     the critics."""
     return (alpha * log_prob - heads.reduce_critics(q, reduce)).mean()
-
-
-TEMPERATURE_LOSSES = ("log_alpha", "alpha")
-TEMPERATURE_DRAWS = ("actor", "own")
-TRUNCATIONS = ("bootstrap", "mask")
-ACTOR_Q = ("min", "mean")  # how the actor's loss reduces the critics
 
 
 def row_weights(batch: Batch, truncation: str) -> jax.Array | None:

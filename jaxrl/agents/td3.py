@@ -6,8 +6,7 @@ Also the base of the deterministic family: `target_actor=False` drops the target
 
 from __future__ import annotations
 
-import dataclasses
-from typing import Annotated, Any, ClassVar
+from typing import Any
 
 import flax.struct
 import jax
@@ -19,90 +18,15 @@ from jaxrl.agents.base import (
     Learner,
     adam,
     apply_gradients,
-    check_network_config,
     delayed,
     hyperparameters,
     learner,
     polyak,
     update_hyperparameters,
 )
-from jaxrl.config.choices import Choices
-from jaxrl.networks import MATMUL_PRECISIONS, DeterministicActor, QEnsemble
+from jaxrl.agents.configs.td3 import TD3Config  # jax-free (jaxrl.agents.configs), re-exported
+from jaxrl.networks import DeterministicActor, QEnsemble
 from jaxrl.types import Batch
-
-
-@dataclasses.dataclass(frozen=True)
-class TD3Config:
-    # Published defaults (Fujimoto et al. 2018) unless noted.
-
-    actor_hidden: tuple[int, ...] = (256, 256)
-    """Hidden-layer widths of the deterministic policy network."""
-    critic_hidden: tuple[int, ...] = (256, 256)
-    """Hidden-layer widths of each critic network."""
-    matmul_precision: Annotated[str, Choices(MATMUL_PRECISIONS)] = "float32"
-    """Network matmuls: "float32", or "bfloat16" (bf16 operands, float32 sums; GPU only).
-    With "bfloat16" every product's operands are rounded to bfloat16 and summed in float32, in
-    the backward pass too (tensor-core speed on GPUs); on a CPU it computes in float32.
-    Parameters, optimiser states, norms and losses stay float32 (`networks.dense_precision`)."""
-    num_critics: int = 2
-    """Critics in the ensemble; the target takes the min over them (clipped double Q)."""
-    critic_layer_norm: bool = False
-    """LayerNorm in each critic hidden layer (before the ReLU)."""
-    critic_residual: bool = False
-    """Critics of residual LayerNorm blocks (BRO/SimBa) instead of an MLP; needs equal widths."""
-    actor_lr: float = 3e-4
-    """Learning rate of the policy (Adam, or AdamW when weight_decay > 0)."""
-    critic_lr: float = 3e-4
-    """Learning rate of the critics (Adam, or AdamW when weight_decay > 0)."""
-    tau: float = 0.005
-    """Polyak rate of the target actor and critics, moved at every actor update."""
-    exploration_noise: float = 0.1
-    """Std of the Gaussian acting noise (actions in [-1, 1]), times the loop's noise scale.
-    FastTD3 and PQL use 1, so that the loop's per-env noise scales are the stds."""
-    target_noise: float = 0.2
-    """Std of the target policy smoothing noise, added to the target actions."""
-    target_noise_clip: float = 0.5
-    """The target policy smoothing noise is clipped to +-target_noise_clip."""
-    policy_delay: int = 2
-    """Critic updates per actor (and target) update."""
-    target_actor: bool = True
-    """Bootstrap with a Polyak-averaged target actor; False: with the online actor (PQL)."""
-    critic_target_every_update: bool = False
-    """Move the target critics at every critic update (FastTD3's code), not only at the
-    actor's (the TD3 paper: every policy_delay updates). The target actor, where there is one,
-    still moves with the actor."""
-    reward_scale: float = 1.0
-    """Rewards are multiplied by this in the critic targets."""
-    actor_q: Annotated[str, Choices(heads.ACTOR_Q)] = "first"
-    """What the actor climbs: the "first" critic (the paper), the "min" (FastTD3) or the "mean"
-    of the critics' values."""
-    weight_decay: float = 0.0
-    """AdamW weight decay of actor and critic; 0: Adam, no decay (FastTD3: 0.1)."""
-
-    # Data, not program: these live in the agent state (the learning rates and weight decay in
-    # the optimiser states), so settings that differ only in them train together under vmap.
-    ARRAY_FIELDS: ClassVar[tuple[str, ...]] = (
-        "actor_lr",
-        "critic_lr",
-        "tau",
-        "exploration_noise",
-        "target_noise",
-        "target_noise_clip",
-        "reward_scale",
-        "weight_decay",
-    )
-
-    def __post_init__(self):
-        check_network_config(self, residual=self.critic_residual)
-        if self.actor_q not in heads.ACTOR_Q:
-            raise ValueError(f"actor_q must be one of {heads.ACTOR_Q}, got {self.actor_q!r}")
-        for name in ("exploration_noise", "target_noise", "target_noise_clip", "weight_decay"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
-
-    def head(self) -> heads.Head:
-        """What the critics predict (`jaxrl.heads`): one value each (FastTD3: C51)."""
-        return heads.Scalar()
 
 
 @flax.struct.dataclass

@@ -24,7 +24,7 @@ _ARG_CONFIG = type(resolve.tyro.conf.arg())
 def _flag_and_metavar(cls: type, field: dataclasses.Field) -> tuple[str, str] | None:
     """The flag as --help writes it (aliases too) and its value's metavar; None for a field
     without a flag (env_options: --env-option sets it)."""
-    hint = typing.get_type_hints(cls, include_extras=True)[field.name]
+    hint = resolve.type_hints(cls)[field.name]
     extras: tuple = ()
     if typing.get_origin(hint) is Annotated:
         hint, *extras = typing.get_args(hint)
@@ -77,7 +77,7 @@ def _section(algo: str, name: str, members: list, heading: str) -> list[str]:
             continue
         flags, metavar = flag
         text = " ".join(resolve._field_docstrings(cls).get(field.name, "").split())
-        hint = typing.get_type_hints(cls, include_extras=True)[field.name]
+        hint = resolve.type_hints(cls)[field.name]
         repeatable = "UseAppendAction" in repr(hint)
         default = "repeatable" if repeatable else f"default: `{_default(field)}`"
         head = f"`{flags} {metavar}`" if metavar else f"`{flags}`"

@@ -1,0 +1,228 @@
+"""The configs of SAC's family: SAC and the algorithms that differ from it only in defaults
+(REDQ, DroQ) or in the critic head (DSAC-T), and CrossQ, SAC without target networks. No jax
+here: the agents built from them live in `jaxrl.agents.sac` (and redq, droq, dsac_t, crossq).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING, Annotated, ClassVar
+
+from jaxrl.agents.configs.heads import GAUSSIAN_HYPERPARAMETERS
+from jaxrl.agents.configs.network import InitSettings, NetworkSettings, check_network_config
+from jaxrl.config.choices import Choices
+
+if TYPE_CHECKING:
+    from jaxrl import heads
+
+TEMPERATURE_LOSSES = ("log_alpha", "alpha")
+TEMPERATURE_DRAWS = ("actor", "own")
+TRUNCATIONS = ("bootstrap", "mask")
+ACTOR_Q = ("min", "mean")  # how the actor's loss reduces the critics
+
+
+@dataclasses.dataclass(frozen=True)
+class SACConfig(InitSettings):
+    # Published defaults (Haarnoja et al. 2018, v2 paper, Table 1) unless noted. Widths,
+    # matmul precision and kernel_init: InitSettings (jaxrl.agents.configs.network).
+
+    num_critics: int = 2
+    """Critics in the ensemble; the target takes the min over them (or over num_target_critics)."""
+    critic_layer_norm: bool = False
+    """LayerNorm in each critic hidden layer (MuJoCo Playground's Brax SAC runs use LayerNorm)."""
+    critic_residual: bool = False
+    """Critics of residual LayerNorm blocks (BRO/SimBa) instead of an MLP; needs equal widths."""
+    critic_norm_after_relu: bool = False
+    """The critics' LayerNorm after the ReLU (Brax's MLP) rather than before it (DroQ's order)."""
+    softplus_std: bool = False
+    """Policy std from Brax's head, softplus(raw) + 0.001, instead of a squashed log-std.
+    True: std 0.69 at init, no upper bound; False: exp of a log-std squashed into [-5, 2]
+    (std 0.22 at init)."""
+    actor_lr: float = 3e-4
+    """Adam learning rate of the policy."""
+    critic_lr: float = 3e-4
+    """Adam learning rate of the critics."""
+    alpha_lr: float = 3e-4
+    """Adam learning rate of the entropy temperature (learned as log alpha)."""
+    tau: float = 0.005
+    """Polyak rate of the target critics, moved towards the critics after every update."""
+    init_alpha: float = 1.0
+    """Initial entropy temperature alpha."""
+    target_entropy_scale: float = 1.0
+    """Target entropy = -target_entropy_scale * |A|: 1.0 in the paper, 0.5 in Brax's SAC."""
+    reward_scale: float = 1.0
+    """Rewards are multiplied by this in the critic targets."""
+    temperature_loss: Annotated[str, Choices(TEMPERATURE_LOSSES)] = "log_alpha"
+    """The temperature's loss. "log_alpha": -log(alpha) E[log pi + H_target] (its gradient in
+    log alpha does not depend on alpha). "alpha" (Brax's SAC): alpha E[-log pi - H_target], whose
+    gradient scales with alpha, so Adam's steps shrink for a while after alpha falls."""
+    truncation: Annotated[str, Choices(TRUNCATIONS)] = "bootstrap"
+    """Rows whose episode ended at the time limit: "bootstrap" (their target bootstraps from the
+    state reached, as every other row's) or "mask" (Brax's SAC: weight 0 in the critic loss,
+    still counted in its mean over rows, so the loss shrinks with their share)."""
+    temperature_draw: Annotated[str, Choices(TEMPERATURE_DRAWS)] = "actor"
+    """The action sample the temperature's loss reads: "actor" (the actor loss's own draw) or
+    "own" (Brax's SAC: a second draw from the same policy, with a key of its own; one more
+    sample, no more network passes). Both are unbiased estimates of the same expectation."""
+
+    # REDQ / DroQ knobs (off by default, i.e. plain SAC):
+    num_target_critics: int | None = None
+    """Size of the random subset of critics the target's min is over (REDQ: 2); None: all."""
+    actor_q: Annotated[str, Choices(ACTOR_Q)] = "min"
+    """How the actor's loss reduces the critics: "min" over them (SAC) or "mean" (REDQ)."""
+    critic_dropout: float = 0.0
+    """Dropout rate in each critic hidden layer; 0: none (DroQ: 0.01, with LayerNorm).
+    On in every critic pass of an update, the target pass included."""
+    policy_delay: int = 1
+    """Critic updates per actor and temperature update; 1: both every update (SAC)."""
+    actor_uses_updated_critic: bool = True
+    """The actor's loss reads the critics updated in the same step (the SAC paper's pseudo-code).
+    False: the critics the step started from (Brax's SAC: actor, critic and temperature all
+    computed from the same parameters, no data dependency)."""
+    # Data, not program: these live in the agent state (the learning rates in the optimiser
+    # states), so settings that differ only in them train together under vmap (`--vmap`).
+    ARRAY_FIELDS: ClassVar[tuple[str, ...]] = (
+        "actor_lr",
+        "critic_lr",
+        "alpha_lr",
+        "tau",
+        "init_alpha",
+        "target_entropy_scale",
+        "reward_scale",
+    )
+
+    def __post_init__(self):
+        check_network_config(self, residual=self.critic_residual)
+        if self.num_target_critics is not None and not (
+            1 <= self.num_target_critics <= self.num_critics
+        ):
+            raise ValueError(
+                f"num_target_critics must be in [1, num_critics={self.num_critics}], "
+                f"got {self.num_target_critics}"
+            )
+        if self.actor_q not in ACTOR_Q:
+            raise ValueError(f"actor_q must be 'min' or 'mean', got {self.actor_q!r}")
+        if not 0 <= self.critic_dropout < 1:
+            raise ValueError(f"critic_dropout must be in [0, 1), got {self.critic_dropout}")
+        if self.truncation not in TRUNCATIONS:
+            raise ValueError(f"truncation must be one of {TRUNCATIONS}, got {self.truncation!r}")
+        if self.temperature_draw not in TEMPERATURE_DRAWS:
+            raise ValueError(
+                f"temperature_draw must be one of {TEMPERATURE_DRAWS}, "
+                f"got {self.temperature_draw!r}"
+            )
+        if self.temperature_loss not in TEMPERATURE_LOSSES:
+            raise ValueError(
+                f"temperature_loss must be one of {TEMPERATURE_LOSSES}, "
+                f"got {self.temperature_loss!r}"
+            )
+
+    def head(self) -> heads.Head:
+        """What the critics predict (`jaxrl.heads`): one value each (DSAC-T: a Gaussian)."""
+        from jaxrl import heads  # jax: imported when an agent is built, not with its config
+
+        return heads.Scalar()
+
+
+@dataclasses.dataclass(frozen=True)
+class REDQConfig(SACConfig):
+    num_critics: int = 10  # N (paper)
+    num_target_critics: int | None = 2  # M (paper)
+    actor_q: str = "mean"  # actor on the mean over all N critics (paper)
+    # Actor and temperature every 20 critic updates: the delay the public JAX implementation
+    # (ikostrikov/jaxrl) pairs with UTD 20; the paper updates the actor once per env step.
+    policy_delay: int = 20
+
+
+@dataclasses.dataclass(frozen=True)
+class DroQConfig(SACConfig):
+    num_critics: int = 2
+    critic_dropout: float = 0.01  # paper; SBX's default too
+    critic_layer_norm: bool = True
+    policy_delay: int = 20  # SBX README: policy_delay 20 with gradient_steps 20
+
+
+@dataclasses.dataclass(frozen=True)
+class DSACTConfig(SACConfig):
+    # The paper's settings (Duan et al. 2023, hyperparameter table): 3 x 256 hidden layers,
+    # critic and actor lr 1e-4, temperature lr 3e-4, tau 0.005, policy delay 2, target entropy
+    # -|A|, clip b = 3, bias 0.1. The paper uses GELU hidden activations; our MLPs use ReLU.
+    actor_hidden: tuple[int, ...] = (256, 256, 256)
+    critic_hidden: tuple[int, ...] = (256, 256, 256)
+    actor_lr: float = 1e-4
+    critic_lr: float = 1e-4
+    alpha_lr: float = 3e-4
+    policy_delay: int = 2
+    td_bound: float = 3.0
+    """Return samples clipped to Q +- td_bound x running mean std (the paper's b)."""
+    std_bias: float = 0.1
+    """The bias that keeps 1 / (sigma^2 + bias) finite as sigma -> 0."""
+    std_tau: float = 0.005
+    """Rate of each critic's running mean of its predicted std."""
+
+    ARRAY_FIELDS: ClassVar[tuple[str, ...]] = (
+        *SACConfig.ARRAY_FIELDS,
+        *GAUSSIAN_HYPERPARAMETERS,
+    )
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.td_bound <= 0 or self.std_bias <= 0 or not 0 < self.std_tau <= 1:
+            raise ValueError(
+                f"need td_bound > 0, std_bias > 0 and std_tau in (0, 1], got {self.td_bound}, "
+                f"{self.std_bias}, {self.std_tau}"
+            )
+
+    def head(self) -> heads.Head:
+        from jaxrl import heads
+
+        return heads.Gaussian()
+
+
+@dataclasses.dataclass(frozen=True)
+class CrossQConfig(NetworkSettings):
+    # Authors' defaults (docs/ALGORITHMS.md) unless noted.
+
+    actor_hidden: tuple[int, ...] = (256, 256)
+    """Hidden-layer widths of the policy network, each layer with BatchRenorm."""
+    critic_hidden: tuple[int, ...] = (2048, 2048)
+    """Hidden-layer widths of each critic, each layer with BatchRenorm (SBX uses 1024)."""
+    num_critics: int = 2
+    """Critics in the ensemble; the target takes the min over them."""
+    actor_lr: float = 1e-3
+    """Adam learning rate of the policy."""
+    critic_lr: float = 1e-3
+    """Adam learning rate of the critics."""
+    alpha_lr: float = 1e-3
+    """Adam learning rate of the entropy temperature (learned as log alpha)."""
+    adam_b1: float = 0.5
+    """Adam's beta1 (decay of the gradients' running mean) in all three optimisers."""
+    policy_delay: int = 3
+    """Critic updates per actor and temperature update."""
+    bn_momentum: float = 0.99
+    """Momentum of the BatchRenorm running statistics (their decay per training pass)."""
+    bn_warmup_steps: int = 100_000
+    """Updates for which BatchRenorm acts as BatchNorm (the actor counts its own updates)."""
+    init_alpha: float = 1.0
+    """Initial entropy temperature alpha."""
+    target_entropy_scale: float = 1.0
+    """Target entropy = -target_entropy_scale * |A|, |A| the number of action dimensions."""
+    reward_scale: float = 1.0
+    """Rewards are multiplied by this in the critic targets."""
+
+    # Data, not program: these live in the agent state (learning rates and beta1 in the
+    # optimiser states), so settings that differ only in them train together under vmap.
+    ARRAY_FIELDS: ClassVar[tuple[str, ...]] = (
+        "actor_lr",
+        "critic_lr",
+        "alpha_lr",
+        "adam_b1",
+        "init_alpha",
+        "target_entropy_scale",
+        "reward_scale",
+    )
+
+    def __post_init__(self):
+        check_network_config(self)
+        if not 0 <= self.adam_b1 < 1 or not 0 < self.bn_momentum < 1:
+            raise ValueError("adam_b1 must be in [0, 1) and bn_momentum in (0, 1)")
