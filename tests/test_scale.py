@@ -173,6 +173,33 @@ def test_the_docs_python_example_runs_on_a_scale_folder(tmp_path, monkeypatch, c
     assert capsys.readouterr().out.split()[0] == f"{best['utd']}"
 
 
+def test_validation_predicts_a_held_back_utd_ratio(tmp_path, capsys):
+    """experiments/scale_validate.py, without training: fitted on UTD 0.25, 1 and 4 of runs that
+    follow the laws exactly, the prediction at the held-back UTD 16 is what the grid's own runs
+    there measure, with the batch size and learning rate the laws give."""
+    from jaxrl.experiments import scale_validate
+
+    folder = make_scale_folder(
+        tmp_path,
+        utds=(0.25, 1.0, 4.0, 16.0),
+        batches=(32, 64, 128, 256),
+        lrs=(1e-3, 2e-3, 2.5e-4, 5e-4),
+    )
+    argv = [str(folder), "--fit-utd", "0.25,1,4", "--holdout-utd", "16", "--no-train"]
+    assert scale_validate.main([*argv, "--bootstrap", "10"]) == 0
+    result = json.loads((folder / "validate-utd=16.json").read_text())
+    predicted, measured = result["predicted"], result["measured"]["grid"]
+    assert predicted["env_steps"] == pytest.approx(D_MIN + (BETA / 16) ** ALPHA, rel=1e-6)
+    assert predicted["batch_size"] == pytest.approx(32.0) and predicted["lr"] == pytest.approx(
+        2.5e-4
+    )
+    assert measured["env_steps"] == pytest.approx(predicted["env_steps"], rel=1e-6)
+    assert (measured["batch_size"], measured["lr"]) == (32, 2.5e-4)
+    assert measured["inside_interval"] and "inside the interval" in capsys.readouterr().out
+    assert scale_validate.main([*argv[:3], "--holdout-utd", "2", "--no-train"]) == 2
+    assert "must be larger" in capsys.readouterr().err
+
+
 # ---------------------------------------------------------------- bad input
 
 
