@@ -414,6 +414,7 @@ def train_grid(
                     vmap={the_plan.lr_field: list(the_plan.lrs)},
                 )
         except driver.NonFiniteError as error:
+            folder.mkdir(parents=True, exist_ok=True)
             _write_json(folder / FAILED_FILE, {"error": str(error)})
             say(f"{head}: stopped: {error}")
             outcome[program.name] = "failed"

@@ -292,6 +292,36 @@ def test_a_folder_keeps_its_learning_rates_and_seeds(capsys, tmp_path, no_traini
     assert "3 new" in capsys.readouterr().out
 
 
+def test_proposed_grid_budget_and_a_program_that_stops_on_a_nan(tmp_path, monkeypatch):
+    """Axes left out are proposed around the base config; --budget sets the steps; a program
+    stopped by a NaN is recorded and not retried (driver.train stubbed: nothing trains)."""
+    from jaxrl import driver
+    from jaxrl.config.resolve import build_configs
+
+    train, agent, _ = build_configs([*TINY, "--updates-per-step", "4", "--critic-lr", "3e-4"])
+    the_plan = scale.plan(train, agent, tmp_path / "grid", target=-1000.0, budget=1e6)
+    assert the_plan.utds == (0.25, 0.5, 1.0, 2.0, 4.0)  # UTD 1 (4 updates, 4 envs) x 1/4 .. 4
+    assert the_plan.batch_sizes == (128, 256, 512) and the_plan.lrs == (1e-4, 3e-4, 9e-4)
+    assert the_plan.config.total_steps == int(1e6 // (4 * 3 * 3 * 7.75))
+    assert the_plan.cost() <= 1e6 and not (tmp_path / "grid").exists()
+
+    calls = []
+
+    def fake_train(config, *args, **kwargs):
+        calls.append(config.updates_per_step)
+        if config.updates_per_step == 2:
+            raise driver.NonFiniteError("non-finite losses in chunk 3")
+
+    monkeypatch.setattr(driver, "train", fake_train)
+    small = {"utds": (0.25, 0.5, 1), "batch_sizes": (16,), "lrs": (1e-3,), "seeds": 2}
+    out = tmp_path / "small"
+    outcome = scale.train_grid(scale.plan(train, agent, out, target=-1.0, **small), say=print)
+    assert calls == [1, 2, 4] and outcome["utd=0.5-batch=16"] == "failed"
+    assert "chunk 3" in (out / "utd=0.5-batch=16" / scale_report.FAILED_FILE).read_text()
+    again = scale.plan(train, agent, out, target=-1.0, **small)
+    assert [p.status for p in again.programs] == ["new", "failed", "new"]
+
+
 # ---------------------------------------------------------------- end to end
 
 
