@@ -39,6 +39,8 @@ _LAZY = {
     "replay": ("jaxrl.replay", None),
     "ppo": ("jaxrl.agents.ppo", None),
     "sac": ("jaxrl.agents.sac", None),
+    # `jaxrl scale`'s Python API: scale.run, scale.fit, scale.plan, scale.Budget (docs/SCALE.md).
+    "scale": ("jaxrl.experiments.scale", None),
     "ALGORITHMS": ("jaxrl.agents", "ALGORITHMS"),
     "Agent": ("jaxrl.agents", "Agent"),
     "PPOConfig": ("jaxrl.agents.ppo", "PPOConfig"),

@@ -1,9 +1,10 @@
-"""`jaxrl` command line: train (and resume), eval, render, plot, sweep, list, bench.
+"""`jaxrl` command line: train (and resume), eval, render, plot, sweep, scale, list, bench.
 
 Each command parses its arguments and hands them on. `jaxrl train`'s flags are resolved into
 configs by `jaxrl.config.resolve` (every field of TrainConfig and of the chosen algorithm's
 config is a flag; a `--preset` or a saved run's `--config` supplies the starting values);
-`jaxrl sweep` is `jaxrl.experiments.sweep`; every jaxrl error ends as one message and exit 2.
+`jaxrl sweep` and `jaxrl scale` are `jaxrl.experiments.sweep` and `.scale`; every jaxrl error
+ends as one message and exit 2.
 """
 
 from __future__ import annotations
@@ -207,6 +208,13 @@ def cmd_sweep(argv: list[str]) -> int:
     return sweep.main(argv)
 
 
+def cmd_scale(argv: list[str]) -> int:
+    """jaxrl scale [train flags] --target J --utd ... --batch-sizes ... --lrs ... --out FOLDER"""
+    from jaxrl.experiments import scale
+
+    return scale.main(argv)
+
+
 # -- jaxrl list / bench ---------------------------------------------------------------------
 
 
@@ -257,6 +265,7 @@ COMMANDS = {
     "render": (cmd_render, "a video of a saved policy"),
     "plot": (cmd_plot, "learning curves of runs, seeds as mean and 95% band"),
     "sweep": (cmd_sweep, "train a grid of settings x seeds, summarise final returns"),
+    "scale": (cmd_scale, "fit data and compute to a return against the UTD ratio; predict"),
     "list": (cmd_list, "list algorithms, presets and environments"),
     "bench": (cmd_bench, "run the wall-clock benchmark suite (jaxrl bench --help)"),
 }

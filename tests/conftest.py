@@ -51,6 +51,7 @@ LONG_FIRST = (
     "tests/test_readme.py",
     "tests/envs/test_randomization.py",
     "tests/test_commands.py",
+    "tests/test_scale.py::test_scale_trains_fits_and_goes_on_after_a_kill",
 )
 
 

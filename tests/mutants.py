@@ -56,6 +56,7 @@ PPO_REF = "tests/agents/test_ppo_update_reference.py"
 BRAX_PPO = "tests/agents/test_ppo_brax_parity.py"
 SAC_BRAX = "tests/agents/test_sac_brax_parity.py"
 WIRING = "tests/test_wiring.py"
+SCALE = "tests/test_scale.py"
 RUNS = "tests/test_runs.py"
 OWN_ENV = "tests/envs/test_own_env.py"
 RANDOMIZATION = "tests/envs/test_randomization.py"
@@ -1416,6 +1417,48 @@ MUTANTS = [
         "from jaxrl.envs import classic  # noqa: F401\nfrom jaxrl.envs.wrappers import (",
         "the env registry imports the classic envs, so Brax, at import again",
         STARTUP,
+    ),
+    # --- jaxrl scale (issue 40). -------------------------------------------------------------
+    m(
+        "scale-crossing-in-updates",
+        "experiments/scale_report.py",
+        "sf.crossing(m.steps, m.returns, target)",
+        "sf.crossing(m.updates, m.returns, target)",
+        "jaxrl scale reads D_J off the gradient updates instead of the env steps",
+        SCALE,
+    ),
+    m(
+        "scale-fit-in-updates",
+        "experiments/scale_report.py",
+        "sf.Run(self.sigma, self.batch_size, self.lr, self.steps, self.returns)",
+        "sf.Run(self.sigma, self.batch_size, self.lr, self.updates, self.returns)",
+        "the scaling laws are fitted to crossings in gradient updates, not env steps",
+        SCALE,
+    ),
+    m(
+        "scale-members-by-glob",
+        "experiments/scale_report.py",
+        "dirs = [run / run_grid.member_dir(setting, seed) for seed in run_grid.seeds]",
+        "dirs = sorted(run.glob('*/seed_*'))[len(members) * len(run_grid.seeds) :]"
+        "[: len(run_grid.seeds)]",
+        "a learning rate's curves are found by folder order, so vmap members' lrs are mixed up",
+        SCALE,
+    ),
+    m(
+        "scale-rerun-retrains-finished",
+        "experiments/scale.py",
+        'if program.status in ("done", "failed"):',
+        'if program.status == "failed":',
+        "running a scale grid again trains its finished runs again",
+        SCALE,
+    ),
+    m(
+        "scale-killed-run-counts-as-done",
+        "experiments/scale.py",
+        'return "done" if (folder / "summary.json").is_file() else "resume"',
+        'return "done"',
+        "a run of the grid killed before its summary is taken as done, never finished",
+        SCALE,
     ),
 ]
 

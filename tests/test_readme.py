@@ -15,7 +15,7 @@ import tyro
 import jaxrl
 from jaxrl import checkpoint, cli, plot, runs
 from jaxrl.config import resolve
-from jaxrl.experiments import sweep
+from jaxrl.experiments import scale, sweep
 
 ROOT = pathlib.Path(__file__).parents[1]
 README = ROOT / "README.md"
@@ -28,6 +28,7 @@ README_LINKS = (
     "docs/API.md",  # the Python API
     "docs/RUNS.md",  # resume, faults, checkpoints
     "docs/SCALING.md",  # seeds, grids, devices, hosts
+    "docs/SCALE.md",  # jaxrl scale: scaling laws in the UTD ratio
     "docs/BENCHMARKS.md",
     "docs/PARITY.md",  # parity with Brax
     "docs/ALGORITHMS.md",
@@ -47,7 +48,8 @@ def _blocks(language: str) -> dict[str, list[str]]:
 def _python_blocks(page: str = "docs/API.md") -> list[str]:
     found = _blocks("python")
     # Every Python example of the README and the docs is one the tests below run.
-    assert {name: len(blocks) for name, blocks in found.items() if blocks} == {"docs/API.md": 4}
+    counts = {name: len(blocks) for name, blocks in found.items() if blocks}
+    assert counts == {"docs/API.md": 4, "docs/SCALE.md": 1}  # SCALE.md's: tests/test_scale.py
     return found[page]
 
 
@@ -167,11 +169,15 @@ def test_readme_commands_parse(tmp_path, monkeypatch):
             out, plan, seeds, _ = sweep.plan_sweep(rest)
             assert len(plan) == 4 * len(seeds)
             assert {config.seed for _, _, config, _ in plan} == set(seeds)
+        elif command == "scale" and "--from" in rest:
+            assert not scale._parse(rest)[1], rest  # a folder's refit: its flags are scale's
+        elif command == "scale":
+            assert scale.main([*rest, "--dry-run"]) == 0, rest  # the grid checked, not trained
         elif command in ("list", "bench"):
             continue
         else:
             raise AssertionError(f"README or docs document an unknown command: jaxrl {command}")
-    assert {"train", "eval", "render", "plot", "sweep", "list", "bench"} <= seen
+    assert {"train", "eval", "render", "plot", "sweep", "scale", "list", "bench"} <= seen
 
 
 @pytest.mark.slow

@@ -1,0 +1,761 @@
+"""`jaxrl scale`: fit how an off-policy method scales with its updates-to-data ratio, and predict
+the settings and cost of a larger run (issue 40; the method: docs/SCALE.md).
+
+    jaxrl scale [TRAIN FLAGS] --target J --utd 0.25,0.5,1 --batch-sizes 128,256 \\
+        --lrs 1e-4,3e-4,1e-3 --seeds 4 --out FOLDER [--predict-data D ...]
+    jaxrl scale --from FOLDER [--target J] [--predict-delta DELTA ...]   # refit, no training
+
+Training: one `jaxrl train` program per (UTD ratio sigma, batch size), whose learning rates and
+seeds train together under vmap (`--vmap LR_FIELD=... --seeds S`, jaxrl's own settings grid):
+FOLDER/utd=SIGMA-batch=B is that run's folder. sigma is updates_per_step / num_envs (one loop
+iteration steps every env once), so each sigma must be a whole number of updates per iteration.
+A folder that already holds part of the grid goes on from it: a run with its summary.json is
+done and skipped; one without is resumed from its newest checkpoint (`jaxrl train --resume`:
+started over where it has none); one that stopped on a NaN (scale_failed.json) is not retried.
+
+Fitting and reporting (`experiments/scale_report.py`, over `experiments/scale_fit.py`): the
+crossings of the target return J, the laws with bootstrap intervals over seeds, the predictions,
+FOLDER/scale.json and FOLDER/scale.png.
+
+Python: `run(config, agent_config, out, target=..., utds=..., batch_sizes=..., lrs=...)` trains
+and fits; `fit(folder, target=...)` refits a folder; both return the report (scale.json's
+content). `jaxrl.scale` is this module.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import os
+import pathlib
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from jaxrl.config import ConfigError, TrainConfig
+from jaxrl.experiments.scale_report import (
+    FAILED_FILE,
+    GRID_FILE,
+    Budget,
+    ScaleError,
+    fit_report,
+    read_grid_file,
+    read_scale_folder,
+    run_name,
+    write_report,
+)
+
+__all__ = ["Budget", "ScaleError", "fit", "main", "plan", "run"]
+
+DEFAULT_SEEDS = 4
+DEFAULT_LR_FIELD = "critic_lr"
+DEFAULT_BOOTSTRAP = 200
+MIN_UTDS = 3  # D_J(sigma) has three parameters
+# The grid proposed around the base config where an axis is not given (--budget sets the steps).
+PROPOSED_UTD = (0.25, 0.5, 1.0, 2.0, 4.0)
+PROPOSED_BATCH = (0.5, 1.0, 2.0)
+PROPOSED_LR = (1 / 3, 1.0, 3.0)
+# Flags the grid sets itself (or that do not apply to it).
+REFUSED = {
+    "--seed": "the grid's seeds are --seeds",
+    "--vmap": "the grid vmaps the learning rates itself (--lrs, --lr-field)",
+    "--resume": "a scale folder resumes by running the same command again",
+    "--updates-per-step": "the grid sets it from --utd (updates_per_step = UTD x num_envs)",
+    "--batch-size": "the grid sets it from --batch-sizes",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Program:
+    """One (sigma, batch size) run of the grid: its folder name, its run config and status."""
+
+    sigma: float
+    batch_size: int
+    name: str
+    config: TrainConfig
+    status: str  # "new", "resume", "done" or "failed"
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """A checked grid, ready to train: nothing has been written yet."""
+
+    out: pathlib.Path
+    config: TrainConfig  # the base config (its updates_per_step and batch_size are the grid's)
+    agent_config: Any
+    target: float
+    utds: tuple[float, ...]
+    batch_sizes: tuple[int, ...]
+    lrs: tuple[float, ...]
+    lr_field: str
+    seeds: tuple[int, ...]
+    programs: tuple[Program, ...]
+    spec: dict  # scale_grid.json as it will be written
+
+    @property
+    def members(self) -> int:
+        return len(self.lrs) * len(self.seeds)
+
+    def cost(self) -> float:
+        """Gradient updates of every member of every program together."""
+        return sum(p.sigma * p.config.total_steps * self.members for p in self.programs)
+
+
+# ---------------------------------------------------------------- checking the grid
+
+
+def _numbers(text: str | None, flag: str, kind=float) -> tuple | None:
+    """A comma-separated axis of the grid (None where not given), checked by `_axis`."""
+    if text is None:
+        return None
+    try:
+        values = [float(v) for v in text.split(",") if v]
+    except ValueError:
+        raise ConfigError(f"{flag} {text!r}: give numbers joined by commas") from None
+    return _axis(values, flag, kind, text)
+
+
+def _axis(values: Sequence[float] | None, flag: str, kind=float, text: str | None = None):
+    """An axis of the grid sorted, each value a finite number > 0 (whole, for kind int), none
+    twice; None stays None (the axis is proposed)."""
+    if values is None:
+        return None
+    floats = [float(v) for v in values]
+    text = text if text is not None else ",".join(f"{v:g}" for v in floats)
+    if not floats:
+        raise ConfigError(f"{flag} needs at least one value")
+    if any(not math.isfinite(v) or v <= 0 for v in floats):
+        raise ConfigError(f"{flag} {text!r}: every value must be a finite number > 0")
+    if kind is int and any(v != int(v) for v in floats):
+        raise ConfigError(f"{flag} {text!r}: batch sizes are whole numbers")
+    values = tuple(kind(v) for v in floats)
+    if len(set(values)) != len(values):
+        raise ConfigError(f"{flag} {text!r}: a value is listed twice")
+    return tuple(sorted(values))
+
+
+def updates_per_step(sigma: float, num_envs: int) -> int:
+    """The whole number of updates per loop iteration (a step of num_envs envs) that is UTD
+    sigma; ConfigError where there is none."""
+    per_step = round(sigma * num_envs)
+    if per_step < 1 or not math.isclose(per_step, sigma * num_envs, rel_tol=1e-6):
+        raise ConfigError(
+            f"--utd {sigma:g} with {num_envs} envs: updates_per_step = UTD x num_envs must be a "
+            f"whole number >= 1, so a UTD ratio is a multiple of 1/{num_envs} = {1 / num_envs:g}"
+        )
+    return per_step
+
+
+def _propose(config: TrainConfig, agent_config: Any, lr_field: str, utds, batch_sizes, lrs):
+    """The axes not given, proposed around the base config: sigma0 x (1/4 .. 4) where whole,
+    B0 x (1/2, 1, 2) and lr0 x (1/3, 1, 3) (PROPOSED_*)."""
+    sigma0 = config.updates_per_step / config.num_envs
+    if utds is None:
+        utds = tuple(
+            s
+            for s in (sigma0 * f for f in PROPOSED_UTD)
+            if round(s * config.num_envs) >= 1
+            and math.isclose(round(s * config.num_envs), s * config.num_envs)
+        )
+    if batch_sizes is None:
+        batch_sizes = tuple(sorted({max(1, round(config.batch_size * f)) for f in PROPOSED_BATCH}))
+    if lrs is None:
+        lr0 = getattr(agent_config, lr_field)
+        lrs = tuple(sorted({float(f"{lr0 * f:.3g}") for f in PROPOSED_LR}))
+    return utds, batch_sizes, lrs
+
+
+def _spec(plan_args: dict) -> dict:
+    """scale_grid.json: the base configs (without the fields the grid sets), the learning-rate
+    axis and seeds (fixed for a folder: they train inside every program), the target, and the
+    runs (their UTD ratio and batch size by folder)."""
+    config, agent = plan_args["config"], plan_args["agent_config"]
+    train = dataclasses.asdict(config)
+    for name in ("updates_per_step", "batch_size", "seed"):
+        train.pop(name)
+    agent_dict = dataclasses.asdict(agent)
+    agent_dict.pop(plan_args["lr_field"])
+    return json.loads(
+        json.dumps(
+            {
+                "algo": config.algo,
+                "env": config.env,
+                "target": plan_args["target"],
+                "lr_field": plan_args["lr_field"],
+                "lrs": list(plan_args["lrs"]),
+                "seeds": list(plan_args["seeds"]),
+                "train": train,
+                "agent": agent_dict,
+                "runs": plan_args["runs"],
+            }
+        )
+    )
+
+
+FIXED_KEYS = ("algo", "env", "lr_field", "lrs", "seeds", "train", "agent")
+
+
+def _check_against_folder(out: pathlib.Path, spec: dict) -> dict:
+    """The spec merged with the folder's scale_grid.json, if any: the runs it had stay, the
+    base configs, learning rates and seeds must be the same (ScaleError naming what differs)."""
+    if not (out / GRID_FILE).is_file():
+        return spec
+    saved = read_grid_file(out)
+    differ = []
+    for key in FIXED_KEYS:
+        if key in ("train", "agent"):
+            differ += [
+                f"{key}.{name}"
+                for name in sorted(set(saved.get(key, {})) | set(spec[key]))
+                if saved.get(key, {}).get(name) != spec[key].get(name)
+            ]
+        elif saved.get(key) != spec[key]:
+            differ.append(key)
+    if differ:
+        raise ScaleError(
+            f"{out} holds a scale grid with other settings ({', '.join(differ)} differ); a "
+            "folder keeps its base config, learning rates and seeds (UTD ratios and batch sizes "
+            "can be added): use another --out, or the same settings"
+        )
+    return {**spec, "runs": {**saved.get("runs", {}), **spec["runs"]}}
+
+
+def _status(folder: pathlib.Path, config: TrainConfig, plan_args: dict) -> str:
+    """new, done, failed or resume; a folder of another run is a ScaleError."""
+    if (folder / FAILED_FILE).is_file():
+        return "failed"
+    if not (folder / "config.json").is_file():
+        if (folder / "metrics.jsonl").is_file() or (folder / "checkpoints").is_dir():
+            raise ScaleError(f"{folder} holds metrics or checkpoints but no config.json")
+        return "new"
+    saved = json.loads((folder / "config.json").read_text())
+    train = saved.get("train", {})
+    mine = {
+        "updates_per_step": config.updates_per_step,
+        "batch_size": config.batch_size,
+        "num_envs": config.num_envs,
+        "seeds": list(plan_args["seeds"]),
+        "vmap": {plan_args["lr_field"]: list(plan_args["lrs"])},
+    }
+    theirs = {
+        **{k: train.get(k) for k in mine if k in train},
+        **{k: saved.get(k) for k in ("seeds", "vmap")},
+    }
+    if theirs != mine:
+        raise ScaleError(f"{folder} holds another run ({theirs}, expected {mine})")
+    return "done" if (folder / "summary.json").is_file() else "resume"
+
+
+def plan(
+    config: TrainConfig,
+    agent_config: Any,
+    out: str | os.PathLike,
+    *,
+    target: float,
+    utds: Sequence[float] | None = None,
+    batch_sizes: Sequence[int] | None = None,
+    lrs: Sequence[float] | None = None,
+    seeds: Any = DEFAULT_SEEDS,
+    lr_field: str = DEFAULT_LR_FIELD,
+    budget: float | None = None,
+) -> Plan:
+    """Checks the whole grid and says what each program will do; writes nothing. Every input
+    error is a ConfigError (or ScaleError) raised here, before anything compiles."""
+    from jaxrl import driver, grid
+
+    if target is None or not math.isfinite(target):
+        raise ConfigError("jaxrl scale needs the target return J: --target J")
+    config = driver.with_algorithm(config, agent_config)
+    if config.on_policy:
+        raise ConfigError(
+            f"{config.algo} is on-policy: it has no replay buffer and no updates-to-data ratio "
+            "to scale; jaxrl scale takes an off-policy algorithm (sac, td3, crossq, ...)"
+        )
+    if agent_config is None:
+        from jaxrl import agents
+
+        agent_config = agents.get(config.algo).config_cls()
+    known = [name for name, _ in _lr_fields(agent_config)]
+    if lr_field not in known:
+        raise ConfigError(
+            f"--lr-field {lr_field}: not a learning rate of {config.algo} that can vary inside "
+            f"one program; choose from {', '.join(known)}"
+        )
+    utds, batch_sizes, lrs = (
+        _axis(utds, "--utd"),
+        _axis(batch_sizes, "--batch-sizes", int),
+        _axis(lrs, "--lrs"),
+    )
+    utds, batch_sizes, lrs = _propose(config, agent_config, lr_field, utds, batch_sizes, lrs)
+    if len(set(utds)) < MIN_UTDS:
+        raise ConfigError(
+            f"--utd {','.join(f'{u:g}' for u in utds)}: fitting D_J(sigma) = D_min + "
+            f"(beta/sigma)^alpha needs at least {MIN_UTDS} UTD ratios, got {len(set(utds))}"
+        )
+    seeds = driver.parse_seeds(seeds)
+    per_steps = {s: updates_per_step(s, config.num_envs) for s in utds}
+    cost_per_step = len(seeds) * len(lrs) * len(batch_sizes) * sum(utds)
+    if budget is not None:
+        if not budget > 0:
+            raise ConfigError(f"--budget must be > 0 gradient updates, got {budget:g}")
+        config = _replace(config, total_steps=max(1, int(budget // cost_per_step)))
+    for lr in lrs:  # each learning rate as its member would take it
+        grid.member_configs({lr_field: lr}, config, agent_config)
+    programs, runs = [], {}
+    out = pathlib.Path(out)
+    plan_args = {"config": config, "agent_config": agent_config, "lr_field": lr_field}
+    plan_args.update(target=target, lrs=lrs, seeds=seeds)
+    for sigma in utds:
+        for batch in batch_sizes:
+            one = _replace(config, updates_per_step=per_steps[sigma], batch_size=int(batch))
+            real = per_steps[sigma] / config.num_envs
+            name = run_name(real, int(batch))
+            runs[name] = {
+                "utd": real,
+                "batch_size": int(batch),
+                "updates_per_step": one.updates_per_step,
+            }
+            programs.append((real, int(batch), name, one))
+    plan_args["runs"] = runs
+    spec = _check_against_folder(out, _spec(plan_args))
+    # The env, the agent config and the run's sizes, as jaxrl train checks them, once (the
+    # programs differ only in updates_per_step and batch_size, checked per program above).
+    try:
+        driver.check_setting(programs[0][3], agent_config)
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
+    checked = []
+    for real, batch, name, one in programs:
+        folder = out / name
+        status = _status(folder, one, plan_args) if folder.exists() else "new"
+        if status == "new":
+            driver.check_run_dir(folder)
+        checked.append(Program(real, batch, name, one, status))
+    return Plan(
+        out=out,
+        config=config,
+        agent_config=agent_config,
+        target=float(target),
+        utds=tuple(p[0] for p in programs[:: len(batch_sizes)]),
+        batch_sizes=tuple(int(b) for b in batch_sizes),
+        lrs=tuple(float(lr) for lr in lrs),
+        lr_field=lr_field,
+        seeds=tuple(seeds),
+        programs=tuple(checked),
+        spec=spec,
+    )
+
+
+def _lr_fields(agent_config: Any) -> list[tuple[str, float]]:
+    from jaxrl.agents.base import array_fields
+
+    return [
+        (name, getattr(agent_config, name))
+        for name in array_fields(agent_config)
+        if name.endswith("_lr") or name == "learning_rate"
+    ]
+
+
+def _replace(config: TrainConfig, **changes) -> TrainConfig:
+    try:
+        return dataclasses.replace(config, **changes)
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
+
+
+# ---------------------------------------------------------------- training
+
+
+def train_grid(
+    the_plan: Plan,
+    *,
+    progress: Any = "auto",
+    options: Any = None,
+    compile_cache: bool = True,
+    say=print,
+) -> dict[str, str]:
+    """Trains the programs that are not done, in order, each as `jaxrl train --seeds --vmap`
+    would (new) or `jaxrl train --resume` (resume). A program that stops on a non-finite value
+    is recorded (scale_failed.json) and the grid goes on. Returns each program's outcome."""
+    from jaxrl import driver
+
+    out = the_plan.out
+    out.mkdir(parents=True, exist_ok=True)
+    _write_json(out / GRID_FILE, the_plan.spec)
+    outcome = {}
+    total = len(the_plan.programs)
+    for index, program in enumerate(the_plan.programs, 1):
+        folder = out / program.name
+        head = (
+            f"[scale {index}/{total}] UTD {program.sigma:g} (updates_per_step "
+            f"{program.config.updates_per_step}), batch {program.batch_size}: "
+            f"{len(the_plan.lrs)} {the_plan.lr_field} x {len(the_plan.seeds)} seeds"
+        )
+        if program.status in ("done", "failed"):
+            say(f"{head}: {program.status}, skipped ({folder})")
+            outcome[program.name] = program.status
+            continue
+        verb = "resuming" if program.status == "resume" else "training"
+        say(f"{head}: {verb} -> {folder}")
+        try:
+            if program.status == "resume":
+                driver.resume(folder, progress=progress, compile_cache=compile_cache)
+            else:
+                driver.train(
+                    program.config,
+                    the_plan.agent_config,
+                    folder,
+                    progress=progress,
+                    options=options,
+                    compile_cache=compile_cache,
+                    seeds=list(the_plan.seeds),
+                    vmap={the_plan.lr_field: list(the_plan.lrs)},
+                )
+        except driver.NonFiniteError as error:
+            folder.mkdir(parents=True, exist_ok=True)
+            _write_json(folder / FAILED_FILE, {"error": str(error)})
+            say(f"{head}: stopped: {error}")
+            outcome[program.name] = "failed"
+            continue
+        outcome[program.name] = "trained"
+    return outcome
+
+
+def _write_json(path: pathlib.Path, value: Any) -> None:
+    temporary = path.with_name(path.name + ".tmp")
+    temporary.write_text(json.dumps(value, indent=2) + "\n")
+    os.replace(temporary, path)
+
+
+# ---------------------------------------------------------------- the API
+
+
+def fit(
+    folder: str | os.PathLike,
+    *,
+    target: float | None = None,
+    utds: Sequence[float] | None = None,
+    batch_sizes: Sequence[int] | None = None,
+    lrs: Sequence[float] | None = None,
+    budgets: Sequence[Budget] = (),
+    bootstrap: int = DEFAULT_BOOTSTRAP,
+    model_size: float | None = None,
+    name: str = "scale",
+    write: bool = True,
+) -> dict:
+    """Reads a scale folder's runs (all of them, or those of the given UTD ratios, batch sizes
+    and learning rates), fits and predicts, writes FOLDER/NAME.json and NAME.png; returns the
+    report. `target` defaults to the grid's own J."""
+    folder = pathlib.Path(folder)
+    spec, members = read_scale_folder(folder, utds, batch_sizes, lrs)
+    target = spec["target"] if target is None else float(target)
+    if not members:
+        raise ScaleError(f"{folder}: no run of the grid has logged an evaluation yet")
+    report = fit_report(
+        members,
+        target,
+        bootstrap=bootstrap,
+        model_size=model_size,
+        budgets=budgets,
+        num_envs=spec["train"]["num_envs"],
+    )
+    head = {
+        "algo": spec["algo"],
+        "env": spec["env"],
+        "lr_field": spec["lr_field"],
+        "seeds": spec["seeds"],
+        "smoothing": "seed mean, then isotonic (non-decreasing) regression; D_J interpolated "
+        "linearly between the two evaluations around the first one at or above J",
+        "title": f"{spec['algo']} on {spec['env']}: data and compute to J = {target:g}",
+    }
+    report = {**head, **report}
+    if write:
+        report["files"] = [str(p) for p in write_report(report, folder, name)]
+    return report
+
+
+def run(
+    config: TrainConfig,
+    agent_config: Any,
+    out: str | os.PathLike,
+    *,
+    target: float,
+    utds: Sequence[float] | None = None,
+    batch_sizes: Sequence[int] | None = None,
+    lrs: Sequence[float] | None = None,
+    seeds: Any = DEFAULT_SEEDS,
+    lr_field: str = DEFAULT_LR_FIELD,
+    budget: float | None = None,
+    budgets: Sequence[Budget] = (),
+    bootstrap: int = DEFAULT_BOOTSTRAP,
+    model_size: float | None = None,
+    progress: Any = "auto",
+    options: Any = None,
+    compile_cache: bool = True,
+) -> dict:
+    """Plans (every check first), trains what the folder does not have yet, then fits the
+    grid's runs: `jaxrl scale` from Python. Returns the report (scale.json's content)."""
+    the_plan = plan(
+        config,
+        agent_config,
+        out,
+        target=target,
+        utds=utds,
+        batch_sizes=batch_sizes,
+        lrs=lrs,
+        seeds=seeds,
+        lr_field=lr_field,
+        budget=budget,
+    )
+    say = print if progress is not None else (lambda line: None)
+    train_grid(the_plan, progress=progress, options=options, compile_cache=compile_cache, say=say)
+    return fit(
+        the_plan.out,
+        target=target,
+        utds=the_plan.utds,
+        batch_sizes=the_plan.batch_sizes,
+        budgets=budgets,
+        bootstrap=bootstrap,
+        model_size=model_size,
+    )
+
+
+# ---------------------------------------------------------------- the command
+
+
+USAGE = """usage: jaxrl scale [TRAIN FLAGS] --target J [--utd S1,S2,S3,...] [--batch-sizes B1,...]
+           [--lrs LR1,...] [--lr-field critic_lr] [--seeds 4] [--budget UPDATES]
+           [--out FOLDER] [--predict-data D] [--predict-compute C] [--predict-delta DELTA]
+           [--bootstrap 200] [--model-size N] [--dry-run]
+       jaxrl scale --from FOLDER [--target J] [--utd ...] [--batch-sizes ...] [--lrs ...]
+           [--predict-...] [--name scale]
+
+Fits the data an off-policy method needs to reach return J as a function of its UTD ratio sigma
+(D_J = D_min + (beta/sigma)^alpha), the best batch size and learning rate as power laws in
+sigma, with 95% bootstrap intervals over seeds, and predicts the settings and the data and
+compute of a run for a budget. It trains one program per (UTD, batch size), the learning rates
+and seeds vmapped inside it (FOLDER/utd=S-batch=B); a folder that holds part of the grid goes on
+from it. Writes FOLDER/scale.json and FOLDER/scale.png. TRAIN FLAGS are jaxrl train's (--preset,
+--algo, --env, --steps, --num-envs, ...) but --seed(s), --vmap, --batch-size, --updates-per-step
+and --resume. UTD = updates_per_step / num_envs. An axis not given is proposed around the base
+config (UTD x 1/4..4, batch x 1/2,1,2, lr x 1/3,1,3); --budget U sets --steps so that the whole
+grid takes U gradient updates. --from FOLDER refits a folder (another --target, a part of the
+grid) without training. Method and papers: docs/SCALE.md."""
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="jaxrl scale", add_help=False, allow_abbrev=False)
+    add = parser.add_argument
+    add("--target", type=float, default=None)
+    add("--utd", default=None)
+    add("--batch-sizes", default=None)
+    add("--lrs", default=None)
+    add("--lr-field", default=DEFAULT_LR_FIELD)
+    add("--seeds", default=str(DEFAULT_SEEDS))
+    add("--budget", type=float, default=None)
+    add("--out", default=None)
+    add("--from", dest="source", default=None)
+    add("--name", default="scale")
+    add("--predict-data", type=float, action="append", default=[])
+    add("--predict-compute", type=float, action="append", default=[])
+    add("--predict-delta", type=float, action="append", default=[])
+    add("--bootstrap", type=int, default=DEFAULT_BOOTSTRAP)
+    add("--model-size", type=float, default=None)
+    add("--dry-run", action="store_true")
+    add("-h", "--help", action="store_true")
+    return parser
+
+
+NUMERIC = ("--target", "--predict-data", "--predict-compute", "--predict-delta", "--budget")
+
+
+def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
+    parser = _parser()
+    parser.error = _argparse_error  # type: ignore[method-assign]
+    # argparse takes "-1e6" for a flag: a number after a numeric flag is joined to it.
+    joined, i = [], 0
+    while i < len(argv):
+        if argv[i] in NUMERIC and i + 1 < len(argv) and _is_number(argv[i + 1]):
+            joined.append(f"{argv[i]}={argv[i + 1]}")
+            i += 2
+        else:
+            joined.append(argv[i])
+            i += 1
+    return parser.parse_known_args(joined)
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _argparse_error(message: str):
+    raise ConfigError(message)
+
+
+def _budgets(args) -> list[Budget]:
+    out = [Budget(data=v) for v in args.predict_data]
+    out += [Budget(compute=v) for v in args.predict_compute]
+    out += [Budget(delta=v) for v in args.predict_delta]
+    return out
+
+
+def _check_common(args) -> None:
+    if args.bootstrap < 0:
+        raise ConfigError(f"--bootstrap must be >= 0 resamples, got {args.bootstrap}")
+    if args.model_size is not None and not args.model_size > 0:
+        raise ConfigError(f"--model-size must be > 0 parameters, got {args.model_size:g}")
+    if args.target is not None and not math.isfinite(args.target):
+        raise ConfigError(f"--target must be a finite return, got {args.target}")
+
+
+def main(argv: list[str]) -> int:
+    """jaxrl scale ...: 0 when fitted, 1 when the runs trained but could not be fitted (the
+    crossings are in scale.json), 2 on bad input (raised as ConfigError to the CLI)."""
+    args, rest = _parse(argv)
+    if args.help:
+        print(USAGE)
+        return 0
+    _check_common(args)
+    budgets = _budgets(args)
+    utds = _numbers(args.utd, "--utd")
+    batch_sizes = _numbers(args.batch_sizes, "--batch-sizes", int)
+    lrs = _numbers(args.lrs, "--lrs")
+    if args.source is not None:
+        if rest:
+            raise ConfigError(
+                f"--from refits a folder without training; {' '.join(rest)} do not apply"
+            )
+        report = fit(
+            args.source,
+            target=args.target,
+            utds=utds,
+            batch_sizes=batch_sizes,
+            lrs=lrs,
+            budgets=budgets,
+            bootstrap=args.bootstrap,
+            model_size=args.model_size,
+            name=args.name,
+        )
+        return _print_report(report)
+    if args.target is None:
+        raise ConfigError("jaxrl scale needs the target return J: --target J")
+    if utds is not None and len(utds) < MIN_UTDS:
+        raise ConfigError(
+            f"--utd {args.utd}: fitting D_J(sigma) = D_min + (beta/sigma)^alpha needs at least "
+            f"{MIN_UTDS} UTD ratios, got {len(utds)}"
+        )
+    for word in rest:
+        flag = word.split("=", 1)[0]
+        if flag in REFUSED:
+            raise ConfigError(f"jaxrl scale does not take {flag}: {REFUSED[flag]}")
+    if args.budget is not None and any(
+        w.split("=")[0] in ("--steps", "--total-steps") for w in rest
+    ):
+        raise ConfigError("give --budget or --steps, not both (--budget sets the steps)")
+    from jaxrl.config.resolve import build_configs, default_out, run_options
+
+    train, agent, options = build_configs(rest)
+    out = args.out or default_out(train).replace("runs/", "scales/", 1)
+    the_plan = plan(
+        train,
+        agent,
+        out,
+        target=args.target,
+        utds=utds,
+        batch_sizes=batch_sizes,
+        lrs=lrs,
+        seeds=args.seeds,
+        lr_field=args.lr_field,
+        budget=args.budget,
+    )
+    _print_plan(the_plan)
+    if args.dry_run:
+        return 0
+    train_grid(
+        the_plan,
+        progress=None if options.quiet else "auto",
+        options=run_options(options),
+        compile_cache=options.compile_cache,
+    )
+    report = fit(
+        the_plan.out,
+        target=the_plan.target,
+        utds=the_plan.utds,
+        batch_sizes=the_plan.batch_sizes,
+        budgets=budgets,
+        bootstrap=args.bootstrap,
+        model_size=args.model_size,
+        name=args.name,
+    )
+    return _print_report(report)
+
+
+def _print_plan(the_plan: Plan) -> None:
+    counts = {
+        s: sum(p.status == s for p in the_plan.programs)
+        for s in ("new", "resume", "done", "failed")
+    }
+    print(
+        f"scale grid {the_plan.out}: {the_plan.config.algo} on {the_plan.config.env}, J = "
+        f"{the_plan.target:g}, {the_plan.config.total_steps:,} env steps per run\n"
+        f"  UTD {', '.join(f'{u:g}' for u in the_plan.utds)} ({the_plan.config.num_envs} envs) x "
+        f"batch {', '.join(map(str, the_plan.batch_sizes))}: {len(the_plan.programs)} programs, "
+        f"each {the_plan.lr_field} {', '.join(f'{lr:g}' for lr in the_plan.lrs)} x seeds "
+        f"{', '.join(map(str, the_plan.seeds))} ({the_plan.members} members)\n"
+        f"  {the_plan.cost():,.0f} gradient updates in all; programs: "
+        + ", ".join(f"{n} {s}" for s, n in counts.items() if n)
+    )
+
+
+def _print_report(report: dict) -> int:
+    print(f"J = {report['target']:g}: env steps to J (seed-mean isotonic crossing) per run")
+    for r in report["runs"]:
+        where = (
+            f"{r['env_steps']:,.0f} env steps, {r['updates']:,.0f} updates"
+            if r["env_steps"] is not None
+            else f"not reached in {r['last_env_steps']:,.0f} env steps"
+        )
+        mark = " (stopped: NaN)" if r["failed"] else ""
+        print(f"  UTD {r['utd']:<6g} batch {r['batch_size']:<5} lr {r['lr']:<9.3g} {where}{mark}")
+    if report["fit"] is None:
+        print(f"jaxrl scale: no fit: {report['fit_error']}", file=sys.stderr)
+        _print_files(report)
+        return 1
+    for warning in report.get("warnings", []):
+        print(f"warning: {warning}")
+    fit_ = report["fit"]
+    print("fit (95% bootstrap interval over seeds):")
+    for name, entry in fit_.items():
+        if name == "bootstrap":
+            continue
+        interval = entry["interval"]
+        span = f" [{interval[0]:.4g}, {interval[1]:.4g}]" if interval else ""
+        print(f"  {name:<10} {entry['value']:.4g}{span}")
+    for p in report["predictions"]:
+        ((kind, value),) = p["budget"].items()
+        if "error" in p:
+            print(f"predict {kind} {value:g}: {p['error']}")
+            continue
+        use = p.get("train_with", {})
+        interval = (p.get("interval") or {}).get("env_steps")
+        span = f" [{interval[0]:,.0f}, {interval[1]:,.0f}]" if interval else ""
+        beyond = " (extrapolated beyond the grid's UTD ratios)" if p.get("extrapolated") else ""
+        print(
+            f"predict {kind} {value:g}: UTD {p['utd']:.3g} (--updates-per-step "
+            f"{use.get('updates_per_step')} with {use.get('num_envs')} envs), batch "
+            f"{p['batch_size']:.0f}, lr {p['lr']:.3g}: {p['env_steps']:,.0f}{span} env steps, "
+            f"{p['compute']:.4g} {report['compute_unit']}{beyond}"
+        )
+    _print_files(report)
+    return 0
+
+
+def _print_files(report: dict) -> None:
+    if report.get("files"):
+        print("wrote " + ", ".join(report["files"]))

@@ -1,0 +1,396 @@
+"""`jaxrl scale` (experiments/scale.py, experiments/scale_report.py): reading and fitting
+hand-made scale folders whose curves follow known laws, bad input refused before anything is
+built, and the command end to end on a tiny grid, killed and run again."""
+
+import json
+import math
+import pathlib
+
+import numpy as np
+import pytest
+
+from jaxrl import cli
+from jaxrl.experiments import scale, scale_report
+from jaxrl.experiments import scale_fit as sf
+
+# ---------------------------------------------------------------- hand-made scale folders
+
+# The truth the hand-made runs follow: D_J(sigma) = D_MIN + (BETA / sigma)^ALPHA for the best
+# (batch, lr) at each sigma, B*(sigma) = 128 sigma^-1/2, lr*(sigma) = 1e-3 sigma^-1/2; other
+# configurations need more data. Grid values chosen so each best is on the grid.
+D_MIN, ALPHA, BETA = 3000.0, 0.8, 5000.0 ** (1 / 0.8)
+UTDS = (0.25, 1.0, 4.0)
+BATCHES = (64, 128, 256)
+LRS = (1e-3, 2e-3, 5e-4)  # the order of the vmap axis in config.json: not sorted
+NUM_ENVS, EVAL_EVERY, STEPS, J = 4, 500, 40_000, -200.0
+
+
+def _truth(sigma, batch, lr):
+    best_batch, best_lr = 128 * sigma**-0.5, 1e-3 * sigma**-0.5
+    penalty = 1 + 0.3 * abs(math.log2(batch / best_batch)) + 0.2 * abs(math.log2(lr / best_lr))
+    return (D_MIN + (BETA / sigma) ** ALPHA) * penalty
+
+
+def _write_rows(folder: pathlib.Path, rows):
+    folder.mkdir(parents=True)
+    (folder / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def make_scale_folder(root: pathlib.Path, utds=UTDS, batches=BATCHES, lrs=LRS, seeds=(0, 1)):
+    """A scale folder as `jaxrl scale` leaves it, without training: scale_grid.json, and per
+    (sigma, batch) a run folder (config.json, summary.json, each member's metrics.jsonl) whose
+    seed-mean curve rises linearly through J at _truth's D_J. Each chunk's `updates` is
+    sigma x its env steps, so a crossing read off the updates would be sigma x D_J."""
+    runs = {}
+    for sigma in utds:
+        for batch in batches:
+            name = scale_report.run_name(sigma, batch)
+            per_step = round(sigma * NUM_ENVS)
+            runs[name] = {"utd": sigma, "batch_size": batch, "updates_per_step": per_step}
+            run = root / name
+            run.mkdir(parents=True)
+            saved = {
+                "train": {"num_envs": NUM_ENVS, "updates_per_step": per_step, "batch_size": batch},
+                "agent": {},
+                "seeds": list(seeds),
+                "vmap": {"critic_lr": list(lrs)},
+            }
+            (run / "config.json").write_text(json.dumps(saved))
+            (run / "summary.json").write_text("{}")
+            for lr in lrs:
+                data = _truth(sigma, batch, lr)
+                for i, seed in enumerate(seeds):
+                    offset = 50.0 * (1 if i % 2 else -1) * (len(seeds) > 1)
+                    rows = [
+                        {
+                            "env_steps": step,
+                            "wall_seconds": step / 1000,
+                            "eval_return": -1000.0 + 800.0 * step / data + offset,
+                            "updates": sigma * EVAL_EVERY,
+                        }
+                        for step in range(EVAL_EVERY, STEPS + 1, EVAL_EVERY)
+                    ]
+                    _write_rows(run / f"critic_lr={lr:g}" / f"seed_{seed}", rows)
+    spec = {
+        "algo": "sac",
+        "env": "classic/pendulum",
+        "target": J,
+        "lr_field": "critic_lr",
+        "lrs": sorted(lrs),
+        "seeds": list(seeds),
+        "train": {"num_envs": NUM_ENVS},
+        "agent": {},
+        "runs": runs,
+    }
+    (root / scale_report.GRID_FILE).write_text(json.dumps(spec))
+    return root
+
+
+def test_crossings_are_read_in_env_steps_per_learning_rate(tmp_path):
+    """Every configuration's D_J is _truth's, to interpolation exactness, and its updates are
+    sigma x D_J: the x axis is env steps (not updates), each lr its own member's curve."""
+    _, members = scale_report.read_scale_folder(make_scale_folder(tmp_path))
+    rows = scale_report.crossings(members, J, None)
+    assert len(rows) == len(UTDS) * len(BATCHES) * len(LRS)
+    for row in rows:
+        data = _truth(row["utd"], row["batch_size"], row["lr"])
+        assert row["env_steps"] == pytest.approx(data, rel=1e-9), row
+        assert row["updates"] == pytest.approx(row["utd"] * data, rel=1e-9)
+        assert row["compute"] == pytest.approx(row["utd"] * data, rel=1e-9)
+        # Each seed alone is 50 above or below the mean: it crosses 50/800 of D_J earlier/later.
+        early, late = row["seed_env_steps"][1], row["seed_env_steps"][0]
+        assert early == pytest.approx(data * (1 - 50 / 800), rel=1e-9)
+        assert late == pytest.approx(data * (1 + 50 / 800), rel=1e-9)
+
+
+def test_fit_recovers_the_laws_and_predicts(tmp_path):
+    folder = make_scale_folder(tmp_path)
+    budgets = [scale.Budget(data=6000.0), scale.Budget(delta=100.0), scale.Budget(compute=2e4)]
+    report = scale.fit(folder, budgets=budgets, bootstrap=20)
+    fit = report["fit"]
+    assert fit["d_min"]["value"] == pytest.approx(D_MIN, rel=1e-3)
+    assert fit["alpha"]["value"] == pytest.approx(ALPHA, rel=1e-3)
+    assert fit["beta"]["value"] == pytest.approx(BETA, rel=1e-3)
+    assert fit["batch_exp"]["value"] == pytest.approx(-0.5, abs=1e-9)
+    assert fit["batch_coef"]["value"] == pytest.approx(128.0, rel=1e-9)
+    assert fit["lr_exp"]["value"] == pytest.approx(-0.5, abs=1e-9)
+    assert fit["lr_coef"]["value"] == pytest.approx(1e-3, rel=1e-9)
+    # Seeds differ only by a constant offset around the mean: a resample of (0, 0) or (1, 1)
+    # moves each crossing by -/+ 1/16, so the intervals hold the truth and have width.
+    low, high = fit["alpha"]["interval"]
+    assert low <= ALPHA * 1.001 and high >= ALPHA * 0.999
+    assert [b["sigma"] for b in report["best"]] == list(UTDS)
+    assert [b["batch_size"] for b in report["best"]] == [256, 128, 64]
+    assert [b["lr"] for b in report["best"]] == pytest.approx([2e-3, 1e-3, 5e-4])
+    by_data, by_delta, by_compute = report["predictions"]
+    sigma = BETA / (6000.0 - D_MIN) ** (1 / ALPHA)
+    assert by_data["utd"] == pytest.approx(sigma, rel=1e-3)
+    assert by_data["env_steps"] == pytest.approx(6000.0, rel=1e-6)
+    assert by_data["batch_size"] == pytest.approx(128 * sigma**-0.5, rel=1e-3)
+    assert by_data["lr"] == pytest.approx(1e-3 * sigma**-0.5, rel=1e-3)
+    assert by_data["compute"] == pytest.approx(sigma * 6000.0, rel=1e-3)
+    use = by_data["train_with"]
+    assert use["updates_per_step"] == round(sigma * NUM_ENVS) and use["num_envs"] == NUM_ENVS
+    lo, hi = by_data["interval"]["utd"]
+    assert lo <= by_data["utd"] <= hi
+    law = sf.DataLaw(D_MIN, BETA, ALPHA)
+    assert by_delta["utd"] == pytest.approx(sf.optimal_sigma(law, 100.0), rel=1e-3)
+    assert by_compute["compute"] == pytest.approx(2e4, rel=1e-6)
+    saved = json.loads((folder / "scale.json").read_text())
+    assert saved["fit"] == fit and len(saved["runs"]) == 27
+    assert (folder / "scale.png").stat().st_size > 10_000
+
+
+def test_fit_of_part_of_the_grid_and_another_target(tmp_path):
+    """--from FOLDER --utd ... fits only those runs; a target that too few UTD ratios reach is
+    no fit (exit 1), the crossings still written."""
+    folder = make_scale_folder(tmp_path, utds=(0.25, 0.5, 1.0, 4.0))
+    code = cli.main(["scale", "--from", str(folder), "--utd", "0.25,0.5,1", "--bootstrap", "0"])
+    assert code == 0
+    report = json.loads((folder / "scale.json").read_text())
+    assert sorted({r["utd"] for r in report["runs"]}) == [0.25, 0.5, 1.0]
+    # A return no curve reaches (they end below 3,000): no fit, exit 1, the crossings written.
+    code = cli.main(["scale", "--from", str(folder), "--target", "1e5", "--name", "high"])
+    assert code == 1
+    high = json.loads((folder / "high.json").read_text())
+    assert high["fit"] is None and "at least 3" in high["fit_error"]
+    assert all(r["env_steps"] is None for r in high["runs"])
+
+
+def test_the_docs_python_example_runs_on_a_scale_folder(tmp_path, monkeypatch, capsys):
+    """docs/SCALE.md's Python block, on a hand-made folder where it expects scales/pendulum."""
+    import re
+
+    text = (pathlib.Path(__file__).parents[1] / "docs" / "SCALE.md").read_text()
+    (block,) = re.findall(r"```python\n(.*?)```", text, re.S)
+    make_scale_folder(tmp_path / "scales" / "pendulum")
+    monkeypatch.chdir(tmp_path)
+    namespace: dict = {}
+    exec(compile(block, "docs/SCALE.md", "exec"), namespace)
+    best = namespace["best"]
+    assert best["env_steps"] == pytest.approx(8000.0, rel=1e-6) and best["interval"]["utd"]
+    assert (tmp_path / "scales" / "pendulum" / "scale.png").is_file()
+    assert capsys.readouterr().out.split()[0] == f"{best['utd']}"
+
+
+def test_validation_predicts_a_held_back_utd_ratio(tmp_path, capsys):
+    """experiments/scale_validate.py, without training: fitted on UTD 0.25, 1 and 4 of runs that
+    follow the laws exactly, the prediction at the held-back UTD 16 is what the grid's own runs
+    there measure, with the batch size and learning rate the laws give."""
+    from jaxrl.experiments import scale_validate
+
+    folder = make_scale_folder(
+        tmp_path,
+        utds=(0.25, 1.0, 4.0, 16.0),
+        batches=(32, 64, 128, 256),
+        lrs=(1e-3, 2e-3, 2.5e-4, 5e-4),
+    )
+    argv = [str(folder), "--fit-utd", "0.25,1,4", "--holdout-utd", "16", "--no-train"]
+    assert scale_validate.main([*argv, "--bootstrap", "10"]) == 0
+    result = json.loads((folder / "validate-utd=16.json").read_text())
+    predicted, measured = result["predicted"], result["measured"]["grid"]
+    assert predicted["env_steps"] == pytest.approx(D_MIN + (BETA / 16) ** ALPHA, rel=1e-6)
+    assert predicted["batch_size"] == pytest.approx(32.0) and predicted["lr"] == pytest.approx(
+        2.5e-4
+    )
+    assert measured["env_steps"] == pytest.approx(predicted["env_steps"], rel=1e-6)
+    assert (measured["batch_size"], measured["lr"]) == (32, 2.5e-4)
+    assert measured["inside_interval"] and "inside the interval" in capsys.readouterr().out
+    assert scale_validate.main([*argv[:3], "--holdout-utd", "2", "--no-train"]) == 2
+    assert "must be larger" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- bad input
+
+
+TINY = [
+    "--env",
+    "classic/pendulum",
+    "--num-envs",
+    "4",
+    "--buffer-size",
+    "2048",
+    "--learning-starts",
+    "64",
+    "--eval-envs",
+    "2",
+    "--actor-hidden",
+    "16",
+    "--critic-hidden",
+    "16",
+    "--eval-every",
+    "128",
+]
+GRID = ["--utd", "0.25,0.5,1", "--batch-sizes", "16", "--lrs", "1e-3,3e-3", "--seeds", "2"]
+
+
+@pytest.fixture
+def no_training(monkeypatch):
+    from jaxrl import driver
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("trained on bad input")
+
+    monkeypatch.setattr(driver, "train", refuse)
+    monkeypatch.setattr(driver, "resume", refuse)
+
+
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        ([*TINY, *GRID], "needs the target return J: --target J"),
+        (["--target", "-1000", *TINY, "--utd", "0.5", "--lrs", "1e-3"], "at least 3 UTD ratios"),
+        (["--target", "-1000", *TINY, "--utd", "0.5,1"], "at least 3 UTD ratios"),
+        (["--target", "-1000", "--algo", "ppo", *GRID[:2]], "ppo is on-policy"),
+        (["--target", "-1000", *TINY, "--utd", "0.3,0.5,1"], "multiple of 1/4"),
+        (["--target", "-1000", *TINY, *GRID, "--seed", "3"], "does not take --seed"),
+        (["--target", "-1000", *TINY, *GRID, "--batch-size", "8"], "does not take --batch-size"),
+        (["--target", "-1000", *TINY, *GRID, "--lr-field", "tau"], "--lr-field tau"),
+        (["--target", "-1000", *TINY, *GRID, "--budget", "1e5", "--steps", "512"], "not both"),
+        (["--target", "-1000", *TINY, "--utd", "0.25,0.5,1", "--lrs", "1e-3,0"], "> 0"),
+        (["--target", "-1000", *TINY, *GRID, "--steps", "32"], "learning_starts"),
+        (["--target", "-1000", "--env", "classic/pendulumm", *GRID], "pendulumm"),
+    ],
+)
+def test_bad_input_exits_2_before_anything_is_built(capsys, tmp_path, no_training, argv, message):
+    out = tmp_path / "grid"
+    code = cli.main(["scale", *argv, "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert message in err and "Traceback" not in err, err
+    assert not out.exists()
+
+
+def test_from_a_folder_that_is_not_a_scale_folder(capsys, tmp_path):
+    code = cli.main(["scale", "--from", str(tmp_path / "nothing")])
+    assert code == 2 and "is not a scale folder" in capsys.readouterr().err
+    folder = make_scale_folder(tmp_path / "grid")
+    code = cli.main(["scale", "--from", str(folder), "--steps", "100"])
+    assert code == 2 and "without training" in capsys.readouterr().err
+    code = cli.main(["scale", "--from", str(folder), "--utd", "8"])
+    assert code == 2 and "not in the grid" in capsys.readouterr().err
+
+
+def test_a_folder_keeps_its_learning_rates_and_seeds(capsys, tmp_path, no_training):
+    """Rerun into a folder that holds another grid's runs: refused, naming what differs."""
+    from jaxrl.config.resolve import build_configs
+
+    out = tmp_path / "grid"
+    train, agent, _ = build_configs([*TINY, "--steps", "512"])
+    grid = {"utds": (0.25, 0.5, 1), "batch_sizes": (16,), "lrs": (1e-3, 3e-3), "seeds": 2}
+    the_plan = scale.plan(train, agent, out, target=-1000.0, **grid)
+    out.mkdir()
+    (out / scale_report.GRID_FILE).write_text(json.dumps(the_plan.spec))
+    argv = ["scale", "--target", "-1000", *TINY, *GRID, "--steps", "512", "--out", str(out)]
+    changed = [w if w != "1e-3,3e-3" else "1e-3,1e-2" for w in argv]
+    assert cli.main(changed) == 2
+    err = capsys.readouterr().err
+    assert "holds a scale grid with other settings (lrs differ)" in err
+    assert cli.main([*argv, "--tau", "0.01"]) == 2
+    assert "agent.tau differ" in capsys.readouterr().err
+    assert cli.main([*argv, "--dry-run"]) == 0  # the same grid: fine (and nothing trains)
+    assert "3 new" in capsys.readouterr().out
+
+
+def test_proposed_grid_budget_and_a_program_that_stops_on_a_nan(tmp_path, monkeypatch):
+    """Axes left out are proposed around the base config; --budget sets the steps; a program
+    stopped by a NaN is recorded and not retried (driver.train stubbed: nothing trains)."""
+    from jaxrl import driver
+    from jaxrl.config.resolve import build_configs
+
+    train, agent, _ = build_configs([*TINY, "--updates-per-step", "4", "--critic-lr", "3e-4"])
+    the_plan = scale.plan(train, agent, tmp_path / "grid", target=-1000.0, budget=1e6)
+    assert the_plan.utds == (0.25, 0.5, 1.0, 2.0, 4.0)  # UTD 1 (4 updates, 4 envs) x 1/4 .. 4
+    assert the_plan.batch_sizes == (128, 256, 512) and the_plan.lrs == (1e-4, 3e-4, 9e-4)
+    assert the_plan.config.total_steps == int(1e6 // (4 * 3 * 3 * 7.75))
+    assert the_plan.cost() <= 1e6 and not (tmp_path / "grid").exists()
+
+    calls = []
+
+    def fake_train(config, *args, **kwargs):
+        calls.append(config.updates_per_step)
+        if config.updates_per_step == 2:
+            raise driver.NonFiniteError("non-finite losses in chunk 3")
+
+    monkeypatch.setattr(driver, "train", fake_train)
+    small = {"utds": (0.25, 0.5, 1), "batch_sizes": (16,), "lrs": (1e-3,), "seeds": 2}
+    out = tmp_path / "small"
+    outcome = scale.train_grid(scale.plan(train, agent, out, target=-1.0, **small), say=print)
+    assert calls == [1, 2, 4] and outcome["utd=0.5-batch=16"] == "failed"
+    assert "chunk 3" in (out / "utd=0.5-batch=16" / scale_report.FAILED_FILE).read_text()
+    again = scale.plan(train, agent, out, target=-1.0, **small)
+    assert [p.status for p in again.programs] == ["new", "failed", "new"]
+
+
+# ---------------------------------------------------------------- end to end
+
+
+def test_scale_trains_fits_and_goes_on_after_a_kill(capsys, tmp_path):
+    """The command on a tiny grid (3 UTD ratios x 1 batch size, 2 learning rates x 2 seeds
+    vmapped per program), then killed runs simulated: one finished run loses its summary.json
+    (killed after its final checkpoint), one is cut back to its config.json (killed while
+    compiling); the same command again resumes the first, retrains the second and leaves the
+    third, finished, alone."""
+    out = tmp_path / "grid"
+    argv = ["scale", *TINY, *GRID, "--steps", "512", "--quiet", "--bootstrap", "10"]
+    argv += ["--target", "-1e6", "--predict-delta", "1", "--out", str(out)]
+    assert cli.main(argv) == 0, capsys.readouterr().err
+    first = capsys.readouterr().out
+    assert first.count("training ->") == 3
+    report = json.loads((out / "scale.json").read_text())
+    assert len(report["runs"]) == 6 and report["fit"] is not None
+    # J far below any return: every run crosses at its first evaluation, which is flagged.
+    assert all(r["env_steps"] == 128 and r["at_first_evaluation"] for r in report["runs"])
+    assert "upper bound" in report["warnings"][0]
+    for r in report["runs"]:
+        run = out / r["folder"]
+        saved = json.loads((run / "config.json").read_text())
+        assert saved["train"]["updates_per_step"] == round(r["utd"] * 4)
+        assert saved["vmap"] == {"critic_lr": [0.001, 0.003]} and saved["seeds"] == [0, 1]
+    # Refit at a real target: each crossing is the one computed here from the member's own
+    # metrics file, found by its learning rate's folder name.
+    returns = []
+    for r in report["runs"]:
+        for seed in (0, 1):
+            rows = _rows(out / r["folder"] / f"critic_lr={r['lr']:g}" / f"seed_{seed}")
+            returns.append([row["eval_return"] for row in rows])
+    target = float(np.median(np.asarray(returns)[:, -1]))
+    code = cli.main(["scale", "--from", str(out), "--target", str(target), "--name", "mid"])
+    assert code in (0, 1)
+    mid = json.loads((out / "mid.json").read_text())
+    for r in mid["runs"]:
+        member = out / r["folder"] / f"critic_lr={r['lr']:g}"
+        curves = [_rows(member / f"seed_{seed}") for seed in (0, 1)]
+        steps = [row["env_steps"] for row in curves[0]]
+        expected = sf.crossing(steps, [[row["eval_return"] for row in c] for c in curves], target)
+        assert r["env_steps"] == expected
+    capsys.readouterr()
+
+    # Kill: the last run has finished but lost its summary; the second is back to config.json.
+    done, cut, unfinished = (out / scale_report.run_name(s, 16) for s in (0.25, 0.5, 1.0))
+    (unfinished / "summary.json").unlink()
+    kept = (done / "critic_lr=0.001" / "seed_0" / "metrics.jsonl").stat().st_mtime_ns
+    for path in sorted(cut.iterdir()):
+        if path.name != "config.json":
+            _remove(path)
+    assert cli.main(argv) == 0, capsys.readouterr().err
+    again = capsys.readouterr().out
+    assert "UTD 0.25 (updates_per_step 1), batch 16: 2 critic_lr x 2 seeds: done, skipped" in again
+    assert "UTD 0.5 (updates_per_step 2), batch 16: 2 critic_lr x 2 seeds: resuming" in again
+    assert "UTD 1 (updates_per_step 4), batch 16: 2 critic_lr x 2 seeds: resuming" in again
+    assert (done / "critic_lr=0.001" / "seed_0" / "metrics.jsonl").stat().st_mtime_ns == kept
+    assert (cut / "summary.json").is_file() and (unfinished / "summary.json").is_file()
+    assert json.loads((out / "scale.json").read_text())["runs"] == report["runs"]
+
+
+def _rows(member: pathlib.Path) -> list[dict]:
+    return [json.loads(line) for line in (member / "metrics.jsonl").read_text().splitlines()]
+
+
+def _remove(path: pathlib.Path) -> None:
+    import shutil
+
+    if path.is_dir():
+        shutil.rmtree(path)
+    else:
+        path.unlink()
