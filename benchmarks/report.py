@@ -34,9 +34,27 @@ def one_line(record: dict) -> str:
             f"chunk compiles in {compile_s['chunk']['compile_seconds']:.1f} s, "
             f"runs in {run_s['chunk']:.2f} s"
         )
+    if record["system"] == "speed":
+        return speed_line(record)
     hit = record["seconds_to_threshold"]
     reached = f"threshold at {hit:.1f} s" if hit is not None else "threshold not reached"
     return f"{reached}, final return {record['final_return']:.1f}"
+
+
+def speed_line(record: dict) -> str:
+    """An update's cost and rate against the device's measured matmul peak in the precision
+    it ran (bfloat16 where --matmul-precision bfloat16), and the env count its state fits."""
+    speed = record["speed"]
+    dtype = "bfloat16" if "bfloat16" in record.get("config", ()) else "float32"
+    peak = record["matmul_peak"][dtype]["flops_per_second"]
+    rate = speed["flops_per_second"]
+    fits = record["memory_estimate"]["largest_num_envs"]
+    return (
+        f"update {speed['flops_per_update'] / 1e9:,.1f} GFLOP in "
+        f"{speed['seconds_per_update'] * 1e3:,.1f} ms: {rate / 1e12:.2f} TFLOP/s, "
+        f"{rate / peak:.1%} of the {dtype} matmul peak ({peak / 1e12:.1f} TFLOP/s); "
+        f"state and batch fit {fits:,} envs in 60 GB"
+    )
 
 
 def _fmt(value, spec=",.1f", none="-"):
@@ -237,7 +255,29 @@ def section(name: str, records: list[dict]) -> list[str]:
     if target_lines:
         lines += ["### Targets", "", *target_lines, ""]
     lines += profiles(records)
+    lines += speeds(records)
     return lines
+
+
+def speeds(records: list[dict]) -> list[str]:
+    """The speed cases (`benchmarks/speed.py`): each algorithm's update against the matmul peak."""
+    done = [r for r in records if r.get("system") == "speed" and "error" not in r]
+    if not done:
+        return []
+    lines = [
+        "### Updates against the hardware",
+        "",
+        "Speed cases (`benchmarks/speed.py`): one update compiled alone at the run's sizes on "
+        "made-up data; its matrix-product FLOPs counted from the jaxpr (scan bodies times their "
+        "length), divided by its median seconds, against the device's measured rate on one "
+        "large square product in the same precision; and the env count whose state and "
+        "learning data (`jax.eval_shape`, XLA's temporaries not counted) fit 60 GB, an 80 GB "
+        "card under JAX's default 75% preallocation.",
+        "",
+    ]
+    for r in sorted(done, key=lambda r: (r["env"], r["algo"])):
+        lines.append(f"- {r['algo']} on {r['env']} ({r['num_envs']} envs): {speed_line(r)}.")
+    return lines + [""]
 
 
 PIECES = ("init", "env_step", "evaluate", "update")

@@ -1,0 +1,111 @@
+"""The GPU speed suite's measures (benchmarks/speed.py), on this CPU at tiny sizes: product FLOPs
+counted from a jaxpr against hand counts, an update's FLOPs linear in its batch, and the memory
+line in the env count."""
+
+import dataclasses
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import pytest
+
+from jaxrl import agents
+from jaxrl.benchmarks import speed
+from jaxrl.config import resolve
+from jaxrl.loops import make_train
+
+PENDULUM = ["--preset", "sac_pendulum", "--num-envs", "4"]
+
+
+def _mlp_loss(widths):
+    class MLP(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            for w in widths[1:-1]:
+                x = nn.relu(nn.Dense(w)(x))
+            return nn.Dense(widths[-1])(x)
+
+    return MLP()
+
+
+def test_product_flops_of_a_scanned_vmapped_gradient_equal_the_hand_count():
+    """Two critics (vmap) trained on 3 minibatches (scan), each of 5 rows: forward 2 B in out
+    per layer, backward the weights' products again and the inputs' for every layer but the
+    first (its input, the data, needs no gradient)."""
+    widths, batch, minibatches, critics = (3, 8, 8, 1), 5, 3, 2
+    model = _mlp_loss(widths)
+    x = jnp.ones((minibatches, batch, widths[0]))
+    params = jax.vmap(lambda k: model.init(k, x[0]))(jax.random.split(jax.random.PRNGKey(0), 2))
+
+    def loss(p, xb):
+        return (model.apply(p, xb) ** 2).mean()
+
+    def update(params, x):
+        def body(params, xb):
+            grads = jax.vmap(jax.grad(loss), in_axes=(0, None))(params, xb)
+            return jax.tree.map(lambda p, g: p - 0.1 * g, params, grads), None
+
+        return jax.lax.scan(body, params, x)[0]
+
+    layers = list(zip(widths[:-1], widths[1:], strict=True))
+    forward = sum(2 * batch * i * o for i, o in layers)
+    backward = forward + sum(2 * batch * i * o for i, o in layers[1:])
+    expected = minibatches * critics * (forward + backward)
+    assert speed.matmul_flops(update, params, x) == {"flops": expected, "while_loops": 0}
+
+
+def test_a_cond_counts_its_costlier_branch_and_a_while_loop_is_flagged():
+    a = jnp.ones((4, 6))
+    b = jnp.ones((6, 5))
+
+    def branches(flag):
+        return jax.lax.cond(flag, lambda: (a @ b).sum(), lambda: (a @ b @ b.T).sum())
+
+    assert speed.matmul_flops(branches, True)["flops"] == 2 * 4 * 6 * 5 + 2 * 4 * 5 * 6
+
+    def loop(x):
+        return jax.lax.while_loop(lambda c: c[1] < 3, lambda c: (c[0] @ b @ b.T, c[1] + 1), (x, 0))
+
+    assert speed.matmul_flops(loop, a) == {"flops": 2 * (2 * 4 * 6 * 5), "while_loops": 1}
+
+
+def _trainer(*flags):
+    train_config, agent_config, _ = resolve.build_configs([*PENDULUM, *flags])
+    return make_train(train_config, agents.get(train_config.algo).make(agent_config))
+
+
+def test_an_updates_flops_grow_with_its_batch_and_it_runs():
+    small = speed.update_speed(_trainer("--batch-size", "64"), repeats=1)
+    large = speed.update_speed(_trainer("--batch-size", "128"), repeats=1)
+    assert large["flops_per_update"] == 2 * small["flops_per_update"] > 0
+    assert small["while_loops"] == 0 and small["seconds_per_update"] > 0
+
+
+def test_memory_per_env_is_the_replay_line_and_sizes_the_env_count():
+    """sac_pendulum's replay (buffer_size rows) is fixed; the envs' states and observations
+    grow with the env count, an update's batch (batch_size rows) does not."""
+    estimate = speed.memory_per_env(PENDULUM, budget_bytes=1e9, counts=(4, 8))
+    at4, at8 = estimate["at"]["4"], estimate["at"]["8"]
+    grown = at8["state_bytes"] - at4["state_bytes"]
+    assert estimate["bytes_per_env"] == pytest.approx(grown / 4) and grown > 0
+    assert at4["data_bytes"] == at8["data_bytes"]  # a batch of batch_size rows, whatever the envs
+    fits = estimate["largest_num_envs"]
+    used = estimate["fixed_bytes"] + estimate["bytes_per_env"] * fits
+    assert used <= 1e9 < used + estimate["bytes_per_env"]
+
+
+def test_a_speed_case_records_and_reports_its_update_against_the_matmul_peak():
+    from jaxrl.benchmarks import case, report
+    from jaxrl.benchmarks.suites import SUITES, jaxrl_case
+
+    pendulum = jaxrl_case("sac", "classic/pendulum", "sac_pendulum", 0.0, num_envs=4)
+    record = case.run(dataclasses.replace(pendulum, system="speed"))
+    assert record["speed"]["flops_per_update"] > 0
+    assert set(record["matmul_peak"]) == {"bfloat16", "float32"}
+    assert record["memory_estimate"]["largest_num_envs"] > 1000
+    line = report.one_line(record)
+    assert "GFLOP" in line and "of the float32 matmul peak" in line
+    assert report.speeds([record])[0] == "### Updates against the hardware"
+    names = [c.name for c in SUITES["gpu-speed"]()]
+    assert "speed/ppo+bf16/playground/CartpoleBalance/2048/s0" in names
+    assert "brax/ppo/playground/CartpoleBalance/2048/s0" in names
