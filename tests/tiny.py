@@ -20,28 +20,21 @@ from jaxrl.agents.ppo import PPOConfig
 from jaxrl.agents.sac import SACConfig
 from jaxrl.config import TrainConfig
 
-# 64 env steps of warm-up, then 2 updates of 16 rows per step; a chunk (and an evaluation on
-# 2 envs) every 128 env steps.
+# 4 envs of the classic pendulum, evaluated on 2 (at the end of each chunk).
+PENDULUM: dict[str, Any] = dict(env="classic/pendulum", num_envs=4, eval_envs=2)
+# 64 env steps of warm-up, then 2 updates of 16 rows per step; chunks of 128 env steps.
 OFF_POLICY: dict[str, Any] = dict(
-    env="classic/pendulum",
+    PENDULUM,
     total_steps=256,
-    num_envs=4,
     batch_size=16,
     updates_per_step=2,
     buffer_size=512,
     learning_starts=64,
     eval_every=128,
-    eval_envs=2,
 )
-# Rollouts of 16 steps of 4 envs; a chunk (and an evaluation on 2 envs) every 256 env steps.
+# Rollouts of 16 steps; chunks of 256 env steps.
 ON_POLICY: dict[str, Any] = dict(
-    env="classic/pendulum",
-    algo="ppo",
-    total_steps=512,
-    num_envs=4,
-    unroll_length=16,
-    eval_every=256,
-    eval_envs=2,
+    PENDULUM, algo="ppo", total_steps=512, unroll_length=16, eval_every=256
 )
 # An on-policy agent's update in the tiny agents: 2 epochs of 4 minibatches.
 ON_POLICY_AGENT: dict[str, Any] = dict(num_epochs=2, num_minibatches=4)
