@@ -42,7 +42,9 @@ def test_mutants_md_lists_every_mutant_as_the_script_defines_it():
     from tests import mutants
 
     written = mutants.REPORT.read_text()
-    rows = [mutants._cells(line) for line in written.splitlines() if line.startswith("| ")][2:]
+    rows = [mutants._cells(line) for line in written.splitlines() if line.startswith("| ")]
+    assert rows[0] == list(mutants.COLUMNS)
+    rows = rows[1:]
     assert [row[0] for row in rows] == [mutant.name for mutant in mutants.MUTANTS]
     for row, mutant in zip(rows, mutants.MUTANTS, strict=True):
         assert row[1:4] == [mutant.path, mutant.description, ", ".join(mutant.tests)], row
