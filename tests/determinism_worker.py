@@ -8,7 +8,6 @@ in a fresh one: the same seed on the same device must give the same bits."""
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import sys
@@ -18,28 +17,13 @@ import numpy as np
 
 from jaxrl import agents, driver
 from jaxrl.config import TrainConfig
-
-SMALL = {"actor_hidden": (16,), "critic_hidden": (16,), "num_epochs": 2, "num_minibatches": 4}
+from tests import tiny
 
 
 def _config(algo: str) -> tuple[TrainConfig, object]:
-    spec = agents.get(algo)
-    fields = {field.name for field in dataclasses.fields(spec.config_cls)}
-    agent_config = spec.config_cls(**{k: v for k, v in SMALL.items() if k in fields})
-    train = dict(
-        algo=algo,
-        env="classic/pendulum",
-        total_steps=256,
-        num_envs=4,
-        eval_every=128,
-        eval_envs=2,
-        normalize_observations=True,
-    )
-    if spec.on_policy:
-        train.update(unroll_length=16)
-    else:
-        train.update(batch_size=16, updates_per_step=2, buffer_size=512, learning_starts=64)
-    return TrainConfig(**train), agent_config
+    """tiny.run of `algo`, 256 env steps (2 chunks) with normalised observations."""
+    config = tiny.run(algo, total_steps=256, eval_every=128, normalize_observations=True)
+    return config, tiny.agent(algo)
 
 
 def fingerprint(algo: str) -> str:

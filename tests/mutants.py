@@ -3,6 +3,7 @@
     python -m tests.mutants                 # every mutant; writes tests/MUTANTS.md
     python -m tests.mutants --only sac,loop # mutants whose name contains a filter
     python -m tests.mutants --list          # names and descriptions only
+    python -m tests.mutants --report        # rewrites tests/MUTANTS.md, running nothing
 
 Each mutant is one small, plausible slip of the kind a refactor makes (the online parameters
 where the target ones belong, `done` where `terminated` belongs, a statistic computed slightly
@@ -10,6 +11,11 @@ wrong...). For each, a scratch copy of the working tree gets that one edit, and 
 (`-m "not slow"`) run there: first the tests that should catch it, then, if those pass, the
 whole fast suite. A mutant is caught when some test fails; a mutant that breaks collection or
 imports instead (exit code other than 1) is reported as invalid, since it proves nothing.
+
+tests/MUTANTS.md lists every mutant with the result of the last run that checked it (a run
+with --only updates those it checks and keeps the others'); a result holds for the mutant's
+definition as it was (file, text, edit: its `id`), so a mutant edited since, or never run, is
+"not run". tests/test_structure.py checks that the file is what `--report` writes.
 
 Our own script rather than mutmut/cosmic-ray: those generate operator-level mutants by the
 thousand (most equivalent or trivially caught, hours on 2 cores with JAX compiles); the slips
@@ -20,13 +26,17 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import hashlib
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from collections import Counter
 from typing import NamedTuple
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -1511,25 +1521,100 @@ def check(mutant: Mutant, copy: pathlib.Path, timeout: float) -> dict:
     }
 
 
-def write_report(results: list[tuple[Mutant, dict]]) -> None:
-    caught = sum(r["verdict"] == "caught" for _, r in results)
+VERDICTS = ("caught", "MISSED", "invalid", "stale")
+NOT_RUN = "not run"
+COLUMNS = (
+    "mutant",
+    "file",
+    "what it breaks",
+    "should be caught by",
+    "result",
+    "last run",
+    "first failure",
+    "s",
+    "id",
+)
+
+
+def mutant_id(mutant: Mutant) -> str:
+    """What a result holds for: the mutant's file, text and edit (not its tests or words)."""
+    text = "\0".join((mutant.path, mutant.old, mutant.new))
+    return hashlib.sha256(text.encode()).hexdigest()[:10]
+
+
+def _cells(line: str) -> list[str]:
+    return [cell.strip().replace("\\|", "|") for cell in re.split(r"(?<!\\)\|", line)[1:-1]]
+
+
+def read_report(path: pathlib.Path = REPORT) -> dict[str, dict]:
+    """The results a report records, by mutant name: id, verdict, date, detail, seconds
+    ("not run" rows left out)."""
+    results = {}
+    lines = path.read_text().splitlines() if path.exists() else []
+    for cells in (_cells(line) for line in lines if line.startswith("| ")):
+        if len(cells) != len(COLUMNS) or cells[0] == COLUMNS[0]:
+            continue
+        row = dict(zip(COLUMNS, cells, strict=True))
+        if row["result"] != NOT_RUN:
+            results[row["mutant"]] = {
+                "id": row["id"],
+                "verdict": row["result"],
+                "date": row["last run"],
+                "detail": row["first failure"],
+                "seconds": float(row["s"] or 0),
+            }
+    return results
+
+
+def render(results: dict[str, dict]) -> str:
+    """tests/MUTANTS.md: every mutant of MUTANTS, in order, with its result where `results`
+    holds one for the mutant as it is defined now, "not run" elsewhere."""
+    current = {
+        mutant.name: results[mutant.name]
+        for mutant in MUTANTS
+        if mutant.name in results and results[mutant.name]["id"] == mutant_id(mutant)
+    }
+    counts = Counter(result["verdict"] for result in current.values())
+    counts[NOT_RUN] = len(MUTANTS) - len(current)
+    tally = ", ".join(f"{counts[v]} {v}" for v in (*VERDICTS, NOT_RUN) if counts[v])
     lines = [
         "# Mutation self-check",
         "",
-        f"`python -m tests.mutants` on {time.strftime('%Y-%m-%d')}: **{caught} of {len(results)}"
-        " mutants caught** by the fast tests (`-m 'not slow'`).",
+        "Written by `python -m tests.mutants` (tests/mutants.py) from the mutants it defines and",
+        "the last result of each; tests/test_structure.py checks that it lists exactly those",
+        "mutants, as defined now. A result is that of the last run that checked the mutant (its",
+        "date under `last run`); code changed since may change it. A mutant no run has checked as",
+        'it is defined now (its file, text and edit: `id`) is "not run". `python -m tests.mutants`',
+        "checks every mutant (over 30 minutes on 2 cores), `--only NAME,...` those named, and",
+        "`--report` rewrites this file from the definitions and the results it holds.",
         "",
-        "| mutant | file | slip | verdict | first failure | s |",
-        "|---|---|---|---|---|---|",
+        f"**{len(MUTANTS)} mutants: {tally}** (fast tests, `-m 'not slow'`).",
+        "",
+        "| " + " | ".join(COLUMNS) + " |",
+        "|" + "---|" * len(COLUMNS),
     ]
-    for mutant, r in results:
-        detail = r["detail"].replace("|", "\\|")
-        seconds = f"{r.get('seconds', 0):.0f}"
-        lines.append(
-            f"| {mutant.name} | {mutant.path} | {mutant.description} | {r['verdict']} | "
-            f"{detail} | {seconds} |"
-        )
-    REPORT.write_text("\n".join(lines) + "\n")
+    for mutant in MUTANTS:
+        result = current.get(mutant.name)
+        cells = [mutant.name, mutant.path, mutant.description, ", ".join(mutant.tests)]
+        if result:
+            cells += [result["verdict"], result["date"], result["detail"]]
+            cells += [f"{result['seconds']:.0f}"]
+        else:
+            cells += [NOT_RUN, "", "", ""]
+        cells.append(mutant_id(mutant))
+        lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def record(results: dict[str, dict], mutant: Mutant, result: dict) -> None:
+    """`result` of a run today as the mutant's last."""
+    results[mutant.name] = {
+        "id": mutant_id(mutant),
+        "verdict": result["verdict"],
+        "date": time.strftime("%Y-%m-%d"),
+        "detail": " ".join(result["detail"].split()),
+        "seconds": result.get("seconds", 0.0),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -1538,8 +1623,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--list", action="store_true", help="list the mutants and exit")
     parser.add_argument("--timeout", type=float, default=1200, help="seconds per pytest run")
     parser.add_argument("--no-report", action="store_true", help=f"do not rewrite {REPORT.name}")
+    parser.add_argument(
+        "--report", action="store_true", help=f"rewrite {REPORT.name}, running no mutant"
+    )
     parser.add_argument("--jobs", type=int, default=2, help="mutants checked at once")
     args = parser.parse_args(argv)
+    recorded = read_report()
+    if args.report:
+        REPORT.write_text(render(recorded))
+        return 0
     filters = [f for f in args.only.split(",") if f]
     chosen = [x for x in MUTANTS if not filters or any(f in x.name for f in filters)]
     if args.list:
@@ -1549,6 +1641,7 @@ def main(argv: list[str] | None = None) -> int:
     if not chosen:
         print(f"no mutant matches {args.only!r}; --list shows them", file=sys.stderr)
         return 2
+    lock = threading.Lock()
     with tempfile.TemporaryDirectory(prefix="jaxrl-mutants-") as scratch:
         # One copy of the tree per worker: each mutates and restores one file at a time.
         copies = [pathlib.Path(scratch) / str(i) for i in range(max(args.jobs, 1))]
@@ -1565,12 +1658,14 @@ def main(argv: list[str] | None = None) -> int:
             finally:
                 free.append(copy)
             print(f"{result['verdict']:>7}  {mutant.name:<42} {result['detail']}", flush=True)
+            with lock:  # the report after every mutant: an interrupted run keeps its results
+                record(recorded, mutant, result)
+                if not args.no_report:
+                    REPORT.write_text(render(recorded))
             return result
 
         with concurrent.futures.ThreadPoolExecutor(len(copies)) as pool:
             results = list(zip(chosen, pool.map(run_one, chosen), strict=True))
-    if not args.no_report and not filters:
-        write_report(results)
     missed = [m.name for m, r in results if r["verdict"] != "caught"]
     print(
         f"{len(results) - len(missed)} of {len(results)} caught"

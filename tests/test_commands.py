@@ -9,27 +9,16 @@ import sys
 import pytest
 
 from jaxrl import checkpoint, cli
+from tests import tiny
 
-TINY = [
-    "--env",
-    "classic/pendulum",
-    "--num-envs",
-    "4",
-    "--batch-size",
-    "16",
-    "--updates-per-step",
-    "2",
-    "--buffer-size",
-    "512",
-    "--learning-starts",
-    "64",
-    "--eval-envs",
-    "2",
-    "--actor-hidden",
-    "16",
-    "--critic-hidden",
-    "16",
-]
+# tiny.OFF_POLICY and tiny.SAC as flags, but for the steps and the evaluation period.
+TINY = tiny.cli_flags(
+    {
+        **{k: v for k, v in tiny.OFF_POLICY.items() if k not in ("total_steps", "eval_every")},
+        "actor_hidden": tiny.SAC.actor_hidden,
+        "critic_hidden": tiny.SAC.critic_hidden,
+    }
+)
 
 
 def _run(capsys, *argv):

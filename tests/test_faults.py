@@ -17,21 +17,21 @@ from jax.experimental import io_callback
 from jaxrl import checkpoint, driver, envs
 from jaxrl.agents.sac import SACConfig
 from jaxrl.loops.base import summarize_chunk
-from tests import test_runs
+from tests import tiny
 from tests.devices import ROOT
-from tests.test_runs import TINY_PPO, TINY_SAC
 
 PER_CHUNK = 128  # env steps per chunk of both configs below
 
 
 def _sac(**overrides):
-    """tests/test_runs.py's tiny SAC run, 5 chunks long."""
-    return test_runs._sac(**{"total_steps": 640, **overrides})
+    """tiny.off_policy with normalised observations, 5 chunks long."""
+    return tiny.off_policy(**{"total_steps": 640, "normalize_observations": True, **overrides})
 
 
 def _ppo(**overrides):
-    """tests/test_runs.py's tiny PPO run, 5 chunks of 128 env steps."""
-    return test_runs._ppo(**{"total_steps": 640, "eval_every": PER_CHUNK, **overrides})
+    """tiny.on_policy with normalised observations, 5 chunks of 128 env steps."""
+    settings = {"total_steps": 640, "eval_every": PER_CHUNK, "normalize_observations": True}
+    return tiny.on_policy(**{**settings, **overrides})
 
 
 class Strike:
@@ -108,7 +108,7 @@ def test_summary_names_the_iteration_each_quantity_first_turned_non_finite():
 )
 def test_a_nan_after_good_chunks_stops_the_run_naming_step_and_quantity(tmp_path, algo, quantity):
     env = Strike(after_chunks=2, quantity=quantity)
-    config, agent = (_sac(), TINY_SAC) if algo == "sac" else (_ppo(), TINY_PPO)
+    config, agent = (_sac(), tiny.SAC) if algo == "sac" else (_ppo(), tiny.PPO)
     options = driver.RunOptions(checkpoint_every=1, keep_checkpoints=0)
     run = tmp_path / "run"
     with pytest.raises(driver.NonFiniteError) as raised:
@@ -132,11 +132,11 @@ def test_a_nan_after_good_chunks_stops_the_run_naming_step_and_quantity(tmp_path
 
 
 def test_rollback_goes_on_from_the_last_checkpoint_with_a_fresh_key(tmp_path):
-    clean = driver.train(_sac(), TINY_SAC, tmp_path / "clean", progress=None, env=Strike(99))
+    clean = driver.train(_sac(), tiny.SAC, tmp_path / "clean", progress=None, env=Strike(99))
     env = Strike(after_chunks=3)
     options = driver.RunOptions(checkpoint_every=2, keep_checkpoints=0, on_nan="rollback")
     run = tmp_path / "run"
-    result = driver.train(_sac(), TINY_SAC, run, options=options, env=env, progress=env.progress)
+    result = driver.train(_sac(), tiny.SAC, run, options=options, env=env, progress=env.progress)
     # Chunk 3 saw the NaN; the newest checkpoint was chunk 1's (env step 256).
     rolled = [line for line in env.lines if "rolled back" in line]
     assert len(rolled) == 1 and "non-finite rewards (first by env step 388)" in rolled[0]
@@ -159,7 +159,7 @@ def test_rollback_stops_after_max_rollbacks_and_starts_over_without_a_checkpoint
     options = driver.RunOptions(on_nan="rollback", max_rollbacks=2)  # only a final checkpoint
     with pytest.raises(driver.NonFiniteError, match="training stopped after 2 rollbacks"):
         driver.train(
-            _sac(), TINY_SAC, tmp_path / "run", options=options, env=env, progress=env.progress
+            _sac(), tiny.SAC, tmp_path / "run", options=options, env=env, progress=env.progress
         )
     rolled = [line for line in env.lines if "rolled back" in line]
     assert len(rolled) == 2
@@ -281,7 +281,7 @@ def finished_run(tmp_path_factory):
     """A SAC run of 5 chunks with a checkpoint after each."""
     run = tmp_path_factory.mktemp("finished") / "run"
     options = driver.RunOptions(checkpoint_every=1, keep_checkpoints=0)
-    result = driver.train(_sac(), TINY_SAC, run, options=options, progress=None)
+    result = driver.train(_sac(), tiny.SAC, run, options=options, progress=None)
     return run, result
 
 
@@ -437,7 +437,7 @@ def test_disk_full_while_checkpointing_keeps_the_previous_checkpoint(tmp_path, m
     run = tmp_path / "run"
     options = driver.RunOptions(checkpoint_every=1, keep_checkpoints=1)
     with pytest.raises(checkpoint.CheckpointWriteError) as raised:
-        driver.train(_sac(), TINY_SAC, run, options=options, progress=None)
+        driver.train(_sac(), tiny.SAC, run, options=options, progress=None)
     message = str(raised.value)
     assert "the checkpoint at env step 256 could not be written" in message
     assert "No space left on device" in message and "newest: env step 128" in message
@@ -445,7 +445,7 @@ def test_disk_full_while_checkpointing_keeps_the_previous_checkpoint(tmp_path, m
     assert sorted(p.name for p in (run / "checkpoints").iterdir()) == ["128"]
     monkeypatch.setattr(atomicity.AtomicRenameTemporaryPath, "finalize", original)
     resumed = driver.resume(run, progress=None)
-    whole = driver.train(_sac(), TINY_SAC, tmp_path / "whole", progress=None)
+    whole = driver.train(_sac(), tiny.SAC, tmp_path / "whole", progress=None)
     strip = driver.learning_metrics
     assert strip(resumed.history) == strip(whole.history)
 

@@ -369,21 +369,9 @@ def test_out_goes_where_it_is_told_and_defaults_into_the_run(tmp_path, monkeypat
 def test_a_trained_run_of_two_seeds_is_drawn_with_its_band(tmp_path, monkeypatch, capsys):
     """jaxrl's own `--seeds 2` run folder (tiny SAC on classic/pendulum), as written."""
     from jaxrl import driver
-    from jaxrl.agents.sac import SACConfig
-    from jaxrl.config import TrainConfig
+    from tests import tiny
 
-    config = TrainConfig(
-        env="classic/pendulum",
-        total_steps=256,
-        num_envs=4,
-        batch_size=16,
-        buffer_size=512,
-        learning_starts=64,
-        eval_every=128,
-        eval_envs=2,
-    )
-    agent = SACConfig(actor_hidden=(16,), critic_hidden=(16,))
-    driver.train(config, agent, tmp_path / "run", seeds=2, progress=None)
+    driver.train(tiny.off_policy(), tiny.SAC, tmp_path / "run", seeds=2, progress=None)
     code, figure = _drawn(monkeypatch, [tmp_path / "run"])
     assert code == 0, capsys.readouterr().err
     assert _curves(figure) == (["run (2 seeds)"], 1)

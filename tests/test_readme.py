@@ -16,6 +16,7 @@ import jaxrl
 from jaxrl import checkpoint, cli, plot, runs
 from jaxrl.config import resolve
 from jaxrl.experiments import scale, sweep
+from tests import tiny
 
 ROOT = pathlib.Path(__file__).parents[1]
 README = ROOT / "README.md"
@@ -100,25 +101,15 @@ def test_readme_first_commands_are_install_and_tests():
 
 
 def test_readme_policy_example_runs_on_a_saved_run(tmp_path, monkeypatch):
-    config = jaxrl.TrainConfig(
-        "classic/pendulum",
-        total_steps=512,
-        num_envs=4,
-        eval_every=256,
-        learning_starts=64,
-        batch_size=16,
-        eval_envs=2,
-        normalize_observations=True,
-    )
-    agent = jaxrl.SACConfig(actor_hidden=(16,), critic_hidden=(16,))
-    result = jaxrl.train(config, agent, tmp_path / "runs" / "pendulum", progress=None)
+    config = tiny.off_policy(total_steps=512, eval_every=256, normalize_observations=True)
+    result = jaxrl.train(config, tiny.SAC, tmp_path / "runs" / "pendulum", progress=None)
     monkeypatch.chdir(tmp_path)
     obs = np.asarray(result.state.env_state.obs)  # raw observations, as an env returns them
     namespace = {"obs": obs}
     exec(compile(_python_blocks()[2], "docs/API.md", "exec"), namespace)
     assert namespace["action"].shape == (4, 1)
     state = result.state
-    greedy = jaxrl.make_train(config, jaxrl.sac.make(agent)).policy
+    greedy = jaxrl.make_train(config, jaxrl.sac.make(tiny.SAC)).policy
     np.testing.assert_allclose(
         namespace["action"], greedy(state.agent, state.obs_stats, obs), rtol=1e-6, atol=1e-6
     )

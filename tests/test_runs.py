@@ -12,44 +12,21 @@ import numpy as np
 import pytest
 
 import jaxrl
-from jaxrl import checkpoint, driver, envs, logs, ppo, runs, sac
-from jaxrl.agents.sac import SACConfig
-from jaxrl.config import TrainConfig
+from jaxrl import checkpoint, driver, envs, logs, runs, sac
 from jaxrl.loops import make_train
+from tests import tiny
 
-TINY_SAC = SACConfig(actor_hidden=(16,), critic_hidden=(16,))
-TINY_PPO = ppo.PPOConfig(actor_hidden=(8,), critic_hidden=(8,), num_epochs=2, num_minibatches=4)
 QUIET = dict(progress=None)
 
 
 def _sac(**overrides):
-    base = dict(
-        env="classic/pendulum",
-        total_steps=512,
-        num_envs=4,
-        batch_size=16,
-        updates_per_step=2,
-        buffer_size=512,
-        learning_starts=64,
-        eval_every=128,
-        eval_envs=2,
-        normalize_observations=True,
-    )
-    return TrainConfig(**{**base, **overrides})
+    """tiny.off_policy, 512 env steps (4 chunks) with normalised observations."""
+    return tiny.off_policy(**{"total_steps": 512, "normalize_observations": True, **overrides})
 
 
 def _ppo(**overrides):
-    base = dict(
-        env="classic/pendulum",
-        algo="ppo",
-        total_steps=1024,
-        num_envs=4,
-        unroll_length=16,
-        eval_every=256,
-        eval_envs=2,
-        normalize_observations=True,
-    )
-    return TrainConfig(**{**base, **overrides})
+    """tiny.on_policy, 1,024 env steps (4 chunks) with normalised observations."""
+    return tiny.on_policy(**{"total_steps": 1024, "normalize_observations": True, **overrides})
 
 
 def _stop_after(run_dir, env_steps):
@@ -68,7 +45,7 @@ def _assert_same_run(resumed, full):
 
 def test_off_policy_resume_is_bit_identical(tmp_path):
     options = driver.RunOptions(checkpoint_every=1, keep_checkpoints=0)
-    full = driver.train(_sac(), TINY_SAC, tmp_path / "full", options=options, **QUIET)
+    full = driver.train(_sac(), tiny.SAC, tmp_path / "full", options=options, **QUIET)
     assert checkpoint.steps(tmp_path / "full" / "checkpoints") == [128, 256, 384, 512]
     for stopped_at in (128, 256, 384):  # after chunk k, for every k the run can stop at
         stopped = tmp_path / f"stopped-{stopped_at}"
@@ -85,7 +62,7 @@ def test_off_policy_resume_is_bit_identical(tmp_path):
 
 def test_a_resumed_run_s_progress_starts_where_it_stopped(tmp_path, monkeypatch):
     options = driver.RunOptions(checkpoint_every=1)
-    driver.train(_sac(total_steps=256), TINY_SAC, tmp_path / "run", options=options, **QUIET)
+    driver.train(_sac(total_steps=256), tiny.SAC, tmp_path / "run", options=options, **QUIET)
     _stop_after(tmp_path / "run", 128)
     calls, real = [], logs.make_progress
     monkeypatch.setattr(logs, "make_progress", lambda *args: calls.append(args) or real(*args))
@@ -98,8 +75,8 @@ def test_a_resumed_run_s_progress_starts_where_it_stopped(tmp_path, monkeypatch)
 def test_extending_a_short_run_equals_the_long_run(tmp_path):
     """A run of 2 chunks resumed with --steps for 4 is the 4-chunk run (same seed): the
     checkpoint carries buffer, env states, key and counters, and nothing reads total_steps."""
-    long = driver.train(_sac(), TINY_SAC, tmp_path / "long", **QUIET)
-    driver.train(_sac(total_steps=256), TINY_SAC, tmp_path / "short", **QUIET)
+    long = driver.train(_sac(), tiny.SAC, tmp_path / "long", **QUIET)
+    driver.train(_sac(total_steps=256), tiny.SAC, tmp_path / "short", **QUIET)
     with pytest.raises(driver.ResumeError, match="is complete"):
         driver.resume(tmp_path / "short", **QUIET)
     extended = driver.resume(tmp_path / "short", total_steps=500, **QUIET)  # rounds up to 512
@@ -110,7 +87,7 @@ def test_extending_a_short_run_equals_the_long_run(tmp_path):
 
 def test_on_policy_resume_is_bit_identical(tmp_path):
     options = driver.RunOptions(checkpoint_every=1, keep_checkpoints=0)
-    full = driver.train(_ppo(), TINY_PPO, tmp_path / "full", options=options, **QUIET)
+    full = driver.train(_ppo(), tiny.PPO, tmp_path / "full", options=options, **QUIET)
     shutil.copytree(tmp_path / "full", tmp_path / "stopped")
     _stop_after(tmp_path / "stopped", 256)
     resumed = driver.resume(tmp_path / "stopped", **QUIET)
@@ -119,7 +96,7 @@ def test_on_policy_resume_is_bit_identical(tmp_path):
 
 def test_checkpoint_without_buffer_resumes_with_an_empty_one(tmp_path):
     options = driver.RunOptions(checkpoint_every=1, checkpoint_buffer=False, keep_checkpoints=2)
-    full = driver.train(_sac(), TINY_SAC, tmp_path / "run", options=options, **QUIET)
+    full = driver.train(_sac(), tiny.SAC, tmp_path / "run", options=options, **QUIET)
     assert checkpoint.steps(tmp_path / "run" / "checkpoints") == [384, 512]  # the newest 2
     _stop_after(tmp_path / "run", 384)
     resumed = driver.resume(tmp_path / "run", **QUIET)
@@ -133,7 +110,7 @@ def test_checkpoint_without_buffer_resumes_with_an_empty_one(tmp_path):
 
 
 def test_resume_without_a_checkpoint_starts_over_and_refuses_a_folder_without_a_run(tmp_path):
-    first = driver.train(_sac(total_steps=256), TINY_SAC, tmp_path / "run", **QUIET)
+    first = driver.train(_sac(total_steps=256), tiny.SAC, tmp_path / "run", **QUIET)
     shutil.rmtree(tmp_path / "run" / "checkpoints")  # as if killed before its first checkpoint
     lines = []
     again = driver.resume(tmp_path / "run", progress=lines.append)
@@ -147,7 +124,7 @@ def test_resume_without_a_checkpoint_starts_over_and_refuses_a_folder_without_a_
 
 
 def test_checkpoint_of_another_env_is_refused(tmp_path):
-    driver.train(_sac(total_steps=256), TINY_SAC, tmp_path / "run", **QUIET)
+    driver.train(_sac(total_steps=256), tiny.SAC, tmp_path / "run", **QUIET)
     path = tmp_path / "run" / "config.json"
     saved = json.loads(path.read_text())
     saved["train"]["env"] = "classic/mountain_car_continuous"
@@ -159,7 +136,7 @@ def test_checkpoint_of_another_env_is_refused(tmp_path):
 
 
 def test_checkpoint_of_an_older_state_layout_is_refused(tmp_path):
-    driver.train(_sac(total_steps=256), TINY_SAC, tmp_path / "run", **QUIET)
+    driver.train(_sac(total_steps=256), tiny.SAC, tmp_path / "run", **QUIET)
     (meta,) = [
         f
         for f in (tmp_path / "run" / "checkpoints" / "256" / "meta").rglob("*")
@@ -179,7 +156,7 @@ def test_checkpoint_of_an_older_state_layout_is_refused(tmp_path):
 
 
 def test_log_files_and_tensorboard(tmp_path):
-    result = driver.train(_sac(total_steps=256), TINY_SAC, tmp_path / "run", **QUIET)
+    result = driver.train(_sac(total_steps=256), tiny.SAC, tmp_path / "run", **QUIET)
     with open(tmp_path / "run" / "metrics.csv") as f:
         rows = list(csv.DictReader(f))
     assert [float(r["eval_return"]) for r in rows] == [r["eval_return"] for r in result.history]
@@ -204,34 +181,24 @@ def test_log_files_and_tensorboard(tmp_path):
 
 
 def test_tensorboard_tags_are_grouped():
-    tag = logs.tensorboard_tag
-    assert [tag(k) for k in ("eval_return", "eval_return_std", "eval_length")] == [
-        "eval/return",
-        "eval/return_std",
-        "eval/length",
-    ]
-    assert [tag(k) for k in ("eval_return_iqm", "best_seed")] == [
-        "eval/return_iqm",
-        "eval/best_seed",
-    ]
-    assert [tag(k) for k in ("train_episode_return", "train_episodes")] == [
-        "episode/return",
-        "episode/count",
-    ]
-    assert [tag(k) for k in ("critic_loss", "policy_loss", "value_loss")] == [
-        "losses/critic_loss",
-        "losses/policy_loss",
-        "losses/value_loss",
-    ]
-    assert [tag(k) for k in ("chunk_env_steps_per_second", "wall_seconds")] == [
-        "perf/chunk_env_steps_per_second",
-        "perf/wall_seconds",
-    ]
-    assert [tag(k) for k in ("alpha", "updates", "env_steps")] == [
-        "train/alpha",
-        "train/updates",
-        "train/env_steps",
-    ]
+    expected = {
+        "eval_return": "eval/return",
+        "eval_return_std": "eval/return_std",
+        "eval_length": "eval/length",
+        "eval_return_iqm": "eval/return_iqm",
+        "best_seed": "eval/best_seed",
+        "train_episode_return": "episode/return",
+        "train_episodes": "episode/count",
+        "critic_loss": "losses/critic_loss",
+        "policy_loss": "losses/policy_loss",
+        "value_loss": "losses/value_loss",
+        "chunk_env_steps_per_second": "perf/chunk_env_steps_per_second",
+        "wall_seconds": "perf/wall_seconds",
+        "alpha": "train/alpha",
+        "updates": "train/updates",
+        "env_steps": "train/env_steps",
+    }
+    assert {key: logs.tensorboard_tag(key) for key in expected} == expected
 
 
 def _read_scalars(path) -> dict:
@@ -254,7 +221,7 @@ def _read_scalars(path) -> dict:
 
 
 def test_chunk_rate_is_the_chunks_own(tmp_path):
-    result = driver.train(_sac(total_steps=256), TINY_SAC, None, **QUIET)
+    result = driver.train(_sac(total_steps=256), tiny.SAC, None, **QUIET)
     for row in result.history:
         assert row["chunk_env_steps_per_second"] == pytest.approx(
             128 / row["chunk_seconds"], rel=1e-2
@@ -263,12 +230,12 @@ def test_chunk_rate_is_the_chunks_own(tmp_path):
 
 def test_load_policy_applies_the_saved_normalisation(tmp_path):
     config = _sac(total_steps=256)
-    result = driver.train(config, TINY_SAC, tmp_path / "run", **QUIET)
+    result = driver.train(config, tiny.SAC, tmp_path / "run", **QUIET)
     policy = jaxrl.load_policy(tmp_path / "run")
     assert policy.env_steps == 256
     stats = result.state.obs_stats
     assert float(stats.count) > 0 and not np.allclose(stats.mean, 0)
-    agent = sac.make(TINY_SAC)
+    agent = sac.make(tiny.SAC)
     obs = jnp.array([[1.0, 0.0, 0.5], [0.0, 1.0, -2.0]])
     key = jax.random.PRNGKey(0)
     normalised = jnp.clip((obs - stats.mean) / jnp.sqrt(stats.var + 1e-8), -10, 10)
@@ -279,7 +246,7 @@ def test_load_policy_applies_the_saved_normalisation(tmp_path):
     assert not np.allclose(policy(obs), raw, atol=1e-3)
 
 
-@pytest.mark.parametrize("make_config,agent_config", [(_sac, TINY_SAC), (_ppo, TINY_PPO)])
+@pytest.mark.parametrize("make_config,agent_config", [(_sac, tiny.SAC), (_ppo, tiny.PPO)])
 def test_policy_saves_to_one_small_file_that_loads_without_the_run(
     tmp_path, make_config, agent_config
 ):
@@ -301,7 +268,7 @@ def test_policy_saves_to_one_small_file_that_loads_without_the_run(
     assert loaded.env_steps == 256 and loaded.obs_stats.count > 0
     params = sum(x.size * 4 for x in jax.tree.leaves(loaded.agent_state))
     assert path.stat().st_size < 1.5 * params + 8192  # parameters and statistics, little else
-    algo = "ppo" if agent_config is TINY_PPO else "sac"
+    algo = "ppo" if agent_config is tiny.PPO else "sac"
     assert repr(loaded) == f"Policy({algo} on classic/pendulum, 256 env steps, obs 3 -> action 1)"
     with pytest.raises(ValueError, match=r"observations of size 3.*shape \(5, 4\)"):
         loaded(jnp.zeros((5, 4)))
@@ -317,7 +284,7 @@ def test_first_progress_line_says_how_the_run_was_rounded_up():
     5,040 env steps; the first line says so, before the compile time."""
     lines = []
     config = _sac(total_steps=5000, num_envs=16, eval_every=1000, buffer_size=2048)
-    result = driver.train(config, TINY_SAC, progress=lines.append)
+    result = driver.train(config, tiny.SAC, progress=lines.append)
     assert result.history[-1]["env_steps"] == 5040
     assert lines[0] == (
         "[sac classic/pendulum] 5,000 env steps rounded up to 5,040: 5 evaluation chunks of 63 "
@@ -325,7 +292,7 @@ def test_first_progress_line_says_how_the_run_was_rounded_up():
     )
     assert "compiled in" in lines[1]
     lines.clear()
-    driver.train(_sac(total_steps=512), TINY_SAC, progress=lines.append)  # 4 x 128: exact
+    driver.train(_sac(total_steps=512), tiny.SAC, progress=lines.append)  # 4 x 128: exact
     assert "compiled in" in lines[0] and not any("rounded" in line for line in lines)
 
 
@@ -334,7 +301,7 @@ def test_progress_fn_gets_each_chunk_s_row_as_numbers(tmp_path):
     too, with the row metrics.jsonl holds, as floats (nothing that is not a number)."""
     calls = []
     result = driver.train(
-        _sac(), TINY_SAC, tmp_path / "run", progress=None, progress_fn=lambda *a: calls.append(a)
+        _sac(), tiny.SAC, tmp_path / "run", progress=None, progress_fn=lambda *a: calls.append(a)
     )
     assert [step for step, _ in calls] == [128, 256, 384, 512]
     for (_, metrics), row in zip(calls, result.history, strict=True):
@@ -350,9 +317,9 @@ def test_progress_fn_gets_each_chunk_s_row_as_numbers(tmp_path):
 
 def test_evaluate_run_matches_the_trainers_evaluation(tmp_path):
     config = _sac(total_steps=256, eval_envs=4)
-    result = driver.train(config, TINY_SAC, tmp_path / "run", **QUIET)
+    result = driver.train(config, tiny.SAC, tmp_path / "run", **QUIET)
     report = jaxrl.evaluate_run(tmp_path / "run", episodes=4, seed=3)
-    trainer = make_train(config, sac.make(TINY_SAC))
+    trainer = make_train(config, sac.make(tiny.SAC))
     expected = jax.jit(trainer.evaluate)(
         result.state.agent, result.state.obs_stats, jax.random.PRNGKey(3)
     )
@@ -385,7 +352,7 @@ class _EmptyLeafPendulum:
 
 
 def test_checkpoint_keeps_states_with_zero_size_arrays(tmp_path):
-    trainer = make_train(_sac(total_steps=256), sac.make(TINY_SAC), env=_EmptyLeafPendulum())
+    trainer = make_train(_sac(total_steps=256), sac.make(tiny.SAC), env=_EmptyLeafPendulum())
     state, _ = jax.jit(trainer.chunk)(trainer.init(jax.random.PRNGKey(0)))
     assert state.env_state.info["act"].shape == (4, 0)
     manager = checkpoint.manager(tmp_path / "checkpoints")
@@ -398,7 +365,7 @@ def test_checkpoint_keeps_states_with_zero_size_arrays(tmp_path):
 
 def test_stop_at_return_ends_the_run_with_a_checkpoint(tmp_path):
     options = driver.RunOptions(stop_at_return=-1e9)  # reached by the first evaluation
-    result = driver.train(_sac(), TINY_SAC, tmp_path / "run", options=options, **QUIET)
+    result = driver.train(_sac(), tiny.SAC, tmp_path / "run", options=options, **QUIET)
     assert [row["env_steps"] for row in result.history] == [128]
     assert checkpoint.steps(tmp_path / "run" / "checkpoints") == [128]
     assert json.loads((tmp_path / "run" / "summary.json").read_text())["stopped_at_return"]
@@ -411,7 +378,7 @@ def test_stop_at_return_ends_the_run_with_a_checkpoint(tmp_path):
     assert saved["run"]["stop_at_return"] is None
     # A target never reached leaves the run whole.
     options = driver.RunOptions(stop_at_return=1e9)
-    whole = driver.train(_sac(total_steps=256), TINY_SAC, tmp_path / "b", options=options, **QUIET)
+    whole = driver.train(_sac(total_steps=256), tiny.SAC, tmp_path / "b", options=options, **QUIET)
     assert len(whole.history) == 2
     with pytest.raises(jaxrl.ConfigError, match="stop_at_return must be a finite number"):
         driver.RunOptions(stop_at_return=float("nan"))
@@ -439,17 +406,17 @@ def test_a_run_that_fails_to_compile_leaves_no_run_behind(tmp_path):
     --out can be used again. (An env option of the wrong kind fails earlier still, before
     the env is built: tests/test_cli.py.)"""
     with pytest.raises(TypeError, match="broken step"):
-        driver.train(_sac(), TINY_SAC, tmp_path / "run", env=_BrokenStep(), **QUIET)
+        driver.train(_sac(), tiny.SAC, tmp_path / "run", env=_BrokenStep(), **QUIET)
     assert not (tmp_path / "run").exists()
     with pytest.raises(envs.EnvOptionError, match="max_torque takes a number"):
-        driver.train(_sac(env_options={"max_torque": "abc"}), TINY_SAC, tmp_path / "run")
+        driver.train(_sac(env_options={"max_torque": "abc"}), tiny.SAC, tmp_path / "run")
     assert not (tmp_path / "run").exists()
     # A folder whose run stopped before its first chunk (config.json, empty metrics, no
     # checkpoint) holds nothing to resume: a new run takes it over.
     (tmp_path / "run").mkdir()
     (tmp_path / "run" / "config.json").write_text("{}")
     (tmp_path / "run" / "metrics.jsonl").write_text("")
-    result = driver.train(_sac(total_steps=128), TINY_SAC, tmp_path / "run", **QUIET)
+    result = driver.train(_sac(total_steps=128), tiny.SAC, tmp_path / "run", **QUIET)
     saved = json.loads((tmp_path / "run" / "config.json").read_text())
     assert saved["train"]["total_steps"] == 128 and len(result.history) == 1
 
@@ -477,13 +444,13 @@ def test_wandb_logs_every_row_under_the_run_s_own_id(tmp_path, monkeypatch):
     fake = _FakeWandb()
     monkeypatch.setitem(sys.modules, "wandb", fake)
     options = driver.RunOptions(wandb="proj", checkpoint_every=1)
-    full = driver.train(_sac(total_steps=256), TINY_SAC, tmp_path / "run", options=options, **QUIET)
+    full = driver.train(_sac(total_steps=256), tiny.SAC, tmp_path / "run", options=options, **QUIET)
     run_id = json.loads((tmp_path / "run" / "config.json").read_text())["run_id"]
     assert [init["id"] for init in fake.inits] == [run_id]
     assert fake.inits[0]["project"] == "proj" and fake.inits[0]["resume"] is None
     assert fake.logged == [(r["env_steps"], r["eval_return"]) for r in full.history]
     # Another run in a folder of the same name gets another id; a resume keeps its own.
-    driver.train(_sac(total_steps=128), TINY_SAC, tmp_path / "b" / "run", options=options, **QUIET)
+    driver.train(_sac(total_steps=128), tiny.SAC, tmp_path / "b" / "run", options=options, **QUIET)
     assert fake.inits[1]["id"] != run_id
     driver.resume(tmp_path / "run", total_steps=384, **QUIET)
     assert fake.inits[2]["id"] == run_id and fake.inits[2]["resume"] == "allow"
@@ -543,9 +510,9 @@ def test_seeds_train_together_as_each_trains_alone_and_resume(tmp_path):
     options = driver.RunOptions(checkpoint_every=2, keep_checkpoints=0)
     config = _sac(total_steps=512, normalize_observations=True)
     together = driver.train(
-        config, TINY_SAC, tmp_path / "seeds", seeds="0,3", options=options, **QUIET
+        config, tiny.SAC, tmp_path / "seeds", seeds="0,3", options=options, **QUIET
     )
-    alone = driver.train(_sac(seed=3), TINY_SAC, tmp_path / "alone", **QUIET)
+    alone = driver.train(_sac(seed=3), tiny.SAC, tmp_path / "alone", **QUIET)
     # Seed 3 of the vmapped program is the run of seed 3 alone (to float tolerance: the
     # batched matmuls may round differently), chunk by chunk.
     rows = _jsonl(tmp_path / "seeds" / "seed_3" / "metrics.jsonl")
@@ -633,12 +600,12 @@ def test_a_vmapped_grid_trains_each_setting_as_alone_and_resumes(tmp_path):
     options = driver.RunOptions(checkpoint_every=2, keep_checkpoints=0)
     grid = {"actor_lr": [1e-3, 3e-3], "gamma": [0.9, 0.99]}
     together = driver.train(
-        _sac(), TINY_SAC, tmp_path / "grid", vmap=grid, seeds=[1], options=options, **QUIET
+        _sac(), tiny.SAC, tmp_path / "grid", vmap=grid, seeds=[1], options=options, **QUIET
     )
     # Setting-major members: (1e-3, 0.9), (1e-3, 0.99), (3e-3, 0.9), (3e-3, 0.99).
     alone = driver.train(
         _sac(seed=1, gamma=0.9),
-        dataclasses.replace(TINY_SAC, actor_lr=3e-3),
+        dataclasses.replace(tiny.SAC, actor_lr=3e-3),
         tmp_path / "alone",
         **QUIET,
     )
@@ -686,19 +653,11 @@ def test_a_vmapped_grid_trains_each_setting_as_alone_and_resumes(tmp_path):
 
 
 def test_a_ppo_grid_trains_each_setting_as_alone(tmp_path):
-    config = TrainConfig(
-        env="classic/pendulum",
-        algo="ppo",
-        num_envs=4,
-        unroll_length=8,
-        total_steps=256,
-        eval_every=128,
-        eval_envs=2,
-    )
+    config = tiny.on_policy(unroll_length=8, total_steps=256, eval_every=128)
     together = driver.train(
-        config, TINY_PPO, vmap=["learning_rate=1e-3,1e-2", "clip_epsilon=0.1"], **QUIET
+        config, tiny.PPO, vmap=["learning_rate=1e-3,1e-2", "clip_epsilon=0.1"], **QUIET
     )
-    member = dataclasses.replace(TINY_PPO, learning_rate=1e-2, clip_epsilon=0.1)
+    member = dataclasses.replace(tiny.PPO, learning_rate=1e-2, clip_epsilon=0.1)
     alone = driver.train(config, member, **QUIET)
     mine = together.history[-1]["per_seed"][1]
     for key in ("eval_return", "policy_loss", "value_loss"):

@@ -33,3 +33,40 @@ def test_every_mutant_applies_to_the_code_as_it_is():
         if (ROOT / mutant.path).read_text().count(mutant.old) != 1
     }
     assert not stale, f"mutants whose text is not found exactly once (path, count): {stale}"
+
+
+def test_mutants_md_lists_every_mutant_as_the_script_defines_it():
+    """tests/MUTANTS.md is what `python -m tests.mutants --report` writes: every mutant the
+    script defines, in order, with its file, description and tests as they are now, and a
+    result only where a run checked the mutant as it is defined now ("not run" elsewhere)."""
+    from tests import mutants
+
+    written = mutants.REPORT.read_text()
+    rows = [mutants._cells(line) for line in written.splitlines() if line.startswith("| ")]
+    assert rows[0] == list(mutants.COLUMNS)
+    rows = rows[1:]
+    assert [row[0] for row in rows] == [mutant.name for mutant in mutants.MUTANTS]
+    for row, mutant in zip(rows, mutants.MUTANTS, strict=True):
+        assert row[1:4] == [mutant.path, mutant.description, ", ".join(mutant.tests)], row
+        verdict, date, seconds, row_id = row[4], row[5], row[7], row[8]
+        assert row_id == mutants.mutant_id(mutant), f"{mutant.name}: edited since its row"
+        if verdict == mutants.NOT_RUN:
+            assert not date and not row[6] and not seconds, row
+        else:
+            assert verdict in mutants.VERDICTS and date, row
+    assert written == mutants.render(mutants.read_report()), (
+        "tests/MUTANTS.md is not what the script writes: python -m tests.mutants --report"
+    )
+
+
+def test_test_folders_mirror_the_package():
+    """Each folder of tests/ holds the tests of the package folder of its name: jaxrl/NAME/,
+    or a folder installed as jaxrl.NAME (envs/, experiments/, benchmarks/)."""
+    tests = ROOT / "tests"
+    folders = {path.parent.relative_to(tests) for path in tests.rglob("test_*.py")}
+    unmatched = sorted(
+        str(folder)
+        for folder in folders - {pathlib.Path(".")}
+        if not any((base / folder / "__init__.py").is_file() for base in (ROOT / "jaxrl", ROOT))
+    )
+    assert not unmatched, f"tests/ folders with no package folder of their name: {unmatched}"

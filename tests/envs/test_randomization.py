@@ -12,6 +12,7 @@ import jaxrl
 from jaxrl import cli, envs
 from jaxrl.envs import randomization as dr
 from jaxrl.envs.wrappers import VmapWrapper
+from tests import tiny
 
 CARTPOLE = "playground/CartpoleBalance"
 
@@ -46,12 +47,13 @@ def test_each_env_steps_with_its_own_masses():
 
 
 def _config(**kw):
-    sizes = dict(num_envs=4, eval_envs=2, total_steps=64, eval_every=32, learning_starts=32)
-    return jaxrl.TrainConfig(CARTPOLE, **{**sizes, "batch_size": 16, **kw})
+    """tiny.off_policy on the cart-pole: 2 chunks of 32 env steps."""
+    sizes = dict(total_steps=64, eval_every=32, learning_starts=32)
+    return tiny.off_policy(**{"env": CARTPOLE, **sizes, **kw})
 
 
 def test_run_config_randomizes_training_envs_only_and_from_the_seed():
-    agent = jaxrl.sac.make(jaxrl.SACConfig(actor_hidden=(8,), critic_hidden=(8,)))
+    agent = jaxrl.sac.make(tiny.agent("sac", hidden=(8,)))
     trainer = jaxrl.make_train(_config(randomize="mass,friction", randomize_scale=0.3), agent)
     vmapped = trainer.env.env  # AutoResetWrapper over the vmap wrapper
     assert isinstance(vmapped, dr.RandomizedVmapWrapper)
@@ -103,7 +105,7 @@ def test_own_randomization_function_is_used_and_needed_on_resume(tmp_path):
         in_axes = jax.tree.map(lambda _: None, model).tree_replace({"body_mass": 0})
         return model.tree_replace({"body_mass": masses}), in_axes
 
-    agent = jaxrl.SACConfig(actor_hidden=(8,), critic_hidden=(8,))
+    agent = tiny.agent("sac", hidden=(8,))
     config = _config()
     trainer = jaxrl.make_train(config, jaxrl.sac.make(agent), randomization_fn=heavy_carts)
     ratio = trainer.env.env.models.body_mass[:, 1:] / dr.model_of(trainer.env).body_mass[1:]

@@ -7,30 +7,13 @@ import numpy as np
 import pytest
 
 from jaxrl import checkpoint, driver, sac
-from jaxrl.agents.sac import SACConfig
-from jaxrl.config import ConfigError, TrainConfig
+from jaxrl.config import ConfigError
 from jaxrl.loops import make_train
-
-TINY_AGENT = SACConfig(actor_hidden=(16,), critic_hidden=(16,))
-
-
-def _tiny(**overrides):
-    base = dict(
-        env="classic/pendulum",
-        total_steps=256,
-        num_envs=4,
-        batch_size=16,
-        updates_per_step=2,
-        buffer_size=512,
-        learning_starts=64,
-        eval_every=128,
-        eval_envs=2,
-    )
-    return TrainConfig(**{**base, **overrides})
+from tests import tiny
 
 
 def test_vmap_over_seeds_matches_runs_one_by_one():
-    trainer = make_train(_tiny(), sac.make(TINY_AGENT))
+    trainer = make_train(tiny.off_policy(), sac.make(tiny.SAC))
     keys = jnp.stack([jax.random.PRNGKey(0), jax.random.PRNGKey(1)])
     _, together = jax.jit(jax.vmap(trainer.train))(keys)
     train = jax.jit(trainer.train)
@@ -43,8 +26,9 @@ def test_vmap_over_seeds_matches_runs_one_by_one():
 
 
 def test_chunk_counts_steps_updates_and_episodes():
-    config = _tiny(total_steps=1600, eval_every=800)  # 200 iterations per chunk, 2 chunks
-    trainer = make_train(config, sac.make(TINY_AGENT))
+    # 200 iterations per chunk, 2 chunks.
+    config = tiny.off_policy(total_steps=1600, eval_every=800)
+    trainer = make_train(config, sac.make(tiny.SAC))
     state = jax.jit(trainer.init)(jax.random.PRNGKey(0))
     chunk = jax.jit(trainer.chunk)
     state, first = chunk(state)
@@ -61,8 +45,8 @@ def test_chunk_counts_steps_updates_and_episodes():
 def test_replay_holds_true_next_obs_and_termination_flags():
     # Pendulum only truncates; inverted pendulum terminates when the pole passes 0.2 rad.
     for env, expect_terminal in (("classic/pendulum", False), ("brax/inverted_pendulum", True)):
-        config = _tiny(env=env, total_steps=400, eval_every=400, learning_starts=399)
-        trainer = make_train(config, sac.make(TINY_AGENT))
+        config = tiny.off_policy(env=env, total_steps=400, eval_every=400, learning_starts=399)
+        trainer = make_train(config, sac.make(tiny.SAC))
         state, _ = jax.jit(trainer.chunk)(jax.jit(trainer.init)(jax.random.PRNGKey(0)))
         rows = lambda x: x.reshape((-1,) + x.shape[2:])  # noqa: E731  [slots, envs] as rows
         data = jax.tree.map(rows, jax.device_get(state.buffer.data))
@@ -81,8 +65,8 @@ def test_replay_holds_true_next_obs_and_termination_flags():
 
 
 def test_normalised_observations_are_tracked():
-    config = _tiny(normalize_observations=True, total_steps=512, eval_every=512)
-    trainer = make_train(config, sac.make(TINY_AGENT))
+    config = tiny.off_policy(normalize_observations=True, total_steps=512, eval_every=512)
+    trainer = make_train(config, sac.make(tiny.SAC))
     state, metrics = jax.jit(trainer.chunk)(jax.jit(trainer.init)(jax.random.PRNGKey(0)))
     assert float(state.obs_stats.count) == 512  # every reached observation, no reset ones
     obs = np.asarray(state.buffer.data.next_obs).reshape(-1, 3)
@@ -91,21 +75,21 @@ def test_normalised_observations_are_tracked():
 
 
 def test_same_seed_same_metrics(tmp_path):
-    config = _tiny(total_steps=512)
-    first = driver.train(config, TINY_AGENT, tmp_path / "a", progress=None)
-    second = driver.train(config, TINY_AGENT, tmp_path / "b", progress=None)
+    config = tiny.off_policy(total_steps=512)
+    first = driver.train(config, tiny.SAC, tmp_path / "a", progress=None)
+    second = driver.train(config, tiny.SAC, tmp_path / "b", progress=None)
     strip = lambda rows: [{k: v for k, v in r.items() if "second" not in k} for r in rows]
     assert strip(first.history) == strip(second.history)
-    third = driver.train(_tiny(total_steps=512, seed=1), TINY_AGENT, None, progress=None)
+    third = driver.train(tiny.off_policy(total_steps=512, seed=1), tiny.SAC, None, progress=None)
     assert strip(third.history) != strip(first.history)
 
 
 def test_checkpoint_restore_reads_the_file(tmp_path):
-    config = _tiny(normalize_observations=True)
-    result = driver.train(config, TINY_AGENT, tmp_path / "run", progress=None)
+    config = tiny.off_policy(normalize_observations=True)
+    result = driver.train(config, tiny.SAC, tmp_path / "run", progress=None)
     saved = result.state
     # Restore into a fresh state made from another key: nothing can come from the template.
-    trainer = make_train(config, sac.make(TINY_AGENT))
+    trainer = make_train(config, sac.make(tiny.SAC))
     fresh = jax.jit(trainer.init)(jax.random.PRNGKey(99))
     assert not np.allclose(fresh.obs_stats.mean, saved.obs_stats.mean)
     restored = checkpoint.restore_state(tmp_path / "run" / "checkpoints", 256, fresh)
@@ -122,9 +106,9 @@ def test_checkpoint_restore_reads_the_file(tmp_path):
 
 
 def test_non_finite_training_stops_with_a_clear_error(tmp_path):
-    config = _tiny(env_options={"max_speed": float("nan")})
+    config = tiny.off_policy(env_options={"max_speed": float("nan")})
     with pytest.raises(driver.NonFiniteError, match="non-finite .*chunk 0"):
-        driver.train(config, TINY_AGENT, tmp_path / "nan", progress=None)
+        driver.train(config, tiny.SAC, tmp_path / "nan", progress=None)
 
 
 @pytest.mark.parametrize(
@@ -141,20 +125,20 @@ def test_inconsistent_sizes_fail_before_compilation(overrides, message):
     # Named as SAC, the config refuses them itself; left unnamed, the replay's sizes are
     # checked once the agent names the algorithm (make_train), still before compiling.
     with pytest.raises(ConfigError, match=message):
-        _tiny(algo="sac", **overrides)
+        tiny.off_policy(algo="sac", **overrides)
     with pytest.raises(ConfigError, match=message):
-        make_train(_tiny(**overrides), sac.make(TINY_AGENT))
+        make_train(tiny.off_policy(**overrides), sac.make(tiny.SAC))
 
 
 def test_per_env_noise_scales():
     linspace = make_train(
-        _tiny(exploration="linspace", noise_scale_min=0.05, noise_scale_max=0.8),
-        sac.make(TINY_AGENT),
+        tiny.off_policy(exploration="linspace", noise_scale_min=0.05, noise_scale_max=0.8),
+        sac.make(tiny.SAC),
     )
     state = jax.jit(linspace.init)(jax.random.PRNGKey(0))
     chex.assert_trees_all_close(state.noise_scale, jnp.array([0.05, 0.3, 0.55, 0.8]), atol=1e-6)
     # Uniform scales are redrawn when an episode ends (pendulum: every 10 steps here).
-    config = _tiny(
+    config = tiny.off_policy(
         exploration="uniform",
         noise_scale_min=0.001,
         noise_scale_max=0.4,
@@ -163,7 +147,7 @@ def test_per_env_noise_scales():
         eval_every=40,
         learning_starts=0,
     )
-    uniform = make_train(config, sac.make(TINY_AGENT))
+    uniform = make_train(config, sac.make(tiny.SAC))
     state = jax.jit(uniform.init)(jax.random.PRNGKey(0))
     first = np.asarray(state.noise_scale)
     assert ((first >= 0.001) & (first <= 0.4)).all() and np.unique(first).size == 4
@@ -172,8 +156,9 @@ def test_per_env_noise_scales():
 
 
 def test_acting_parameters_lag_the_learners():
-    config = _tiny(acting_lag=5, learning_starts=16, total_steps=48, eval_every=48)  # 12 its
-    trainer = make_train(config, sac.make(TINY_AGENT))
+    # 12 iterations.
+    config = tiny.off_policy(acting_lag=5, learning_starts=16, total_steps=48, eval_every=48)
+    trainer = make_train(config, sac.make(tiny.SAC))
     state, _ = jax.jit(trainer.chunk)(jax.jit(trainer.init)(jax.random.PRNGKey(0)))
     # Updates ran from the 4th iteration on (16 rows stored): 9 iterations x 2 updates. The
     # acting copy was last refreshed after the 10th iteration, 7 iterations of updates in.
@@ -181,8 +166,8 @@ def test_acting_parameters_lag_the_learners():
 
 
 def test_n_step_loop_trains():
-    config = _tiny(n_step=3, total_steps=512)
-    trainer = make_train(config, sac.make(TINY_AGENT))
+    config = tiny.off_policy(n_step=3, total_steps=512)
+    trainer = make_train(config, sac.make(tiny.SAC))
     _, metrics = jax.jit(trainer.train)(jax.random.PRNGKey(0))
     assert np.isfinite(np.asarray(metrics["critic_loss"])).all()
     assert float(metrics["updates"].sum()) > 0
@@ -191,7 +176,7 @@ def test_n_step_loop_trains():
 def test_fast_td3_without_a_preset_explores_as_fast_td3(tmp_path):
     from jaxrl.agents.fast_td3 import FastTD3Config
 
-    config = _tiny(algo="fast_td3", total_steps=128, eval_every=128)
+    config = tiny.off_policy(algo="fast_td3", total_steps=128, eval_every=128)
     agent = FastTD3Config(actor_hidden=(8,), critic_hidden=(8,), num_atoms=11)
     result = driver.train(config, agent, tmp_path / "run", progress=None)
     scales = np.asarray(result.state.noise_scale)
@@ -204,7 +189,7 @@ def test_fast_td3_without_a_preset_explores_as_fast_td3(tmp_path):
 def test_replay_stores_observations_in_half_precision_and_learns_from_them():
     runs = {}
     for dtype in ("float32", "bfloat16"):
-        trainer = make_train(_tiny(replay_obs_dtype=dtype), sac.make(TINY_AGENT))
+        trainer = make_train(tiny.off_policy(replay_obs_dtype=dtype), sac.make(tiny.SAC))
         runs[dtype] = jax.jit(trainer.chunk)(jax.jit(trainer.init)(jax.random.PRNGKey(0)))
     (full, _), (half, metrics) = runs["float32"], runs["bfloat16"]
     assert half.buffer.data.obs.dtype == half.buffer.data.next_obs.dtype == jnp.bfloat16

@@ -7,30 +7,16 @@ import numpy as np
 
 from jaxrl import make_train
 from jaxrl.agents import ppo
-from jaxrl.config import TrainConfig
-
-TINY_PPO = ppo.PPOConfig(actor_hidden=(8,), critic_hidden=(8,), num_epochs=2, num_minibatches=4)
-
-
-def _tiny(**overrides):
-    base = dict(
-        env="classic/pendulum",
-        algo="ppo",
-        total_steps=512,
-        num_envs=4,
-        unroll_length=16,
-        eval_every=256,
-        eval_envs=2,
-    )
-    return TrainConfig(**{**base, **overrides})
+from tests import tiny
 
 
 def test_chunk_counts_rollouts_gradient_steps_and_episodes():
-    config = _tiny(total_steps=1600, eval_every=800)  # 800 / (4 x 16): 13 rollouts per chunk
+    # 800 / (4 x 16): 13 rollouts per chunk.
+    config = tiny.on_policy(total_steps=1600, eval_every=800)
     # An iteration is one rollout (and its update): 13 per chunk, 16 steps of each env each.
     assert config.iterations_per_chunk == 13 and config.steps_per_iteration == 16
     assert config.env_steps_per_chunk == 13 * 16 * 4
-    trainer = make_train(config, ppo.make(TINY_PPO))
+    trainer = make_train(config, ppo.make(tiny.PPO))
     state = jax.jit(trainer.init)(jax.random.PRNGKey(0))
     chunk = jax.jit(trainer.chunk)
     state, first = chunk(state)
@@ -47,8 +33,8 @@ def test_chunk_counts_rollouts_gradient_steps_and_episodes():
 def test_rollout_stores_true_final_observations_and_time_limits():
     # Episodes of 10 steps: the rollout of 16 steps holds one truncation per env at step 9,
     # where next_obs is the observation reached (not the reset one) and nothing terminated.
-    config = _tiny(episode_length=10, total_steps=64, eval_every=64)
-    trainer = make_train(config, ppo.make(TINY_PPO))
+    config = tiny.on_policy(episode_length=10, total_steps=64, eval_every=64)
+    trainer = make_train(config, ppo.make(tiny.PPO))
     captured = []
 
     def update(state, rollout, key):  # records the rollout on the host, learns nothing
@@ -70,7 +56,7 @@ def test_rollout_stores_true_final_observations_and_time_limits():
 
 
 def test_vmap_over_seeds_matches_runs_one_by_one():
-    trainer = make_train(_tiny(), ppo.make(TINY_PPO))
+    trainer = make_train(tiny.on_policy(), ppo.make(tiny.PPO))
     keys = jnp.stack([jax.random.PRNGKey(0), jax.random.PRNGKey(1)])
     _, together = jax.jit(jax.vmap(trainer.train))(keys)
     train = jax.jit(trainer.train)
@@ -89,7 +75,7 @@ def _rollouts(config, chunks=1):
         jax.debug.callback(lambda r: captured.append(jax.device_get(r)), rollout)
         return state, {}
 
-    trainer = make_train(config, ppo.make(TINY_PPO))
+    trainer = make_train(config, ppo.make(tiny.PPO))
     trainer = make_train(config, trainer.agent._replace(update=update))
     state = trainer.init(jax.random.PRNGKey(0))
     chunk = jax.jit(trainer.chunk)
@@ -103,7 +89,9 @@ def test_reset_every_restarts_every_env_mid_episode():
     """reset_every=2 (Brax's num_resets_per_eval): after every second rollout all envs start
     afresh, mid-episode (pendulum's episodes are 200 steps), so the next rollout's first
     observation is not where the last one ended; after the other rollouts it is."""
-    config = _tiny(total_steps=256, eval_every=256, reset_every=2)  # 4 rollouts of 16 steps
+    config = tiny.on_policy(
+        total_steps=256, eval_every=256, reset_every=2
+    )  # 4 rollouts of 16 steps
     rollouts, _ = _rollouts(config)
     assert len(rollouts) == 4
     for i in range(3):
@@ -119,7 +107,7 @@ def test_renormalize_rollout_takes_in_the_observations_acted_on():
     with them; the default takes in next_obs."""
     base = dict(total_steps=64, eval_every=64, normalize_observations=True, obs_clip=0.0)
     for renormalize in (True, False):
-        config = _tiny(**base, renormalize_rollout=renormalize)
+        config = tiny.on_policy(**base, renormalize_rollout=renormalize)
         (rollout,), state = _rollouts(config)
         stats = state.obs_stats
         assert int(stats.count) == 64
@@ -133,7 +121,7 @@ def test_renormalize_rollout_takes_in_the_observations_acted_on():
 
 def test_autoreset_first_in_the_loop():
     """autoreset="first": after the time limit every training env is back at its first state."""
-    config = _tiny(episode_length=10, total_steps=64, eval_every=64, autoreset="first")
+    config = tiny.on_policy(episode_length=10, total_steps=64, eval_every=64, autoreset="first")
     (rollout,), _ = _rollouts(config)
     np.testing.assert_array_equal(rollout.done[9], 1.0)
     np.testing.assert_allclose(rollout.obs[10], rollout.obs[0], atol=0)
