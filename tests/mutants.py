@@ -1470,6 +1470,31 @@ MUTANTS = [
         "a run of the grid killed before its summary is taken as done, never finished",
         SCALE,
     ),
+    # --- The GPU speed suite's measures (issue 39). -------------------------------------------
+    m(
+        "speed-scan-counted-once",
+        "benchmarks/speed.py",
+        'total += eqn.params["length"] * inner',
+        "total += inner",
+        "a scan's body counted once, as XLA's cost analysis does (PPO's epochs x minibatches lost)",
+        "tests/test_speed.py",
+    ),
+    m(
+        "speed-cond-sums-branches",
+        "benchmarks/speed.py",
+        "total += max(c[0] for c in counted)",
+        "total += sum(c[0] for c in counted)",
+        "a cond counted as both its branches run",
+        "tests/test_speed.py",
+    ),
+    m(
+        "shares-not-checked",
+        "jaxrl/sharding.py",
+        "        if value is not None and value % count:",
+        "        if value is not None and value % count and False:",
+        "a num_envs or batch_size that does not split over the devices goes unchecked",
+        "tests/test_sharding.py",
+    ),
 ]
 
 
