@@ -7,8 +7,12 @@ the settings and cost of a larger run (issue 40; the method: docs/SCALE.md).
 
 Training: one `jaxrl train` program per (UTD ratio sigma, batch size), whose learning rates and
 seeds train together under vmap (`--vmap LR_FIELD=... --seeds S`, jaxrl's own settings grid):
-FOLDER/utd=SIGMA-batch=B is that run's folder. sigma is updates_per_step / num_envs (one loop
-iteration steps every env once), so each sigma must be a whole number of updates per iteration.
+FOLDER/utd=SIGMA-batch=B is that run's folder. The learning-rate axis is one learning rate
+shared by actor and critic, as the papers tune it: LR_FIELD defaults to the tied axis
+actor_lr+critic_lr (`default_lr_field`); the temperature's alpha_lr stays at its base value
+unless named (--lr-field actor_lr+critic_lr+alpha_lr); one field alone is --lr-field critic_lr.
+sigma is updates_per_step / num_envs (one loop iteration steps every env once), so each sigma
+must be a whole number of updates per iteration.
 A folder that already holds part of the grid goes on from it: a run with its summary.json is
 done and skipped; one without is resumed from its newest checkpoint (`jaxrl train --resume`:
 started over where it has none); one that stopped on a NaN (scale_failed.json) is not retried.
@@ -50,7 +54,7 @@ from jaxrl.experiments.scale_report import (
 __all__ = ["Budget", "ScaleError", "fit", "main", "plan", "run"]
 
 DEFAULT_SEEDS = 4
-DEFAULT_LR_FIELD = "critic_lr"
+DEFAULT_LR_FIELD = "actor_lr+critic_lr"  # one learning rate for actor and critic (a tied axis)
 DEFAULT_BOOTSTRAP = 200
 MIN_UTDS = 3  # D_J(sigma) has three parameters
 # The grid proposed around the base config where an axis is not given (--budget sets the steps).
@@ -89,10 +93,11 @@ class Plan:
     utds: tuple[float, ...]
     batch_sizes: tuple[int, ...]
     lrs: tuple[float, ...]
-    lr_field: str
+    lr_field: str  # the --vmap axis: a field, or fields joined by '+' (tied: one value for all)
     seeds: tuple[int, ...]
     programs: tuple[Program, ...]
     spec: dict  # scale_grid.json as it will be written
+    notes: tuple[str, ...] = ()  # what the plan chose that the user did not name
 
     @property
     def members(self) -> int:
@@ -150,7 +155,8 @@ def updates_per_step(sigma: float, num_envs: int) -> int:
 
 def _propose(config: TrainConfig, agent_config: Any, lr_field: str, utds, batch_sizes, lrs):
     """The axes not given, proposed around the base config: sigma0 x (1/4 .. 4) where whole,
-    B0 x (1/2, 1, 2) and lr0 x (1/3, 1, 3) (PROPOSED_*)."""
+    B0 x (1/2, 1, 2) and lr0 x (1/3, 1, 3) (PROPOSED_*); lr0 is the base value of the
+    learning-rate axis's fields (of a tied axis, one they share: ConfigError otherwise)."""
     sigma0 = config.updates_per_step / config.num_envs
     if utds is None:
         utds = tuple(
@@ -162,7 +168,15 @@ def _propose(config: TrainConfig, agent_config: Any, lr_field: str, utds, batch_
     if batch_sizes is None:
         batch_sizes = tuple(sorted({max(1, round(config.batch_size * f)) for f in PROPOSED_BATCH}))
     if lrs is None:
-        lr0 = getattr(agent_config, lr_field)
+        base = {name: getattr(agent_config, name) for name in lr_field.split("+")}
+        if len(set(base.values())) > 1:
+            given = ", ".join(f"{name} {value:g}" for name, value in base.items())
+            raise ConfigError(
+                f"--lr-field {lr_field} gives its fields one learning rate, but the base config "
+                f"has {given}: give the learning rates to try, --lrs LR1,LR2,..., or make the "
+                "base values equal"
+            )
+        lr0 = next(iter(base.values()))
         lrs = tuple(sorted({float(f"{lr0 * f:.3g}") for f in PROPOSED_LR}))
     return utds, batch_sizes, lrs
 
@@ -176,7 +190,8 @@ def _spec(plan_args: dict) -> dict:
     for name in ("updates_per_step", "batch_size", "seed"):
         train.pop(name)
     agent_dict = dataclasses.asdict(agent)
-    agent_dict.pop(plan_args["lr_field"])
+    for name in plan_args["lr_field"].split("+"):
+        agent_dict.pop(name)
     return json.loads(
         json.dumps(
             {
@@ -213,6 +228,13 @@ def _check_against_folder(out: pathlib.Path, spec: dict) -> dict:
             ]
         elif saved.get(key) != spec[key]:
             differ.append(key)
+    if saved.get("lr_field") != spec["lr_field"]:
+        raise ScaleError(
+            f"{out} holds a scale grid whose learning-rate axis is --lr-field "
+            f"{saved.get('lr_field')}, not {spec['lr_field']} (folders made before the tied "
+            "default vary critic_lr alone): go on with it by leaving --lr-field out or giving "
+            f"--lr-field {saved.get('lr_field')}, or use another --out"
+        )
     if differ:
         raise ScaleError(
             f"{out} holds a scale grid with other settings ({', '.join(differ)} differ); a "
@@ -258,11 +280,15 @@ def plan(
     batch_sizes: Sequence[int] | None = None,
     lrs: Sequence[float] | None = None,
     seeds: Any = DEFAULT_SEEDS,
-    lr_field: str = DEFAULT_LR_FIELD,
+    lr_field: str | None = None,
     budget: float | None = None,
 ) -> Plan:
     """Checks the whole grid and says what each program will do; writes nothing. Every input
-    error is a ConfigError (or ScaleError) raised here, before anything compiles."""
+    error is a ConfigError (or ScaleError) raised here, before anything compiles.
+
+    `lr_field`: the learning-rate axis, a field or fields joined by '+' (tied: every field
+    takes each value). None: the folder's own, where `out` already holds a grid, else
+    `default_lr_field` (actor_lr+critic_lr, or what the algorithm has of them)."""
     from jaxrl import driver, grid
 
     if target is None or not math.isfinite(target):
@@ -277,12 +303,11 @@ def plan(
         from jaxrl import agents
 
         agent_config = agents.get(config.algo).config_cls()
-    known = [name for name, _ in _lr_fields(agent_config)]
-    if lr_field not in known:
-        raise ConfigError(
-            f"--lr-field {lr_field}: not a learning rate of {config.algo} that can vary inside "
-            f"one program; choose from {', '.join(known)}"
-        )
+    notes = []
+    if lr_field is None:
+        lr_field, note = _lr_field_of(pathlib.Path(out), agent_config)
+        notes += [note] if note else []
+    lr_field = _check_lr_field(lr_field, agent_config, config.algo)
     utds, batch_sizes, lrs = (
         _axis(utds, "--utd"),
         _axis(batch_sizes, "--batch-sizes", int),
@@ -301,8 +326,9 @@ def plan(
         if not budget > 0:
             raise ConfigError(f"--budget must be > 0 gradient updates, got {budget:g}")
         config = _replace(config, total_steps=max(1, int(budget // cost_per_step)))
-    for lr in lrs:  # each learning rate as its member would take it
-        grid.member_configs({lr_field: lr}, config, agent_config)
+    axis = grid.parse_vmap({lr_field: lrs}, config, agent_config)
+    for setting in grid.Grid(tuple(seeds), axis).settings:  # each as its member would take it
+        grid.member_configs(setting, config, agent_config)
     programs, runs = [], {}
     out = pathlib.Path(out)
     plan_args = {"config": config, "agent_config": agent_config, "lr_field": lr_field}
@@ -345,7 +371,67 @@ def plan(
         seeds=tuple(seeds),
         programs=tuple(checked),
         spec=spec,
+        notes=tuple(notes),
     )
+
+
+def default_lr_field(agent_config: Any) -> tuple[str, str | None]:
+    """The learning-rate axis of an algorithm's grid, and a note where it is not the default:
+    actor_lr+critic_lr (one learning rate for both, as Rybkin et al. and Fu et al. tune it);
+    where the config has only one of them, that one; where it has neither, its learning rates
+    tied (alpha_lr, the temperature's, kept out unless it is the only one)."""
+    names = [name for name, _ in _lr_fields(agent_config)]
+    algo = type(agent_config).__name__
+    if "actor_lr" in names and "critic_lr" in names:
+        return DEFAULT_LR_FIELD, None
+    have = [name for name in ("actor_lr", "critic_lr") if name in names]
+    have = have or [name for name in names if name != "alpha_lr"] or names
+    if not have:
+        raise ConfigError(f"{algo} has no learning rate that can vary inside one program")
+    field = "+".join(have)
+    return field, (
+        f"{algo} lacks {' and '.join(n for n in ('actor_lr', 'critic_lr') if n not in names)}: "
+        f"the learning-rate axis is {field}"
+    )
+
+
+def _lr_field_of(out: pathlib.Path, agent_config: Any) -> tuple[str, str | None]:
+    """The learning-rate axis where --lr-field is not given: that of the grid `out` holds (a
+    folder made before the tied default goes on as it was made), else the default."""
+    if (out / GRID_FILE).is_file():
+        saved = read_grid_file(out).get("lr_field")
+        field, _ = default_lr_field(agent_config)
+        if saved and saved != field:
+            return saved, (
+                f"{out} was made with --lr-field {saved}, not the default {field}: going on "
+                "with its own axis (the other learning rates stay at their base values)"
+            )
+        if saved:
+            return saved, None
+    return default_lr_field(agent_config)
+
+
+def _check_lr_field(lr_field: str, agent_config: Any, algo: str) -> str:
+    """--lr-field as the grid's axis name: each '+'-joined part a learning rate of the algorithm
+    that can vary inside one program, none twice (ConfigError naming the part otherwise)."""
+    known = [name for name, _ in _lr_fields(agent_config)]
+    parts = [part.strip().lstrip("-").replace("-", "_") for part in str(lr_field).split("+")]
+    if not all(parts):
+        raise ConfigError(
+            f"--lr-field {lr_field}: an empty field; tie learning rates by joining them with "
+            f"'+' (actor_lr+critic_lr), each one of {', '.join(known)}"
+        )
+    for part in parts:
+        if part not in known:
+            where = f" (in {lr_field})" if len(parts) > 1 else ""
+            raise ConfigError(
+                f"--lr-field {part}{where}: not a learning rate of {algo} that "
+                f"can vary inside one program; choose from {', '.join(known)}, or tie several "
+                "with '+' (actor_lr+critic_lr)"
+            )
+    if len(set(parts)) != len(parts):
+        raise ConfigError(f"--lr-field {lr_field}: a field is named twice")
+    return "+".join(parts)
 
 
 def _lr_fields(agent_config: Any) -> list[tuple[str, float]]:
@@ -486,7 +572,7 @@ def run(
     batch_sizes: Sequence[int] | None = None,
     lrs: Sequence[float] | None = None,
     seeds: Any = DEFAULT_SEEDS,
-    lr_field: str = DEFAULT_LR_FIELD,
+    lr_field: str | None = None,
     budget: float | None = None,
     budgets: Sequence[Budget] = (),
     bootstrap: int = DEFAULT_BOOTSTRAP,
@@ -510,6 +596,8 @@ def run(
         budget=budget,
     )
     say = print if progress is not None else (lambda line: None)
+    for note in the_plan.notes:
+        say(f"note: {note}")
     train_grid(the_plan, progress=progress, options=options, compile_cache=compile_cache, say=say)
     return fit(
         the_plan.out,
@@ -526,7 +614,7 @@ def run(
 
 
 USAGE = """usage: jaxrl scale [TRAIN FLAGS] --target J [--utd S1,S2,S3,...] [--batch-sizes B1,...]
-           [--lrs LR1,...] [--lr-field critic_lr] [--seeds 4] [--budget UPDATES]
+           [--lrs LR1,...] [--lr-field actor_lr+critic_lr] [--seeds 4] [--budget UPDATES]
            [--out FOLDER] [--predict-data D] [--predict-compute C] [--predict-delta DELTA]
            [--bootstrap 200] [--model-size N] [--dry-run]
        jaxrl scale --from FOLDER [--target J] [--utd ...] [--batch-sizes ...] [--lrs ...]
@@ -537,7 +625,10 @@ Fits the data an off-policy method needs to reach return J as a function of its 
 sigma, with 95% bootstrap intervals over seeds, and predicts the settings and the data and
 compute of a run for a budget. It trains one program per (UTD, batch size), the learning rates
 and seeds vmapped inside it (FOLDER/utd=S-batch=B); a folder that holds part of the grid goes on
-from it. Writes FOLDER/scale.json and FOLDER/scale.png. TRAIN FLAGS are jaxrl train's (--preset,
+from it. The learning rate is one value for actor and critic (--lr-field actor_lr+critic_lr, a
+tied --vmap axis; alpha_lr stays fixed unless named: actor_lr+critic_lr+alpha_lr; one field
+alone: --lr-field critic_lr); a folder made with another axis goes on with its own. Writes
+FOLDER/scale.json and FOLDER/scale.png. TRAIN FLAGS are jaxrl train's (--preset,
 --algo, --env, --steps, --num-envs, ...) but --seed(s), --vmap, --batch-size, --updates-per-step
 and --resume. UTD = updates_per_step / num_envs. An axis not given is proposed around the base
 config (UTD x 1/4..4, batch x 1/2,1,2, lr x 1/3,1,3); --budget U sets --steps so that the whole
@@ -552,7 +643,7 @@ def _parser() -> argparse.ArgumentParser:
     add("--utd", default=None)
     add("--batch-sizes", default=None)
     add("--lrs", default=None)
-    add("--lr-field", default=DEFAULT_LR_FIELD)
+    add("--lr-field", default=None)
     add("--seeds", default=str(DEFAULT_SEEDS))
     add("--budget", type=float, default=None)
     add("--out", default=None)
@@ -697,6 +788,8 @@ def main(argv: list[str]) -> int:
 
 
 def _print_plan(the_plan: Plan) -> None:
+    for note in the_plan.notes:
+        print(f"note: {note}")
     counts = {
         s: sum(p.status == s for p in the_plan.programs)
         for s in ("new", "resume", "done", "failed")

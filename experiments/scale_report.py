@@ -6,7 +6,9 @@ matplotlib, and jaxrl.grid for where a run keeps each member's metrics.
 
 A scale folder holds `scale_grid.json` (what the grid is: `experiments/scale.py` writes it) and
 one run folder per (UTD ratio, batch size), a `jaxrl train --seeds S --vmap LR_FIELD=...` run:
-its members' own metrics are RUN/LR_FIELD=VALUE/seed_N/metrics.jsonl. Everything a crossing
+its members' own metrics are RUN/SETTING/seed_N/metrics.jsonl, SETTING each field of the axis
+with its value (`actor_lr=0.001,critic_lr=0.001` for the tied actor_lr+critic_lr, the default;
+`critic_lr=0.001` for a folder made with one field). Everything a crossing
 needs is read from the run's own config.json and metrics: the UTD ratio is
 updates_per_step / num_envs of the saved config, the learning rate the member's setting, and
 the x axis of a curve its rows' `env_steps` (never their gradient `updates`, which are
@@ -120,6 +122,7 @@ def read_run(scale_folder: pathlib.Path, name: str, lr_field: str) -> list[Membe
     run_grid = Grid.from_json(saved)
     if run_grid is None or lr_field not in dict(run_grid.axes):
         raise ScaleError(f"{run} is not a run of the grid: it has no --vmap {lr_field}=... axis")
+    field = Grid.fields(lr_field)[0]  # a tied axis gives each of its fields the same value
     sigma = train["updates_per_step"] / train["num_envs"]
     failed = None
     if (run / FAILED_FILE).is_file():
@@ -132,7 +135,7 @@ def read_run(scale_folder: pathlib.Path, name: str, lr_field: str) -> list[Membe
             Member(
                 sigma=sigma,
                 batch_size=int(train["batch_size"]),
-                lr=float(setting[lr_field]),
+                lr=float(setting[field]),
                 folder=name,
                 seeds=tuple(run_grid.seeds),
                 steps=steps,

@@ -9,7 +9,8 @@ import pathlib
 import numpy as np
 import pytest
 
-from jaxrl import cli
+from jaxrl import cli, plot
+from jaxrl.config import ConfigError
 from jaxrl.experiments import scale, scale_report
 from jaxrl.experiments import scale_fit as sf
 
@@ -36,11 +37,15 @@ def _write_rows(folder: pathlib.Path, rows):
     (folder / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
 
 
-def make_scale_folder(root: pathlib.Path, utds=UTDS, batches=BATCHES, lrs=LRS, seeds=(0, 1)):
+def make_scale_folder(
+    root: pathlib.Path, utds=UTDS, batches=BATCHES, lrs=LRS, seeds=(0, 1), lr_field="critic_lr"
+):
     """A scale folder as `jaxrl scale` leaves it, without training: scale_grid.json, and per
     (sigma, batch) a run folder (config.json, summary.json, each member's metrics.jsonl) whose
     seed-mean curve rises linearly through J at _truth's D_J. Each chunk's `updates` is
-    sigma x its env steps, so a crossing read off the updates would be sigma x D_J."""
+    sigma x its env steps, so a crossing read off the updates would be sigma x D_J. lr_field
+    critic_lr: a folder as made before the tied default; actor_lr+critic_lr: as made now, each
+    member's folder naming both fields."""
     runs = {}
     for sigma in utds:
         for batch in batches:
@@ -53,7 +58,7 @@ def make_scale_folder(root: pathlib.Path, utds=UTDS, batches=BATCHES, lrs=LRS, s
                 "train": {"num_envs": NUM_ENVS, "updates_per_step": per_step, "batch_size": batch},
                 "agent": {},
                 "seeds": list(seeds),
-                "vmap": {"critic_lr": list(lrs)},
+                "vmap": {lr_field: list(lrs)},
             }
             (run / "config.json").write_text(json.dumps(saved))
             (run / "summary.json").write_text("{}")
@@ -70,12 +75,13 @@ def make_scale_folder(root: pathlib.Path, utds=UTDS, batches=BATCHES, lrs=LRS, s
                         }
                         for step in range(EVAL_EVERY, STEPS + 1, EVAL_EVERY)
                     ]
-                    _write_rows(run / f"critic_lr={lr:g}" / f"seed_{seed}", rows)
+                    setting = ",".join(f"{f}={lr:g}" for f in lr_field.split("+"))
+                    _write_rows(run / setting / f"seed_{seed}", rows)
     spec = {
         "algo": "sac",
         "env": "classic/pendulum",
         "target": J,
-        "lr_field": "critic_lr",
+        "lr_field": lr_field,
         "lrs": sorted(lrs),
         "seeds": list(seeds),
         "train": {"num_envs": NUM_ENVS},
@@ -86,10 +92,13 @@ def make_scale_folder(root: pathlib.Path, utds=UTDS, batches=BATCHES, lrs=LRS, s
     return root
 
 
-def test_crossings_are_read_in_env_steps_per_learning_rate(tmp_path):
+@pytest.mark.parametrize("lr_field", ["critic_lr", "actor_lr+critic_lr"])
+def test_crossings_are_read_in_env_steps_per_learning_rate(tmp_path, lr_field):
     """Every configuration's D_J is _truth's, to interpolation exactness, and its updates are
-    sigma x D_J: the x axis is env steps (not updates), each lr its own member's curve."""
-    _, members = scale_report.read_scale_folder(make_scale_folder(tmp_path))
+    sigma x D_J: the x axis is env steps (not updates), each lr its own member's curve; in a
+    folder of one learning-rate field (as made before the tied default) or of the tied axis."""
+    folder = make_scale_folder(tmp_path, lr_field=lr_field)
+    _, members = scale_report.read_scale_folder(folder)
     rows = scale_report.crossings(members, J, None)
     assert len(rows) == len(UTDS) * len(BATCHES) * len(LRS)
     for row in rows:
@@ -292,6 +301,97 @@ def test_a_folder_keeps_its_learning_rates_and_seeds(capsys, tmp_path, no_traini
     assert "3 new" in capsys.readouterr().out
 
 
+def test_the_learning_rate_axis_ties_actor_and_critic_by_default(capsys, tmp_path, no_training):
+    """The plan's learning-rate axis: actor_lr+critic_lr tied (each member both at its lr, the
+    temperature's alpha_lr at its base value), or the fields named; the spec saved with it."""
+    from jaxrl import grid
+    from jaxrl.config.resolve import build_configs
+
+    train, agent, _ = build_configs([*TINY, "--steps", "512", "--alpha-lr", "7e-4"])
+    small = {"utds": (0.25, 0.5, 1), "batch_sizes": (16,), "lrs": (1e-3, 3e-3), "seeds": 2}
+    the_plan = scale.plan(train, agent, tmp_path / "grid", target=-1.0, **small)
+    assert the_plan.lr_field == "actor_lr+critic_lr" and not the_plan.notes
+    assert the_plan.spec["lr_field"] == "actor_lr+critic_lr" and the_plan.spec["lrs"] == [
+        1e-3,
+        3e-3,
+    ]
+    assert {"actor_lr", "critic_lr"}.isdisjoint(the_plan.spec["agent"])
+    assert the_plan.spec["agent"]["alpha_lr"] == 7e-4
+    # What each program trains: the vmap train_grid passes, as its members take it.
+    axis = grid.parse_vmap({the_plan.lr_field: the_plan.lrs}, train, agent)
+    members = [grid.member_configs(s, train, agent)[1] for s in grid.Grid((0,), axis).settings]
+    assert [(m.actor_lr, m.critic_lr, m.alpha_lr) for m in members] == [
+        (1e-3, 1e-3, 7e-4),
+        (3e-3, 3e-3, 7e-4),
+    ]
+    # Named: one field alone, or alpha_lr tied in too; a bad part is named.
+    one = scale.plan(train, agent, tmp_path / "one", target=-1.0, lr_field="critic_lr", **small)
+    assert one.lr_field == "critic_lr" and one.spec["agent"]["actor_lr"] == agent.actor_lr
+    three = scale.plan(
+        train, agent, tmp_path / "3", target=-1.0, lr_field="actor_lr+critic_lr+alpha_lr", **small
+    )
+    assert "alpha_lr" not in three.spec["agent"]
+    for bad, message in [
+        ("actor_lr+tau", "--lr-field tau (in actor_lr+tau): not a learning rate of sac"),
+        ("actor_lr+", "--lr-field actor_lr+: an empty field"),
+        ("critic_lr+critic_lr", "--lr-field critic_lr+critic_lr: a field is named twice"),
+    ]:
+        with pytest.raises(ConfigError) as error:
+            scale.plan(train, agent, tmp_path / "bad", target=-1.0, lr_field=bad, **small)
+        assert message in str(error.value)
+    # Proposed learning rates: around the base value the tied fields share, else refused.
+    proposed = scale.plan(train, agent, tmp_path / "p", target=-1.0, utds=(0.25, 0.5, 1))
+    assert proposed.lrs == (1e-4, 3e-4, 9e-4)  # actor_lr = critic_lr = 3e-4, x 1/3, 1, 3
+    apart = build_configs([*TINY, "--actor-lr", "1e-4", "--critic-lr", "3e-4"])[:2]
+    with pytest.raises(ConfigError, match="actor_lr 0.0001, critic_lr 0.0003: give the"):
+        scale.plan(*apart, tmp_path / "p2", target=-1.0, utds=(0.25, 0.5, 1))
+    # The command prints the axis and its members.
+    argv = ["scale", "--target", "-1000", *TINY, *GRID, "--steps", "512", "--dry-run"]
+    assert cli.main([*argv, "--out", str(tmp_path / "cmd")]) == 0
+    assert (
+        "each actor_lr+critic_lr 0.001, 0.003 x seeds 0, 1 (4 members)" in capsys.readouterr().out
+    )
+
+
+def test_an_algorithm_without_both_learning_rates_falls_back_and_says_so(monkeypatch):
+    fields = {"critic_lr": 1e-3, "alpha_lr": 1e-3}
+    monkeypatch.setattr(scale, "_lr_fields", lambda agent_config: list(fields.items()))
+    field, note = scale.default_lr_field(object())
+    assert field == "critic_lr" and "lacks actor_lr: the learning-rate axis is critic_lr" in note
+    fields = {"learning_rate": 1e-3}
+    assert scale.default_lr_field(object())[0] == "learning_rate"
+    fields = {"policy_lr": 1e-3, "value_lr": 1e-3, "alpha_lr": 1e-3}
+    field, note = scale.default_lr_field(object())
+    assert field == "policy_lr+value_lr" and "lacks actor_lr and critic_lr" in note
+    fields = {}
+    with pytest.raises(ConfigError, match="no learning rate"):
+        scale.default_lr_field(object())
+
+
+def test_a_folder_made_with_one_learning_rate_field_goes_on_with_it(capsys, tmp_path, no_training):
+    """A folder from before the tied default (lr_field critic_lr): the same command goes on with
+    its axis and says so; another --lr-field is refused naming the folder's; --from refits it."""
+    from jaxrl.config.resolve import build_configs
+
+    out = tmp_path / "grid"
+    train, agent, _ = build_configs([*TINY, "--steps", "512"])
+    small = {"utds": (0.25, 0.5, 1), "batch_sizes": (16,), "lrs": (1e-3, 3e-3), "seeds": 2}
+    old = scale.plan(train, agent, out, target=-1000.0, lr_field="critic_lr", **small)
+    out.mkdir()
+    (out / scale_report.GRID_FILE).write_text(json.dumps(old.spec))
+    again = scale.plan(train, agent, out, target=-1000.0, **small)
+    assert again.lr_field == "critic_lr" and again.spec == old.spec
+    assert "made with --lr-field critic_lr, not the default actor_lr+critic_lr" in again.notes[0]
+    argv = ["scale", "--target", "-1000", *TINY, *GRID, "--steps", "512", "--out", str(out)]
+    assert cli.main([*argv, "--dry-run"]) == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith("note: ") and "each critic_lr 0.001, 0.003" in printed
+    assert cli.main([*argv, "--lr-field", "actor_lr+critic_lr", "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert "whose learning-rate axis is --lr-field critic_lr, not actor_lr+critic_lr" in err
+    assert "--lr-field critic_lr, or use another --out" in err
+
+
 def test_proposed_grid_budget_and_a_program_that_stops_on_a_nan(tmp_path, monkeypatch):
     """Axes left out are proposed around the base config; --budget sets the steps; a program
     stopped by a NaN is recorded and not retried (driver.train stubbed: nothing trains)."""
@@ -346,20 +446,25 @@ def test_scale_trains_fits_and_goes_on_after_a_kill(capsys, tmp_path):
         run = out / r["folder"]
         saved = json.loads((run / "config.json").read_text())
         assert saved["train"]["updates_per_step"] == round(r["utd"] * 4)
-        assert saved["vmap"] == {"critic_lr": [0.001, 0.003]} and saved["seeds"] == [0, 1]
+        # One learning rate for actor and critic (the tied default), alpha_lr at its base.
+        assert saved["vmap"] == {"actor_lr+critic_lr": [0.001, 0.003]}
+        assert saved["seeds"] == [0, 1]
+        member = plot._grid_members(run, saved)[run / f"{_setting(r['lr'])}/seed_1"]
+        assert member["agent"]["actor_lr"] == member["agent"]["critic_lr"] == r["lr"]
+        assert member["agent"]["alpha_lr"] == saved["agent"]["alpha_lr"]
     # Refit at a real target: each crossing is the one computed here from the member's own
     # metrics file, found by its learning rate's folder name.
     returns = []
     for r in report["runs"]:
         for seed in (0, 1):
-            rows = _rows(out / r["folder"] / f"critic_lr={r['lr']:g}" / f"seed_{seed}")
+            rows = _rows(out / r["folder"] / _setting(r["lr"]) / f"seed_{seed}")
             returns.append([row["eval_return"] for row in rows])
     target = float(np.median(np.asarray(returns)[:, -1]))
     code = cli.main(["scale", "--from", str(out), "--target", str(target), "--name", "mid"])
     assert code in (0, 1)
     mid = json.loads((out / "mid.json").read_text())
     for r in mid["runs"]:
-        member = out / r["folder"] / f"critic_lr={r['lr']:g}"
+        member = out / r["folder"] / _setting(r["lr"])
         curves = [_rows(member / f"seed_{seed}") for seed in (0, 1)]
         steps = [row["env_steps"] for row in curves[0]]
         expected = sf.crossing(steps, [[row["eval_return"] for row in c] for c in curves], target)
@@ -369,18 +474,28 @@ def test_scale_trains_fits_and_goes_on_after_a_kill(capsys, tmp_path):
     # Kill: the last run has finished but lost its summary; the second is back to config.json.
     done, cut, unfinished = (out / scale_report.run_name(s, 16) for s in (0.25, 0.5, 1.0))
     (unfinished / "summary.json").unlink()
-    kept = (done / "critic_lr=0.001" / "seed_0" / "metrics.jsonl").stat().st_mtime_ns
+    kept = (done / _setting(0.001) / "seed_0" / "metrics.jsonl").stat().st_mtime_ns
     for path in sorted(cut.iterdir()):
         if path.name != "config.json":
             _remove(path)
     assert cli.main(argv) == 0, capsys.readouterr().err
     again = capsys.readouterr().out
-    assert "UTD 0.25 (updates_per_step 1), batch 16: 2 critic_lr x 2 seeds: done, skipped" in again
-    assert "UTD 0.5 (updates_per_step 2), batch 16: 2 critic_lr x 2 seeds: resuming" in again
-    assert "UTD 1 (updates_per_step 4), batch 16: 2 critic_lr x 2 seeds: resuming" in again
-    assert (done / "critic_lr=0.001" / "seed_0" / "metrics.jsonl").stat().st_mtime_ns == kept
+    assert (
+        "UTD 0.25 (updates_per_step 1), batch 16: 2 actor_lr+critic_lr x 2 seeds: done, skipped"
+        in again
+    )
+    assert (
+        "UTD 0.5 (updates_per_step 2), batch 16: 2 actor_lr+critic_lr x 2 seeds: resuming" in again
+    )
+    assert "UTD 1 (updates_per_step 4), batch 16: 2 actor_lr+critic_lr x 2 seeds: resuming" in again
+    assert (done / _setting(0.001) / "seed_0" / "metrics.jsonl").stat().st_mtime_ns == kept
     assert (cut / "summary.json").is_file() and (unfinished / "summary.json").is_file()
     assert json.loads((out / "scale.json").read_text())["runs"] == report["runs"]
+
+
+def _setting(lr: float) -> str:
+    """A member's folder in a run of the tied default axis."""
+    return f"actor_lr={lr:g},critic_lr={lr:g}"
 
 
 def _rows(member: pathlib.Path) -> list[dict]:

@@ -155,8 +155,9 @@ class TrainOptions:
     bootstrap interval. --seed is then ignored."""
     vmap: Annotated[tuple[str, ...], tyro.conf.UseAppendAction] = ()
     """A settings grid trained in the same one program: NAME=V1,V2 (repeatable; the product of
-    all, times --seeds). Only fields that are data: learning rates, tau, gamma, scales, noise
-    (an error lists them). Metrics per member under RUN/SETTING/seed_<seed>/; rows and
+    all, times --seeds). Tied fields, A+B=V1,V2 (e.g. actor_lr+critic_lr), are one axis: each
+    value sets every field named. Only fields that are data: learning rates, tau, gamma, scales,
+    noise (an error lists them). Metrics per member under RUN/SETTING/seed_<seed>/; rows and
     summary.json name the best setting."""
     compile_cache: bool = True
     """JAX's persistent compilation cache (~/.cache/jaxrl/xla): re-runs skip compilation."""
