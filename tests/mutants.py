@@ -65,6 +65,7 @@ DSAC_REF = "tests/agents/test_dsac_t_update_reference.py"
 PPO_REF = "tests/agents/test_ppo_update_reference.py"
 BRAX_PPO = "tests/agents/test_ppo_brax_parity.py"
 SAC_BRAX = "tests/agents/test_sac_brax_parity.py"
+SAC_LOOP_BRAX = "tests/loops/test_sac_loop_brax_parity.py"
 WIRING = "tests/test_wiring.py"
 SCALE = "tests/test_scale.py"
 RUNS = "tests/test_runs.py"
@@ -481,6 +482,32 @@ MUTANTS = [
         "    return (x if weight is None else x * weight).sum(-1) / jnp.maximum(weight.sum(), 1)",
         "masked rows leave the critic loss's mean (Brax counts them, as zeros)",
         SAC_BRAX,
+    ),
+    m(
+        "offpolicy-learns-before-insert",
+        "jaxrl/loops/offpolicy.py",
+        'args = (state.agent, buffer, stats, learn_key, state.hp["gamma"])',
+        'args = (state.agent, state.buffer, stats, learn_key, state.hp["gamma"])',
+        "an iteration learns from the buffer before its own rows are inserted (Brax samples "
+        "after inserting them)",
+        SAC_LOOP_BRAX,
+    ),
+    m(
+        "offpolicy-batch-normalised-with-old-stats",
+        "jaxrl/loops/offpolicy.py",
+        'args = (state.agent, buffer, stats, learn_key, state.hp["gamma"])',
+        'args = (state.agent, buffer, state.obs_stats, learn_key, state.hp["gamma"])',
+        "the update's batch is normalised with the statistics from before this step's update "
+        "(Brax's gradient steps read the updated ones)",
+        SAC_LOOP_BRAX,
+    ),
+    m(
+        "replay-draws-skip-newest-rows",
+        "jaxrl/replay.py",
+        "index = _draws(key, shards, batch_shape, 0, jnp.maximum(buffer.size, 1) * per_shard)",
+        "index = _draws(key, shards, batch_shape, 0, jnp.maximum(buffer.size - 1, 1) * per_shard)",
+        "replay draws leave out the newest step's rows (Brax draws over every filled row)",
+        SAC_LOOP_BRAX,
     ),
     m(
         "replay-truncated-is-done",
