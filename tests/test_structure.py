@@ -70,3 +70,13 @@ def test_test_folders_mirror_the_package():
         if not any((base / folder / "__init__.py").is_file() for base in (ROOT / "jaxrl", ROOT))
     )
     assert not unmatched, f"tests/ folders with no package folder of their name: {unmatched}"
+
+
+def test_test_modules_have_unique_names():
+    """The test folders have no __init__.py, so pytest imports each test file by its base name:
+    two files of one name (tests/agents/test_registry.py beside tests/envs/test_registry.py)
+    stop the collection of the whole suite."""
+    names: dict[str, list[str]] = {}
+    for path in (ROOT / "tests").rglob("test_*.py"):
+        names.setdefault(path.name, []).append(str(path.relative_to(ROOT)))
+    assert {n: p for n, p in names.items() if len(p) > 1} == {}
