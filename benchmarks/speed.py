@@ -23,7 +23,6 @@ and how many envs fit in a device's memory.
 from __future__ import annotations
 
 import math
-import statistics
 import time
 from collections.abc import Callable
 from typing import Any
@@ -31,6 +30,8 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from jaxrl.benchmarks.profile import _median_seconds, learning_data
 
 
 def _size(shape) -> int:
@@ -86,15 +87,6 @@ def matmul_flops(fn: Callable, *args) -> dict:
     return {"flops": flops, "while_loops": whiles}
 
 
-def _median(call: Callable[[], Any], repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        tick = time.perf_counter()
-        jax.block_until_ready(call())
-        times.append(time.perf_counter() - tick)
-    return statistics.median(times)
-
-
 def matmul_peak(dtype: str = "bfloat16", n: int | None = None, repeats: int = 5) -> dict:
     """FLOP/s of one n x n x n product in `dtype` (float32 sums), after a warm-up call; n
     defaults to 8192 on accelerators, 1024 on a CPU."""
@@ -104,13 +96,11 @@ def matmul_peak(dtype: str = "bfloat16", n: int | None = None, repeats: int = 5)
     b = jax.random.normal(jax.random.PRNGKey(1), (n, n), dtype)
     product = jax.jit(lambda a, b: jnp.matmul(a, b, preferred_element_type=jnp.float32))
     jax.block_until_ready(product(a, b))
-    seconds = _median(lambda: product(a, b), repeats)
+    seconds = _median_seconds(lambda: product(a, b), repeats)
     return {"dtype": dtype, "n": n, "seconds": seconds, "flops_per_second": 2 * n**3 / seconds}
 
 
 def _agent_state_and_data(trainer, key):
-    from jaxrl.benchmarks.profile import learning_data
-
     observation = trainer.observation
     state = trainer.agent.init(
         key, observation.actor_size, trainer.env.action_size, observation.critic_size
@@ -136,7 +126,7 @@ def update_speed(trainer, seed: int = 0, repeats: int = 5) -> dict:
         return metrics
 
     jax.block_until_ready(step())
-    seconds = _median(step, repeats)
+    seconds = _median_seconds(step, repeats)
     memory = compiled.memory_analysis()
     return {
         "compile_seconds": compile_seconds,
