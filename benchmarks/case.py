@@ -220,7 +220,7 @@ def run_jaxrl(case: Case) -> tuple[list[dict], float, dict]:
         None,
         progress=lambda _line: stamps.append(time.perf_counter() - start),
         compile_cache=False,
-        seeds=case.seeds or None,
+        seeds=tuple(range(case.seed, case.seed + case.seeds)) if case.seeds else None,
     )
     # The first progress line reports compilation; one line per chunk follows.
     evals = [

@@ -77,7 +77,7 @@ def test_every_suite_case_round_trips_through_json():
 
 
 @pytest.mark.parametrize(
-    "suite", ["parity", "parity_long", "identical", "gpu-parity", "parity_dmc"]
+    "suite", ["parity", "parity_long", "identical", "gpu-parity", "parity_dmc", "parity_dmc_more"]
 )
 def test_parity_cases_give_jaxrl_exactly_the_peer_settings(suite):
     """Each jaxrl parity case parses, and its configs carry the peer's own hyperparameters and,
@@ -435,3 +435,12 @@ def test_jobs_run_cases_at_once_and_gather_every_record(tmp_path, monkeypatch):
     assert all(r["concurrent_jobs"] == 3 for r in lines) and len(records) == 3
     assert [r["error"] for r in lines if "error" in r] == ["Traceback...\nValueError: boom"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["tiny.jsonl"]
+
+
+def test_more_seeds_start_where_the_first_five_end_on_both_sides():
+    cases = SUITES["parity_dmc_more"]()
+    jaxrl_cases = [c for c in cases if c.system == "jaxrl"]
+    assert [c.name for c in jaxrl_cases] == ["jaxrl/sac/playground/ReacherEasy/128/seeds5-9"]
+    assert sorted(c.seed for c in cases if c.system == "brax") == [5, 6, 7, 8, 9]
+    first = [c for c in SUITES["parity_dmc"]() if c.env == jaxrl_cases[0].env]
+    assert not {c.name for c in first} & {c.name for c in cases}  # records never replace
