@@ -113,10 +113,19 @@ MUTANTS = [
     m(
         "sac-entropy-sign-in-target",
         "jaxrl/agents/sac.py",
-        "soft_value = next_q.min(axis=0) - alpha * next_log_prob",
-        "soft_value = next_q.min(axis=0) + alpha * next_log_prob",
+        "bonus = -alpha * next_log_prob",
+        "bonus = alpha * next_log_prob",
         "the soft target adds the log-probability instead of subtracting it",
         SAC_REF,
+    ),
+    m(
+        "crossq-entropy-sign-in-target",
+        "jaxrl/agents/sac.py",
+        "soft_value = next_q.min(axis=0) - alpha * next_log_prob",
+        "soft_value = next_q.min(axis=0) + alpha * next_log_prob",
+        "CrossQ's soft target (sac.critic_target, which SAC's heads no longer use) adds the "
+        "log-probability instead of subtracting it",
+        CROSSQ_REF,
     ),
     m(
         "sac-target-entropy-sign",
