@@ -32,3 +32,52 @@ def install_shims():
     from jaxrl.benchmarks import peers
 
     peers.install_jax_shims()
+
+
+def record(store: list, tree) -> None:
+    """Appends `tree` to `store` as the compiled program runs (a host callback)."""
+    jax.debug.callback(lambda t: store.append(jax.device_get(t)), tree, ordered=False)
+
+
+def record_sac_training(patch, steps: list, seen: dict, states: list) -> None:
+    """Patches (`patch`: a pytest MonkeyPatch) Brax SAC's `acting.actor_step`, `make_losses`
+    and `TrainingState` so that a run of its `sac.train` records, as it goes: each env step's
+    (key, data) in `steps`, each loss's key (the critic's with its transitions) in
+    seen["alpha" | "critic" | "actor"], and every training state built in `states`."""
+    from brax.training import acting
+    from brax.training.agents.sac import losses as brax_losses
+    from brax.training.agents.sac import train as brax_train
+
+    actor_step, make_losses = acting.actor_step, brax_losses.make_losses
+    training_state = brax_train.TrainingState
+
+    def recording_actor_step(env, env_state, policy, key, extra_fields=()):
+        state, data = actor_step(env, env_state, policy, key, extra_fields=extra_fields)
+        record(steps, (key, data))
+        return state, data
+
+    def recording_losses(*args, **kwargs):
+        alpha_loss, critic_loss, actor_loss = make_losses(*args, **kwargs)
+
+        def alpha(log_alpha, policy, normalizer, transitions, key):
+            record(seen["alpha"], key)
+            return alpha_loss(log_alpha, policy, normalizer, transitions, key)
+
+        def critic(q, policy, normalizer, target_q, alpha, transitions, key):
+            record(seen["critic"], (key, transitions))
+            return critic_loss(q, policy, normalizer, target_q, alpha, transitions, key)
+
+        def actor(policy, normalizer, q, alpha, transitions, key):
+            record(seen["actor"], key)
+            return actor_loss(policy, normalizer, q, alpha, transitions, key)
+
+        return alpha, critic, actor
+
+    def recording_state(**fields):
+        state = training_state(**fields)
+        record(states, state)
+        return state
+
+    patch.setattr(acting, "actor_step", recording_actor_step)
+    patch.setattr(brax_losses, "make_losses", recording_losses)
+    patch.setattr(brax_train, "TrainingState", recording_state)

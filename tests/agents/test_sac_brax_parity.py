@@ -308,7 +308,6 @@ def test_one_iteration_matches_a_whole_brax_training_step(monkeypatch):
     keys are handed to jaxrl's updates through `sac.update_keys`: the two systems derive their
     keys differently, so only the draws are made equal, not the key chains."""
     from brax import envs as brax_envs
-    from brax.training import acting
     from brax.training.agents.sac import train as brax_train
 
     from jaxrl import normalization
@@ -317,45 +316,7 @@ def test_one_iteration_matches_a_whole_brax_training_step(monkeypatch):
     envs_, batch_size, updates, prefill, episode = 4, 8, 2, 8, 6
     gamma, scale, lr, tau, seed = 0.9, 2.0, 1e-3, 0.1, 1
     steps, states, losses_seen = [], [], {"alpha": [], "critic": [], "actor": []}
-    record = lambda store, tree: jax.debug.callback(  # noqa: E731
-        lambda t: store.append(jax.device_get(t)), tree, ordered=False
-    )
-    actor_step, make_losses, training_state = (
-        acting.actor_step,
-        brax_losses.make_losses,
-        brax_train.TrainingState,
-    )
-
-    def recording_actor_step(env, env_state, policy, key, extra_fields=()):
-        state, data = actor_step(env, env_state, policy, key, extra_fields=extra_fields)
-        record(steps, (key, data))
-        return state, data
-
-    def recording_losses(*args, **kwargs):
-        alpha_loss, critic_loss, actor_loss = make_losses(*args, **kwargs)
-
-        def alpha(log_alpha, policy, normalizer, transitions, key):
-            record(losses_seen["alpha"], key)
-            return alpha_loss(log_alpha, policy, normalizer, transitions, key)
-
-        def critic(q, policy, normalizer, target_q, alpha, transitions, key):
-            record(losses_seen["critic"], (key, transitions))
-            return critic_loss(q, policy, normalizer, target_q, alpha, transitions, key)
-
-        def actor(policy, normalizer, q, alpha, transitions, key):
-            record(losses_seen["actor"], key)
-            return actor_loss(policy, normalizer, q, alpha, transitions, key)
-
-        return alpha, critic, actor
-
-    def recording_state(**fields):
-        state = training_state(**fields)
-        record(states, state)
-        return state
-
-    monkeypatch.setattr(acting, "actor_step", recording_actor_step)
-    monkeypatch.setattr(brax_losses, "make_losses", recording_losses)
-    monkeypatch.setattr(brax_train, "TrainingState", recording_state)
+    brax_peer.record_sac_training(monkeypatch, steps, losses_seen, states)
     factory = functools.partial(
         brax_networks.make_sac_networks, hidden_layer_sizes=HIDDEN, q_network_layer_norm=True
     )

@@ -79,8 +79,7 @@ def brax_run():
     transitions, each replay sample's key and range, each loss's key (and the critic's batch),
     the training state after every gradient step, and the final normaliser."""
     from brax import envs as brax_envs
-    from brax.training import acting, replay_buffers
-    from brax.training.agents.sac import losses as brax_losses
+    from brax.training import replay_buffers
     from brax.training.agents.sac import networks as brax_networks
     from brax.training.agents.sac import train as brax_train
 
@@ -88,39 +87,8 @@ def brax_run():
 
     steps, states, samples = [], [], []
     seen = {"alpha": [], "critic": [], "actor": []}
-    record = lambda store, tree: jax.debug.callback(  # noqa: E731
-        lambda t: store.append(jax.device_get(t)), tree, ordered=False
-    )
-    actor_step, make_losses = acting.actor_step, brax_losses.make_losses
-    training_state = brax_train.TrainingState
+    record = brax_peer.record
     sample_internal = replay_buffers.UniformSamplingQueue.sample_internal
-
-    def recording_actor_step(env, env_state, policy, key, extra_fields=()):
-        state, data = actor_step(env, env_state, policy, key, extra_fields=extra_fields)
-        record(steps, (key, data))
-        return state, data
-
-    def recording_losses(*args, **kwargs):
-        alpha_loss, critic_loss, actor_loss = make_losses(*args, **kwargs)
-
-        def alpha(log_alpha, policy, normalizer, transitions, key):
-            record(seen["alpha"], key)
-            return alpha_loss(log_alpha, policy, normalizer, transitions, key)
-
-        def critic(q, policy, normalizer, target_q, alpha, transitions, key):
-            record(seen["critic"], (key, transitions))
-            return critic_loss(q, policy, normalizer, target_q, alpha, transitions, key)
-
-        def actor(policy, normalizer, q, alpha, transitions, key):
-            record(seen["actor"], key)
-            return actor_loss(policy, normalizer, q, alpha, transitions, key)
-
-        return alpha, critic, actor
-
-    def recording_state(**fields):
-        state = training_state(**fields)
-        record(states, state)
-        return state
 
     def recording_sample(self, buffer_state):
         record(samples, (buffer_state.key, buffer_state.sample_position,
@@ -134,9 +102,7 @@ def brax_run():
     )
     brax_peer.install_shims()
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(acting, "actor_step", recording_actor_step)
-        patch.setattr(brax_losses, "make_losses", recording_losses)
-        patch.setattr(brax_train, "TrainingState", recording_state)
+        brax_peer.record_sac_training(patch, steps, seen, states)
         patch.setattr(replay_buffers.UniformSamplingQueue, "sample_internal", recording_sample)
         settings = {k: v for k, v in SETTINGS.items() if k != "q_network_layer_norm"}
         _, (normalizer, policy), _ = brax_train.train(
