@@ -312,9 +312,12 @@ class BRNQEnsemble(nn.Module):
     momentum: float = 0.99
     warmup_steps: int = 100_000
     matmul_precision: str = "float32"
+    outputs: int | None = None
+    """Outputs of each critic (a critic head's, e.g. C51 logits); None: one value."""
 
     @nn.compact
     def __call__(self, obs: jax.Array, action: jax.Array, train: bool = False) -> jax.Array:
+        """[E, ...] (E critics), with a trailing [outputs] axis where `outputs` is set."""
         ensemble = nn.vmap(
             BRNMLP,
             variable_axes={"params": 0, "batch_stats": 0},
@@ -325,13 +328,14 @@ class BRNQEnsemble(nn.Module):
         )
         critics = ensemble(
             self.hidden,
-            1,
+            self.outputs or 1,
             self.momentum,
             self.warmup_steps,
             self.matmul_precision,
             name="critics",
         )
-        return critics(jnp.concatenate([obs, action], -1), train)[..., 0]
+        out = critics(jnp.concatenate([obs, action], -1), train)
+        return out if self.outputs else out[..., 0]
 
 
 class BRNGaussianActor(nn.Module):

@@ -120,11 +120,27 @@ MUTANTS = [
     ),
     m(
         "crossq-entropy-sign-in-target",
-        "jaxrl/agents/sac.py",
-        "soft_value = next_q.min(axis=0) - alpha * next_log_prob",
-        "soft_value = next_q.min(axis=0) + alpha * next_log_prob",
-        "CrossQ's soft target (sac.critic_target, which SAC's heads no longer use) adds the "
-        "log-probability instead of subtracting it",
+        "jaxrl/agents/crossq.py",
+        "bonus = -alpha * next_log_prob",
+        "bonus = alpha * next_log_prob",
+        "CrossQ's soft bonus in the head's target adds the log-probability instead of "
+        "subtracting it",
+        CROSSQ_REF,
+    ),
+    m(
+        "crossq-actor-reads-raw-critic-outputs",
+        "jaxrl/agents/crossq.py",
+        "q_pi = head.values(out, hp)",
+        "q_pi = out",
+        "CrossQ's actor climbs the critics' raw outputs (C51 logits) instead of the head's values",
+        CROSSQ_REF,
+    ),
+    m(
+        "crossq-joint-pass-split-on-the-last-axis",
+        "jaxrl/agents/crossq.py",
+        "online, next_out = jnp.split(out, 2, axis=1)",
+        "online, next_out = jnp.split(out, 2, axis=-1)",
+        "the joint pass is split back on the last axis (a C51 critic's atoms), not the batch",
         CROSSQ_REF,
     ),
     m(
@@ -212,8 +228,8 @@ MUTANTS = [
     m(
         "crossq-split-swapped",
         "jaxrl/agents/crossq.py",
-        "q, next_q = jnp.split(q_all, 2, axis=-1)",
-        "next_q, q = jnp.split(q_all, 2, axis=-1)",
+        "online, next_out = jnp.split(out, 2, axis=1)",
+        "next_out, online = jnp.split(out, 2, axis=1)",
         "CrossQ's joint pass is split back in the wrong order",
         CROSSQ_REF,
     ),

@@ -348,8 +348,9 @@ def brn_mlp(params: dict, stats: dict, x, train: bool, momentum: float, warmup: 
 
 
 def brn_q_ensemble(params, stats, obs, action, train, momentum, warmup, rds=None):
-    """A BRNQEnsemble: (Q [E, N], new stats stacked [E] like the flax tree, [(r, d) per critic]).
-    Each critic normalises with its own statistics of all N rows."""
+    """A BRNQEnsemble: (Q [E, N] or, for critics of several outputs, [E, N, K]; new stats
+    stacked [E] like the flax tree; [(r, d) per critic]). Each critic normalises with its own
+    statistics of all N rows."""
     layers, layer_stats = params["critics"], stats["critics"]
     size = layers["Dense_0"]["bias"].shape[0]
     x = np.concatenate([obs, action], -1)
@@ -364,7 +365,7 @@ def brn_q_ensemble(params, stats, obs, action, train, momentum, warmup, rds=None
             warmup,
             None if rds is None else rds[e],
         )
-        outs.append(out[..., 0])
+        outs.append(out[..., 0] if out.shape[-1] == 1 else out)
         new.append(s)
         used.append(rd)
     stacked = jax.tree.map(lambda *xs: np.stack([np.asarray(x) for x in xs]), *new)

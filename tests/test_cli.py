@@ -105,7 +105,10 @@ def test_flags_override_preset_and_reach_both_configs():
             "a rollout of 35 samples (num_envs x unroll_length) does not split into "
             "num_minibatches=32",
         ),
-        (["train", "--algo", "pql", "--critic", "quantile"], "critic must be 'double_q' or"),
+        (
+            ["train", "--algo", "pql", "--critic", "quantile"],
+            "critic must be one of double_q, c51, got 'quantile'",
+        ),
         (["train", "--algo", "fast_td3", "--actor-q", "max"], "actor_q must be one of"),
         (["bench", "--suite", "smoke", "--only", "no-such-case"], "no case of suite 'smoke'"),
         # Run settings.

@@ -90,10 +90,17 @@ def apply_gradients(
     return Learner(optax.apply_updates(learner.params, updates), opt_state)
 
 
-def update_hyperparameters(config: Any, consumed: tuple[str, ...]) -> tuple[str, ...]:
+def update_hyperparameters(config: Any) -> tuple[str, ...]:
     """The ARRAY_FIELDS an agent's `act` and `update` read from `state.hp`: all of the config's
-    but those `consumed` by the optimisers (learning rates, ...) and by `init`."""
+    but those its class lists as `CONSUMED` (read once, by the optimisers or by `init`)."""
+    consumed = getattr(type(config), "CONSUMED", ())
     return tuple(name for name in array_fields(config) if name not in consumed)
+
+
+def state_hyperparameters(config: Any) -> dict[str, jax.Array]:
+    """An agent state's `hp`: the config's `update_hyperparameters` as float32 arrays. Every
+    family builds its state's `hp` here, from its config's ARRAY_FIELDS and CONSUMED."""
+    return hyperparameters(config, update_hyperparameters(config))
 
 
 T = TypeVar("T")

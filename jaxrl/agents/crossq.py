@@ -2,23 +2,29 @@
 Renormalisation in critic and actor and by ONE joint critic pass over (s, a) and (s', a'), so
 the batch statistics cover both distributions. Running statistics are agent state: used
 (train=False) when acting, evaluating and in the actor's critic pass, and checkpointed.
+
+The critics go through the critic heads (`jaxrl.heads`) as SAC's do: scalar critics (the
+paper's) or C51 ones (`critic="c51"`), the target built by the head from the stop-gradient of
+the joint pass's (s', a') half.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import flax.struct
 import jax
 import jax.numpy as jnp
 
-from jaxrl import distributions, heads
+from jaxrl import distributions
 from jaxrl.agents import sac
 from jaxrl.agents.base import (
     Agent,
     Learner,
     adam,
     apply_gradients,
-    hyperparameters,
     learner,
+    state_hyperparameters,
 )
 from jaxrl.agents.configs.sac import CrossQConfig  # jax-free (jaxrl.agents.configs), re-exported
 from jaxrl.networks import BRNGaussianActor, BRNQEnsemble
@@ -33,34 +39,29 @@ class CrossQState:
     critic_stats: dict  # ... of the critics, stacked [E]
     log_alpha: Learner
     step: jax.Array
-    hp: dict  # the continuous settings the update reads (UPDATE_HYPERPARAMETERS), as arrays
+    head_state: Any  # the critic head's own state (None for scalar and C51 critics)
+    hp: dict  # the continuous settings the update reads (`state_hyperparameters`), as arrays
     action_size: int = flax.struct.field(pytree_node=False)
 
 
-# What `update` reads of the config's ARRAY_FIELDS: all but those the optimisers hold and the
-# one `init` consumes.
-UPDATE_HYPERPARAMETERS = tuple(
-    name
-    for name in CrossQConfig.ARRAY_FIELDS
-    if name not in ("actor_lr", "critic_lr", "alpha_lr", "adam_b1", "init_alpha")
-)
-
-
 def joint_critic_pass(apply, obs, action, next_obs, next_action):
-    """Q over the concatenation [(s, a); (s', a')] in one training-mode pass, split back:
-    (q [E, B], next_q [E, B], new batch statistics)."""
-    q_all, stats = apply(jnp.concatenate([obs, next_obs]), jnp.concatenate([action, next_action]))
-    q, next_q = jnp.split(q_all, 2, axis=-1)
-    return q, next_q, stats
+    """The critics' outputs over the concatenation [(s, a); (s', a')] in one training-mode
+    pass, split back along the batch: (out [E, B, ...], next_out [E, B, ...], new batch
+    statistics)."""
+    out, stats = apply(jnp.concatenate([obs, next_obs]), jnp.concatenate([action, next_action]))
+    online, next_out = jnp.split(out, 2, axis=1)
+    return online, next_out, stats
 
 
 def make(config: CrossQConfig = CrossQConfig()) -> Agent:
+    head = config.head()
     critic_net = BRNQEnsemble(
         config.critic_hidden,
         config.num_critics,
         config.bn_momentum,
         config.bn_warmup_steps,
         config.matmul_precision,
+        outputs=head.outputs,
     )
     actor_opt = adam(config.actor_lr, b1=config.adam_b1)
     critic_opt = adam(config.critic_lr, b1=config.adam_b1)
@@ -90,7 +91,8 @@ def make(config: CrossQConfig = CrossQConfig()) -> Agent:
             critic_stats=critic_vars["batch_stats"],
             log_alpha=learner(jnp.asarray(jnp.log(config.init_alpha), jnp.float32), alpha_opt),
             step=jnp.zeros((), jnp.int32),
-            hp=hyperparameters(config, UPDATE_HYPERPARAMETERS),
+            head_state=head.init(config.num_critics),
+            hp=state_hyperparameters(config),
             action_size=action_size,
         )
 
@@ -108,6 +110,9 @@ def make(config: CrossQConfig = CrossQConfig()) -> Agent:
         action_size, hp = state.action_size, state.hp
         target_entropy = -hp["target_entropy_scale"] * action_size
         next_key, actor_key = jax.random.split(key)
+        # The head's own draw (none for scalar and C51 critics: unused, compiled away); folded
+        # from next_key so the split, and the numbers of earlier runs, stay as they were.
+        target_key = jax.random.fold_in(next_key, 1)
         alpha = jnp.exp(state.log_alpha.params)
         critic_obs, next_critic_obs = batch.critic_inputs  # obs / next_obs unless asymmetric
         mean, log_std = policy(state.actor.params, state.actor_stats, batch.next_obs, action_size)
@@ -119,23 +124,23 @@ def make(config: CrossQConfig = CrossQConfig()) -> Agent:
                 q, updates = critic_net.apply(variables, obs, action, True, mutable=["batch_stats"])
                 return q, updates["batch_stats"]
 
-            q, next_q, stats = joint_critic_pass(
+            out, next_out, stats = joint_critic_pass(
                 apply, critic_obs, batch.action, next_critic_obs, next_action
             )
-            # No target network: the target is the stop-gradient of the same joint pass.
-            target = sac.critic_target(
-                hp["reward_scale"] * batch.reward,
-                batch.terminated,
-                jax.lax.stop_gradient(next_q),
-                next_log_prob,
-                alpha,
-                batch.discount,
+            # No target network: the target is the stop-gradient of the same joint pass, with
+            # SAC's soft bonus -alpha log pi(a'|s').
+            reward = hp["reward_scale"] * batch.reward
+            bonus = -alpha * next_log_prob
+            next_out = jax.lax.stop_gradient(next_out)
+            target = head.target(
+                target_key, next_out, reward, batch.terminated, batch.discount, bonus, hp
             )
-            return heads.critic_mse(q, target), (q, stats)
+            c_loss, (q, head_state) = head.loss(out, target, state.head_state, hp, state.step == 0)
+            return c_loss, (q, head_state, stats)
 
-        (c_loss, (q, critic_stats)), grads = jax.value_and_grad(critic_objective, has_aux=True)(
-            state.critic.params
-        )
+        (c_loss, (q, head_state, critic_stats)), grads = jax.value_and_grad(
+            critic_objective, has_aux=True
+        )(state.critic.params)
         critic = apply_gradients(state.critic, grads, critic_opt)
 
         def actor_objective(params):
@@ -144,7 +149,8 @@ def make(config: CrossQConfig = CrossQConfig()) -> Agent:
             )
             action, log_prob = distributions.tanh_gaussian_sample(actor_key, mean, log_std)
             variables = {"params": critic.params, "batch_stats": critic_stats}
-            q_pi = critic_net.apply(variables, critic_obs, action)  # running statistics
+            out = critic_net.apply(variables, critic_obs, action)  # running statistics
+            q_pi = head.values(out, hp)
             return sac.actor_loss(q_pi, log_prob, alpha), (log_prob, updates["batch_stats"])
 
         actor, log_alpha, actor_stats, a_loss, t_loss, log_prob = sac.actor_and_temperature(
@@ -165,7 +171,9 @@ def make(config: CrossQConfig = CrossQConfig()) -> Agent:
             critic_stats=critic_stats,
             log_alpha=log_alpha,
             step=state.step + 1,
+            head_state=head_state,
         )
-        return new_state, sac.update_metrics(c_loss, a_loss, t_loss, alpha, q, log_prob)
+        metrics = sac.update_metrics(c_loss, a_loss, t_loss, alpha, q, log_prob)
+        return new_state, {**metrics, **head.metrics(head_state)}
 
     return Agent(init=init, act=act, update=update, name="crossq")

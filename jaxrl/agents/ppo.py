@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import optax
 
 from jaxrl import distributions
-from jaxrl.agents.base import Agent, hyperparameters
+from jaxrl.agents.base import Agent, state_hyperparameters
 from jaxrl.agents.configs.ppo import (  # jax-free (jaxrl.agents.configs), re-exported
     PPOConfig,
     check_minibatches,
@@ -32,14 +32,8 @@ class PPOState:
     params: dict  # {"policy": ..., "value": ...}
     opt_state: optax.OptState
     step: jax.Array  # rollouts learned from
-    hp: dict  # the continuous settings the update reads (UPDATE_HYPERPARAMETERS), as arrays
+    hp: dict  # the continuous settings the update reads (`state_hyperparameters`), as arrays
     action_size: int = flax.struct.field(pytree_node=False)
-
-
-# What `update` reads of the config's ARRAY_FIELDS: all but those the optimiser holds.
-UPDATE_HYPERPARAMETERS = tuple(
-    name for name in PPOConfig.ARRAY_FIELDS if name not in ("learning_rate", "max_grad_norm")
-)
 
 
 # --- Pure pieces, as the paper writes them. ----------------------------------------------------
@@ -265,7 +259,7 @@ def make(config: PPOConfig = PPOConfig()) -> Agent:
             params,
             optimizer.init(params),
             jnp.zeros((), jnp.int32),
-            hyperparameters(config, UPDATE_HYPERPARAMETERS),
+            state_hyperparameters(config),
             action_size,
         )
 

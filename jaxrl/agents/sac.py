@@ -20,10 +20,9 @@ from jaxrl.agents.base import (
     adam,
     apply_gradients,
     delayed,
-    hyperparameters,
     learner,
     polyak,
-    update_hyperparameters,
+    state_hyperparameters,
 )
 from jaxrl.agents.configs.sac import SACConfig  # jax-free (jaxrl.agents.configs), re-exported
 from jaxrl.networks import GaussianActor, QEnsemble
@@ -38,28 +37,11 @@ class SACState:
     log_alpha: Learner  # params: scalar log temperature
     step: jax.Array
     head_state: Any  # the critic head's own state (DSAC-T: each critic's running mean std)
-    hp: dict  # the continuous settings the update reads (`update_hyperparameters`), as arrays
+    hp: dict  # the continuous settings the update reads (`state_hyperparameters`), as arrays
     action_size: int = flax.struct.field(pytree_node=False)
 
 
-# The ARRAY_FIELDS the optimisers and `init` consume; `update` reads the others from state.hp.
-CONSUMED = ("actor_lr", "critic_lr", "alpha_lr", "init_alpha")
-
-
 # --- Losses, as the paper writes them. Shapes: Q [E, B], log-probs [B]. -------------------------
-
-
-def critic_target(
-    reward: jax.Array,
-    terminated: jax.Array,
-    next_q: jax.Array,
-    next_log_prob: jax.Array,
-    alpha: jax.Array,
-    discount: jax.Array,
-) -> jax.Array:
-    """y = r + discount (1 - terminated) (min_i Q'_i(s', a') - alpha log pi(a'|s')), [B]."""
-    soft_value = next_q.min(axis=0) - alpha * next_log_prob
-    return heads.bootstrap_target(reward, terminated, discount, soft_value)
 
 
 def target_subset(key: jax.Array, next_q: jax.Array, size: int | None) -> jax.Array:
@@ -258,7 +240,7 @@ def make(config: SACConfig = SACConfig()) -> Agent:
             log_alpha=learner(log_alpha, alpha_opt),
             step=jnp.zeros((), jnp.int32),
             head_state=head.init(config.num_critics),
-            hp=hyperparameters(config, update_hyperparameters(config, CONSUMED)),
+            hp=state_hyperparameters(config),
             action_size=action_size,
         )
 

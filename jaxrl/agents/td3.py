@@ -19,10 +19,9 @@ from jaxrl.agents.base import (
     adam,
     apply_gradients,
     delayed,
-    hyperparameters,
     learner,
     polyak,
-    update_hyperparameters,
+    state_hyperparameters,
 )
 from jaxrl.agents.configs.td3 import TD3Config  # jax-free (jaxrl.agents.configs), re-exported
 from jaxrl.networks import DeterministicActor, QEnsemble
@@ -37,12 +36,8 @@ class TD3State:
     target_critic_params: dict
     step: jax.Array  # critic updates done; the actor updates when step % policy_delay == 0
     head_state: Any  # the critic head's own state (None for scalar and C51 critics)
-    hp: dict  # the continuous settings act and update read (`update_hyperparameters`)
+    hp: dict  # the continuous settings act and update read (`state_hyperparameters`)
     action_size: int = flax.struct.field(pytree_node=False)
-
-
-# The ARRAY_FIELDS the optimisers consume; `act` and `update` read the others from state.hp.
-CONSUMED = ("actor_lr", "critic_lr", "weight_decay")
 
 
 def smoothed_target_action(
@@ -93,7 +88,7 @@ def make(config: TD3Config = TD3Config()) -> Agent:
             target_critic_params=critic_params,
             step=jnp.zeros((), jnp.int32),
             head_state=head.init(config.num_critics),
-            hp=hyperparameters(config, update_hyperparameters(config, CONSUMED)),
+            hp=state_hyperparameters(config),
             action_size=action_size,
         )
 

@@ -28,7 +28,7 @@ from typing import Annotated, Any, Literal
 import tyro
 
 from jaxrl import agents
-from jaxrl.config.choices import Choices
+from jaxrl.config.choices import Choices, field_choices, type_hints
 from jaxrl.config.train import TrainConfig
 from jaxrl.errors import ConfigError
 
@@ -176,15 +176,6 @@ _GROUP = (tyro.conf.OmitArgPrefixes,)
 
 
 @functools.cache
-def type_hints(cls: type, include_extras: bool = True) -> dict[str, Any]:
-    """`typing.get_type_hints(cls)`, once per class: it evaluates every annotation of the class
-    and its bases (strings, under `from __future__ import annotations`) at each call, and the
-    help asks for one field's at a time (about a third of `train --help`'s parsing time went to
-    it before this cache). Read the dict, never change it."""
-    return typing.get_type_hints(cls, include_extras=include_extras)
-
-
-@functools.cache
 def _field_docstrings(cls: type) -> dict[str, str]:
     """Each field's docstring (the string literal below it), the nearest class of the MRO that
     documents the field giving it. Read with ast: tyro reads them too, but only whole."""
@@ -251,20 +242,6 @@ _ENV_FIELDS = (
 )
 _RUN_FIELDS_OF_TRAIN = ("algo", "seed", "devices")
 _RUN_ORDER = ("preset", "config", "resume", "out", "algo", "seed", "seeds", "vmap", "devices")
-
-
-def field_choices(cls: type, name: str) -> Choices | None:
-    """The `Choices` marked on field `name` of `cls` or, where a subclass redeclares the field
-    only to change its default, of the nearest base class that marks it."""
-    for klass in cls.__mro__:
-        if name not in getattr(klass, "__annotations__", {}):
-            continue
-        hint = type_hints(klass).get(name)
-        if typing.get_origin(hint) is Annotated:
-            marks = [e for e in typing.get_args(hint)[1:] if isinstance(e, Choices)]
-            if marks:
-                return marks[0]
-    return None
 
 
 def field_metavar(cls: type, name: str, hint: Any) -> str | None:

@@ -7,7 +7,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 import tyro
 
-from jaxrl.config.choices import Choices
+from jaxrl.config.choices import Choices, check_choices
 from jaxrl.errors import ConfigError  # raised here; also importable as jaxrl.config.ConfigError
 
 EXPLORATION_MODES = ("fixed", "uniform", "linspace")
@@ -220,22 +220,12 @@ class TrainConfig:
             value = getattr(self, name)
             if value is not None and (not isinstance(value, str) or not value.strip()):
                 raise ConfigError(f"{name} must name an observation entry, got {value!r}")
-        if self.randomize is not None:
-            names = [part.strip() for part in self.randomize.split(",")]
-            unknown = [n for n in names if n not in RANDOMIZERS]
-            if unknown:
-                raise ConfigError(
-                    f"unknown randomize {', '.join(map(repr, unknown))}; choose from "
-                    f"{', '.join(RANDOMIZERS)} (or several, joined by commas)"
-                )
+        # Every field marked with Choices: randomize, autoreset, replay_obs_dtype, ...
+        check_choices(self, ConfigError)
         if not 0 < self.randomize_scale < 1:
             raise ConfigError(f"randomize_scale must be in (0, 1), got {self.randomize_scale}")
         if not 0 <= self.gamma <= 1:
             raise ConfigError(f"gamma must be in [0, 1], got {self.gamma}")
-        if self.exploration is not None and self.exploration not in EXPLORATION_MODES:
-            raise ConfigError(
-                f"unknown exploration {self.exploration!r}; choose one of {EXPLORATION_MODES}"
-            )
         low, high = self.noise_scale_min, self.noise_scale_max
         if (low is not None and low < 0) or (high is not None and high < 0):
             raise ConfigError(f"noise scales must be >= 0, got {low} and {high}")
@@ -252,17 +242,6 @@ class TrainConfig:
             )
         if self.acting_lag is not None and self.acting_lag < 0:
             raise ConfigError(f"acting_lag must be >= 0, got {self.acting_lag}")
-        if self.warmup_actions not in WARMUP_ACTIONS:
-            raise ConfigError(
-                f"unknown warmup_actions {self.warmup_actions!r}; choose one of {WARMUP_ACTIONS}"
-            )
-        if self.replay_obs_dtype not in REPLAY_OBS_DTYPES:
-            raise ConfigError(
-                f"replay_obs_dtype must be one of {', '.join(REPLAY_OBS_DTYPES)}, "
-                f"got {self.replay_obs_dtype!r}"
-            )
-        if self.autoreset not in AUTORESETS:
-            raise ConfigError(f"autoreset must be 'random' or 'first', got {self.autoreset!r}")
         if (
             isinstance(self.reset_every, bool)
             or not isinstance(self.reset_every, int)

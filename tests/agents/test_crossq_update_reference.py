@@ -4,8 +4,10 @@ the stop-gradient of its second half as the target (no target network), the acto
 pass in evaluation mode on the updated critic's parameters and running statistics, the actor's
 own statistics updated in training mode, SAC's temperature, Adam with b1 = 0.5 and the policy
 delay. Run during BatchRenorm's warm-up (r = 1, d = 0) and after it, from running statistics
-arranged away from the batch's so that r != 1 and d != 0 (some of them clipped)."""
+arranged away from the batch's so that r != 1 and d != 0 (some of them clipped); with scalar
+critics (the paper's) and with C51 critics through the same heads as SAC's."""
 
+import dataclasses
 import functools
 
 import jax
@@ -42,6 +44,11 @@ CASES = {
 }
 # Asymmetric actor-critic after the warm-up: the critics read observations of their own.
 CASES["renorm_asymmetric"] = CASES["renorm"]
+# C51 critics over a support narrow enough that targets clip at both ends.
+CASES["c51_renorm"] = (
+    dataclasses.replace(CASES["renorm"][0], critic="c51", num_atoms=9, v_min=-1.0, v_max=1.0),
+    5,
+)
 
 
 def _arranged(stats, key, steps):
@@ -113,18 +120,47 @@ def _reference(config, state, batch, key):
     # One training-mode pass over both halves; the target is its second half, held fixed.
     joint_obs = np.concatenate([critic_obs, next_critic_obs])
     joint_action = np.concatenate([b.action, np.tanh(u)])
-    q_all, critic_stats, critic_rd = ref.brn_q_ensemble(
+    out_all, critic_stats, critic_rd = ref.brn_q_ensemble(
         p.critic.params, p.critic_stats, joint_obs, joint_action, True, m, w
     )
-    soft_value = q_all[:, B:].min(0) - alpha * next_log_prob
-    y = config.reward_scale * b.reward + b.discount * (1 - b.terminated) * soft_value
+    reward = config.reward_scale * b.reward
+    bootstrap = b.discount * (1 - b.terminated)
+    bonus = -alpha * next_log_prob
+    if config.critic == "c51":
+        atoms = np.linspace(config.v_min, config.v_max, config.num_atoms)
+
+        def values(out):
+            return (ref.softmax(out) * atoms).sum(-1)
+
+        next_probs = ref.softmax(out_all[:, B:])
+        pick = values(out_all[:, B:]).argmin(0)  # the lower expected value, per row
+        # r + d (z + bonus): the bonus shifts the reward.
+        y = ref.categorical_projection(
+            next_probs[pick, np.arange(B)], reward + bootstrap * bonus, bootstrap, atoms
+        )
+        assert 0 < y[:, 0].max() and 0 < y[:, -1].max()  # clipped at both ends
+
+        def loss_of(out):
+            return -(y * ref.log_softmax(out)).sum(-1).mean(-1).sum()
+
+    else:
+
+        def values(out):
+            return out
+
+        y = reward + bootstrap * (out_all[:, B:].min(0) + bonus)
+
+        def loss_of(out):
+            return 0.5 * ((out - y) ** 2).mean(-1).sum()
+
+    q_all = values(out_all)
 
     def critic_loss(params):
         # Gradients flow through the batch statistics, not through r and d.
-        q = ref.brn_q_ensemble(
+        out = ref.brn_q_ensemble(
             params, p.critic_stats, joint_obs, joint_action, True, m, w, critic_rd
         )[0][:, :B]
-        return 0.5 * ((q - y) ** 2).mean(-1).sum()
+        return loss_of(out)
 
     eps = ref.normal(actor_key, (B, ACT))
     _, actor_stats, actor_rd = ref.brn_gaussian_actor(
@@ -137,9 +173,10 @@ def _reference(config, state, batch, key):
         )
         u = mean + np.exp(log_std) * eps
         log_prob = ref.tanh_gaussian_log_prob(u, mean, log_std)
-        q = ref.brn_q_ensemble(critic_params, critic_running, critic_obs, np.tanh(u), False, m, w)[
-            0
-        ]
+        out = ref.brn_q_ensemble(
+            critic_params, critic_running, critic_obs, np.tanh(u), False, m, w
+        )[0]
+        q = values(out)
         return (alpha * log_prob - q.min(0)).mean(), log_prob, q
 
     def alpha_loss(log_prob):

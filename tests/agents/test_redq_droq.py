@@ -4,7 +4,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxrl import agents
+from jaxrl import agents, heads
 from jaxrl.agents import droq, redq, sac
 from jaxrl.networks import QEnsemble, QNetwork
 
@@ -18,7 +18,7 @@ def test_redq_target_is_min_over_a_random_subset_of_two():
         values = tuple(sorted(np.asarray(subset[:, 0]).tolist()))
         assert len(set(values)) == 2  # drawn without replacement
         seen.add(values)
-        target = sac.critic_target(jnp.zeros(1), jnp.zeros(1), subset, jnp.zeros(1), 0.0, 1.0)
+        target = heads.Scalar().target(None, subset, jnp.zeros(1), jnp.zeros(1), 1.0, 0.0, {})
         assert float(target[0]) == min(values)
     assert len(seen) == 6  # every pair of the 4 critics comes up
     chex.assert_trees_all_equal(sac.target_subset(jax.random.PRNGKey(0), next_q, None), next_q)

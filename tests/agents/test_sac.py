@@ -10,9 +10,16 @@ from jaxrl.agents import sac
 from jaxrl.types import random_batch
 
 
+def soft_target(reward, terminated, next_q, next_log_prob, alpha, discount):
+    """SAC's target as its update builds it: the scalar head's clipped double Q with the soft
+    bonus -alpha log pi(a'|s')."""
+    bonus = -alpha * next_log_prob
+    return heads.Scalar().target(None, next_q, reward, terminated, discount, bonus, {})
+
+
 def test_critic_target_by_hand():
     # Two transitions: the second terminated, so it must not bootstrap.
-    target = sac.critic_target(
+    target = soft_target(
         reward=jnp.array([1.0, 0.0]),
         terminated=jnp.array([0.0, 1.0]),
         next_q=jnp.array([[2.0, 3.0], [1.0, 5.0]]),  # [E=2, B=2]: min over critics = [1, 3]
@@ -26,7 +33,7 @@ def test_critic_target_by_hand():
 
 def test_truncated_step_still_bootstraps():
     # A time-limit truncation is stored with terminated = 0: the target keeps gamma * V(s').
-    target = sac.critic_target(
+    target = soft_target(
         jnp.array([0.0]), jnp.array([0.0]), jnp.array([[4.0], [6.0]]), jnp.array([0.0]), 1.0, 0.5
     )
     chex.assert_trees_all_close(target, jnp.array([2.0]))

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Annotated, Any
 
-from jaxrl.config.choices import Choices
+from jaxrl.config.choices import Choices, check_choices
 
 MATMUL_PRECISIONS = ("float32", "bfloat16")
 """The agents' `matmul_precision` choices (`networks.dense_precision`)."""
@@ -56,8 +56,9 @@ class InitSettings(NetworkSettings):
 
 
 def check_network_config(config: Any, residual: bool = False) -> None:
-    """Shared checks of an agent config: widths, counts >= 1 and learning rates > 0, by the
-    field names the agents use; raises ValueError naming the field."""
+    """Shared checks of an agent config, called first by every agent config's __post_init__:
+    widths, counts >= 1 and learning rates > 0, by the field names the agents use, and every
+    field marked with `Choices`; raises ValueError naming the field."""
     fields = vars(config)
     for name in ("actor_hidden", "critic_hidden"):
         widths = fields[name]
@@ -73,10 +74,6 @@ def check_network_config(config: Any, residual: bool = False) -> None:
     for name in ("actor_lr", "critic_lr", "alpha_lr", "init_alpha"):
         if name in fields and fields[name] <= 0:
             raise ValueError(f"{name} must be > 0, got {fields[name]}")
-    check_matmul_precision(fields["matmul_precision"])
-    if "kernel_init" in fields and fields["kernel_init"] not in KERNEL_INIT_NAMES:
-        raise ValueError(
-            f"kernel_init must be one of {sorted(KERNEL_INIT_NAMES)}, got {fields['kernel_init']!r}"
-        )
+    check_choices(config)  # every field marked with Choices: matmul_precision, kernel_init, ...
     if "tau" in fields and not 0 < fields["tau"] <= 1:
         raise ValueError(f"tau must be in (0, 1], got {fields['tau']}")

@@ -86,6 +86,9 @@ class PPOConfig(InitSettings):
         "gae_lambda",
         "reward_scale",
     )
+    CONSUMED: ClassVar[tuple[str, ...]] = ("learning_rate", "max_grad_norm")
+    """The ARRAY_FIELDS read once, by the optimiser. `act` and `update` read the others from the
+    state's `hp` (`base.state_hyperparameters`)."""
 
     def __post_init__(self):
         check_network_config(self)
@@ -100,28 +103,14 @@ class PPOConfig(InitSettings):
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
         if not 0 <= self.gae_lambda <= 1:
             raise ValueError(f"gae_lambda must be in [0, 1], got {self.gae_lambda}")
-        if self.activation not in ACTIVATION_NAMES:
-            raise ValueError(
-                f"activation must be one of {sorted(ACTIVATION_NAMES)}, got {self.activation!r}"
-            )
-        if self.advantage_estimator not in ADVANTAGE_ESTIMATORS:
-            raise ValueError(
-                f"advantage_estimator must be 'gae' or 'vtrace', got {self.advantage_estimator!r}"
-            )
         if self.gae_horizon < 0:
             raise ValueError(
                 f"gae_horizon must be >= 0 (0: the whole rollout), got {self.gae_horizon}"
             )
-        if self.truncation not in TRUNCATIONS:
-            raise ValueError(f"truncation must be 'bootstrap' or 'mask', got {self.truncation!r}")
         if self.advantage_in_loss and self.gae_horizon < 1:
             raise ValueError(
                 "advantage_in_loss computes advantages per unroll of gae_horizon steps: set "
                 f"gae_horizon >= 1 (Brax: its unroll_length), got {self.gae_horizon}"
-            )
-        if self.lr_schedule not in LR_SCHEDULES:
-            raise ValueError(
-                f"lr_schedule must be 'constant' or 'linear', got {self.lr_schedule!r}"
             )
 
     def check_train(self, train) -> None:

@@ -8,7 +8,12 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Annotated, ClassVar
 
-from jaxrl.agents.configs.heads import GAUSSIAN_HYPERPARAMETERS
+from jaxrl.agents.configs.heads import (
+    CATEGORICAL_HYPERPARAMETERS,
+    CRITICS,
+    GAUSSIAN_HYPERPARAMETERS,
+    CategoricalSettings,
+)
 from jaxrl.agents.configs.network import InitSettings, NetworkSettings, check_network_config
 from jaxrl.config.choices import Choices
 
@@ -90,6 +95,9 @@ class SACConfig(InitSettings):
         "target_entropy_scale",
         "reward_scale",
     )
+    CONSUMED: ClassVar[tuple[str, ...]] = ("actor_lr", "critic_lr", "alpha_lr", "init_alpha")
+    """The ARRAY_FIELDS read once, by the optimisers and `init`. `act` and `update` read the
+    others from the state's `hp` (`base.state_hyperparameters`)."""
 
     def __post_init__(self):
         check_network_config(self, residual=self.critic_residual)
@@ -100,22 +108,8 @@ class SACConfig(InitSettings):
                 f"num_target_critics must be in [1, num_critics={self.num_critics}], "
                 f"got {self.num_target_critics}"
             )
-        if self.actor_q not in ACTOR_Q:
-            raise ValueError(f"actor_q must be 'min' or 'mean', got {self.actor_q!r}")
         if not 0 <= self.critic_dropout < 1:
             raise ValueError(f"critic_dropout must be in [0, 1), got {self.critic_dropout}")
-        if self.truncation not in TRUNCATIONS:
-            raise ValueError(f"truncation must be one of {TRUNCATIONS}, got {self.truncation!r}")
-        if self.temperature_draw not in TEMPERATURE_DRAWS:
-            raise ValueError(
-                f"temperature_draw must be one of {TEMPERATURE_DRAWS}, "
-                f"got {self.temperature_draw!r}"
-            )
-        if self.temperature_loss not in TEMPERATURE_LOSSES:
-            raise ValueError(
-                f"temperature_loss must be one of {TEMPERATURE_LOSSES}, "
-                f"got {self.temperature_loss!r}"
-            )
 
     def head(self) -> heads.Head:
         """What the critics predict (`jaxrl.heads`): one value each (DSAC-T: a Gaussian)."""
@@ -180,7 +174,7 @@ class DSACTConfig(SACConfig):
 
 
 @dataclasses.dataclass(frozen=True)
-class CrossQConfig(NetworkSettings):
+class CrossQConfig(NetworkSettings, CategoricalSettings):
     # Authors' defaults (docs/ALGORITHMS.md) unless noted.
 
     actor_hidden: tuple[int, ...] = (256, 256)
@@ -209,6 +203,9 @@ class CrossQConfig(NetworkSettings):
     """Target entropy = -target_entropy_scale * |A|, |A| the number of action dimensions."""
     reward_scale: float = 1.0
     """Rewards are multiplied by this in the critic targets."""
+    critic: Annotated[str, Choices(CRITICS)] = "double_q"
+    """"double_q": scalar critics (the paper); "c51": categorical ones over num_atoms in
+    [v_min, v_max], through the same critic heads as SAC's (`jaxrl.heads`)."""
 
     # Data, not program: these live in the agent state (learning rates and beta1 in the
     # optimiser states), so settings that differ only in them train together under vmap.
@@ -220,9 +217,25 @@ class CrossQConfig(NetworkSettings):
         "init_alpha",
         "target_entropy_scale",
         "reward_scale",
+        *CATEGORICAL_HYPERPARAMETERS,
     )
+    CONSUMED: ClassVar[tuple[str, ...]] = (
+        "actor_lr",
+        "critic_lr",
+        "alpha_lr",
+        "adam_b1",
+        "init_alpha",
+    )
+    """The ARRAY_FIELDS read once, by the optimisers and `init`. `act` and `update` read the
+    others from the state's `hp` (`base.state_hyperparameters`)."""
 
     def __post_init__(self):
         check_network_config(self)
         if not 0 <= self.adam_b1 < 1 or not 0 < self.bn_momentum < 1:
             raise ValueError("adam_b1 must be in [0, 1) and bn_momentum in (0, 1)")
+        if self.critic == "c51":
+            self.check_support()
+
+    def head(self) -> heads.Head:
+        """What the critics predict (`jaxrl.heads`): one value each, or C51 distributions."""
+        return self.scalar_or_categorical(self.critic)

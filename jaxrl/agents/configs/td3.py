@@ -7,14 +7,17 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Annotated, ClassVar
 
-from jaxrl.agents.configs.heads import ACTOR_Q, CATEGORICAL_HYPERPARAMETERS, CategoricalSettings
+from jaxrl.agents.configs.heads import (
+    ACTOR_Q,
+    CATEGORICAL_HYPERPARAMETERS,
+    CRITICS,
+    CategoricalSettings,
+)
 from jaxrl.agents.configs.network import NetworkSettings, check_network_config
 from jaxrl.config.choices import Choices
 
 if TYPE_CHECKING:
     from jaxrl import heads
-
-CRITICS = ("double_q", "c51")  # PQLConfig.critic
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,11 +74,12 @@ class TD3Config(NetworkSettings):
         "reward_scale",
         "weight_decay",
     )
+    CONSUMED: ClassVar[tuple[str, ...]] = ("actor_lr", "critic_lr", "weight_decay")
+    """The ARRAY_FIELDS read once, by the optimisers. `act` and `update` read the others from the
+    state's `hp` (`base.state_hyperparameters`)."""
 
     def __post_init__(self):
         check_network_config(self, residual=self.critic_residual)
-        if self.actor_q not in ACTOR_Q:
-            raise ValueError(f"actor_q must be one of {ACTOR_Q}, got {self.actor_q!r}")
         for name in ("exploration_noise", "target_noise", "target_noise_clip", "weight_decay"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
@@ -142,12 +146,8 @@ class PQLConfig(TD3Config, CategoricalSettings):
 
     def __post_init__(self):
         super().__post_init__()
-        if self.critic not in CRITICS:
-            raise ValueError(f"critic must be 'double_q' or 'c51', got {self.critic!r}")
         if self.critic == "c51":
             self.check_support()
 
     def head(self) -> heads.Head:
-        from jaxrl import heads
-
-        return heads.Categorical(self.num_atoms) if self.critic == "c51" else heads.Scalar()
+        return self.scalar_or_categorical(self.critic)
