@@ -219,12 +219,24 @@ class FastSACConfig(SACConfig, CategoricalSettings):
     actor_layer_norm: bool = True
     log_std_max: float = 0.0  # log-std squashed into [-5, 0]
     zero_policy_head: bool = True  # mean and log-std layers' weights and biases start at 0
+    actor_lr: float = 3e-4
+    """AdamW learning rate of the policy."""
+    critic_lr: float = 3e-4
+    """AdamW learning rate of the critics."""
+    alpha_lr: float = 3e-4
+    """AdamW learning rate of the entropy temperature (learned as log alpha)."""
     tau: float = 0.125
     init_alpha: float = 0.001
     target_entropy_scale: float = 0.0  # target_entropy_ratio 0: a target entropy of 0
     temperature_loss: str = "alpha"  # -alpha E[log pi + H], its gradient scaled by alpha
+    temperature_draw: str = "actor"
+    """Unused: FastSAC's temperature reads the bootstrap actions' draw at s' ("actor" only)."""
+    num_critics: int = 2
+    """Critics in the ensemble, each learning from its own target critic (no min over them)."""
     actor_q: str = "mean"  # the actor climbs the mean of the critics' expected values
-    policy_delay: int = 4  # policy_frequency 4: 2 actor updates per 8 critic updates
+    policy_delay: int = 4
+    """Critic updates per actor update (the temperature steps at every update): 4, the
+    reference's policy_frequency, 2 actor updates per 8 critic updates."""
     v_min: float = -20.0
     v_max: float = 20.0
     weight_decay: float = 0.001
