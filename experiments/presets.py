@@ -201,12 +201,12 @@ PRESETS["fast_td3_playground"] = {
 # FastSAC's humanoid recipe (docs/ALGORITHMS.md, FastSAC; its public implementation,
 # amazon-far/holosoma, HEAD fc600e7: the `fast_sac` algo values and the G1 experiment) on
 # MuJoCo Playground's G1: 4096 envs, batch 8192, 8 updates per step of all envs, gamma 0.97,
-# 1-step returns, a replay of 1024 steps per env, updates from the 11th step, the policy's own
-# actions from the first step, observation normalisation, the critics reading the privileged
-# state, each action bounded by its joint's limits; 50,000 steps of all envs. The agent's
-# defaults are that implementation's. Playground's G1 task is not holosoma's (its rewards,
-# terrain and randomization differ), and it needs the Menagerie assets (not installable
-# offline): pass --env for another task.
+# 1-step returns, a replay of 1024 steps per env, no update in the first 10 steps of all envs,
+# the policy's own actions from the first step, observation normalisation, the critics
+# reading the privileged state, each action bounded by its joint's limits; 50,000 steps of
+# all envs. The agent's defaults are that implementation's. Playground's G1 task is not
+# holosoma's (its rewards, terrain and randomization differ), and it needs the Menagerie
+# assets (not installable offline): pass --env for another task.
 PRESETS["fast_sac_playground"] = {
     "algo": "fast_sac",
     "train": {
