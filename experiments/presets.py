@@ -91,6 +91,15 @@ for _suffix, _train in (("pendulum", _PENDULUM), ("inverted_pendulum", _INVERTED
         "train": dict(_train),
         "agent": {**_SMALL_SAC_FAMILY, "actor_hidden": (64, 64), "critic_hidden": (64, 64)},
     }
+# FastSAC on CPU: the SAC-family small settings, FastSAC's mechanisms kept (C51 critics each
+# learning their own target, LayerNorm and SiLU, the zero policy head, AdamW, alpha from 0.001
+# towards entropy 0); pendulum's returns, in [-1630, 0], scaled by 0.1 onto a support of
+# [-200, 10] as FastTD3's preset does.
+PRESETS["fast_sac_pendulum"] = {
+    "algo": "fast_sac",
+    "train": dict(_PENDULUM),
+    "agent": {**_SMALL_SAC_FAMILY, "reward_scale": 0.1, "v_min": -200.0, "v_max": 10.0},
+}
 PRESETS["td3_pendulum"] = {"algo": "td3", "train": dict(_PENDULUM), "agent": dict(_SMALL)}
 PRESETS["td3_inverted_pendulum"] = {
     "algo": "td3",
@@ -187,6 +196,35 @@ PRESETS["fast_td3_playground"] = {
         "target_actor": False,
         "critic_target_every_update": True,
     },
+}
+
+# FastSAC's humanoid recipe (docs/ALGORITHMS.md, FastSAC; its public implementation,
+# amazon-far/holosoma, HEAD fc600e7: the `fast_sac` algo values and the G1 experiment) on
+# MuJoCo Playground's G1: 4096 envs, batch 8192, 8 updates per step of all envs, gamma 0.97,
+# 1-step returns, a replay of 1024 steps per env, no update in the first 10 steps of all envs,
+# the policy's own actions from the first step, observation normalisation, the critics
+# reading the privileged state, each action bounded by its joint's limits; 50,000 steps of
+# all envs. The agent's defaults are that implementation's. Playground's G1 task is not
+# holosoma's (its rewards, terrain and randomization differ), and it needs the Menagerie
+# assets (not installable offline): pass --env for another task.
+PRESETS["fast_sac_playground"] = {
+    "algo": "fast_sac",
+    "train": {
+        "env": "playground/G1JoystickFlatTerrain",
+        "total_steps": 4096 * 50_000,
+        "num_envs": 4096,
+        "batch_size": 8192,
+        "updates_per_step": 8,
+        "gamma": 0.97,
+        "buffer_size": 4096 * 1024,
+        "learning_starts": 4096 * 10,
+        "warmup_actions": "policy",
+        "eval_every": 4096 * 1000,
+        "normalize_observations": True,
+        "critic_obs": "privileged_state",
+        "joint_limit_actions": True,
+    },
+    "agent": {},
 }
 
 # PQL: mixed exploration (per-env std spaced over [0.05, 0.8]), 3-step returns, no target actor,

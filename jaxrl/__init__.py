@@ -52,6 +52,7 @@ _LAZY = {
     "FastTD3Config": ("jaxrl.agents.fast_td3", "FastTD3Config"),
     "PQLConfig": ("jaxrl.agents.pql", "PQLConfig"),
     "DSACTConfig": ("jaxrl.agents.dsac_t", "DSACTConfig"),
+    "FastSACConfig": ("jaxrl.agents.fast_sac", "FastSACConfig"),
     "preset": ("jaxrl.config.resolve", "preset"),
     "ConfigError": ("jaxrl.errors", "ConfigError"),
     "TrainConfig": ("jaxrl.config", "TrainConfig"),

@@ -8,7 +8,8 @@ its continuous ones (`v_min`, `td_bound`, ...) are read from the agent's `hp` li
   + bonus). SAC, REDQ, DroQ, TD3, PQL.
 - `Categorical` (C51, Bellemare et al. 2017): each critic predicts a distribution over a fixed
   support of atoms; the target is the next distribution of the critic with the lowest expected
-  value, shifted by the reward and projected back onto the support. FastTD3, PQL-D.
+  value, shifted by the reward and projected back onto the support. FastTD3, PQL-D; FastSAC
+  without the clipped double Q (each critic learns its own target critic's projection).
 - `Gaussian` (DSAC-T, Duan et al. 2023): each critic predicts N(Q, sigma^2), trained with
   expected value substitution, twin value distribution learning and the variance-based
   gradient adjustment (`gaussian_critic_loss`); its state is each critic's running mean std.
@@ -152,18 +153,37 @@ def c51_target(next_logits: jax.Array, reward, terminated, discount, atoms: jax.
     return categorical_projection(probs, reward, discount * (1.0 - terminated), atoms)
 
 
+def c51_own_targets(
+    next_logits: jax.Array, reward, terminated, discount, atoms: jax.Array
+) -> jax.Array:
+    """No clipped double Q (FastSAC): each target critic's own next distribution, projected
+    through r + discount (1 - terminated) z, the target of the critic of the same index.
+    [E, B, K] -> [E, B, K]."""
+    bootstrap = discount * (1.0 - terminated)
+
+    def project(logits):
+        return categorical_projection(jax.nn.softmax(logits, -1), reward, bootstrap, atoms)
+
+    return jax.vmap(project)(next_logits)
+
+
 def c51_critic_loss(
     logits: jax.Array, target: jax.Array, weight: jax.Array | None = None
 ) -> jax.Array:
-    """Sum over critics of the mean cross-entropy to the projected target. logits [E, B, K]."""
-    return row_mean(cross_entropy(target[None], logits), weight).sum()
+    """Sum over critics of the mean cross-entropy to the projected target. logits [E, B, K];
+    target [B, K], shared by the critics, or [E, B, K], one per critic (`c51_own_targets`)."""
+    shared = target.ndim < logits.ndim
+    return row_mean(cross_entropy(target[None] if shared else target, logits), weight).sum()
 
 
 @dataclasses.dataclass(frozen=True)
 class Categorical:
-    """C51 critics over `outputs` atoms spread evenly over [hp["v_min"], hp["v_max"]]."""
+    """C51 critics over `outputs` atoms spread evenly over [hp["v_min"], hp["v_max"]].
+    `clipped_double_q`: every critic learns the projection of the target critic with the lowest
+    expected value (FastTD3); False: each its own target critic's (FastSAC)."""
 
     outputs: int = 101
+    clipped_double_q: bool = True
     HYPERPARAMETERS: ClassVar[tuple[str, ...]] = CATEGORICAL_HYPERPARAMETERS
 
     def atoms(self, hp: dict) -> jax.Array:
@@ -178,6 +198,8 @@ class Categorical:
     def target(self, key, next_out, reward, terminated, discount, bonus, hp) -> jax.Array:
         # r + d (z + bonus) = (r + d bonus) + d z: the bonus shifts the reward.
         bonus = discount * (1.0 - terminated) * bonus
+        if not self.clipped_double_q:
+            return c51_own_targets(next_out, reward + bonus, terminated, discount, self.atoms(hp))
         return c51_target(next_out, reward + bonus, terminated, discount, self.atoms(hp))
 
     def loss(self, out, target, state, hp, first, weight=None):

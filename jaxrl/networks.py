@@ -74,6 +74,9 @@ class MLP(nn.Module):
     activation: str = "relu"
     matmul_precision: str = "float32"  # `dense_precision`
     kernel_init: str = "lecun_normal"  # KERNEL_INITS (the residual blocks: flax's default)
+    # The output layer's kernel starts at zero (its bias does anyway): FastSAC's policy head,
+    # whose outputs then start equal in every state.
+    zero_out: bool = False
 
     @nn.compact
     def __call__(self, x: jax.Array, train: bool = False) -> jax.Array:
@@ -88,7 +91,13 @@ class MLP(nn.Module):
             x = ACTIVATIONS[self.activation](x)
             if self.layer_norm and self.norm_after_relu:
                 x = nn.LayerNorm()(x)
-        if self.out is not None:
+        if self.out is not None and self.zero_out:
+            x = nn.Dense(
+                self.out,
+                precision=dense_precision(self.matmul_precision),
+                kernel_init=nn.initializers.zeros,
+            )(x)
+        elif self.out is not None:
             x = dense(self.out, self.matmul_precision, self.kernel_init)(x)
         return x
 
@@ -115,6 +124,7 @@ class QNetwork(nn.Module):
     norm_after_relu: bool = False
     matmul_precision: str = "float32"
     kernel_init: str = "lecun_normal"  # KERNEL_INITS
+    activation: str = "relu"  # ACTIVATIONS (FastSAC: "swish", i.e. SiLU)
 
     @nn.compact
     def __call__(self, obs: jax.Array, action: jax.Array, train: bool = False) -> jax.Array:
@@ -126,6 +136,7 @@ class QNetwork(nn.Module):
             self.dropout,
             self.residual,
             self.norm_after_relu,
+            activation=self.activation,
             matmul_precision=self.matmul_precision,
             kernel_init=self.kernel_init,
         )
@@ -146,6 +157,7 @@ class QEnsemble(nn.Module):
     norm_after_relu: bool = False
     matmul_precision: str = "float32"
     kernel_init: str = "lecun_normal"  # KERNEL_INITS
+    activation: str = "relu"  # ACTIVATIONS
 
     @nn.compact
     def __call__(self, obs: jax.Array, action: jax.Array, train: bool = False) -> jax.Array:
@@ -166,6 +178,7 @@ class QEnsemble(nn.Module):
             self.norm_after_relu,
             self.matmul_precision,
             self.kernel_init,
+            self.activation,
             name="critics",
         )
         return critics(obs, action, train)
@@ -194,6 +207,9 @@ class GaussianActor(nn.Module):
     activation: str = "relu"
     matmul_precision: str = "float32"
     kernel_init: str = "lecun_normal"  # KERNEL_INITS
+    # FastSAC: the head's kernel starts at zero, so every state starts at mean 0 and the
+    # log-std at the middle of [log_std_min, log_std_max].
+    zero_head: bool = False
 
     @nn.compact
     def __call__(self, obs: jax.Array) -> tuple[jax.Array, jax.Array]:
@@ -204,6 +220,7 @@ class GaussianActor(nn.Module):
             activation=self.activation,
             matmul_precision=self.matmul_precision,
             kernel_init=self.kernel_init,
+            zero_out=self.zero_head,
         )(obs)
         mean, raw = jnp.split(x, 2, axis=-1)
         if self.softplus_std:

@@ -62,6 +62,8 @@ PRECISION = "tests/agents/test_matmul_precision.py"
 TD3_REF = "tests/agents/test_td3_update_reference.py"
 CROSSQ_REF = "tests/agents/test_crossq_update_reference.py"
 DSAC_REF = "tests/agents/test_dsac_t_update_reference.py"
+FAST_SAC_REF = "tests/agents/test_fast_sac_update_reference.py"
+FAST_SAC = "tests/agents/test_fast_sac.py"
 PPO_REF = "tests/agents/test_ppo_update_reference.py"
 BRAX_PPO = "tests/agents/test_ppo_brax_parity.py"
 SAC_BRAX = "tests/agents/test_sac_brax_parity.py"
@@ -248,6 +250,46 @@ MUTANTS = [
         "noise = jax.random.normal(key, reward.shape)",
         "DSAC-T's sampled return target is drawn with unclipped noise",
         DSAC_REF,
+    ),
+    m(
+        "fast-sac-clipped-double-q",
+        "jaxrl/agents/configs/sac.py",
+        "return heads.Categorical(self.num_atoms, clipped_double_q=False)",
+        "return heads.Categorical(self.num_atoms)",
+        "FastSAC's critics all learn the lower target critic's projection (FastTD3's head)",
+        FAST_SAC_REF,
+    ),
+    m(
+        "fast-sac-actor-reads-old-temperature",
+        "jaxrl/agents/fast_sac.py",
+        "after = state.replace(log_alpha=log_alpha)",
+        "after = state",
+        "FastSAC's actor weighs its entropy by the temperature before this update's step",
+        FAST_SAC_REF,
+    ),
+    m(
+        "fast-sac-target-entropy-sign",
+        "jaxrl/agents/fast_sac.py",
+        'target_entropy = -state.hp["target_entropy_scale"] * state.action_size',
+        'target_entropy = state.hp["target_entropy_scale"] * state.action_size',
+        "FastSAC's temperature tracks +scale |A| instead of -scale |A|",
+        FAST_SAC_REF,
+    ),
+    m(
+        "fast-sac-policy-head-drawn",
+        "jaxrl/agents/sac.py",
+        "        zero_head=config.zero_policy_head,\n",
+        "",
+        "FastSAC's policy head is drawn at random instead of starting at zero",
+        FAST_SAC,
+    ),
+    m(
+        "fast-sac-critics-relu",
+        "jaxrl/agents/sac.py",
+        "        kernel_init=config.kernel_init,\n        activation=config.activation,\n",
+        "        kernel_init=config.kernel_init,\n",
+        "FastSAC's critics keep ReLU when SiLU (activation swish) is asked for",
+        FAST_SAC_REF,
     ),
     m(
         "ppo-value-net-ignores-activation",

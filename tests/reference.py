@@ -118,26 +118,41 @@ def member(tree: Any, index: int) -> Any:
 
 
 def q_ensemble(
-    params: dict, obs, action, layer_norm_: bool = False, after_relu: bool = False
+    params: dict,
+    obs,
+    action,
+    layer_norm_: bool = False,
+    after_relu: bool = False,
+    activation: str = "relu",
 ) -> np.ndarray:
     """A jaxrl QEnsemble's outputs [E, B, outputs] from its parameter tree."""
     layers = params["params"]["critics"]["MLP_0"]
     size = next(iter(layers["Dense_0"].values())).shape[0]
     x = np.concatenate([obs, action], -1)
-    return np.stack([mlp(member(layers, e), x, layer_norm_, after_relu) for e in range(size)])
+    return np.stack(
+        [mlp(member(layers, e), x, layer_norm_, after_relu, activation) for e in range(size)]
+    )
 
 
 def squash_log_std(raw, low=-5.0, high=2.0):
     return low + 0.5 * (high - low) * (np.tanh(raw) + 1.0)
 
 
-def gaussian_actor(params: dict, obs, softplus_std: bool = False, activation: str = "relu"):
-    """A GaussianActor's (mean, log_std), [B, A] each."""
-    out = mlp(params["params"]["MLP_0"], obs, activation=activation)
+def gaussian_actor(
+    params: dict,
+    obs,
+    softplus_std: bool = False,
+    activation: str = "relu",
+    layer_norm_: bool = False,
+    log_std_max: float = 2.0,
+):
+    """A GaussianActor's (mean, log_std), [B, A] each: the log-std squashed into
+    [-5, log_std_max], or Brax's softplus std."""
+    out = mlp(params["params"]["MLP_0"], obs, layer_norm_, activation=activation)
     mean, raw = np.split(out, 2, axis=-1)
     if softplus_std:
         return mean, np.log(softplus(raw) + 1e-3)
-    return mean, squash_log_std(raw)
+    return mean, squash_log_std(raw, high=log_std_max)
 
 
 def tanh_gaussian_log_prob(u, mean, log_std):
@@ -403,6 +418,27 @@ def assert_adam_first_moment(
             np.asarray(mu, np.float64), (1 - b1) * g, rtol=rtol, atol=(1 - b1) * 1e-4 * scale
         ),
         states[0].mu,
+        grad,
+    )
+
+
+def assert_adam_second_moment(opt_state: Any, grad: Any, b2: float, rtol: float = 2e-3) -> None:
+    """After Adam's first step from a fresh state its second moment is (1 - b2) g^2: this pins
+    the optimiser's b2, which the first step itself (-lr sign g) does not show."""
+    states = [
+        s
+        for s in jax.tree.leaves(opt_state, is_leaf=lambda s: hasattr(s, "nu"))
+        if hasattr(s, "nu")
+    ]
+    assert len(states) == 1, "expected one Adam state"
+    assert int(states[0].count) == 1, "expected the state after exactly one step"
+    grad = to64(grad)
+    scale = max(float(np.abs(g).max()) for g in jax.tree.leaves(grad)) ** 2
+    jax.tree.map(
+        lambda nu, g: np.testing.assert_allclose(
+            np.asarray(nu, np.float64), (1 - b2) * g**2, rtol=rtol, atol=(1 - b2) * 1e-6 * scale
+        ),
+        states[0].nu,
         grad,
     )
 

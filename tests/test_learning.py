@@ -4,7 +4,7 @@ Thresholds and budgets (presets in experiments/presets.py; seeds checked on a 2-
 - classic/pendulum: eval return >= -250 within 20,000 env steps (random play: about -1,200).
   SAC: 4 of 4 seeds crossed -250 by 16,000 steps; REDQ and DroQ: 2 of 2 by 10,000;
   TD3: 4 of 4 by 14,000; FastTD3: 2 of 2 by 8,000; PQL: 2 of 2 by 6,000;
-  CrossQ: 2 of 2 by 14,000; DSAC-T: 4 of 4 by 12,000.
+  CrossQ: 2 of 2 by 14,000; DSAC-T: 4 of 4 by 12,000; FastSAC: 4 of 4 by 4,000.
 - brax/inverted_pendulum: eval return >= 900 (1,000 is the maximum) within 24,576 env steps.
   SAC: 4 of 4 seeds reached 1,000 by 12,300 steps; REDQ: 2 of 2 by 8,200; DroQ: 2 of 2 by
   12,300; FastTD3: 4 of 4 by 8,200; PQL (budget 32,768): 4 of 4 by 22,500;
@@ -45,7 +45,7 @@ CLI_CASES = (
         (f"{algo}_pendulum", PENDULUM)
         # CrossQ learns the pendulum from the CLI over 4 devices (tests/test_sharding.py),
         # whose one-device program is this one bit for bit; and the Brax env below alone.
-        for algo in ("td3", "redq", "droq", "fast_td3", "pql", "dsac_t")
+        for algo in ("td3", "redq", "droq", "fast_td3", "pql", "dsac_t", "fast_sac")
     ]
     + [
         # On a Brax env, the algorithms whose networks or critics differ most from SAC's

@@ -50,6 +50,9 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
     "dsac_t": _spec(
         configs.DSACTConfig, "dsac_t", "DSAC-T: Gaussian distributional twin critics, SAC"
     ),
+    "fast_sac": _spec(
+        configs.FastSACConfig, "fast_sac", "FastSAC: C51 twin critics, LayerNorm, AdamW, SAC"
+    ),
     "td3": _spec(configs.TD3Config, "td3", "TD3: clipped double Q, smoothing, delay"),
     "fast_td3": _spec(
         configs.FastTD3Config, "fast_td3", "FastTD3: C51 twin critic, per-env noise, AdamW"

@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 import flax.struct
 import jax
 import jax.numpy as jnp
+import optax
 
 from jaxrl import distributions, heads
 from jaxrl.agents.base import (
@@ -143,9 +144,11 @@ def update_keys(key: jax.Array) -> jax.Array:
 class Losses(NamedTuple):
     """SAC's objectives as `update` differentiates them, over one batch, with `keys` from
     `update_keys`. The actor's returns the log-probs the temperature's loss (`alpha_loss`)
-    reads: those of its own action, or of a second draw (temperature_draw="own")."""
+    reads: those of its own action, or of a second draw (temperature_draw="own"). The critic's
+    returns those of the bootstrap action a' ~ pi(s'), which FastSAC's temperature reads."""
 
-    critic: Callable  # (critic params, state, batch, keys) -> (loss, (values [E, B], head state))
+    # (critic params, state, batch, keys) -> (loss, (values [E, B], head state, next log-probs))
+    critic: Callable
     actor: Callable  # (actor params, critic params, state, batch, keys) -> (loss, (log_prob, None))
 
 
@@ -174,7 +177,10 @@ def losses(config: SACConfig) -> Losses:
         target = head.target(keys[6], next_out, reward, batch.terminated, batch.discount, bonus, hp)
         out = critic_apply(params, critic_obs, batch.action, keys[3])
         weight = row_weights(batch, config.truncation)
-        return head.loss(out, target, state.head_state, hp, state.step == 0, weight)
+        loss, (values, head_state) = head.loss(
+            out, target, state.head_state, hp, state.step == 0, weight
+        )
+        return loss, (values, head_state, next_log_prob)
 
     def actor(params, critic_params, state: SACState, batch: Batch, keys: jax.Array):
         alpha = jnp.exp(state.log_alpha.params)
@@ -191,37 +197,22 @@ def losses(config: SACConfig) -> Losses:
     return Losses(critic, actor)
 
 
-def critic_network(config: SACConfig) -> QEnsemble:
-    return QEnsemble(
-        config.critic_hidden,
-        config.num_critics,
-        config.critic_layer_norm,
-        config.critic_dropout,
-        outputs=config.head().outputs,
-        residual=config.critic_residual,
-        norm_after_relu=config.critic_norm_after_relu,
-        matmul_precision=config.matmul_precision,
-        kernel_init=config.kernel_init,
-    )
+class Optimizers(NamedTuple):
+    actor: optax.GradientTransformation
+    critic: optax.GradientTransformation
+    alpha: optax.GradientTransformation  # of log alpha
 
 
-def actor_network(config: SACConfig, action_size: int) -> GaussianActor:
-    return GaussianActor(
-        action_size,
-        config.actor_hidden,
-        softplus_std=config.softplus_std,
-        matmul_precision=config.matmul_precision,
-        kernel_init=config.kernel_init,
-    )
+def optimizers(config: SACConfig) -> Optimizers:
+    """SAC's three Adams, their learning rates in their states (FastSAC: AdamWs)."""
+    return Optimizers(adam(config.actor_lr), adam(config.critic_lr), adam(config.alpha_lr))
 
 
-def make(config: SACConfig = SACConfig()) -> Agent:
+def initializer(config: SACConfig, opts: Optimizers) -> Callable[..., SACState]:
+    """The `Agent.init` of SAC's family: networks, optimiser states, log alpha and `hp` (the
+    ARRAY_FIELDS that the config's CONSUMED, read by the optimisers and `init`, leaves)."""
     head = config.head()
     critic_net = critic_network(config)
-    objectives = losses(config)
-    actor_opt = adam(config.actor_lr)
-    critic_opt = adam(config.critic_lr)
-    alpha_opt = adam(config.alpha_lr)
 
     def init(
         key: jax.Array, obs_size: int, action_size: int, critic_obs_size: int | None = None
@@ -234,26 +225,69 @@ def make(config: SACConfig = SACConfig()) -> Agent:
         critic_params = critic_net.init(critic_key, critic_obs, action)
         log_alpha = jnp.asarray(jnp.log(config.init_alpha), jnp.float32)
         return SACState(
-            actor=learner(actor_params, actor_opt),
-            critic=learner(critic_params, critic_opt),
+            actor=learner(actor_params, opts.actor),
+            critic=learner(critic_params, opts.critic),
             target_critic_params=critic_params,
-            log_alpha=learner(log_alpha, alpha_opt),
+            log_alpha=learner(log_alpha, opts.alpha),
             step=jnp.zeros((), jnp.int32),
             head_state=head.init(config.num_critics),
             hp=state_hyperparameters(config),
             action_size=action_size,
         )
 
+    return init
+
+
+def acting(config: SACConfig) -> Callable[..., jax.Array]:
+    """The `Agent.act` of SAC's family: tanh(mean + noise_scale * std * eps)."""
+
     def act(state: SACState, obs: jax.Array, key: jax.Array, noise_scale=1.0) -> jax.Array:
         mean, log_std = actor_network(config, state.action_size).apply(state.actor.params, obs)
         return distributions.tanh_gaussian_act(key, mean, log_std, noise_scale)
+
+    return act
+
+
+def critic_network(config: SACConfig) -> QEnsemble:
+    return QEnsemble(
+        config.critic_hidden,
+        config.num_critics,
+        config.critic_layer_norm,
+        config.critic_dropout,
+        outputs=config.head().outputs,
+        residual=config.critic_residual,
+        norm_after_relu=config.critic_norm_after_relu,
+        matmul_precision=config.matmul_precision,
+        kernel_init=config.kernel_init,
+        activation=config.activation,
+    )
+
+
+def actor_network(config: SACConfig, action_size: int) -> GaussianActor:
+    return GaussianActor(
+        action_size,
+        config.actor_hidden,
+        layer_norm=config.actor_layer_norm,
+        log_std_max=config.log_std_max,
+        activation=config.activation,
+        zero_head=config.zero_policy_head,
+        softplus_std=config.softplus_std,
+        matmul_precision=config.matmul_precision,
+        kernel_init=config.kernel_init,
+    )
+
+
+def make(config: SACConfig = SACConfig()) -> Agent:
+    head = config.head()
+    objectives = losses(config)
+    actor_opt, critic_opt, alpha_opt = opts = optimizers(config)
 
     def update(state: SACState, batch: Batch, key: jax.Array):
         target_entropy = -state.hp["target_entropy_scale"] * state.action_size
         keys = update_keys(key)
         alpha = jnp.exp(state.log_alpha.params)
 
-        (c_loss, (q, head_state)), grads = jax.value_and_grad(objectives.critic, has_aux=True)(
+        (c_loss, (q, head_state, _)), grads = jax.value_and_grad(objectives.critic, has_aux=True)(
             state.critic.params, state, batch, keys
         )
         critic = apply_gradients(state.critic, grads, critic_opt)
@@ -284,4 +318,4 @@ def make(config: SACConfig = SACConfig()) -> Agent:
         metrics = update_metrics(c_loss, a_loss, t_loss, alpha, q, log_prob)
         return new_state, {**metrics, **head.metrics(head_state)}
 
-    return Agent(init=init, act=act, update=update, name="sac")
+    return Agent(init=initializer(config, opts), act=acting(config), update=update, name="sac")

@@ -148,7 +148,7 @@ def test_critic_loss_and_gradients_match_brax():
         brax["q"], brax["policy"], brax["normalizer"], brax["target_q"], alpha, transitions,
         KEYS[0],
     )  # fmt: skip
-    (loss, (q, _)), grads = jax.value_and_grad(sac.losses(CONFIG).critic, has_aux=True)(
+    (loss, (q, *_)), grads = jax.value_and_grad(sac.losses(CONFIG).critic, has_aux=True)(
         state.critic.params, state, batch, KEYS
     )
     # Brax's loss is the mean over critics of each one's 0.5 mean squared error; jaxrl's the sum.

@@ -5,13 +5,21 @@ shared settings are `network.NetworkSettings` and `network.InitSettings`."""
 
 from jaxrl.agents.configs.network import InitSettings, NetworkSettings
 from jaxrl.agents.configs.ppo import PPOConfig
-from jaxrl.agents.configs.sac import CrossQConfig, DroQConfig, DSACTConfig, REDQConfig, SACConfig
+from jaxrl.agents.configs.sac import (
+    CrossQConfig,
+    DroQConfig,
+    DSACTConfig,
+    FastSACConfig,
+    REDQConfig,
+    SACConfig,
+)
 from jaxrl.agents.configs.td3 import FastTD3Config, PQLConfig, TD3Config
 
 __all__ = [
     "CrossQConfig",
     "DSACTConfig",
     "DroQConfig",
+    "FastSACConfig",
     "FastTD3Config",
     "InitSettings",
     "NetworkSettings",

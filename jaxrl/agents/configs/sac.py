@@ -1,6 +1,7 @@
 """The configs of SAC's family: SAC and the algorithms that differ from it only in defaults
-(REDQ, DroQ) or in the critic head (DSAC-T), and CrossQ, SAC without target networks. No jax
-here: the agents built from them live in `jaxrl.agents.sac` (and redq, droq, dsac_t, crossq).
+(REDQ, DroQ) or in the critic head (DSAC-T), FastSAC (a C51 head, AdamW and its own update
+order), and CrossQ, SAC without target networks. No jax here: the agents built from them live
+in `jaxrl.agents.sac` (and redq, droq, dsac_t, fast_sac, crossq).
 """
 
 from __future__ import annotations
@@ -14,7 +15,12 @@ from jaxrl.agents.configs.heads import (
     GAUSSIAN_HYPERPARAMETERS,
     CategoricalSettings,
 )
-from jaxrl.agents.configs.network import InitSettings, NetworkSettings, check_network_config
+from jaxrl.agents.configs.network import (
+    ACTIVATION_NAMES,
+    InitSettings,
+    NetworkSettings,
+    check_network_config,
+)
 from jaxrl.config.choices import Choices
 
 if TYPE_CHECKING:
@@ -43,6 +49,16 @@ class SACConfig(InitSettings):
     """Policy std from Brax's head, softplus(raw) + 0.001, instead of a squashed log-std.
     True: std 0.69 at init, no upper bound; False: exp of a log-std squashed into [-5, 2]
     (std 0.22 at init)."""
+    activation: Annotated[str, Choices(ACTIVATION_NAMES)] = "relu"
+    """Hidden activation of the policy and the critics: "relu", or "swish" (SiLU, FastSAC's)."""
+    actor_layer_norm: bool = False
+    """LayerNorm in each policy hidden layer, before the activation (FastSAC)."""
+    log_std_max: float = 2.0
+    """Upper bound of the policy's squashed log-std, whose lower bound is -5 (FastSAC: 0).
+    Unused with softplus_std."""
+    zero_policy_head: bool = False
+    """The policy's output layer starts at zero: mean 0 and log-std mid-range in every state.
+    FastSAC's initialisation: with log_std_max 0 every action dimension starts at std exp(-2.5)."""
     actor_lr: float = 3e-4
     """Adam learning rate of the policy."""
     critic_lr: float = 3e-4
@@ -101,6 +117,10 @@ class SACConfig(InitSettings):
 
     def __post_init__(self):
         check_network_config(self, residual=self.critic_residual)
+        if self.log_std_max <= -5.0:
+            raise ValueError(
+                f"log_std_max must be above -5 (the lower bound), got {self.log_std_max}"
+            )
         if self.num_target_critics is not None and not (
             1 <= self.num_target_critics <= self.num_critics
         ):
@@ -171,6 +191,80 @@ class DSACTConfig(SACConfig):
         from jaxrl import heads
 
         return heads.Gaussian()
+
+
+@dataclasses.dataclass(frozen=True)
+class FastSACConfig(SACConfig, CategoricalSettings):
+    # FastSAC (Seo et al. 2025, "Learning Sim-to-Real Humanoid Locomotion in 15 Minutes") as its
+    # public implementation sets it (amazon-far/holosoma, `FastSACConfig` and the `fast_sac`
+    # algo values; docs/ALGORITHMS.md, "impl"). The update's own order is jaxrl.agents.fast_sac.
+    actor_hidden: tuple[int, ...] = (512, 256, 128)  # actor_hidden_dim 512, halved per layer
+    critic_hidden: tuple[int, ...] = (768, 384, 192)  # critic_hidden_dim 768, halved per layer
+    activation: str = "swish"  # SiLU, in the policy and the critics
+    critic_layer_norm: bool = True  # Linear -> LayerNorm -> SiLU, in both networks
+    actor_layer_norm: bool = True
+    log_std_max: float = 0.0  # log-std squashed into [-5, 0]
+    zero_policy_head: bool = True  # mean and log-std layers' weights and biases start at 0
+    actor_lr: float = 3e-4
+    """AdamW learning rate of the policy."""
+    critic_lr: float = 3e-4
+    """AdamW learning rate of the critics."""
+    alpha_lr: float = 3e-4
+    """AdamW learning rate of the entropy temperature (learned as log alpha)."""
+    tau: float = 0.125
+    init_alpha: float = 0.001
+    target_entropy_scale: float = 0.0  # target_entropy_ratio 0: a target entropy of 0
+    temperature_loss: str = "alpha"  # -alpha E[log pi + H], its gradient scaled by alpha
+    temperature_draw: str = "actor"
+    """Unused: FastSAC's temperature reads the bootstrap actions' draw at s' ("actor" only)."""
+    num_critics: int = 2
+    """Critics in the ensemble, each learning from its own target critic (no min over them)."""
+    actor_q: str = "mean"  # the actor climbs the mean of the critics' expected values
+    policy_delay: int = 4
+    """Critic updates per actor update (the temperature steps at every update): 4, the
+    reference's policy_frequency, 2 actor updates per 8 critic updates."""
+    v_min: float = -20.0
+    v_max: float = 20.0
+    weight_decay: float = 0.001
+    """AdamW weight decay of the policy and the critics (their optimisers are AdamW)."""
+    adam_b2: float = 0.95
+    """Adam's beta2 (decay of the squared gradients' running mean) in all three optimisers."""
+    alpha_weight_decay: float = 0.01
+    """AdamW weight decay of log alpha: torch's default, which the reference leaves in place."""
+
+    ARRAY_FIELDS: ClassVar[tuple[str, ...]] = (
+        *SACConfig.ARRAY_FIELDS,
+        "weight_decay",
+        "adam_b2",
+        "alpha_weight_decay",
+        *CATEGORICAL_HYPERPARAMETERS,
+    )
+    CONSUMED: ClassVar[tuple[str, ...]] = (
+        *SACConfig.CONSUMED,
+        "weight_decay",
+        "adam_b2",
+        "alpha_weight_decay",
+    )
+
+    def __post_init__(self):
+        super().__post_init__()
+        self.check_support()
+        if self.weight_decay < 0 or self.alpha_weight_decay < 0 or not 0 < self.adam_b2 < 1:
+            raise ValueError(
+                "need weight_decay >= 0, alpha_weight_decay >= 0 and adam_b2 in (0, 1), got "
+                f"{self.weight_decay}, {self.alpha_weight_decay}, {self.adam_b2}"
+            )
+        # FastSAC's temperature reads the bootstrap draw at s', and every critic learns its own
+        # target critic's projection: SAC's other choices for these do not apply.
+        if self.temperature_draw != "actor":
+            raise ValueError("FastSAC's temperature reads the bootstrap action's draw at s'")
+        if self.num_target_critics is not None:
+            raise ValueError("FastSAC's critics each learn from their own target critic")
+
+    def head(self) -> heads.Head:
+        from jaxrl import heads
+
+        return heads.Categorical(self.num_atoms, clipped_double_q=False)
 
 
 @dataclasses.dataclass(frozen=True)
