@@ -81,8 +81,8 @@ MUTANTS = [
     m(
         "sac-target-from-online-critic",
         "jaxrl/agents/sac.py",
-        "critic_apply(state.target_critic_params, next_critic_obs",
-        "critic_apply(state.critic.params, next_critic_obs",
+        "state.target_critic_params, next_critic_obs, next_action",
+        "state.critic.params, next_critic_obs, next_action",
         "SAC bootstraps from the online critics instead of the target critics",
         SAC_REF,
     ),
@@ -138,7 +138,7 @@ MUTANTS = [
     m(
         "redq-no-target-subset",
         "jaxrl/agents/sac.py",
-        "next_out = target_subset(keys[2], next_out, config.num_target_critics)",
+        "next_out = target_subset(keys.target_subset, next_out, config.num_target_critics)",
         "next_out = next_out",
         "REDQ takes the min over all critics instead of a random subset",
         SAC_REF,
@@ -146,8 +146,8 @@ MUTANTS = [
     m(
         "sac-same-key-for-both-samples",
         "jaxrl/agents/sac.py",
-        "distributions.tanh_gaussian_sample(keys[4], mean, log_std)",
-        "distributions.tanh_gaussian_sample(keys[0], mean, log_std)",
+        "distributions.tanh_gaussian_sample(keys.policy_action, mean, log_std)",
+        "distributions.tanh_gaussian_sample(keys.next_action, mean, log_std)",
         "the actor's sample reuses the bootstrap action's noise",
         SAC_REF,
     ),
@@ -471,8 +471,8 @@ MUTANTS = [
     m(
         "sac-temperature-draw-online-key",
         "jaxrl/agents/sac.py",
-        "distributions.tanh_gaussian_sample(keys[7], sg(mean), sg(log_std))",
-        "distributions.tanh_gaussian_sample(keys[4], sg(mean), sg(log_std))",
+        "keys.temperature_action, sg(mean), sg(log_std)",
+        "keys.policy_action, sg(mean), sg(log_std)",
         "the temperature's own draw reuses the actor's key (the same action)",
         SAC_REF,
     ),
