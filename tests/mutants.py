@@ -1151,7 +1151,7 @@ MUTANTS = [
     m(
         "split-actor-never-refreshed",
         "jaxrl/loops/split.py",
-        "                acting_agent = jax.device_put(agent_state, on_actor)\n",
+        "        acting_agent = jax.device_put(agent_state, on_actor)\n",
         "",
         "the actor keeps acting with the chunk's first parameters, never the learners' new ones",
         SPLIT,
@@ -1159,15 +1159,15 @@ MUTANTS = [
     m(
         "split-learners-see-this-exchange",
         "jaxrl/loops/split.py",
-        """                agent_state, learn_key, metrics = programs["learn"](
-                    agent_state, buffer, stats_learners, learn_key, hp_learners
-                )
-                buffer = programs["insert"](buffer, jax.device_put(transitions, by_env))
+        """        agent_state, learn_key, metrics = programs["learn"](
+            agent_state, buffer, stats_learners, learn_key, hp_learners
+        )
+        buffer = programs["insert"](buffer, jax.device_put(transitions, by_env))
 """,
-        """                buffer = programs["insert"](buffer, jax.device_put(transitions, by_env))
-                agent_state, learn_key, metrics = programs["learn"](
-                    agent_state, buffer, stats_learners, learn_key, hp_learners
-                )
+        """        buffer = programs["insert"](buffer, jax.device_put(transitions, by_env))
+        agent_state, learn_key, metrics = programs["learn"](
+            agent_state, buffer, stats_learners, learn_key, hp_learners
+        )
 """,
         "the learners wait for the actor's data of the same exchange (no overlap, no lag)",
         SPLIT,
@@ -1175,15 +1175,15 @@ MUTANTS = [
     m(
         "split-last-exchange-dropped",
         "jaxrl/loops/split.py",
-        """            for _ in range(exchanges):""",
-        """            for _ in range(exchanges - 1):""",
+        """    for _ in range(exchanges):""",
+        """    for _ in range(exchanges - 1):""",
         "a chunk runs one exchange fewer than it reports",
         SPLIT,
     ),
     m(
         "split-learners-keep-first-statistics",
         "jaxrl/loops/split.py",
-        "                stats_learners = jax.device_put(actor[1], on_learners)\n",
+        "        stats_learners = jax.device_put(actor[1], on_learners)\n",
         "",
         "the learners normalise every batch with the chunk's first observation statistics",
         SPLIT,
