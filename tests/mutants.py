@@ -436,8 +436,8 @@ MUTANTS = [
     m(
         "ppo-in-loss-one-key-for-all-steps",
         "jaxrl/agents/ppo.py",
-        "            key, loss_key = jax.random.split(key)\n",
-        "            loss_key = key\n",
+        "        key, loss_key = jax.random.split(key)\n",
+        "        loss_key = key\n",
         "every gradient step of an epoch draws its entropy noise from one key",
         BRAX_PPO,
     ),
