@@ -83,8 +83,8 @@ MUTANTS = [
     m(
         "sac-target-from-online-critic",
         "jaxrl/agents/sac.py",
-        "critic_apply(state.target_critic_params, next_critic_obs",
-        "critic_apply(state.critic.params, next_critic_obs",
+        "state.target_critic_params, next_critic_obs, next_action",
+        "state.critic.params, next_critic_obs, next_action",
         "SAC bootstraps from the online critics instead of the target critics",
         SAC_REF,
     ),
@@ -156,7 +156,7 @@ MUTANTS = [
     m(
         "redq-no-target-subset",
         "jaxrl/agents/sac.py",
-        "next_out = target_subset(keys[2], next_out, config.num_target_critics)",
+        "next_out = target_subset(keys.target_subset, next_out, config.num_target_critics)",
         "next_out = next_out",
         "REDQ takes the min over all critics instead of a random subset",
         SAC_REF,
@@ -164,8 +164,8 @@ MUTANTS = [
     m(
         "sac-same-key-for-both-samples",
         "jaxrl/agents/sac.py",
-        "distributions.tanh_gaussian_sample(keys[4], mean, log_std)",
-        "distributions.tanh_gaussian_sample(keys[0], mean, log_std)",
+        "distributions.tanh_gaussian_sample(keys.policy_action, mean, log_std)",
+        "distributions.tanh_gaussian_sample(keys.next_action, mean, log_std)",
         "the actor's sample reuses the bootstrap action's noise",
         SAC_REF,
     ),
@@ -494,8 +494,8 @@ MUTANTS = [
     m(
         "ppo-in-loss-one-key-for-all-steps",
         "jaxrl/agents/ppo.py",
-        "            key, loss_key = jax.random.split(key)\n",
-        "            loss_key = key\n",
+        "        key, loss_key = jax.random.split(key)\n",
+        "        loss_key = key\n",
         "every gradient step of an epoch draws its entropy noise from one key",
         BRAX_PPO,
     ),
@@ -529,8 +529,8 @@ MUTANTS = [
     m(
         "sac-temperature-draw-online-key",
         "jaxrl/agents/sac.py",
-        "distributions.tanh_gaussian_sample(keys[7], sg(mean), sg(log_std))",
-        "distributions.tanh_gaussian_sample(keys[4], sg(mean), sg(log_std))",
+        "keys.temperature_action, sg(mean), sg(log_std)",
+        "keys.policy_action, sg(mean), sg(log_std)",
         "the temperature's own draw reuses the actor's key (the same action)",
         SAC_REF,
     ),
@@ -1209,7 +1209,7 @@ MUTANTS = [
     m(
         "split-actor-never-refreshed",
         "jaxrl/loops/split.py",
-        "                acting_agent = jax.device_put(agent_state, on_actor)\n",
+        "        acting_agent = jax.device_put(agent_state, on_actor)\n",
         "",
         "the actor keeps acting with the chunk's first parameters, never the learners' new ones",
         SPLIT,
@@ -1217,15 +1217,15 @@ MUTANTS = [
     m(
         "split-learners-see-this-exchange",
         "jaxrl/loops/split.py",
-        """                agent_state, learn_key, metrics = programs["learn"](
-                    agent_state, buffer, stats_learners, learn_key, hp_learners
-                )
-                buffer = programs["insert"](buffer, jax.device_put(transitions, by_env))
+        """        agent_state, learn_key, metrics = programs["learn"](
+            agent_state, buffer, stats_learners, learn_key, hp_learners
+        )
+        buffer = programs["insert"](buffer, jax.device_put(transitions, by_env))
 """,
-        """                buffer = programs["insert"](buffer, jax.device_put(transitions, by_env))
-                agent_state, learn_key, metrics = programs["learn"](
-                    agent_state, buffer, stats_learners, learn_key, hp_learners
-                )
+        """        buffer = programs["insert"](buffer, jax.device_put(transitions, by_env))
+        agent_state, learn_key, metrics = programs["learn"](
+            agent_state, buffer, stats_learners, learn_key, hp_learners
+        )
 """,
         "the learners wait for the actor's data of the same exchange (no overlap, no lag)",
         SPLIT,
@@ -1233,15 +1233,15 @@ MUTANTS = [
     m(
         "split-last-exchange-dropped",
         "jaxrl/loops/split.py",
-        """            for _ in range(exchanges):""",
-        """            for _ in range(exchanges - 1):""",
+        """    for _ in range(exchanges):""",
+        """    for _ in range(exchanges - 1):""",
         "a chunk runs one exchange fewer than it reports",
         SPLIT,
     ),
     m(
         "split-learners-keep-first-statistics",
         "jaxrl/loops/split.py",
-        "                stats_learners = jax.device_put(actor[1], on_learners)\n",
+        "        stats_learners = jax.device_put(actor[1], on_learners)\n",
         "",
         "the learners normalise every batch with the chunk's first observation statistics",
         SPLIT,

@@ -221,29 +221,8 @@ def losses(config: PPOConfig = PPOConfig()) -> Losses:
 
 def make(config: PPOConfig = PPOConfig()) -> Agent:
     nets = _networks(config)
-    loss_fns = losses(config)
-
-    def chain(learning_rate, max_grad_norm):
-        return optax.chain(
-            optax.clip_by_global_norm(max_grad_norm)
-            if config.max_grad_norm > 0
-            else optax.identity(),
-            optax.adam(learning_rate),
-        )
-
-    # Learning rate and clip in the optimiser state (data); a linear schedule scales the updates
-    # by the run's remaining fraction below, so it can follow the run's progress.
-    optimizer = optax.inject_hyperparams(chain)(
-        learning_rate=config.learning_rate, max_grad_norm=config.max_grad_norm
-    )
-
-    value = nets.value
-
-    def rollout_values(params, obs: jax.Array) -> jax.Array:
-        """Values of a whole rollout [T, N, ...] -> [T, N], one time step at a time: at once,
-        XLA holds every hidden layer of every sample (5 GB for Playground's 5x256 value net
-        over 2048 envs x 480 steps)."""
-        return jax.lax.map(lambda o: value(params, o), obs)
+    optimizer = _optimizer(config)
+    learner = _Learner(config, nets, losses(config), optimizer)
 
     def init(
         key: jax.Array, obs_size: int, action_size: int, critic_obs_size: int | None = None
@@ -275,16 +254,6 @@ def make(config: PPOConfig = PPOConfig()) -> Agent:
         raw, log_prob = distributions.pre_tanh_sample(key, mean, log_std)
         return jnp.tanh(raw), {"raw_action": raw, "log_prob": log_prob}
 
-    def gradient_step(loss, params, opt_state, batch, key, hp, action_size, fraction):
-        (_, metrics), grads = jax.value_and_grad(loss, has_aux=True)(
-            params, batch, key, hp, action_size
-        )
-        updates, opt_state = optimizer.update(grads, opt_state, params)
-        if config.lr_schedule == "linear":
-            updates = jax.tree.map(lambda u: fraction * u, updates)
-        metrics["grad_norm"] = optax.tree_utils.tree_norm(grads)
-        return optax.apply_updates(params, updates), opt_state, metrics
-
     def update(state: PPOState, rollout: Rollout, key: jax.Array):
         steps, num_envs = rollout.reward.shape
         check_minibatches(  # at trace time, before compiling
@@ -292,130 +261,196 @@ def make(config: PPOConfig = PPOConfig()) -> Agent:
         )
         fraction = 1.0 - rollout.progress if config.lr_schedule == "linear" else 1.0
         if config.advantage_in_loss:
-            params, opt_state, metrics = update_unrolls(state, rollout, key, fraction)
+            params, opt_state, metrics = _update_unrolls(learner, state, rollout, key, fraction)
         else:
-            params, opt_state, metrics = update_steps(state, rollout, key, fraction)
+            params, opt_state, metrics = _update_steps(learner, state, rollout, key, fraction)
         metrics = jax.tree.map(jnp.mean, metrics)
         metrics["gradient_steps"] = jnp.asarray(
             config.num_epochs * config.num_minibatches, jnp.float32
         )
         return state.replace(params=params, opt_state=opt_state, step=state.step + 1), metrics
 
-    def update_steps(state: PPOState, rollout: Rollout, key: jax.Array, fraction):
-        """Advantages once, from the values before the update; minibatches of single steps."""
-        samples, hp = rollout.reward.size, state.hp
-        value_obs, next_value_obs = rollout.critic_inputs  # obs / next_obs unless asymmetric
-        values = rollout_values(state.params, value_obs)
-        advantage, target = gae(
-            hp["reward_scale"] * rollout.reward,
-            values,
-            rollout_values(state.params, next_value_obs),
-            rollout.terminated,
-            rollout.done,
-            rollout.discount,
-            hp["gae_lambda"],
-            config.gae_horizon,
-            config.advantage_estimator,
-            config.truncation,
-        )
-        flat = {
-            "obs": rollout.obs,
-            "raw_action": rollout.extras["raw_action"],
-            "log_prob": rollout.extras["log_prob"],
-            "advantage": advantage,
-            "target": target,
-            "value": values,
-        }
-        if rollout.critic_obs is not None:  # asymmetric: the value function's own input
-            flat["value_obs"] = value_obs
-        flat = jax.tree.map(lambda x: x.reshape((samples,) + x.shape[2:]), flat)
-        flat = jax.lax.stop_gradient(flat)
-
-        def minibatch_step(carry, xs):
-            params, opt_state = carry
-            rows, step_key = xs
-            batch = jax.tree.map(lambda x: x[rows], flat)
-            params, opt_state, metrics = gradient_step(
-                loss_fns.minibatch, params, opt_state, batch, step_key, hp,
-                state.action_size, fraction,
-            )  # fmt: skip
-            return (params, opt_state), metrics
-
-        def epoch(carry, key):
-            perm_key, step_key = jax.random.split(key)
-            rows = minibatch_indices(perm_key, samples, config.num_minibatches)
-            step_keys = jax.random.split(step_key, config.num_minibatches)
-            return jax.lax.scan(minibatch_step, carry, (rows, step_keys))
-
-        (params, opt_state), metrics = jax.lax.scan(
-            epoch,
-            (state.params, state.opt_state),
-            jax.random.split(key, config.num_epochs),
-        )
-        metrics["value_mean"] = values.mean()  # the rollout's, before the update
-        return params, opt_state, metrics
-
-    def update_unrolls(state: PPOState, rollout: Rollout, key: jax.Array, fraction):
-        """Brax's sgd_step: the rollout cut into unrolls of gae_horizon steps, in Brax's order
-        (unroll-major: row u * num_envs + e), shuffled as units every epoch into minibatches
-        whose loss computes the advantages with the current value parameters; the key split
-        per epoch into (next, permutation, gradient steps), per step into (next, loss)."""
-        hp, horizon = state.hp, config.gae_horizon
-        steps, num_envs = rollout.reward.shape
-        value_obs, next_value_obs = rollout.critic_inputs
-
-        def unrolls(x):  # [T, N, ...] -> [T / H * N, H, ...]
-            x = x.reshape((steps // horizon, horizon, num_envs) + x.shape[2:])
-            return jnp.swapaxes(x, 1, 2).reshape((-1, horizon) + x.shape[3:])
-
-        data = {
-            "obs": rollout.obs,
-            "raw_action": rollout.extras["raw_action"],
-            "log_prob": rollout.extras["log_prob"],
-            "reward": rollout.reward,
-            "terminated": rollout.terminated,
-            "done": rollout.done,
-            "discount": rollout.discount,
-        }
-        if rollout.critic_obs is not None:
-            data["value_obs"] = value_obs
-        if config.clip_value:  # the rollout's own values, for the clip
-            data["value"] = rollout_values(state.params, value_obs)
-        if config.truncation == "bootstrap":
-            data["next_value_obs"] = next_value_obs
-        data = jax.lax.stop_gradient(jax.tree.map(unrolls, data))
-        if config.truncation == "mask":  # only each unroll's last next observation is read
-            data["bootstrap_obs"] = jax.lax.stop_gradient(unrolls(next_value_obs)[:, -1])
-
-        def minibatch_step(carry, batch):
-            params, opt_state, key = carry
-            key, loss_key = jax.random.split(key)
-            params, opt_state, metrics = gradient_step(
-                loss_fns.unroll, params, opt_state, batch, loss_key, hp,
-                state.action_size, fraction,
-            )  # fmt: skip
-            return (params, opt_state, key), metrics
-
-        def epoch(carry, _):
-            params, opt_state, key = carry
-            key, perm_key, grad_key = jax.random.split(key, 3)
-            shuffled = jax.tree.map(
-                lambda x: jax.random.permutation(perm_key, x).reshape(
-                    (config.num_minibatches, -1) + x.shape[1:]
-                ),
-                data,
-            )
-            (params, opt_state, _), metrics = jax.lax.scan(
-                minibatch_step, (params, opt_state, grad_key), shuffled
-            )
-            return (params, opt_state, key), metrics
-
-        (params, opt_state, _), metrics = jax.lax.scan(
-            epoch, (state.params, state.opt_state, key), None, config.num_epochs
-        )
-        return params, opt_state, metrics
-
     return Agent(init=init, act=act, update=update, explore=explore, name="ppo")
+
+
+# --- The update's pieces. ----------------------------------------------------------------------
+
+
+def _optimizer(config: PPOConfig) -> optax.GradientTransformation:
+    """Adam after global gradient-norm clipping (none when max_grad_norm is 0). Learning rate
+    and clip in the optimiser state (data); a linear schedule scales the updates by the run's
+    remaining fraction (`_Learner.gradient_step`), so it can follow the run's progress."""
+
+    def chain(learning_rate, max_grad_norm):
+        return optax.chain(
+            optax.clip_by_global_norm(max_grad_norm)
+            if config.max_grad_norm > 0
+            else optax.identity(),
+            optax.adam(learning_rate),
+        )
+
+    return optax.inject_hyperparams(chain)(
+        learning_rate=config.learning_rate, max_grad_norm=config.max_grad_norm
+    )
+
+
+class _Learner(NamedTuple):
+    """What `make(config)`'s update learns with, besides its state and rollout."""
+
+    config: PPOConfig
+    nets: _Networks
+    loss_fns: Losses
+    optimizer: optax.GradientTransformation
+
+    def rollout_values(self, params, obs: jax.Array) -> jax.Array:
+        """Values of a whole rollout [T, N, ...] -> [T, N], one time step at a time: at once,
+        XLA holds every hidden layer of every sample (5 GB for Playground's 5x256 value net
+        over 2048 envs x 480 steps)."""
+        value = self.nets.value
+        return jax.lax.map(lambda o: value(params, o), obs)
+
+    def gradient_step(self, loss, params, opt_state, batch, key, hp, action_size, fraction):
+        """One optimiser step down `loss` (a `Losses` entry) on `batch`: (params, opt_state,
+        the loss's metrics with "grad_norm")."""
+        (_, metrics), grads = jax.value_and_grad(loss, has_aux=True)(
+            params, batch, key, hp, action_size
+        )
+        updates, opt_state = self.optimizer.update(grads, opt_state, params)
+        if self.config.lr_schedule == "linear":
+            updates = jax.tree.map(lambda u: fraction * u, updates)
+        metrics["grad_norm"] = optax.tree_utils.tree_norm(grads)
+        return optax.apply_updates(params, updates), opt_state, metrics
+
+
+def _step_samples(learner: _Learner, state: PPOState, rollout: Rollout) -> tuple[dict, jax.Array]:
+    """The rollout as single steps [T x N] with their advantages and value targets (GAE from
+    the values before the update, no gradient through any of it), and those values [T, N]."""
+    config, hp, samples = learner.config, state.hp, rollout.reward.size
+    value_obs, next_value_obs = rollout.critic_inputs  # obs / next_obs unless asymmetric
+    values = learner.rollout_values(state.params, value_obs)
+    advantage, target = gae(
+        hp["reward_scale"] * rollout.reward,
+        values,
+        learner.rollout_values(state.params, next_value_obs),
+        rollout.terminated,
+        rollout.done,
+        rollout.discount,
+        hp["gae_lambda"],
+        config.gae_horizon,
+        config.advantage_estimator,
+        config.truncation,
+    )
+    flat = {
+        "obs": rollout.obs,
+        "raw_action": rollout.extras["raw_action"],
+        "log_prob": rollout.extras["log_prob"],
+        "advantage": advantage,
+        "target": target,
+        "value": values,
+    }
+    if rollout.critic_obs is not None:  # asymmetric: the value function's own input
+        flat["value_obs"] = value_obs
+    flat = jax.tree.map(lambda x: x.reshape((samples,) + x.shape[2:]), flat)
+    return jax.lax.stop_gradient(flat), values
+
+
+def _update_steps(learner: _Learner, state: PPOState, rollout: Rollout, key: jax.Array, fraction):
+    """Advantages once, from the values before the update; minibatches of single steps."""
+    config, hp, samples = learner.config, state.hp, rollout.reward.size
+    flat, values = _step_samples(learner, state, rollout)
+
+    def minibatch_step(carry, xs):
+        params, opt_state = carry
+        rows, step_key = xs
+        batch = jax.tree.map(lambda x: x[rows], flat)
+        params, opt_state, metrics = learner.gradient_step(
+            learner.loss_fns.minibatch, params, opt_state, batch, step_key, hp,
+            state.action_size, fraction,
+        )  # fmt: skip
+        return (params, opt_state), metrics
+
+    def epoch(carry, key):
+        perm_key, step_key = jax.random.split(key)
+        rows = minibatch_indices(perm_key, samples, config.num_minibatches)
+        step_keys = jax.random.split(step_key, config.num_minibatches)
+        return jax.lax.scan(minibatch_step, carry, (rows, step_keys))
+
+    (params, opt_state), metrics = jax.lax.scan(
+        epoch,
+        (state.params, state.opt_state),
+        jax.random.split(key, config.num_epochs),
+    )
+    metrics["value_mean"] = values.mean()  # the rollout's, before the update
+    return params, opt_state, metrics
+
+
+def _unroll_data(learner: _Learner, state: PPOState, rollout: Rollout) -> dict:
+    """The rollout cut into unrolls of gae_horizon steps [T / H x N, H, ...], in Brax's order
+    (unroll-major: row u * num_envs + e), with what the in-loss advantages read (`Losses`'
+    unroll), no gradient through any of it."""
+    config, horizon = learner.config, learner.config.gae_horizon
+    steps, num_envs = rollout.reward.shape
+    value_obs, next_value_obs = rollout.critic_inputs
+
+    def unrolls(x):  # [T, N, ...] -> [T / H * N, H, ...]
+        x = x.reshape((steps // horizon, horizon, num_envs) + x.shape[2:])
+        return jnp.swapaxes(x, 1, 2).reshape((-1, horizon) + x.shape[3:])
+
+    data = {
+        "obs": rollout.obs,
+        "raw_action": rollout.extras["raw_action"],
+        "log_prob": rollout.extras["log_prob"],
+        "reward": rollout.reward,
+        "terminated": rollout.terminated,
+        "done": rollout.done,
+        "discount": rollout.discount,
+    }
+    if rollout.critic_obs is not None:
+        data["value_obs"] = value_obs
+    if config.clip_value:  # the rollout's own values, for the clip
+        data["value"] = learner.rollout_values(state.params, value_obs)
+    if config.truncation == "bootstrap":
+        data["next_value_obs"] = next_value_obs
+    data = jax.lax.stop_gradient(jax.tree.map(unrolls, data))
+    if config.truncation == "mask":  # only each unroll's last next observation is read
+        data["bootstrap_obs"] = jax.lax.stop_gradient(unrolls(next_value_obs)[:, -1])
+    return data
+
+
+def _update_unrolls(learner: _Learner, state: PPOState, rollout: Rollout, key: jax.Array, fraction):
+    """Brax's sgd_step: the rollout's unrolls (`_unroll_data`) shuffled as units every epoch
+    into minibatches whose loss computes the advantages with the current value parameters; the
+    key split per epoch into (next, permutation, gradient steps), per step into (next, loss)."""
+    config, hp = learner.config, state.hp
+    data = _unroll_data(learner, state, rollout)
+
+    def minibatch_step(carry, batch):
+        params, opt_state, key = carry
+        key, loss_key = jax.random.split(key)
+        params, opt_state, metrics = learner.gradient_step(
+            learner.loss_fns.unroll, params, opt_state, batch, loss_key, hp,
+            state.action_size, fraction,
+        )  # fmt: skip
+        return (params, opt_state, key), metrics
+
+    def epoch(carry, _):
+        params, opt_state, key = carry
+        key, perm_key, grad_key = jax.random.split(key, 3)
+        shuffled = jax.tree.map(
+            lambda x: jax.random.permutation(perm_key, x).reshape(
+                (config.num_minibatches, -1) + x.shape[1:]
+            ),
+            data,
+        )
+        (params, opt_state, _), metrics = jax.lax.scan(
+            minibatch_step, (params, opt_state, grad_key), shuffled
+        )
+        return (params, opt_state, key), metrics
+
+    (params, opt_state, _), metrics = jax.lax.scan(
+        epoch, (state.params, state.opt_state, key), None, config.num_epochs
+    )
+    return params, opt_state, metrics
 
 
 __all__ = [

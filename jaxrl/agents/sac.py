@@ -132,13 +132,24 @@ def actor_and_temperature(
     return delayed(step, policy_delay, update, hold)
 
 
-def update_keys(key: jax.Array) -> jax.Array:
-    """The keys of one update, split(key, 8): [0] the next action, [1] and [3] the target and
-    online critics' dropout, [2] REDQ's target subset, [4] the policy's action and [5] its
-    critics' dropout, [6] the head's target sample, [7] the temperature's own action
-    (temperature_draw="own"). The first 7 are split(key, 7)'s (JAX's default partitionable
-    threefry), so runs from before the 8th key keep their numbers."""
-    return jax.random.split(key, 8)
+class UpdateKeys(NamedTuple):
+    """The keys of one SAC update (`update_keys`), named by the draw each one feeds."""
+
+    next_action: jax.Array  # the next action a' ~ pi(s') the target bootstraps from
+    target_dropout: jax.Array  # the target critics' dropout (DroQ)
+    target_subset: jax.Array  # REDQ's subset of the target critics
+    online_dropout: jax.Array  # the online critics' dropout in the critic loss
+    policy_action: jax.Array  # the actor's action a ~ pi(s)
+    policy_dropout: jax.Array  # the critics' dropout in the actor's loss
+    head_target: jax.Array  # the head's target sample (DSAC-T's return noise)
+    temperature_action: jax.Array  # the temperature's own action (temperature_draw="own")
+
+
+def update_keys(key: jax.Array) -> UpdateKeys:
+    """The keys of one update, split(key, 8) in `UpdateKeys`' order. The first 7 are
+    split(key, 7)'s (JAX's default partitionable threefry), so runs from before the 8th key
+    (temperature_action) keep their numbers."""
+    return UpdateKeys(*jax.random.split(key, len(UpdateKeys._fields)))
 
 
 class Losses(NamedTuple):
@@ -161,7 +172,7 @@ def losses(config: SACConfig) -> Losses:
         # Dropout (DroQ) is on in every critic pass of an update, target pass included.
         return critic_net.apply(params, obs, action, True, rngs={"dropout": key})
 
-    def critic(params, state: SACState, batch: Batch, keys: jax.Array):
+    def critic(params, state: SACState, batch: Batch, keys: UpdateKeys):
         # The head's target from the target critics at (s', a' ~ pi(s')), with the soft bonus
         # -alpha log pi(a'|s'); no gradient reaches it (it reads no critic parameter).
         hp, alpha = state.hp, jnp.exp(state.log_alpha.params)
@@ -169,29 +180,37 @@ def losses(config: SACConfig) -> Losses:
         mean, log_std = actor_network(config, state.action_size).apply(
             state.actor.params, batch.next_obs
         )
-        next_action, next_log_prob = distributions.tanh_gaussian_sample(keys[0], mean, log_std)
-        next_out = critic_apply(state.target_critic_params, next_critic_obs, next_action, keys[1])
-        next_out = target_subset(keys[2], next_out, config.num_target_critics)
+        next_action, next_log_prob = distributions.tanh_gaussian_sample(
+            keys.next_action, mean, log_std
+        )
+        next_out = critic_apply(
+            state.target_critic_params, next_critic_obs, next_action, keys.target_dropout
+        )
+        next_out = target_subset(keys.target_subset, next_out, config.num_target_critics)
         reward = hp["reward_scale"] * batch.reward
         bonus = -alpha * next_log_prob
-        target = head.target(keys[6], next_out, reward, batch.terminated, batch.discount, bonus, hp)
-        out = critic_apply(params, critic_obs, batch.action, keys[3])
+        target = head.target(
+            keys.head_target, next_out, reward, batch.terminated, batch.discount, bonus, hp
+        )
+        out = critic_apply(params, critic_obs, batch.action, keys.online_dropout)
         weight = row_weights(batch, config.truncation)
         loss, (values, head_state) = head.loss(
             out, target, state.head_state, hp, state.step == 0, weight
         )
         return loss, (values, head_state, next_log_prob)
 
-    def actor(params, critic_params, state: SACState, batch: Batch, keys: jax.Array):
+    def actor(params, critic_params, state: SACState, batch: Batch, keys: UpdateKeys):
         alpha = jnp.exp(state.log_alpha.params)
         mean, log_std = actor_network(config, state.action_size).apply(params, batch.obs)
-        action, log_prob = distributions.tanh_gaussian_sample(keys[4], mean, log_std)
-        out = critic_apply(critic_params, batch.critic_inputs[0], action, keys[5])
+        action, log_prob = distributions.tanh_gaussian_sample(keys.policy_action, mean, log_std)
+        out = critic_apply(critic_params, batch.critic_inputs[0], action, keys.policy_dropout)
         q_pi = head.values(out, state.hp)
         loss = actor_loss(q_pi, log_prob, alpha, config.actor_q)
         if config.temperature_draw == "own":  # no gradient reaches the actor through it
             sg = jax.lax.stop_gradient
-            _, log_prob = distributions.tanh_gaussian_sample(keys[7], sg(mean), sg(log_std))
+            _, log_prob = distributions.tanh_gaussian_sample(
+                keys.temperature_action, sg(mean), sg(log_std)
+            )
         return loss, (log_prob, None)
 
     return Losses(critic, actor)

@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxrl.agents import dsac_t
+from jaxrl.agents import dsac_t, sac
 from tests import reference as ref
 
 OBS, ACT, B = 3, 2, 16
@@ -32,8 +32,8 @@ BASE = dict(
     tau=0.1,
     std_tau=0.3,
 )
-# Update key 59: its noise draw (keys[6]) has 3.42 on row 13, which bootstraps, so a missing
-# clip of the noise to [-3, 3] changes y_z there (the test asserts it matters).
+# Update key 59: its noise draw (keys.head_target) has 3.42 on row 13, which bootstraps, so a
+# missing clip of the noise to [-3, 3] changes y_z there (the test asserts it matters).
 KEY = 59
 CASES = {
     # Step 0: the running std is set from the batch, whatever the state held.
@@ -83,21 +83,22 @@ def _reference(config, state, batch, key):
     functions of the parameters."""
     p, b = ref.to64(state), ref.to64(batch)
     critic_obs, next_critic_obs = ref.critic_inputs(b)  # the actor reads b.obs / b.next_obs
-    keys = jax.random.split(key, 7)
+    # split(key, 7): the update's first 7 keys are its (sac.update_keys); DSAC-T reads no 8th.
+    keys = sac.UpdateKeys(*jax.random.split(key, 7), temperature_action=None)
     alpha = np.exp(p.log_alpha.params)
     target_entropy = -config.target_entropy_scale * ACT
     cols = np.arange(B)
 
-    # Next action from the online actor (keys[0]); the target critic with the lower mean.
+    # Next action from the online actor (keys.next_action); the target critic of lower mean.
     mean, log_std = ref.gaussian_actor(p.actor.params, b.next_obs)
-    u = mean + np.exp(log_std) * ref.normal(keys[0], mean.shape)
+    u = mean + np.exp(log_std) * ref.normal(keys.next_action, mean.shape)
     next_log_prob = ref.tanh_gaussian_log_prob(u, mean, log_std)
     next_mean, next_std = ref.gaussian_q_ensemble(
         p.target_critic_params, next_critic_obs, np.tanh(u)
     )
     lower = np.where(next_mean[0] <= next_mean[1], 0, 1)
     q_next, std_next = next_mean[lower, cols], next_std[lower, cols]
-    raw_noise = ref.normal(keys[6], (B,))
+    raw_noise = ref.normal(keys.head_target, (B,))
     noise = np.clip(raw_noise, -3.0, 3.0)
     reward = config.reward_scale * b.reward
     bootstrap = b.discount * (1.0 - b.terminated)
@@ -124,7 +125,7 @@ def _reference(config, state, batch, key):
         q_, std_ = ref.gaussian_q_ensemble(params, critic_obs, b.action)
         return float((omega * (-mean_coef * q_ - std_coef * std_).mean(-1)).sum())
 
-    eps = ref.normal(keys[4], (B, ACT))
+    eps = ref.normal(keys.policy_action, (B, ACT))
 
     def actor_terms(params, critic_params):
         mean, log_std = ref.gaussian_actor(params, b.obs)

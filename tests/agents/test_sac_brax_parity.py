@@ -146,7 +146,7 @@ def test_critic_loss_and_gradients_match_brax():
     alpha = jnp.exp(brax["log_alpha"])
     brax_loss, brax_grads = jax.value_and_grad(fns["critic"])(
         brax["q"], brax["policy"], brax["normalizer"], brax["target_q"], alpha, transitions,
-        KEYS[0],
+        KEYS.next_action,
     )  # fmt: skip
     (loss, (q, *_)), grads = jax.value_and_grad(sac.losses(CONFIG).critic, has_aux=True)(
         state.critic.params, state, batch, KEYS
@@ -165,10 +165,10 @@ def test_actor_and_temperature_losses_and_gradients_match_brax():
     _, brax, transitions, fns, _, state, batch = _setup()
     alpha = jnp.exp(brax["log_alpha"])
     brax_actor, brax_actor_grads = jax.value_and_grad(fns["actor"])(
-        brax["policy"], brax["normalizer"], brax["q"], alpha, transitions, KEYS[4]
+        brax["policy"], brax["normalizer"], brax["q"], alpha, transitions, KEYS.policy_action
     )
     brax_alpha, brax_alpha_grad = jax.value_and_grad(fns["alpha"])(
-        brax["log_alpha"], brax["policy"], brax["normalizer"], transitions, KEYS[7]
+        brax["log_alpha"], brax["policy"], brax["normalizer"], transitions, KEYS.temperature_action
     )
 
     def objective(params):
@@ -232,7 +232,7 @@ def _brax_keys(key):
     """The (alpha, critic, actor) keys of Brax's step that equal jaxrl's update with `key`:
     the temperature's own draw, the next-action draw and the policy's draw."""
     keys = sac.update_keys(key)
-    return keys[7], keys[0], keys[4]
+    return keys.temperature_action, keys.next_action, keys.policy_action
 
 
 def _updates(agent, state, batch):
@@ -392,15 +392,15 @@ def test_one_iteration_matches_a_whole_brax_training_step(monkeypatch):
     batches = [as_batch(t) for _, t in losses_seen["critic"]]
     ends = np.concatenate([np.asarray(b.terminated) + 2 * np.asarray(b.truncated) for b in batches])
     assert {0.0, 1.0, 2.0} <= set(ends.tolist())  # plain, terminated and truncated rows
-    # Brax's keys at the indices of jaxrl's update_keys that SAC reads: the next action (0),
-    # the policy's action (4) and the temperature's own action (7); the rest unused here.
-    table = np.zeros((updates, 8, 2), np.uint32)
+    # Brax's keys as jaxrl's update_keys that SAC reads: the next action, the policy's action
+    # and the temperature's own action; the rest (zeros) unused here. Update u's: row u.
+    table = sac.UpdateKeys(*np.zeros((8, updates, 2), np.uint32))
     for u in range(updates):
-        table[u, 0] = losses_seen["critic"][u][0]
-        table[u, 4] = losses_seen["actor"][u]
-        table[u, 7] = losses_seen["alpha"][u]
-    table = jnp.asarray(table)
-    monkeypatch.setattr(sac, "update_keys", lambda key: table[key[0]])
+        table.next_action[u] = losses_seen["critic"][u][0]
+        table.policy_action[u] = losses_seen["actor"][u]
+        table.temperature_action[u] = losses_seen["alpha"][u]
+    table = jax.tree.map(jnp.asarray, table)
+    monkeypatch.setattr(sac, "update_keys", lambda key: jax.tree.map(lambda t: t[key[0]], table))
     batches = jax.tree.map(lambda *x: jnp.stack(x), *batches)
     index_keys = jnp.stack([jnp.array([u, 0], jnp.uint32) for u in range(updates)])
     # As jaxrl's off-policy loop runs an iteration's updates: one scan over them.

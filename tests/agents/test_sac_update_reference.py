@@ -35,17 +35,17 @@ def _reference(config, state, batch, key):
     p, b = ref.to64(state), ref.to64(batch)
     critic_obs, next_critic_obs = ref.critic_inputs(b)  # the actor reads b.obs / b.next_obs
     ln = config.critic_layer_norm, config.critic_norm_after_relu
-    keys = jax.random.split(key, 8)
+    keys = sac.UpdateKeys(*jax.random.split(key, 8))  # independent of sac.update_keys
     alpha = np.exp(p.log_alpha.params)
     target_entropy = -config.target_entropy_scale * ACT
 
     mean, log_std = ref.gaussian_actor(p.actor.params, b.next_obs, config.softplus_std)
-    u = mean + np.exp(log_std) * ref.normal(keys[0], mean.shape)
+    u = mean + np.exp(log_std) * ref.normal(keys.next_action, mean.shape)
     next_log_prob = ref.tanh_gaussian_log_prob(u, mean, log_std)
     next_q = ref.q_ensemble(p.target_critic_params, next_critic_obs, np.tanh(u), *ln)[..., 0]
     if config.num_target_critics is not None:
         subset = jax.random.choice(
-            keys[2], config.num_critics, (config.num_target_critics,), replace=False
+            keys.target_subset, config.num_critics, (config.num_target_critics,), replace=False
         )
         full_min = next_q.min(0)
         next_q = next_q[np.asarray(subset)]
@@ -57,7 +57,7 @@ def _reference(config, state, batch, key):
         q = ref.q_ensemble(params, critic_obs, b.action, *ln)[..., 0]
         return 0.5 * ((q - y) ** 2).mean(-1).sum()
 
-    eps = ref.normal(keys[4], (B, ACT))
+    eps = ref.normal(keys.policy_action, (B, ACT))
 
     def actor_terms(params, critic_params):
         mean, log_std = ref.gaussian_actor(params, b.obs, config.softplus_std)
@@ -70,9 +70,9 @@ def _reference(config, state, batch, key):
     def temperature_log_prob(actor_log_prob):
         if config.temperature_draw == "actor":
             return actor_log_prob
-        # Brax's: a second draw from the policy the step started from, with key 7.
+        # Brax's: a second draw from the policy the step started from, with its own key.
         mean, log_std = ref.gaussian_actor(p.actor.params, b.obs, config.softplus_std)
-        u = mean + np.exp(log_std) * ref.normal(keys[7], mean.shape)
+        u = mean + np.exp(log_std) * ref.normal(keys.temperature_action, mean.shape)
         return ref.tanh_gaussian_log_prob(u, mean, log_std)
 
     def alpha_loss(log_prob):

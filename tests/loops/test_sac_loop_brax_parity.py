@@ -146,19 +146,24 @@ def _run_jaxrl(brax: dict, monkeypatch, **slip) -> dict:
     acts = iter(np.asarray(k, np.uint32) for k, _ in brax["steps"])
     draws = iter(brax["draws"])
     seen = brax["seen"]
-    update_keys = []
-    for u in range(TRAIN_STEPS * UPDATES):  # at update_keys' indices: next action, policy, own
-        table = np.zeros((8, 2), np.uint32)
-        table[0], table[4], table[7] = seen["critic"][u][0], seen["actor"][u], seen["alpha"][u]
-        update_keys.append(table)
-    update_keys = iter(update_keys)
+    # Brax's keys as the update_keys SAC reads here; the others (zeros) unused.
+    unused = sac.UpdateKeys(*np.zeros((8, 2), np.uint32))
+    as_key = lambda k: np.asarray(k, np.uint32)  # noqa: E731
+    update_keys = iter(
+        unused._replace(
+            next_action=as_key(seen["critic"][u][0]),
+            policy_action=as_key(seen["actor"][u]),
+            temperature_action=as_key(seen["alpha"][u]),
+        )
+        for u in range(TRAIN_STEPS * UPDATES)
+    )
     ranges, batches = [], []
 
     def next_act_key():
         return next(acts, np.zeros(2, np.uint32))  # the evaluation's greedy acts: any key
 
     def next_update_keys():
-        return next(update_keys, np.zeros((8, 2), np.uint32))
+        return next(update_keys, unused)
 
     def next_draw(low, high):
         ranges.append((int(low), int(high)))
@@ -175,7 +180,9 @@ def _run_jaxrl(brax: dict, monkeypatch, **slip) -> dict:
     monkeypatch.setattr(
         sac,
         "update_keys",
-        lambda key: io_callback(next_update_keys, key_shape(8, 2), ordered=True),
+        lambda key: io_callback(
+            next_update_keys, sac.UpdateKeys(*[key_shape(2)] * 8), ordered=True
+        ),
     )
     train_config, agent_config = _configs(**slip)
     agent = sac.make(agent_config)
