@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxrl.agents import fast_sac
+from jaxrl.agents import fast_sac, sac
 from tests import reference as ref
 
 OBS, ACT, B = 3, 2, 8
@@ -107,14 +107,14 @@ def _reference(config, state, batch, key):
     """Everything the update should compute, in float64 numpy."""
     p, b = ref.to64(state), ref.to64(batch)
     critic_obs, next_critic_obs = ref.critic_inputs(b)  # the policy reads b.obs / b.next_obs
-    keys = jax.random.split(key, 8)
+    keys = sac.UpdateKeys(*jax.random.split(key, 8))  # independent of sac.update_keys
     atoms = np.linspace(config.v_min, config.v_max, config.num_atoms)
     alpha = np.exp(p.log_alpha.params)
     target_entropy = -config.target_entropy_scale * ACT
 
-    # The bootstrap action a' ~ pi(s') (keys[0]) and each target critic's own distribution.
+    # The bootstrap action a' ~ pi(s') (keys.next_action) and each target critic's own distribution.
     mean, log_std = _policy(p.actor.params, b.next_obs)
-    u = mean + np.exp(log_std) * ref.normal(keys[0], mean.shape)
+    u = mean + np.exp(log_std) * ref.normal(keys.next_action, mean.shape)
     next_log_prob = ref.tanh_gaussian_log_prob(u, mean, log_std)
     next_probs = ref.softmax(_critics(p.target_critic_params, next_critic_obs, np.tanh(u)))
     bootstrap = b.discount * (1.0 - b.terminated)  # truncated rows bootstrap
@@ -136,7 +136,7 @@ def _reference(config, state, batch, key):
     log_alpha = p.log_alpha.params * (1.0 - config.alpha_lr * config.alpha_weight_decay)
     new_alpha = np.exp(log_alpha - config.alpha_lr * np.sign(alpha_grad))
 
-    eps = ref.normal(keys[4], (B, ACT))
+    eps = ref.normal(keys.policy_action, (B, ACT))
 
     def actor_terms(params, critic_params, alpha_=new_alpha):
         mean, log_std = _policy(params, b.obs)
