@@ -59,6 +59,12 @@ class Head(Protocol):
         """What the head adds to the update's metrics."""
 
 
+def of_critic(critic: str, num_atoms: int) -> Head:
+    """The head a config's `critic` field names (`CRITICS`: PQL, CrossQ): C51 critics over
+    `num_atoms` atoms, or scalar ones ("double_q")."""
+    return Categorical(num_atoms) if critic == "c51" else Scalar()
+
+
 # --- Scalar critics -------------------------------------------------------------------------
 
 

@@ -4,10 +4,6 @@ offers for a head and the names of the settings a head reads from the agent stat
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from jaxrl import heads
 
 ACTOR_Q = ("min", "mean", "first")
 """How an actor's loss reduces the critics (`heads.reduce_critics`)."""
@@ -33,13 +29,6 @@ class CategoricalSettings:
     """C51 critics: the lowest return of the support (of rewards times reward_scale)."""
     v_max: float = 250.0
     """C51 critics: the highest return of the support (of rewards times reward_scale)."""
-
-    def scalar_or_categorical(self, critic: str) -> heads.Head:
-        """The head a `critic` field (`CRITICS`) names: C51 over this config's atoms, or
-        scalar critics."""
-        from jaxrl import heads  # jax: imported when an agent is built, not with its config
-
-        return heads.Categorical(self.num_atoms) if critic == "c51" else heads.Scalar()
 
     def check_support(self) -> None:
         if self.num_atoms < 2 or self.v_min >= self.v_max:

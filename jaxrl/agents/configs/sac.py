@@ -332,4 +332,6 @@ class CrossQConfig(NetworkSettings, CategoricalSettings):
 
     def head(self) -> heads.Head:
         """What the critics predict (`jaxrl.heads`): one value each, or C51 distributions."""
-        return self.scalar_or_categorical(self.critic)
+        from jaxrl import heads  # jax: imported when an agent is built, not with its config
+
+        return heads.of_critic(self.critic, self.num_atoms)

@@ -150,4 +150,6 @@ class PQLConfig(TD3Config, CategoricalSettings):
             self.check_support()
 
     def head(self) -> heads.Head:
-        return self.scalar_or_categorical(self.critic)
+        from jaxrl import heads  # jax: imported when an agent is built, not with its config
+
+        return heads.of_critic(self.critic, self.num_atoms)
