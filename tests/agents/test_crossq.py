@@ -34,6 +34,7 @@ def test_no_target_parameters_anywhere_in_the_state():
         "critic_stats",
         "log_alpha",
         "step",
+        "head_state",
         "hp",
         "action_size",
     }
