@@ -132,7 +132,7 @@ MUTANTS = [
     m(
         "crossq-actor-reads-raw-critic-outputs",
         "jaxrl/agents/crossq.py",
-        "q_pi = head.values(out, hp)",
+        "q_pi = head.values(out, state.hp)",
         "q_pi = out",
         "CrossQ's actor climbs the critics' raw outputs (C51 logits) instead of the head's values",
         CROSSQ_REF,
@@ -222,8 +222,8 @@ MUTANTS = [
     m(
         "crossq-actor-reads-stale-critic-stats",
         "jaxrl/agents/crossq.py",
-        'variables = {"params": critic.params, "batch_stats": critic_stats}',
-        'variables = {"params": critic.params, "batch_stats": state.critic_stats}',
+        'variables = {"params": critic_params, "batch_stats": critic_stats}',
+        'variables = {"params": critic_params, "batch_stats": state.critic_stats}',
         "CrossQ's actor evaluates the critic with the statistics before the joint pass",
         CROSSQ_REF,
     ),
