@@ -214,8 +214,8 @@ MUTANTS = [
     m(
         "fast-td3-no-weight-decay",
         "jaxrl/agents/td3.py",
-        "critic_opt = adam(config.critic_lr, config.weight_decay)",
-        "critic_opt = adam(config.critic_lr)",
+        "adam(config.critic_lr, config.weight_decay)",
+        "adam(config.critic_lr)",
         "FastTD3's critic AdamW loses its weight decay",
         TD3_REF,
     ),

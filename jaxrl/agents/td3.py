@@ -6,11 +6,13 @@ Also the base of the deterministic family: `target_actor=False` drops the target
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import flax.struct
 import jax
 import jax.numpy as jnp
+import optax
 
 from jaxrl import heads
 from jaxrl.agents.base import (
@@ -54,52 +56,41 @@ def actor_loss(q: jax.Array, reduce: str = "first") -> jax.Array:
     return -heads.reduce_critics(q, reduce).mean()
 
 
-def make(config: TD3Config = TD3Config()) -> Agent:
-    head = config.head()
-    critic_net = QEnsemble(
+def critic_network(config: TD3Config) -> QEnsemble:
+    """The critic ensemble, with the head's outputs per critic."""
+    return QEnsemble(
         config.critic_hidden,
         config.num_critics,
         config.critic_layer_norm,
-        outputs=head.outputs,
+        outputs=config.head().outputs,
         residual=config.critic_residual,
         matmul_precision=config.matmul_precision,
     )
-    # Adam, or AdamW where weight_decay > 0 (whether it decays is static, by how much data).
-    actor_opt = adam(config.actor_lr, config.weight_decay)
-    critic_opt = adam(config.critic_lr, config.weight_decay)
 
-    def actor_net(action_size: int) -> DeterministicActor:
-        return DeterministicActor(
-            action_size, config.actor_hidden, matmul_precision=config.matmul_precision
-        )
 
-    def init(
-        key: jax.Array, obs_size: int, action_size: int, critic_obs_size: int | None = None
-    ) -> TD3State:
-        actor_key, critic_key = jax.random.split(key)
-        obs, action = jnp.zeros((1, obs_size)), jnp.zeros((1, action_size))
-        critic_obs = jnp.zeros((1, critic_obs_size or obs_size))
-        actor_params = actor_net(action_size).init(actor_key, obs)
-        critic_params = critic_net.init(critic_key, critic_obs, action)
-        return TD3State(
-            actor=learner(actor_params, actor_opt),
-            critic=learner(critic_params, critic_opt),
-            target_actor_params=actor_params,
-            target_critic_params=critic_params,
-            step=jnp.zeros((), jnp.int32),
-            head_state=head.init(config.num_critics),
-            hp=state_hyperparameters(config),
-            action_size=action_size,
-        )
+def actor_network(config: TD3Config, action_size: int) -> DeterministicActor:
+    """The deterministic tanh actor."""
+    return DeterministicActor(
+        action_size, config.actor_hidden, matmul_precision=config.matmul_precision
+    )
 
-    def act(state: TD3State, obs: jax.Array, key: jax.Array, noise_scale=1.0) -> jax.Array:
-        action = actor_net(state.action_size).apply(state.actor.params, obs)
-        scale = jnp.expand_dims(jnp.asarray(noise_scale, action.dtype), -1)
-        noise = state.hp["exploration_noise"] * scale * jax.random.normal(key, action.shape)
-        return jnp.clip(action + noise, -1.0, 1.0)
 
-    def update(state: TD3State, batch: Batch, key: jax.Array):
-        policy, hp = actor_net(state.action_size), state.hp
+class Losses(NamedTuple):
+    """TD3's objectives as `update` differentiates them, over one batch."""
+
+    critic: Callable  # (critic params, state, batch, key) -> (loss, (values [E, B], head state))
+    actor: Callable  # (actor params, critic params, state, batch) -> loss
+
+
+def losses(config: TD3Config) -> Losses:
+    """The critic's and the actor's objectives (`Losses`) of `make(config)`'s update."""
+    head = config.head()
+    critic_net = critic_network(config)
+
+    def critic(params, state: TD3State, batch: Batch, key: jax.Array):
+        # The head's target from the target critics at (s', smoothed pi'(s')) (PQL: pi(s'));
+        # no gradient reaches it (it reads no critic parameter).
+        policy, hp = actor_network(config, state.action_size), state.hp
         critic_obs, next_critic_obs = batch.critic_inputs  # obs / next_obs unless asymmetric
         target_policy = state.target_actor_params if config.target_actor else state.actor.params
         next_action = smoothed_target_action(
@@ -113,37 +104,110 @@ def make(config: TD3Config = TD3Config()) -> Agent:
         target = head.target(
             key, next_out, reward, batch.terminated, batch.discount, jnp.zeros_like(reward), hp
         )
+        out = critic_net.apply(params, critic_obs, batch.action)
+        return head.loss(out, target, state.head_state, hp, state.step == 0)
 
-        def critic_objective(params):
-            out = critic_net.apply(params, critic_obs, batch.action)
-            return head.loss(out, target, state.head_state, hp, state.step == 0)
+    def actor(params, critic_params, state: TD3State, batch: Batch):
+        # -Q(s, pi(s)) against the critics this update just stepped.
+        hp, policy = state.hp, actor_network(config, state.action_size)
+        out = critic_net.apply(
+            critic_params, batch.critic_inputs[0], policy.apply(params, batch.obs)
+        )
+        return actor_loss(head.values(out, hp), config.actor_q)
 
-        (c_loss, (q, head_state)), grads = jax.value_and_grad(critic_objective, has_aux=True)(
-            state.critic.params
+    return Losses(critic, actor)
+
+
+class Optimizers(NamedTuple):
+    actor: optax.GradientTransformation
+    critic: optax.GradientTransformation
+
+
+def optimizers(config: TD3Config) -> Optimizers:
+    """Adam, or AdamW where weight_decay > 0 (whether it decays is static, by how much data)."""
+    return Optimizers(
+        adam(config.actor_lr, config.weight_decay), adam(config.critic_lr, config.weight_decay)
+    )
+
+
+def initializer(config: TD3Config, opts: Optimizers) -> Callable[..., TD3State]:
+    """The `Agent.init` of TD3's family: networks, their targets, optimiser states, the head's
+    state and `hp`."""
+    head = config.head()
+    critic_net = critic_network(config)
+
+    def init(
+        key: jax.Array, obs_size: int, action_size: int, critic_obs_size: int | None = None
+    ) -> TD3State:
+        actor_key, critic_key = jax.random.split(key)
+        obs, action = jnp.zeros((1, obs_size)), jnp.zeros((1, action_size))
+        critic_obs = jnp.zeros((1, critic_obs_size or obs_size))
+        actor_params = actor_network(config, action_size).init(actor_key, obs)
+        critic_params = critic_net.init(critic_key, critic_obs, action)
+        return TD3State(
+            actor=learner(actor_params, opts.actor),
+            critic=learner(critic_params, opts.critic),
+            target_actor_params=actor_params,
+            target_critic_params=critic_params,
+            step=jnp.zeros((), jnp.int32),
+            head_state=head.init(config.num_critics),
+            hp=state_hyperparameters(config),
+            action_size=action_size,
+        )
+
+    return init
+
+
+def acting(config: TD3Config) -> Callable[..., jax.Array]:
+    """The `Agent.act` of TD3's family: clip(pi(s) + exploration_noise * noise_scale * eps)."""
+
+    def act(state: TD3State, obs: jax.Array, key: jax.Array, noise_scale=1.0) -> jax.Array:
+        action = actor_network(config, state.action_size).apply(state.actor.params, obs)
+        scale = jnp.expand_dims(jnp.asarray(noise_scale, action.dtype), -1)
+        noise = state.hp["exploration_noise"] * scale * jax.random.normal(key, action.shape)
+        return jnp.clip(action + noise, -1.0, 1.0)
+
+    return act
+
+
+def actor_and_targets(config: TD3Config, state: TD3State, critic_params, objective, actor_opt):
+    """The actor step and the targets' Polyak moves every `policy_delay` updates
+    (`base.delayed`); in between, the actor holds and so do the targets, but for the critics'
+    with critic_target_every_update (FastTD3's code). `objective(actor params) -> loss`.
+    Returns (actor, (target actor params, target critic params), actor loss)."""
+    hp = state.hp
+    moved_critics = polyak(state.target_critic_params, critic_params, hp["tau"])
+
+    def update_actor_and_targets():
+        a_loss, grads = jax.value_and_grad(objective)(state.actor.params)
+        actor = apply_gradients(state.actor, grads, actor_opt)
+        targets = (polyak(state.target_actor_params, actor.params, hp["tau"]), moved_critics)
+        return actor, targets, a_loss
+
+    def hold():
+        critics = moved_critics if config.critic_target_every_update else state.target_critic_params
+        targets = (state.target_actor_params, critics)
+        return state.actor, targets, objective(state.actor.params)
+
+    return delayed(state.step, config.policy_delay, update_actor_and_targets, hold)
+
+
+def make(config: TD3Config = TD3Config()) -> Agent:
+    head = config.head()
+    objectives = losses(config)
+    actor_opt, critic_opt = opts = optimizers(config)
+
+    def update(state: TD3State, batch: Batch, key: jax.Array):
+        (c_loss, (q, head_state)), grads = jax.value_and_grad(objectives.critic, has_aux=True)(
+            state.critic.params, state, batch, key
         )
         critic = apply_gradients(state.critic, grads, critic_opt)
-
-        def actor_objective(params):
-            out = critic_net.apply(critic.params, critic_obs, policy.apply(params, batch.obs))
-            return actor_loss(head.values(out, hp), config.actor_q)
-
-        moved_critics = polyak(state.target_critic_params, critic.params, hp["tau"])
-
-        def update_actor_and_targets():
-            a_loss, grads = jax.value_and_grad(actor_objective)(state.actor.params)
-            actor = apply_gradients(state.actor, grads, actor_opt)
-            targets = (polyak(state.target_actor_params, actor.params, hp["tau"]), moved_critics)
-            return actor, targets, a_loss
-
-        def hold():
-            critics = (
-                moved_critics if config.critic_target_every_update else state.target_critic_params
-            )
-            targets = (state.target_actor_params, critics)
-            return state.actor, targets, actor_objective(state.actor.params)
-
-        actor, (target_actor, target_critic), a_loss = delayed(
-            state.step, config.policy_delay, update_actor_and_targets, hold
+        actor, (target_actor, target_critic), a_loss = actor_and_targets(
+            config,
+            state,
+            critic.params,
+            lambda params: objectives.actor(params, critic.params, state, batch),
+            actor_opt,
         )
         new_state = state.replace(
             actor=actor,
@@ -156,4 +220,4 @@ def make(config: TD3Config = TD3Config()) -> Agent:
         metrics = {"critic_loss": c_loss, "actor_loss": a_loss, "q_mean": q.mean()}
         return new_state, {**metrics, **head.metrics(head_state)}
 
-    return Agent(init=init, act=act, update=update, name="td3")
+    return Agent(init=initializer(config, opts), act=acting(config), update=update, name="td3")
