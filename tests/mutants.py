@@ -579,8 +579,8 @@ MUTANTS = [
     m(
         "replay-truncated-is-done",
         "jaxrl/loops/offpolicy.py",
-        "                truncated=rows.done - rows.terminated,",
-        "                truncated=rows.done,",
+        "            truncated=rows.done - rows.terminated,",
+        "            truncated=rows.done,",
         "replayed rows call every ended episode truncated, terminations too",
         WIRING,
     ),

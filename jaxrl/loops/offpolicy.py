@@ -75,18 +75,31 @@ class Parts(NamedTuple):
 
 def make_parts(config: TrainConfig, agent: Agent, env: Any, view, data) -> Parts:
     """The iteration's pieces for `env` (training envs, auto-reset) split over `data`."""
-    num_envs, action_size = config.num_envs, env.action_size
-    batch_shape = (config.updates_per_step, config.batch_size)
-    learn_after = max(config.learning_starts, config.batch_size, config.n_step * num_envs)
-    observe = make_observe(config)
+    learn_after = max(config.learning_starts, config.batch_size, config.n_step * config.num_envs)
+    return Parts(
+        initializer(config, agent, env, view, data),
+        collector(config, agent, env, view, data),
+        learner(config, agent, data),
+        lambda buffer: buffer.rows >= learn_after,
+    )
 
-    def noise_scales(key: jax.Array, hp: dict) -> jax.Array:
-        low, high = hp["noise_scale_min"], hp["noise_scale_max"]
-        if config.exploration == "linspace":
-            return jnp.linspace(low, high, num_envs)
-        if config.exploration == "uniform":
-            return jax.random.uniform(key, (num_envs,), minval=low, maxval=high)
-        return jnp.ones(num_envs)
+
+def noise_scales(config: TrainConfig, key: jax.Array, hp: dict) -> jax.Array:
+    """Each env's exploration noise scale in [noise_scale_min, noise_scale_max]: spread evenly
+    ("linspace"), drawn ("uniform"), or 1."""
+    num_envs = config.num_envs
+    low, high = hp["noise_scale_min"], hp["noise_scale_max"]
+    if config.exploration == "linspace":
+        return jnp.linspace(low, high, num_envs)
+    if config.exploration == "uniform":
+        return jax.random.uniform(key, (num_envs,), minval=low, maxval=high)
+    return jnp.ones(num_envs)
+
+
+def initializer(config: TrainConfig, agent: Agent, env: Any, view, data) -> Callable:
+    """`Parts.init`: `init(key, member=None) -> OffPolicyState`, with the agent and run config
+    of one member of a settings grid where given (their agent state and `hp`)."""
+    num_envs, action_size = config.num_envs, env.action_size
 
     def init(key: jax.Array, member: tuple[Agent, TrainConfig] | None = None) -> OffPolicyState:
         member_agent, member_config = member or (agent, config)
@@ -114,30 +127,40 @@ def make_parts(config: TrainConfig, agent: Agent, env: Any, view, data) -> Parts
             obs_stats=stats,
             key=key,
             iteration=jnp.zeros((), jnp.int32),
-            noise_scale=noise_scales(noise_key, hp),
+            noise_scale=noise_scales(config, noise_key, hp),
             acting_agent=agent_state if config.acting_lag else None,
             hp=hp,
         )
 
-    def sample(buffer, key, gamma) -> Batch:
-        """[updates_per_step, batch_size] rows, each update's batch split over the devices."""
-        if config.n_step == 1:
-            rows = replay.sample(buffer, key, batch_shape, data.size)
-            return Batch(
-                rows.obs,
-                rows.action,
-                rows.reward,
-                rows.next_obs,
-                rows.terminated,
-                jnp.full_like(rows.reward, gamma),
-                truncated=rows.done - rows.terminated,
-            )
-        return replay.sample_n_step(buffer, key, batch_shape, config.n_step, gamma, data.size)
+    return init
+
+
+def sample(config: TrainConfig, data, buffer, key, gamma) -> Batch:
+    """[updates_per_step, batch_size] rows, each update's batch split over the devices."""
+    batch_shape = (config.updates_per_step, config.batch_size)
+    if config.n_step == 1:
+        rows = replay.sample(buffer, key, batch_shape, data.size)
+        return Batch(
+            rows.obs,
+            rows.action,
+            rows.reward,
+            rows.next_obs,
+            rows.terminated,
+            jnp.full_like(rows.reward, gamma),
+            truncated=rows.done - rows.terminated,
+        )
+    return replay.sample_n_step(buffer, key, batch_shape, config.n_step, gamma, data.size)
+
+
+def learner(config: TrainConfig, agent: Agent, data) -> Callable:
+    """`Parts.learn`: one gather of the buffer, normalised with the statistics given, then
+    `updates_per_step` agent updates in a scan; their metrics averaged."""
+    observe = make_observe(config)
 
     def learn(agent_state, buffer, stats, key, gamma):
         sample_key, update_key = jax.random.split(key)
         # One gather for all updates of this iteration, sliced per update inside the scan.
-        batches = data.split(sample(buffer, sample_key, gamma), axis=1)
+        batches = data.split(sample(config, data, buffer, sample_key, gamma), axis=1)
         batches = batches._replace(
             obs=observe(stats, as_float32(batches.obs)),
             next_obs=observe(stats, as_float32(batches.next_obs)),
@@ -150,6 +173,14 @@ def make_parts(config: TrainConfig, agent: Agent, env: Any, view, data) -> Parts
 
         agent_state, metrics = jax.lax.scan(one_update, agent_state, (batches, keys))
         return agent_state, jax.tree.map(jnp.mean, metrics)
+
+    return learn
+
+
+def collector(config: TrainConfig, agent: Agent, env: Any, view, data) -> Callable:
+    """`Parts.collect`: one step of every env (see `Parts`)."""
+    num_envs, action_size = config.num_envs, env.action_size
+    observe = make_observe(config)
 
     def collect(acting, env_state, stats, noise_scale, iteration, key, hp):
         act_key, random_key, noise_key = jax.random.split(key, 3)
@@ -173,7 +204,7 @@ def make_parts(config: TrainConfig, agent: Agent, env: Any, view, data) -> Parts
         if config.normalize_observations:  # Brax's SAC: the observations acted on
             stats = normalization.update(stats, obs if config.renormalize_rollout else next_obs)
         if config.exploration == "uniform":  # redrawn for envs whose episode just ended
-            fresh = noise_scales(noise_key, hp)
+            fresh = noise_scales(config, noise_key, hp)
             noise_scale = jnp.where(env_state.done > 0, fresh, noise_scale)
         step_metrics = {
             **episode_metrics(env_state),
@@ -181,7 +212,7 @@ def make_parts(config: TrainConfig, agent: Agent, env: Any, view, data) -> Parts
         }
         return env_state, data.split(transition), stats, noise_scale, step_metrics
 
-    return Parts(init, collect, learn, lambda buffer: buffer.rows >= learn_after)
+    return collect
 
 
 def as_float32(obs: Any) -> Any:
