@@ -77,9 +77,9 @@ def make_parts(config: TrainConfig, agent: Agent, env: Any, view, data) -> Parts
     """The iteration's pieces for `env` (training envs, auto-reset) split over `data`."""
     learn_after = max(config.learning_starts, config.batch_size, config.n_step * config.num_envs)
     return Parts(
-        initializer(config, agent, env, view, data),
-        collector(config, agent, env, view, data),
-        learner(config, agent, data),
+        make_init(config, agent, env, view, data),
+        make_collect(config, agent, env, view, data),
+        make_learn(config, agent, data),
         lambda buffer: buffer.rows >= learn_after,
     )
 
@@ -96,7 +96,7 @@ def noise_scales(config: TrainConfig, key: jax.Array, hp: dict) -> jax.Array:
     return jnp.ones(num_envs)
 
 
-def initializer(config: TrainConfig, agent: Agent, env: Any, view, data) -> Callable:
+def make_init(config: TrainConfig, agent: Agent, env: Any, view, data) -> Callable:
     """`Parts.init`: `init(key, member=None) -> OffPolicyState`, with the agent and run config
     of one member of a settings grid where given (their agent state and `hp`)."""
     num_envs, action_size = config.num_envs, env.action_size
@@ -152,7 +152,7 @@ def sample(config: TrainConfig, data, buffer, key, gamma) -> Batch:
     return replay.sample_n_step(buffer, key, batch_shape, config.n_step, gamma, data.size)
 
 
-def learner(config: TrainConfig, agent: Agent, data) -> Callable:
+def make_learn(config: TrainConfig, agent: Agent, data) -> Callable:
     """`Parts.learn`: one gather of the buffer, normalised with the statistics given, then
     `updates_per_step` agent updates in a scan; their metrics averaged."""
     observe = make_observe(config)
@@ -177,7 +177,7 @@ def learner(config: TrainConfig, agent: Agent, data) -> Callable:
     return learn
 
 
-def collector(config: TrainConfig, agent: Agent, env: Any, view, data) -> Callable:
+def make_collect(config: TrainConfig, agent: Agent, env: Any, view, data) -> Callable:
     """`Parts.collect`: one step of every env (see `Parts`)."""
     num_envs, action_size = config.num_envs, env.action_size
     observe = make_observe(config)

@@ -11,6 +11,7 @@ metrics, checkpoints and `jax.vmap(train)` over seeds are the same.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import flax.struct
@@ -55,9 +56,32 @@ def make_train(
     env, eval_env = make_envs(config, env, randomization_fn)
     view = observation_view(config, env)
     data = sharding.data_axis(config.devices, config.num_envs)
-    observe = make_observe(config)
     evaluate = make_evaluate(config, agent, eval_env, view=view, data=data)
-    total_iterations = config.iterations_per_chunk * config.num_chunks
+    init = make_init(config, agent, env, view, data)
+    iteration = make_iteration(config, agent, env, view, data)
+
+    def chunk(state: OnPolicyState) -> tuple[OnPolicyState, dict]:
+        state, metrics = jax.lax.scan(iteration, state, None, config.iterations_per_chunk)
+        key, eval_key = jax.random.split(state.key)
+        state = state.replace(key=key)
+        # Gradient steps, where the agent counts them (PPO: epochs x minibatches per rollout).
+        gradient_steps = metrics.pop("gradient_steps", None)
+        summary = summarize_chunk(metrics, 1, state.iteration, agent_state=state.agent)
+        if gradient_steps is not None:
+            summary["updates"] = gradient_steps.sum()
+        summary.update(evaluate(state.agent, state.obs_stats, eval_key))
+        return state, summary
+
+    def train(key: jax.Array) -> tuple[OnPolicyState, dict]:
+        return jax.lax.scan(lambda s, _: chunk(s), init(key), None, config.num_chunks)
+
+    policy = make_policy(config, agent)
+    return Trainer(config, agent, env, eval_env, init, chunk, evaluate, train, policy, view, data)
+
+
+def make_init(config: TrainConfig, agent: Agent, env: Any, view, data) -> Callable:
+    """`Trainer.init`: `init(key, member=None) -> OnPolicyState`, with the agent and run config
+    of one member of a settings grid where given (their agent state and `hp`)."""
 
     def init(key: jax.Array, member: tuple[Agent, TrainConfig] | None = None) -> OnPolicyState:
         member_agent, member_config = member or (agent, config)  # see loops.base.Trainer.init
@@ -74,6 +98,16 @@ def make_train(
             iteration=jnp.zeros((), jnp.int32),
             hp=hyperparameters(member_config, TrainConfig.ARRAY_FIELDS),
         )
+
+    return init
+
+
+def make_rollout(config: TrainConfig, agent: Agent, env: Any, view, data) -> Callable:
+    """`rollout(state, key) -> (env_state, batch, obs_stats, episode sums)`: unroll_length
+    steps of all envs under the current policy and statistics, the statistics updated with
+    them, and the `Rollout` the update reads, normalised (see `renormalize_rollout`)."""
+    observe = make_observe(config)
+    total_iterations = config.iterations_per_chunk * config.num_chunks
 
     def rollout(state: OnPolicyState, key: jax.Array):
         """unroll_length steps of all envs under the current policy and statistics."""
@@ -118,6 +152,14 @@ def make_train(
         batch = split_critic(batch)  # the critic's own observations into critic_obs
         return env_state, batch, stats, jax.tree.map(jnp.sum, episodes)
 
+    return rollout
+
+
+def make_iteration(config: TrainConfig, agent: Agent, env: Any, view, data) -> Callable:
+    """One loop iteration, a `lax.scan` body: a rollout, one `agent.update` on it, and every
+    `reset_every` iterations a hard reset of the training envs."""
+    rollout = make_rollout(config, agent, env, view, data)
+
     def hard_reset(env_state, iteration, key):
         """Every training env from a fresh random state, every reset_every iterations."""
         due = iteration % config.reset_every == 0
@@ -140,20 +182,4 @@ def make_train(
         )
         return new_state, {**update_metrics, "updated": jnp.ones(()), **episodes}
 
-    def chunk(state: OnPolicyState) -> tuple[OnPolicyState, dict]:
-        state, metrics = jax.lax.scan(iteration, state, None, config.iterations_per_chunk)
-        key, eval_key = jax.random.split(state.key)
-        state = state.replace(key=key)
-        # Gradient steps, where the agent counts them (PPO: epochs x minibatches per rollout).
-        gradient_steps = metrics.pop("gradient_steps", None)
-        summary = summarize_chunk(metrics, 1, state.iteration, agent_state=state.agent)
-        if gradient_steps is not None:
-            summary["updates"] = gradient_steps.sum()
-        summary.update(evaluate(state.agent, state.obs_stats, eval_key))
-        return state, summary
-
-    def train(key: jax.Array) -> tuple[OnPolicyState, dict]:
-        return jax.lax.scan(lambda s, _: chunk(s), init(key), None, config.num_chunks)
-
-    policy = make_policy(config, agent)
-    return Trainer(config, agent, env, eval_env, init, chunk, evaluate, train, policy, view, data)
+    return iteration
