@@ -181,8 +181,26 @@ class TrainConfig:
     several hosts. num_envs and batch_size must be multiples of it."""
 
     def __post_init__(self):
+        """Normalises env_imports and checks every field (ConfigError), in this order: the
+        counts and sizes, the other settings, then the replay's sizes once the algorithm is
+        named."""
         if isinstance(self.env_imports, str):  # one module named as a string
             object.__setattr__(self, "env_imports", (self.env_imports,))
+        self._check_counts()
+        self._check_settings()
+        # The replay's sizes once the algorithm is named (None: when it is, by the agent's
+        # config; dataclasses.replace runs these checks again then): an on-policy run has none.
+        off_policy = self.algo is not None and not self.on_policy
+        if off_policy:
+            self._check_replay()
+        if off_policy and self.learning_starts >= self.total_steps:
+            raise ConfigError(
+                f"learning_starts {self.learning_starts} >= total_steps {self.total_steps}: "
+                "no gradient update would ever run; lower learning_starts or raise total_steps."
+            )
+
+    def _check_counts(self) -> None:
+        """The counts and sizes: steps, envs, batches, buffer, seed, devices, n_step..."""
         positive = (
             "total_steps",
             "num_envs",
@@ -216,6 +234,9 @@ class TrainConfig:
             raise ConfigError(
                 f'devices must be a count >= 0 (0: no mesh) or "all", got {self.devices!r}'
             )
+
+    def _check_settings(self) -> None:
+        """The other settings: observation entries, Choices, ranges of scales and factors."""
         for name in ("actor_obs", "critic_obs"):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, str) or not value.strip()):
@@ -254,18 +275,9 @@ class TrainConfig:
             raise ConfigError(f"obs_clip must be >= 0 (0: no clipping), got {self.obs_clip}")
         if self.learning_starts < 0:
             raise ConfigError(f"learning_starts must be >= 0, got {self.learning_starts}")
-        # The replay's sizes once the algorithm is named (None: when it is, by the agent's
-        # config; dataclasses.replace runs these checks again then): an on-policy run has none.
-        off_policy = self.algo is not None and not self.on_policy
-        if off_policy:
-            self._check_replay()
-        if off_policy and self.learning_starts >= self.total_steps:
-            raise ConfigError(
-                f"learning_starts {self.learning_starts} >= total_steps {self.total_steps}: "
-                "no gradient update would ever run; lower learning_starts or raise total_steps."
-            )
 
     def _check_replay(self) -> None:
+        """The replay buffer holds a batch, a step of every env, and n_step of them."""
         if self.batch_size > self.buffer_size:
             raise ConfigError(
                 f"batch_size {self.batch_size} is larger than the replay buffer "
