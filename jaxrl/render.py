@@ -94,27 +94,10 @@ def render_policy(
     camera, or when no OpenGL context can be made.
     """
     path = pathlib.Path(out)
-    if path.suffix.lower() not in VIDEO_SUFFIXES:
-        raise RenderError(f"video file {str(out)!r} must end in .mp4 or .gif")
-    for label, value in (("width", width), ("height", height)):
-        if not isinstance(value, int | np.integer) or value < 1:
-            raise RenderError(f"{label} must be a positive integer, got {value!r}")
-    for label, value in (
-        ("max_steps", max_steps),
-        ("episode_length", episode_length),
-        ("action_repeat", action_repeat),
-    ):
-        if value is not None and (not isinstance(value, int | np.integer) or value < 1):
-            raise RenderError(f"{label} must be a positive integer, got {value!r}")
+    _check_arguments(out, width, height, max_steps, episode_length, action_repeat)
     envs.check_name(env_name)
     base = envs.make(env_name, **dict(env_options or {}))
-    draw = _classic_drawing(base)  # classic tasks: drawn with matplotlib, without MuJoCo
-    mj_model = None if draw is not None else _mj_model(base)
-    if draw is None and mj_model is None:
-        raise RenderError(f"{env_name} has no MuJoCo model to render")
-    if draw is not None and camera not in (None, -1):
-        raise RenderError(f"{env_name} is a classic task, drawn without cameras: drop --camera")
-    camera_id = -1 if draw is not None else _camera_id(mj_model, camera)
+    draw, mj_model, camera_id = _drawing(env_name, base, camera)
     episode_length = int(episode_length or base.episode_length)
     action_repeat = int(action_repeat or getattr(base, "action_repeat", 1))
     max_steps = int(min(max_steps or episode_length, episode_length))
@@ -143,6 +126,37 @@ def render_policy(
         "return": float(episode_return),
         "length": steps,
     }
+
+
+def _check_arguments(out, width, height, max_steps, episode_length, action_repeat) -> None:
+    """RenderError for a video file other than .mp4 or .gif, or a size or count that is not a
+    positive integer (the counts may be None)."""
+    if pathlib.Path(out).suffix.lower() not in VIDEO_SUFFIXES:
+        raise RenderError(f"video file {str(out)!r} must end in .mp4 or .gif")
+    for label, value in (("width", width), ("height", height)):
+        if not isinstance(value, int | np.integer) or value < 1:
+            raise RenderError(f"{label} must be a positive integer, got {value!r}")
+    for label, value in (
+        ("max_steps", max_steps),
+        ("episode_length", episode_length),
+        ("action_repeat", action_repeat),
+    ):
+        if value is not None and (not isinstance(value, int | np.integer) or value < 1):
+            raise RenderError(f"{label} must be a positive integer, got {value!r}")
+
+
+def _drawing(env_name: str, base: Any, camera: str | int | None) -> tuple[Any, Any, int]:
+    """(draw, mj_model, camera_id): a classic task's matplotlib drawing (no MuJoCo model, no
+    camera: -1), or None and the task's MjModel and the camera's id. RenderError for a task
+    with neither, or a camera asked of a classic task."""
+    draw = _classic_drawing(base)  # classic tasks: drawn with matplotlib, without MuJoCo
+    mj_model = None if draw is not None else _mj_model(base)
+    if draw is None and mj_model is None:
+        raise RenderError(f"{env_name} has no MuJoCo model to render")
+    if draw is not None and camera not in (None, -1):
+        raise RenderError(f"{env_name} is a classic task, drawn without cameras: drop --camera")
+    camera_id = -1 if draw is not None else _camera_id(mj_model, camera)
+    return draw, mj_model, camera_id
 
 
 def _mj_model(base: Any):
