@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import jaxrl
-from jaxrl import cli, envs
+from jaxrl import cli, envs, runs
 from jaxrl.envs import randomization as dr
 from jaxrl.envs.wrappers import VmapWrapper
 from tests import tiny
@@ -114,7 +114,7 @@ def test_own_randomization_function_is_used_and_needed_on_resume(tmp_path):
     jaxrl.train(config, agent, out, progress=None, randomization_fn=heavy_carts)
     saved = json.loads((out / "config.json").read_text())
     assert saved["env_info"]["randomization_fn"].endswith("heavy_carts")
-    with pytest.raises(jaxrl.runs.RunError, match="randomization function"):
+    with pytest.raises(runs.RunError, match="randomization function"):
         jaxrl.resume(out, total_steps=128, progress=None)
     resumed = jaxrl.resume(out, total_steps=128, progress=None, randomization_fn=heavy_carts)
     assert resumed.history[-1]["env_steps"] == 128
