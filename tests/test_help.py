@@ -1,14 +1,16 @@
-"""`jaxrl train --help` is readable: flags in sections (run, env, loop, the algorithm's own),
-each described by its docstring's whole first sentence, enumerated values named, no {None}|STR;
+"""`jaxrl train --help` is readable: flags in sections (run, env, collection, on-policy,
+evaluation, normalisation, devices, the algorithm's own), every run field in exactly one, each
+described by its docstring's whole first sentence, enumerated values named, no {None}|STR;
 and docs/FLAGS.md is what `python -m jaxrl.config.flagdoc` writes now."""
 
 import pathlib
 import re
+from dataclasses import fields as fields_of
 
 import pytest
 
 from jaxrl import cli
-from jaxrl.config import flagdoc, resolve
+from jaxrl.config import flagdoc, resolve, train
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -35,7 +37,8 @@ def _entry(out, flag):
 
 def test_help_groups_the_flags_by_section(capsys, monkeypatch):
     out = _help(capsys, monkeypatch)
-    titles = ["run options", "env options", "loop options", "sac options"]
+    names = ["run", "env", "collection", "on-policy", "evaluation", "normalisation", "devices"]
+    titles = [f"{name} options" for name in [*names, "sac"]]
     # A section's title is a line of its own (in a box on a terminal, plain in a pipe).
     starts = [re.search(rf"^\W*{title}\W*$", out, re.M) for title in titles]
     assert all(starts), out
@@ -43,15 +46,56 @@ def test_help_groups_the_flags_by_section(capsys, monkeypatch):
     assert positions == sorted(positions)
     bounds = zip(positions, [*positions[1:], None], strict=True)
     sections = dict(zip(titles, [out[i:j] for i, j in bounds], strict=True))
-    for flag in ("--out ", "--seed ", "--seeds ", "--resume ", "--tensorboard"):
-        assert flag in sections["run options"], flag
-    for flag in ("--env ", "--num-envs ", "--episode-length ", "--randomize ", "--env-option "):
-        assert flag in sections["env options"], flag
-    for flag in ("--steps ", "--batch-size ", "--buffer-size ", "--eval-every ", "--obs-clip "):
-        assert flag in sections["loop options"], flag
+    expected = {
+        "run": ("--out ", "--seed ", "--seeds ", "--resume ", "--tensorboard", "--vmap "),
+        "env": ("--env ", "--episode-length ", "--randomize ", "--env-option ", "--import "),
+        "collection": ("--steps ", "--num-envs ", "--batch-size ", "--buffer-size ", "--gamma "),
+        "on-policy": ("--unroll-length ", "--reset-every "),
+        "evaluation": ("--eval-every ", "--eval-envs ", "--randomize-eval"),
+        "normalisation": ("--normalize-observations ", "--obs-clip ", "--renormalize-rollout"),
+        "devices": ("--devices ", "--split-every ", "--coordinator "),
+    }
+    for name, flags in expected.items():
+        for flag in flags:  # the section whose entry starts with the flag (not one naming it)
+            entry = re.compile(rf"^[│ ]*{re.escape(flag.strip())}[ ,]", re.M)
+            where = [title for title, text in sections.items() if entry.search(text)]
+            assert where == [f"{name} options"], (flag, where)
     assert "--kernel-init " in sections["sac options"]
     assert "SAC's own flags" in sections["sac options"]
     assert re.search(r"^\W*ppo options\W*$", _help(capsys, monkeypatch, "--algo", "ppo"), re.M)
+
+
+def test_every_run_field_is_in_exactly_one_section():
+    """Each field of TrainOptions and TrainConfig is in one section of SECTIONS, the one place
+    that maps them: a field added without a section fails here (and stops `jaxrl train`)."""
+    named = [name for section in train.SECTIONS.values() for name in section.fields]
+    fields = [f.name for cls in (train.TrainOptions, train.TrainConfig) for f in fields_of(cls)]
+    assert sorted(named) == sorted(fields)
+    assert len(set(named)) == len(named)
+    members = train.section_members()
+    assert list(members) == list(train.SECTIONS)
+    for name, section in train.SECTIONS.items():
+        assert [field.name for _, field in members[name]] == list(section.fields)
+
+
+def test_a_field_without_a_section_is_refused(monkeypatch):
+    sections = dict(train.SECTIONS)
+    run = sections["run"]
+    sections["run"] = run._replace(fields=tuple(f for f in run.fields if f != "quiet"))
+    monkeypatch.setattr(train, "SECTIONS", sections)
+    with pytest.raises(RuntimeError, match=r"in none \['quiet'\]"):
+        train.section_members()
+    sections["env"] = sections["env"]._replace(fields=(*sections["env"].fields, "seed", "nope"))
+    with pytest.raises(RuntimeError, match=r"two sections \['seed'\].*no field \['nope'\]"):
+        train.section_members()
+
+
+def test_flags_keep_their_flat_names():
+    """Sections group the flags; a field's flag is its own name, with no section prefix."""
+    train_config, _, _ = resolve.build_configs(
+        ["--batch-size", "64", "--eval-envs", "4", "--obs-clip", "5", "--devices", "0"]
+    )
+    assert (train_config.batch_size, train_config.eval_envs, train_config.obs_clip) == (64, 4, 5)
 
 
 def test_help_gives_each_whole_first_sentence(capsys, monkeypatch):

@@ -1,5 +1,6 @@
-"""docs/FLAGS.md, the reference of every `jaxrl train` flag: the sections of `--help` (run, env,
-loop, then each algorithm's own flags), each flag with its values, default and the whole
+"""docs/FLAGS.md, the reference of every `jaxrl train` flag: the sections of `--help`
+(`jaxrl.config.train.SECTIONS`: run, env, collection, on-policy, evaluation, normalisation,
+devices; then each algorithm's own flags), each flag with its values, default and the whole
 docstring of its config field (`--help` shows the first sentence).
 
     python -m jaxrl.config.flagdoc > docs/FLAGS.md
@@ -69,8 +70,8 @@ def _default(field: dataclasses.Field) -> str:
     return str(value)
 
 
-def _section(algo: str, name: str, members: list, heading: str) -> list[str]:
-    lines = [f"{heading} {name}", "", resolve.section_title(algo, name), ""]
+def _section(algo: str, name: str, members: list, heading: str, title: str = "") -> list[str]:
+    lines = [f"{heading} {title or name}", "", resolve.section_title(algo, name), ""]
     for cls, field in members:
         flag = _flag_and_metavar(cls, field)
         if flag is None:
@@ -97,8 +98,8 @@ def render() -> str:
     ]
     names = list(agents.ALGORITHMS)
     sections = resolve.section_fields(names[0])
-    for name in resolve.SECTIONS:
-        lines += _section(names[0], name, sections[name], "##")
+    for name in resolve.SECTIONS:  # titled as --help titles them: on_policy is "on-policy"
+        lines += _section(names[0], name, sections[name], "##", name.replace("_", "-"))
     lines += ["## Algorithms", "", "Each algorithm's own flags (pass `--algo NAME`).", ""]
     for algo in names:
         lines += _section(algo, algo, resolve.section_fields(algo)[algo], "###")

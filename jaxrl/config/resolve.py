@@ -3,9 +3,10 @@
 agent's config, TrainOptions). `jaxrl train` and `jaxrl sweep` call it, and so do the
 benchmarks, to run exactly what a command line would.
 
-Flags come from the config classes' fields with tyro, in sections (run, env, loop, the
-algorithm's own); each flag's description is the first sentence of the field's docstring, and
-docs/FLAGS.md (`python -m jaxrl.config.flagdoc`) gives them whole.
+Flags come from the config classes' fields with tyro, in the sections of
+`jaxrl.config.train.SECTIONS` (run, env, collection, on-policy, evaluation, normalisation,
+devices), then the algorithm's own; each flag's description is the first sentence of the
+field's docstring, and docs/FLAGS.md (`python -m jaxrl.config.flagdoc`) gives them whole.
 """
 
 from __future__ import annotations
@@ -23,13 +24,13 @@ import pathlib
 import textwrap
 import types
 import typing
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import tyro
 
 from jaxrl import agents
 from jaxrl.config.choices import Choices, field_choices, type_hints
-from jaxrl.config.train import TrainConfig
+from jaxrl.config.train import SECTIONS, TrainConfig, TrainOptions, section_members
 from jaxrl.errors import ConfigError
 
 # -- Parsing values -------------------------------------------------------------------------
@@ -117,61 +118,6 @@ def parse_env_options(items: typing.Iterable[str]) -> dict[str, Any]:
 # -- jaxrl train ----------------------------------------------------------------------------
 
 
-@dataclasses.dataclass
-class TrainOptions:
-    """How the run starts and is kept (apart from what it learns)."""
-
-    preset: str | None = None
-    """Start from a preset of experiments/presets.py (`jaxrl list` names them)."""
-    config: str | None = None
-    """Start from a saved run's config.json (or its run folder); flags override it."""
-    resume: str | None = None
-    """Continue the run in this folder from its newest checkpoint (only --steps may change)."""
-    out: str | None = None
-    """Run folder (default: runs/ALGO-ENV-sSEED-TIME); it must not hold a run already."""
-    env_option: Annotated[tuple[str, ...], tyro.conf.UseAppendAction] = ()
-    """An option of the env family as KEY=VALUE, e.g. backend=mjx for brax/*; repeatable."""
-    checkpoint_every: int = 0
-    """Chunks (evaluations) between checkpoints; 0: only the final one (and on Ctrl-C)."""
-    keep_checkpoints: int = 3
-    """The newest K checkpoints stay on disk; 0 keeps all."""
-    checkpoint_buffer: bool = True
-    """Checkpoints hold the replay buffer, so a resumed run is exactly the uninterrupted one."""
-    tensorboard: bool = True
-    """Write TensorBoard event files under RUN/tensorboard."""
-    wandb: str | None = None
-    """Also log to this Weights & Biases project (optional: pip install wandb)."""
-    stop_at_return: float | None = None
-    """End the run (final checkpoint saved) at the first evaluation returning at least this."""
-    on_nan: Literal["stop", "rollback"] = "stop"
-    """A chunk that saw a NaN or infinity (losses, parameters, observations, rewards): stop the
-    run (checkpoints and metrics before it kept), or roll back to the newest checkpoint and go
-    on with a fresh key."""
-    max_rollbacks: int = 3
-    """With --on-nan rollback: stop after this many rollbacks in one process."""
-    seeds: str | None = None
-    """Train several seeds in one compiled program: a count (8: seeds 0-7) or a list (0,3,7).
-    Each seed's metrics go to RUN/seed_<seed>/; the run's rows give their mean, IQM and 95%
-    bootstrap interval. --seed is then ignored."""
-    vmap: Annotated[tuple[str, ...], tyro.conf.UseAppendAction] = ()
-    """A settings grid trained in the same one program: NAME=V1,V2 (repeatable; the product of
-    all, times --seeds). Tied fields, A+B=V1,V2 (e.g. actor_lr+critic_lr), are one axis: each
-    value sets every field named. Only fields that are data: learning rates, tau, gamma, scales,
-    noise (an error lists them). Metrics per member under RUN/SETTING/seed_<seed>/; rows and
-    summary.json name the best setting."""
-    compile_cache: bool = True
-    """JAX's persistent compilation cache (~/.cache/jaxrl/xla): re-runs skip compilation."""
-    quiet: bool = False
-    """No progress display."""
-    coordinator: str | None = None
-    """Several hosts: HOST:PORT of process 0, the same for every process (or JAXRL_COORDINATOR).
-    With --num-processes and --process-id; every process runs the same command."""
-    num_processes: int | None = None
-    """Several hosts: how many processes take part (or JAXRL_NUM_PROCESSES)."""
-    process_id: int | None = None
-    """Several hosts: this process's index, 0 to num_processes - 1 (or JAXRL_PROCESS_ID)."""
-
-
 _GROUP = (tyro.conf.OmitArgPrefixes,)
 
 
@@ -216,33 +162,6 @@ def first_sentence(text: str) -> str:
 _ARG_CONFIG = type(tyro.conf.arg())  # what tyro.conf.arg(...) marks a field with
 _PLAIN_METAVARS = {str: "STR", int: "INT", float: "FLOAT"}
 
-# The help's sections: the run (where it goes, seeds, checkpoints, logs, hosts), the env and
-# the training loop; the algorithm's own flags come last, under its name. Fields of TrainOptions
-# not named here are the run's, fields of TrainConfig not named here the loop's.
-SECTIONS = {
-    "run": "The run: what starts it, where it is kept, its seeds, devices and logs.",
-    "env": "The environment: which, how many in parallel, episodes and physics.",
-    "loop": "The training loop: length, replay buffer, evaluation, normalisation, exploration.",
-}
-_ENV_FIELDS = (
-    "env",
-    "env_options",
-    "env_option",
-    "env_imports",
-    "num_envs",
-    "episode_length",
-    "action_repeat",
-    "autoreset",
-    "actor_obs",
-    "critic_obs",
-    "joint_limit_actions",
-    "randomize",
-    "randomize_scale",
-    "randomize_eval",
-)
-_RUN_FIELDS_OF_TRAIN = ("algo", "seed", "devices")
-_RUN_ORDER = ("preset", "config", "resume", "out", "algo", "seed", "seeds", "vmap", "devices")
-
 
 def field_metavar(cls: type, name: str, hint: Any) -> str | None:
     """The metavar of a field's flag where tyro's own is not the one to show: the choices of a
@@ -281,21 +200,10 @@ def _mirror_field(cls: type, field: dataclasses.Field) -> tuple[str, Any, Any]:
 
 
 def section_fields(algo: str) -> dict[str, list[tuple[type, dataclasses.Field]]]:
-    """The flags' sections, in order, each a list of (config class, field): run, env, loop,
-    then the algorithm's own (keyed by its name)."""
-    sections: dict[str, list] = {name: [] for name in SECTIONS}
-    for cls in (TrainOptions, TrainConfig):
-        for field in dataclasses.fields(cls):
-            if field.name in _ENV_FIELDS:
-                sections["env"].append((cls, field))
-            elif cls is TrainOptions or field.name in _RUN_FIELDS_OF_TRAIN:
-                sections["run"].append((cls, field))
-            else:
-                sections["loop"].append((cls, field))
-    sections["env"].sort(key=lambda item: _ENV_FIELDS.index(item[1].name))
-    sections["run"].sort(  # stable: the fields not named keep their order, after those named
-        key=lambda item: _RUN_ORDER.index(item[1].name) if item[1].name in _RUN_ORDER else 99
-    )
+    """The flags' sections, in order, each a list of (config class, field): those of
+    `jaxrl.config.train.SECTIONS` (run, env, collection, ...), then the algorithm's own (keyed
+    by its name)."""
+    sections = {name: list(members) for name, members in section_members().items()}
     config_cls = agents.get(algo).config_cls
     sections[algo] = [(config_cls, field) for field in dataclasses.fields(config_cls)]
     return sections
@@ -303,7 +211,7 @@ def section_fields(algo: str) -> dict[str, list[tuple[type, dataclasses.Field]]]
 
 def section_title(algo: str, name: str) -> str:
     if name in SECTIONS:
-        return SECTIONS[name]
+        return SECTIONS[name].title
     return f"{name.upper()}'s own flags ({agents.get(algo).config_cls.__name__})."
 
 
@@ -314,7 +222,8 @@ def _command_class(algo: str) -> type:
     groups = []
     for name, members in section_fields(algo).items():
         mirror = dataclasses.make_dataclass(
-            f"{name.title()}Flags", [_mirror_field(cls, field) for cls, field in members]
+            f"{name.title().replace('_', '')}Flags",
+            [_mirror_field(cls, field) for cls, field in members],
         )
         arg = tyro.conf.arg(help=section_title(algo, name))
         groups.append((name, Annotated[mirror, *_GROUP, arg]))

@@ -1,9 +1,12 @@
-"""The run configuration shared by every algorithm (the agent's own config is separate)."""
+"""The run's configuration, shared by every algorithm (the agent's own config is separate):
+`TrainConfig`, what the run trains (config.json's "train"), and `TrainOptions`, how the run
+starts and is kept (its "run"); `SECTIONS` groups their fields for `jaxrl train --help`, and
+each section's sizes are checked once, by TrainConfig's check of that section."""
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal, NamedTuple
 
 import tyro
 
@@ -35,6 +38,105 @@ LOOP_DEFAULTS = {
 
 # Storage types of replayed observations (TrainConfig.replay_obs_dtype).
 REPLAY_OBS_DTYPES = ("float32", "bfloat16", "float16")
+
+
+class Section(NamedTuple):
+    title: str
+    """The group's description in `jaxrl train --help` and docs/FLAGS.md."""
+    fields: tuple[str, ...]
+    """Its flags' fields (of TrainOptions or TrainConfig), in the order --help lists them."""
+
+
+# The sections of the run's settings: the groups of `jaxrl train --help` and docs/FLAGS.md, in
+# this order (the algorithm's own flags follow, under its name). Every field of TrainOptions and
+# TrainConfig is in exactly one (`section_members` refuses a field in none or in two, and
+# tests/test_help.py checks it), and each section's sizes are checked once, by the section's own
+# check (TrainConfig._check_<section>), where a size compared with another (batch_size with
+# buffer_size) sits in the section of both.
+#
+# A grouping, not nested dataclasses: a field keeps its flat name in config.json ("train" and
+# "run"), in --config and --resume, in presets and sweeps, in `--vmap NAME=...`, in
+# dataclasses.replace(config, NAME=...) and on the command line (--batch-size, never
+# --collection.batch-size), so saved runs and commands stay valid and a field may change
+# section without any of them changing.
+SECTIONS: dict[str, Section] = {
+    "run": Section(
+        "The run: what starts it, where it is kept, its seeds, checkpoints and logs.",
+        (
+            "preset",
+            "config",
+            "resume",
+            "out",
+            "algo",
+            "seed",
+            "seeds",
+            "vmap",
+            "checkpoint_every",
+            "keep_checkpoints",
+            "checkpoint_buffer",
+            "tensorboard",
+            "wandb",
+            "stop_at_return",
+            "on_nan",
+            "max_rollbacks",
+            "compile_cache",
+            "quiet",
+        ),
+    ),
+    "env": Section(
+        "The environment: which, its episodes, observations, actions and physics.",
+        (
+            "env",
+            "env_options",
+            "env_option",
+            "env_imports",
+            "episode_length",
+            "action_repeat",
+            "autoreset",
+            "actor_obs",
+            "critic_obs",
+            "joint_limit_actions",
+            "randomize",
+            "randomize_scale",
+        ),
+    ),
+    "collection": Section(
+        "Collecting and replaying experience: length, envs, updates, replay buffer, warm-up, "
+        "returns, exploration.",
+        (
+            "total_steps",
+            "num_envs",
+            "updates_per_step",
+            "batch_size",
+            "buffer_size",
+            "replay_obs_dtype",
+            "learning_starts",
+            "warmup_actions",
+            "gamma",
+            "n_step",
+            "exploration",
+            "noise_scale_min",
+            "noise_scale_max",
+            "acting_lag",
+        ),
+    ),
+    "on_policy": Section(
+        "On-policy algorithms (PPO): the rollouts, and hard resets of the training envs.",
+        ("unroll_length", "reset_every"),
+    ),
+    "evaluation": Section(
+        "Evaluation: how often, on how many envs, on which physics.",
+        ("eval_every", "eval_envs", "randomize_eval"),
+    ),
+    "normalisation": Section(
+        "Observation normalisation: whether, the clipping, the order its statistics update in.",
+        ("normalize_observations", "obs_clip", "renormalize_rollout"),
+    ),
+    "devices": Section(
+        "Devices and hosts: the run split over several devices, or several processes.",
+        ("devices", "split_every", "coordinator", "num_processes", "process_id"),
+    ),
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -181,103 +283,66 @@ class TrainConfig:
     several hosts. num_envs and batch_size must be multiples of it."""
 
     def __post_init__(self):
-        """Normalises env_imports and checks every field (ConfigError), in this order: the
-        counts and sizes, the other settings, then the replay's sizes once the algorithm is
-        named."""
+        """Normalises env_imports and checks every field (ConfigError): the Choices marked on
+        fields, then each section's own checks, in the order of SECTIONS."""
         if isinstance(self.env_imports, str):  # one module named as a string
             object.__setattr__(self, "env_imports", (self.env_imports,))
-        self._check_counts()
-        self._check_settings()
-        # The replay's sizes once the algorithm is named (None: when it is, by the agent's
-        # config; dataclasses.replace runs these checks again then): an on-policy run has none.
-        off_policy = self.algo is not None and not self.on_policy
-        if off_policy:
-            self._check_replay()
-        if off_policy and self.learning_starts >= self.total_steps:
-            raise ConfigError(
-                f"learning_starts {self.learning_starts} >= total_steps {self.total_steps}: "
-                "no gradient update would ever run; lower learning_starts or raise total_steps."
-            )
+        # Every field marked with Choices, whichever its section: randomize, autoreset, ...
+        check_choices(self, ConfigError)
+        self._check_run()
+        self._check_env()
+        self._check_collection()
+        self._check_on_policy()
+        self._check_evaluation()
+        self._check_normalisation()
+        self._check_devices()
 
-    def _check_counts(self) -> None:
-        """The counts and sizes: steps, envs, batches, buffer, seed, devices, n_step..."""
-        positive = (
-            "total_steps",
-            "num_envs",
-            "batch_size",
-            "updates_per_step",
-            "buffer_size",
-            "eval_every",
-            "eval_envs",
-            "unroll_length",
-        )
-        for name in positive:
+    def _check_run(self) -> None:
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise ConfigError(f"seed must be an integer >= 0, got {self.seed!r}")
+
+    def _check_env(self) -> None:
+        for name in ("episode_length", "action_repeat"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ConfigError(f"{name} must be a positive integer or unset, got {value!r}")
+        for name in ("actor_obs", "critic_obs"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, str) or not value.strip()):
+                raise ConfigError(f"{name} must name an observation entry, got {value!r}")
+        if not 0 < self.randomize_scale < 1:
+            raise ConfigError(f"randomize_scale must be in (0, 1), got {self.randomize_scale}")
+
+    def _check_collection(self) -> None:
+        """The run's length and the replay's sizes, each on its own, then, once the algorithm
+        is named and learns off-policy, against each other: the buffer holds a batch, a step of
+        every env and n_step of them, and updates start before the run ends."""
+        for name in ("total_steps", "num_envs", "batch_size", "updates_per_step", "buffer_size"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise ConfigError(f"{name} must be a positive integer, got {value!r}")
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
-            raise ConfigError(f"seed must be an integer >= 0, got {self.seed!r}")
         if self.buffer_size > INT32_MAX:
             raise ConfigError(
                 f"buffer_size {self.buffer_size:,} is beyond what the replay buffer indexes "
                 f"(rows are int32: at most {INT32_MAX:,}); lower buffer_size."
             )
-        for name in ("episode_length", "action_repeat"):
-            value = getattr(self, name)
-            if value is not None and value < 1:
-                raise ConfigError(f"{name} must be a positive integer or unset, got {value!r}")
-        if self.n_step is not None and self.n_step < 1:
-            raise ConfigError(f"n_step must be a positive integer, got {self.n_step!r}")
-        if self.devices != "all" and (
-            isinstance(self.devices, bool) or not isinstance(self.devices, int) or self.devices < 0
-        ):
-            raise ConfigError(
-                f'devices must be a count >= 0 (0: no mesh) or "all", got {self.devices!r}'
-            )
-
-    def _check_settings(self) -> None:
-        """The other settings: observation entries, Choices, ranges of scales and factors."""
-        for name in ("actor_obs", "critic_obs"):
-            value = getattr(self, name)
-            if value is not None and (not isinstance(value, str) or not value.strip()):
-                raise ConfigError(f"{name} must name an observation entry, got {value!r}")
-        # Every field marked with Choices: randomize, autoreset, replay_obs_dtype, ...
-        check_choices(self, ConfigError)
-        if not 0 < self.randomize_scale < 1:
-            raise ConfigError(f"randomize_scale must be in (0, 1), got {self.randomize_scale}")
+        if self.learning_starts < 0:
+            raise ConfigError(f"learning_starts must be >= 0, got {self.learning_starts}")
         if not 0 <= self.gamma <= 1:
             raise ConfigError(f"gamma must be in [0, 1], got {self.gamma}")
+        if self.n_step is not None and self.n_step < 1:
+            raise ConfigError(f"n_step must be a positive integer, got {self.n_step!r}")
         low, high = self.noise_scale_min, self.noise_scale_max
         if (low is not None and low < 0) or (high is not None and high < 0):
             raise ConfigError(f"noise scales must be >= 0, got {low} and {high}")
         if low is not None and high is not None and low > high:
             raise ConfigError(f"need 0 <= noise_scale_min <= noise_scale_max, got {low} and {high}")
-        if self.split_every is not None and (
-            isinstance(self.split_every, bool)
-            or not isinstance(self.split_every, int)
-            or self.split_every < 0
-        ):
-            raise ConfigError(
-                f"split_every must be an integer >= 0 (0: no actor/learner split), got "
-                f"{self.split_every!r}"
-            )
         if self.acting_lag is not None and self.acting_lag < 0:
             raise ConfigError(f"acting_lag must be >= 0, got {self.acting_lag}")
-        if (
-            isinstance(self.reset_every, bool)
-            or not isinstance(self.reset_every, int)
-            or (self.reset_every < 0)
-        ):
-            raise ConfigError(
-                f"reset_every must be an integer >= 0 (0: never), got {self.reset_every!r}"
-            )
-        if not self.obs_clip >= 0:
-            raise ConfigError(f"obs_clip must be >= 0 (0: no clipping), got {self.obs_clip}")
-        if self.learning_starts < 0:
-            raise ConfigError(f"learning_starts must be >= 0, got {self.learning_starts}")
-
-    def _check_replay(self) -> None:
-        """The replay buffer holds a batch, a step of every env, and n_step of them."""
+        # None: the algorithm is named later, by the agent's config (dataclasses.replace runs
+        # these checks again then). An on-policy run has no replay.
+        if self.algo is None or self.on_policy:
+            return
         if self.batch_size > self.buffer_size:
             raise ConfigError(
                 f"batch_size {self.batch_size} is larger than the replay buffer "
@@ -292,6 +357,54 @@ class TrainConfig:
             raise ConfigError(
                 f"n_step {self.n_step} x num_envs {self.num_envs} rows do not fit in buffer_size "
                 f"{self.buffer_size}; raise buffer_size."
+            )
+        if self.learning_starts >= self.total_steps:
+            raise ConfigError(
+                f"learning_starts {self.learning_starts} >= total_steps {self.total_steps}: "
+                "no gradient update would ever run; lower learning_starts or raise total_steps."
+            )
+
+    def _check_on_policy(self) -> None:
+        if not isinstance(self.unroll_length, int) or self.unroll_length < 1:
+            raise ConfigError(
+                f"unroll_length must be a positive integer, got {self.unroll_length!r}"
+            )
+        if (
+            isinstance(self.reset_every, bool)
+            or not isinstance(self.reset_every, int)
+            or (self.reset_every < 0)
+        ):
+            raise ConfigError(
+                f"reset_every must be an integer >= 0 (0: never), got {self.reset_every!r}"
+            )
+
+    def _check_evaluation(self) -> None:
+        for name in ("eval_every", "eval_envs"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+
+    def _check_normalisation(self) -> None:
+        if not self.obs_clip >= 0:
+            raise ConfigError(f"obs_clip must be >= 0 (0: no clipping), got {self.obs_clip}")
+
+    def _check_devices(self) -> None:
+        """The counts only: whether num_envs and batch_size divide over the devices is known
+        once "all" is counted (jaxrl.sharding.check_shares)."""
+        if self.devices != "all" and (
+            isinstance(self.devices, bool) or not isinstance(self.devices, int) or self.devices < 0
+        ):
+            raise ConfigError(
+                f'devices must be a count >= 0 (0: no mesh) or "all", got {self.devices!r}'
+            )
+        if self.split_every is not None and (
+            isinstance(self.split_every, bool)
+            or not isinstance(self.split_every, int)
+            or self.split_every < 0
+        ):
+            raise ConfigError(
+                f"split_every must be an integer >= 0 (0: no actor/learner split), got "
+                f"{self.split_every!r}"
             )
 
     def resolved(self, agent_defaults: dict[str, Any] | None = None) -> TrainConfig:
@@ -359,3 +472,79 @@ class TrainConfig:
     @property
     def env_steps_per_chunk(self) -> int:
         return self.iterations_per_chunk * self.env_steps_per_iteration
+
+
+@dataclasses.dataclass
+class TrainOptions:
+    """How the run starts and is kept (apart from what it learns)."""
+
+    preset: str | None = None
+    """Start from a preset of experiments/presets.py (`jaxrl list` names them)."""
+    config: str | None = None
+    """Start from a saved run's config.json (or its run folder); flags override it."""
+    resume: str | None = None
+    """Continue the run in this folder from its newest checkpoint (only --steps may change)."""
+    out: str | None = None
+    """Run folder (default: runs/ALGO-ENV-sSEED-TIME); it must not hold a run already."""
+    env_option: Annotated[tuple[str, ...], tyro.conf.UseAppendAction] = ()
+    """An option of the env family as KEY=VALUE, e.g. backend=mjx for brax/*; repeatable."""
+    checkpoint_every: int = 0
+    """Chunks (evaluations) between checkpoints; 0: only the final one (and on Ctrl-C)."""
+    keep_checkpoints: int = 3
+    """The newest K checkpoints stay on disk; 0 keeps all."""
+    checkpoint_buffer: bool = True
+    """Checkpoints hold the replay buffer, so a resumed run is exactly the uninterrupted one."""
+    tensorboard: bool = True
+    """Write TensorBoard event files under RUN/tensorboard."""
+    wandb: str | None = None
+    """Also log to this Weights & Biases project (optional: pip install wandb)."""
+    stop_at_return: float | None = None
+    """End the run (final checkpoint saved) at the first evaluation returning at least this."""
+    on_nan: Literal["stop", "rollback"] = "stop"
+    """A chunk that saw a NaN or infinity (losses, parameters, observations, rewards): stop the
+    run (checkpoints and metrics before it kept), or roll back to the newest checkpoint and go
+    on with a fresh key."""
+    max_rollbacks: int = 3
+    """With --on-nan rollback: stop after this many rollbacks in one process."""
+    seeds: str | None = None
+    """Train several seeds in one compiled program: a count (8: seeds 0-7) or a list (0,3,7).
+    Each seed's metrics go to RUN/seed_<seed>/; the run's rows give their mean, IQM and 95%
+    bootstrap interval. --seed is then ignored."""
+    vmap: Annotated[tuple[str, ...], tyro.conf.UseAppendAction] = ()
+    """A settings grid trained in the same one program: NAME=V1,V2 (repeatable; the product of
+    all, times --seeds). Tied fields, A+B=V1,V2 (e.g. actor_lr+critic_lr), are one axis: each
+    value sets every field named. Only fields that are data: learning rates, tau, gamma, scales,
+    noise (an error lists them). Metrics per member under RUN/SETTING/seed_<seed>/; rows and
+    summary.json name the best setting."""
+    compile_cache: bool = True
+    """JAX's persistent compilation cache (~/.cache/jaxrl/xla): re-runs skip compilation."""
+    quiet: bool = False
+    """No progress display."""
+    coordinator: str | None = None
+    """Several hosts: HOST:PORT of process 0, the same for every process (or JAXRL_COORDINATOR).
+    With --num-processes and --process-id; every process runs the same command."""
+    num_processes: int | None = None
+    """Several hosts: how many processes take part (or JAXRL_NUM_PROCESSES)."""
+    process_id: int | None = None
+    """Several hosts: this process's index, 0 to num_processes - 1 (or JAXRL_PROCESS_ID)."""
+
+
+def section_members() -> dict[str, tuple[tuple[type, dataclasses.Field], ...]]:
+    """SECTIONS with each field as (its class, TrainOptions or TrainConfig; the field). A field
+    of either class in no section or in two, or a name that is no field, is this module's
+    mistake: RuntimeError, so `jaxrl train` and its tests stop at once."""
+    fields = {
+        f.name: (cls, f) for cls in (TrainOptions, TrainConfig) for f in dataclasses.fields(cls)
+    }
+    named = [name for section in SECTIONS.values() for name in section.fields]
+    twice = sorted({name for name in named if named.count(name) > 1})
+    missing = sorted(set(fields) - set(named))
+    unknown = sorted(set(named) - set(fields))
+    if twice or missing or unknown:
+        raise RuntimeError(
+            f"jaxrl.config.train.SECTIONS: fields in two sections {twice}, in none {missing}, "
+            f"names that are no field {unknown}"
+        )
+    return {
+        name: tuple(fields[field] for field in section.fields) for name, section in SECTIONS.items()
+    }
