@@ -1,6 +1,7 @@
 """Environment registry and wrappers: `envs.make("playground/CheetahRun")`, `envs.make_vec(...)`,
 and the user's own envs: `envs.register("mylab/Task", factory)`."""
 
+from jaxrl.envs import skip_warp
 from jaxrl.envs.registry import (
     BRAX_BACKENDS,
     FAMILIES,
@@ -22,6 +23,9 @@ from jaxrl.envs.registry import (
     wrap,
 )
 from jaxrl.envs.wrappers import ActionRepeat, AutoResetWrapper, EpisodeWrapper, VmapWrapper
+
+# Before anything imports MuJoCo's MJX (the registry and the wrappers import no simulator).
+skip_warp.install()
 
 __all__ = [
     "BRAX_BACKENDS",

@@ -36,6 +36,12 @@ DEFAULT_XLA_FLAGS = "JAXRL_TESTS_DEFAULT_XLA_FLAGS"  # the flags the suite was s
 os.environ.setdefault(DEFAULT_XLA_FLAGS, os.environ.get("XLA_FLAGS", ""))
 os.environ["XLA_FLAGS"] = _fast_compile_flags(os.environ.get("XLA_FLAGS", ""), _jaxlib_version())
 
+# Tests that import Brax or Playground directly, before jaxrl's envs, skip MJX's Warp import
+# too (seconds per process; envs/skip_warp.py).
+from jaxrl.envs import skip_warp  # noqa: E402
+
+skip_warp.install()
+
 
 # The longest tests first (seconds to minutes each: learning runs, subprocesses over several
 # devices or killed on purpose), so that the two workers do not end on one long test while

@@ -73,6 +73,30 @@ def test_train_help_and_the_env_registry_import_no_simulator():
     assert _loaded(code, SIMULATORS) == []
 
 
+def test_mjx_imported_through_jaxrl_skips_warp_silently_and_warp_stays_importable():
+    """envs/skip_warp.py: MJX imported after jaxrl's envs loads neither Warp nor its Warp
+    port, prints nothing, and builds a Playground env; Warp itself can be imported after."""
+    code = (
+        "import jaxrl.envs, mujoco.mjx, sys\n"
+        "loaded = [n for n in ('warp', 'mujoco.mjx.third_party.mujoco_warp') if n in sys.modules]\n"
+        "import mujoco.mjx.warp as mjx_warp\n"
+        "env = jaxrl.envs.make('playground/CartpoleBalance')\n"
+        "import warp\n"
+        "print(loaded, mjx_warp.WARP_INSTALLED)\n"
+    )
+    assert _python(code).stdout.splitlines() == ["[] False"]
+    opted_in = subprocess.run(
+        [sys.executable, "-c", "import jaxrl.envs, mujoco.mjx, sys; print('warp' in sys.modules)"],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "JAXRL_WARP": "1"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    assert opted_in.stdout.split()[-1] == "True"
+
+
 def test_train_help_imports_no_jax():
     for argv in (["train", "--help"], ["train", "--algo", "td3", "--help"]):
         code = (
