@@ -82,7 +82,7 @@ MUTANTS = [
     # --- Agents. ---------------------------------------------------------------------------
     m(
         "sac-target-from-online-critic",
-        "jaxrl/agents/sac.py",
+        "jaxrl/agents/sac_family.py",
         "state.target_critic_params, next_critic_obs, next_action",
         "state.critic.params, next_critic_obs, next_action",
         "SAC bootstraps from the online critics instead of the target critics",
@@ -90,7 +90,7 @@ MUTANTS = [
     ),
     m(
         "sac-next-action-from-obs",
-        "jaxrl/agents/sac.py",
+        "jaxrl/agents/sac_family.py",
         "            state.actor.params, batch.next_obs\n        )\n        next_action,",
         "            state.actor.params, batch.obs\n        )\n        next_action,",
         "SAC samples the bootstrap action at s instead of s'",
@@ -114,7 +114,7 @@ MUTANTS = [
     ),
     m(
         "sac-entropy-sign-in-target",
-        "jaxrl/agents/sac.py",
+        "jaxrl/agents/sac_family.py",
         "bonus = -alpha * next_log_prob",
         "bonus = alpha * next_log_prob",
         "the soft target adds the log-probability instead of subtracting it",
@@ -155,7 +155,7 @@ MUTANTS = [
     ),
     m(
         "redq-no-target-subset",
-        "jaxrl/agents/sac.py",
+        "jaxrl/agents/sac_family.py",
         "next_out = target_subset(keys.target_subset, next_out, config.num_target_critics)",
         "next_out = next_out",
         "REDQ takes the min over all critics instead of a random subset",
@@ -163,7 +163,7 @@ MUTANTS = [
     ),
     m(
         "sac-same-key-for-both-samples",
-        "jaxrl/agents/sac.py",
+        "jaxrl/agents/sac_family.py",
         "distributions.tanh_gaussian_sample(keys.policy_action, mean, log_std)",
         "distributions.tanh_gaussian_sample(keys.next_action, mean, log_std)",
         "the actor's sample reuses the bootstrap action's noise",
@@ -277,7 +277,7 @@ MUTANTS = [
     ),
     m(
         "fast-sac-policy-head-drawn",
-        "jaxrl/agents/sac.py",
+        "jaxrl/agents/sac_family.py",
         "        zero_head=config.zero_policy_head,\n",
         "",
         "FastSAC's policy head is drawn at random instead of starting at zero",
@@ -285,7 +285,7 @@ MUTANTS = [
     ),
     m(
         "fast-sac-critics-relu",
-        "jaxrl/agents/sac.py",
+        "jaxrl/agents/sac_family.py",
         "        kernel_init=config.kernel_init,\n        activation=config.activation,\n",
         "        kernel_init=config.kernel_init,\n",
         "FastSAC's critics keep ReLU when SiLU (activation swish) is asked for",
@@ -510,7 +510,7 @@ MUTANTS = [
     ),
     m(
         "sac-temperature-loss-form-ignored",
-        "jaxrl/agents/sac.py",
+        "jaxrl/agents/sac_family.py",
         """    if form == "alpha":
         return (jnp.exp(log_alpha) * -gap).mean()
 """,
@@ -520,7 +520,7 @@ MUTANTS = [
     ),
     m(
         "sac-temperature-draw-own-ignored",
-        "jaxrl/agents/sac.py",
+        "jaxrl/agents/sac_family.py",
         """        if config.temperature_draw == "own":""",
         """        if config.temperature_draw == "separate":""",
         "temperature_draw='own' (Brax's SAC) still reads the actor's draw",
@@ -528,7 +528,7 @@ MUTANTS = [
     ),
     m(
         "sac-temperature-draw-online-key",
-        "jaxrl/agents/sac.py",
+        "jaxrl/agents/sac_family.py",
         "keys.temperature_action, sg(mean), sg(log_std)",
         "keys.policy_action, sg(mean), sg(log_std)",
         "the temperature's own draw reuses the actor's key (the same action)",
@@ -536,7 +536,7 @@ MUTANTS = [
     ),
     m(
         "sac-truncation-mask-ignored",
-        "jaxrl/agents/sac.py",
+        "jaxrl/agents/sac_family.py",
         """    if truncation == "mask" and batch.truncated is not None:""",
         """    if truncation == "masked" and batch.truncated is not None:""",
         "truncation='mask' (Brax's SAC) still keeps truncated rows in the critic loss",
@@ -1011,7 +1011,7 @@ MUTANTS = [
     # --- Dict observations, asymmetric actor-critic (issue 16). -----------------------------
     m(
         "sac-critic-inputs-swapped",
-        "jaxrl/agents/sac.py",
+        "jaxrl/agents/sac_family.py",
         "critic_obs, next_critic_obs = batch.critic_inputs",
         "next_critic_obs, critic_obs = batch.critic_inputs",
         "SAC's asymmetric critic reads s' where s belongs and s where s' belongs",
@@ -1094,8 +1094,8 @@ MUTANTS = [
     m(
         "hp-sac-tau-a-constant",
         "jaxrl/agents/sac.py",
-        'polyak(state.target_critic_params, critic.params, state.hp["tau"])',
-        "polyak(state.target_critic_params, critic.params, config.tau)",
+        '            state,\n            state.hp["tau"],\n',
+        "            state,\n            config.tau,\n",
         "SAC's Polyak rate is closed over as a constant, not read from the state",
         HYPER,
     ),
@@ -1158,7 +1158,7 @@ MUTANTS = [
     ),
     m(
         "sac-soft-bonus-sign",
-        "jaxrl/agents/sac.py",
+        "jaxrl/agents/sac_family.py",
         "        bonus = -alpha * next_log_prob\n",
         "        bonus = alpha * next_log_prob\n",
         "SAC hands the critic head +alpha log pi as the soft bonus",
@@ -1175,7 +1175,7 @@ MUTANTS = [
     ),
     m(
         "crossq-actor-stats-move-while-held",
-        "jaxrl/agents/sac.py",
+        "jaxrl/agents/sac_family.py",
         "        a_loss, (log_prob, _) = objective(actor.params)",
         "        a_loss, (log_prob, held) = objective(actor.params)",
         "the held actor step keeps the objective's batch statistics (CrossQ's actor drifts)",
@@ -1422,12 +1422,12 @@ MUTANTS = [
     ),
     m(
         "bf16-sac-actor-float32",
-        "jaxrl/agents/sac.py",
+        "jaxrl/agents/sac_family.py",
         "        softplus_std=config.softplus_std,\n"
         "        matmul_precision=config.matmul_precision,\n"
-        "        kernel_init=config.kernel_init,\n    )\n\n\ndef make(",
+        "        kernel_init=config.kernel_init,\n    )\n",
         "        softplus_std=config.softplus_std,\n"
-        "        kernel_init=config.kernel_init,\n    )\n\n\ndef make(",
+        "        kernel_init=config.kernel_init,\n    )\n",
         "--matmul-precision bfloat16 leaves SAC's policy network in float32",
         PRECISION,
     ),

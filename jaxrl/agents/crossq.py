@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxrl import distributions
-from jaxrl.agents import sac
+from jaxrl.agents import sac_family
 from jaxrl.agents.base import (
     Agent,
     Learner,
@@ -159,21 +159,21 @@ def losses(config: CrossQConfig) -> Losses:
         variables = {"params": critic_params, "batch_stats": critic_stats}
         out = critic_net.apply(variables, batch.critic_inputs[0], action)  # running statistics
         q_pi = head.values(out, state.hp)
-        return sac.actor_loss(q_pi, log_prob, alpha), (log_prob, updates["batch_stats"])
+        return sac_family.actor_loss(q_pi, log_prob, alpha), (log_prob, updates["batch_stats"])
 
     return Losses(critic, actor)
 
 
-def optimizers(config: CrossQConfig) -> sac.Optimizers:
+def optimizers(config: CrossQConfig) -> sac_family.Optimizers:
     """SAC's three Adams, with the paper's b1 (`adam_b1`)."""
-    return sac.Optimizers(
+    return sac_family.Optimizers(
         adam(config.actor_lr, b1=config.adam_b1),
         adam(config.critic_lr, b1=config.adam_b1),
         adam(config.alpha_lr, b1=config.adam_b1),
     )
 
 
-def initializer(config: CrossQConfig, opts: sac.Optimizers) -> Callable[..., CrossQState]:
+def initializer(config: CrossQConfig, opts: sac_family.Optimizers) -> Callable[..., CrossQState]:
     """CrossQ's `Agent.init`: networks and their batch statistics (initialised on 2 rows),
     optimiser states, log alpha, the head's state and `hp`."""
     head = config.head()
@@ -229,7 +229,7 @@ def make(config: CrossQConfig = CrossQConfig()) -> Agent:
         )(state.critic.params, state, batch, keys)
         critic = apply_gradients(state.critic, grads, critic_opt)
 
-        actor, log_alpha, actor_stats, a_loss, t_loss, log_prob = sac.actor_and_temperature(
+        actor, log_alpha, actor_stats, a_loss, t_loss, log_prob = sac_family.actor_and_temperature(
             state.step,
             config.policy_delay,
             state.actor,
@@ -251,7 +251,7 @@ def make(config: CrossQConfig = CrossQConfig()) -> Agent:
             step=state.step + 1,
             head_state=head_state,
         )
-        metrics = sac.update_metrics(c_loss, a_loss, t_loss, alpha, q, log_prob)
+        metrics = sac_family.update_metrics(c_loss, a_loss, t_loss, alpha, q, log_prob)
         return new_state, {**metrics, **head.metrics(head_state)}
 
     return Agent(init=initializer(config, opts), act=acting(config), update=update, name="crossq")

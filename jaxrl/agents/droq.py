@@ -4,7 +4,8 @@ and a high update-to-data ratio (the loop's `updates_per_step`). Dropout is on i
 (its keys threaded through `update`) and off when acting and evaluating, where the critic is
 not used at all.
 
-Only the defaults differ from SAC; the mechanism lives in `jaxrl.agents.sac`.
+Only the defaults differ from SAC; the mechanism lives in `jaxrl.agents.sac` (the update) and
+`jaxrl.agents.sac_family` (the losses).
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 scaled out as FastTD3 scales TD3, in the public implementation's form (amazon-far/holosoma;
 docs/ALGORITHMS.md, "impl").
 
-SAC's networks, losses and state (`jaxrl.agents.sac`) with FastSAC's config (`FastSACConfig`):
+SAC's networks, losses and state (`jaxrl.agents.sac_family`) with FastSAC's config
+(`FastSACConfig`):
 - C51 twin critics without clipped double Q: each critic learns the projection of its own
   target critic's next distribution, shifted by r - discount alpha log pi(a'|s')
   (`heads.Categorical(clipped_double_q=False)`); the actor climbs the mean of the two
@@ -25,8 +26,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from jaxrl.agents import sac
-from jaxrl.agents.base import Agent, Learner, adam, apply_gradients, delayed, polyak
+from jaxrl.agents import sac_family
+from jaxrl.agents.base import Agent, Learner, adam, apply_gradients, delayed
 from jaxrl.agents.configs.sac import FastSACConfig  # jax-free (jaxrl.agents.configs), re-exported
 from jaxrl.types import Batch
 
@@ -35,11 +36,11 @@ from jaxrl.types import Batch
 LOOP_DEFAULTS = {"normalize_observations": True}
 
 
-def optimizers(config: FastSACConfig) -> sac.Optimizers:
+def optimizers(config: FastSACConfig) -> sac_family.Optimizers:
     """AdamW for all three, beta2 0.95. The reference builds log alpha's AdamW without a weight
     decay, so torch's default 0.01 applies to it (`alpha_weight_decay`)."""
     b2 = config.adam_b2
-    return sac.Optimizers(
+    return sac_family.Optimizers(
         actor=adam(config.actor_lr, config.weight_decay, b2=b2),
         critic=adam(config.critic_lr, config.weight_decay, b2=b2),
         alpha=adam(config.alpha_lr, config.alpha_weight_decay, b2=b2),
@@ -62,12 +63,12 @@ def actor_step(step, policy_delay, actor: Learner, objective, opt):
 
 
 def make(config: FastSACConfig = FastSACConfig()) -> Agent:
-    objectives = sac.losses(config)
+    objectives = sac_family.losses(config)
     opts = optimizers(config)
 
-    def update(state: sac.SACState, batch: Batch, key: jax.Array):
+    def update(state: sac_family.SACState, batch: Batch, key: jax.Array):
         target_entropy = -state.hp["target_entropy_scale"] * state.action_size
-        keys = sac.update_keys(key)
+        keys = sac_family.update_keys(key)
         alpha = jnp.exp(state.log_alpha.params)
 
         (c_loss, (q, head_state, next_log_prob)), grads = jax.value_and_grad(
@@ -77,7 +78,7 @@ def make(config: FastSACConfig = FastSACConfig()) -> Agent:
 
         # The temperature, at every update, from the bootstrap actions' log-probs (the
         # reference's `_update_main`, before the actor's `_update_pol`).
-        t_loss, t_grads = jax.value_and_grad(sac.alpha_loss)(
+        t_loss, t_grads = jax.value_and_grad(sac_family.alpha_loss)(
             state.log_alpha.params, next_log_prob, target_entropy, config.temperature_loss
         )
         log_alpha = apply_gradients(state.log_alpha, t_grads, opts.alpha)
@@ -94,19 +95,19 @@ def make(config: FastSACConfig = FastSACConfig()) -> Agent:
             lambda params: objectives.actor(params, critic_params, after, batch, keys),
             opts.actor,
         )
-        new_state = state.replace(
+        new_state = sac_family.finish_update(
+            state,
+            state.hp["tau"],
             actor=actor,
             critic=critic,
-            target_critic_params=polyak(state.target_critic_params, critic.params, state.hp["tau"]),
             log_alpha=log_alpha,
-            step=state.step + 1,
             head_state=head_state,
         )
-        return new_state, sac.update_metrics(c_loss, a_loss, t_loss, alpha, q, log_prob)
+        return new_state, sac_family.update_metrics(c_loss, a_loss, t_loss, alpha, q, log_prob)
 
     return Agent(
-        init=sac.initializer(config, opts),
-        act=sac.acting(config),
+        init=sac_family.initializer(config, opts),
+        act=sac_family.acting(config),
         update=update,
         name="fast_sac",
         loop_defaults=LOOP_DEFAULTS,

@@ -2,7 +2,8 @@
 minimum over a random subset of M critics drawn for every update, the actor trained on the
 ensemble mean, and a high update-to-data ratio (set by the loop's `updates_per_step`).
 
-Only the defaults differ from SAC; the mechanism lives in `jaxrl.agents.sac`.
+Only the defaults differ from SAC; the mechanism lives in `jaxrl.agents.sac` (the update) and
+`jaxrl.agents.sac_family` (the losses).
 """
 
 from __future__ import annotations

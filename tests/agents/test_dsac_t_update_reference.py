@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxrl.agents import dsac_t, sac
+from jaxrl.agents import dsac_t, sac_family
 from tests import reference as ref
 
 OBS, ACT, B = 3, 2, 16
@@ -83,8 +83,9 @@ def _reference(config, state, batch, key):
     functions of the parameters."""
     p, b = ref.to64(state), ref.to64(batch)
     critic_obs, next_critic_obs = ref.critic_inputs(b)  # the actor reads b.obs / b.next_obs
-    # split(key, 7): the update's first 7 keys are its (sac.update_keys); DSAC-T reads no 8th.
-    keys = sac.UpdateKeys(*jax.random.split(key, 7), temperature_action=None)
+    # split(key, 7): the update's first 7 keys are its (sac_family.update_keys); DSAC-T reads
+    # no 8th.
+    keys = sac_family.UpdateKeys(*jax.random.split(key, 7), temperature_action=None)
     alpha = np.exp(p.log_alpha.params)
     target_entropy = -config.target_entropy_scale * ACT
     cols = np.arange(B)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from jaxrl import heads
-from jaxrl.agents import fast_sac, sac
+from jaxrl.agents import fast_sac, sac, sac_family
 from jaxrl.experiments.presets import PRESETS
 from tests import reference as ref
 
@@ -78,7 +78,7 @@ def test_the_policy_starts_at_mean_zero_and_mid_range_log_std_in_every_state():
     config = fast_sac.FastSACConfig(**SMALL)
     agent, state = _state(config)
     obs = 3.0 * jax.random.normal(jax.random.PRNGKey(1), (16, OBS))
-    mean, log_std = sac.actor_network(config, ACT).apply(state.actor.params, obs)
+    mean, log_std = sac_family.actor_network(config, ACT).apply(state.actor.params, obs)
     np.testing.assert_array_equal(mean, 0.0)
     np.testing.assert_allclose(log_std, -2.5)  # the middle of [-5, 0]: std 0.082
     head = state.actor.params["params"]["MLP_0"]["Dense_2"]
@@ -95,7 +95,7 @@ def test_both_networks_are_layer_norm_and_silu():
     _, state = _state(config)
     params = ref.perturbed(state.actor.params, jax.random.PRNGKey(3), 0.5)  # off the zero head
     obs = np.asarray(jax.random.normal(jax.random.PRNGKey(4), (5, OBS)), np.float64)
-    mean, log_std = sac.actor_network(config, ACT).apply(params, obs)
+    mean, log_std = sac_family.actor_network(config, ACT).apply(params, obs)
     want = ref.gaussian_actor(
         ref.to64(params), obs, activation="swish", layer_norm_=True, log_std_max=0.0
     )
@@ -103,7 +103,7 @@ def test_both_networks_are_layer_norm_and_silu():
     np.testing.assert_allclose(log_std, want[1], rtol=1e-5, atol=1e-6)
     assert (np.asarray(log_std) <= 0.0).all()
     action = np.tanh(mean)
-    logits = sac.critic_network(config).apply(state.critic.params, obs, action)
+    logits = sac_family.critic_network(config).apply(state.critic.params, obs, action)
     want = ref.q_ensemble(ref.to64(state.critic.params), obs, action, True, activation="swish")
     np.testing.assert_allclose(logits, want, rtol=1e-5, atol=1e-6)
     assert logits.shape == (2, 5, 11)
@@ -209,7 +209,7 @@ def test_sac_s_new_options_leave_sac_as_it_was():
     assert np.abs(state.actor.params["params"]["MLP_0"]["Dense_1"]["kernel"]).min() > 0
     assert "weight_decay" not in state.actor.opt_state.hyperparams
     obs = np.asarray(jax.random.normal(jax.random.PRNGKey(1), (4, OBS)), np.float64)
-    mean, log_std = sac.actor_network(config, ACT).apply(state.actor.params, obs)
+    mean, log_std = sac_family.actor_network(config, ACT).apply(state.actor.params, obs)
     want = ref.gaussian_actor(ref.to64(state.actor.params), obs)
     np.testing.assert_allclose(mean, want[0], rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(log_std, want[1], rtol=1e-5, atol=1e-6)

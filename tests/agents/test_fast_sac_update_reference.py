@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxrl.agents import fast_sac, sac
+from jaxrl.agents import fast_sac, sac_family
 from tests import reference as ref
 
 OBS, ACT, B = 3, 2, 8
@@ -107,7 +107,7 @@ def _reference(config, state, batch, key):
     """Everything the update should compute, in float64 numpy."""
     p, b = ref.to64(state), ref.to64(batch)
     critic_obs, next_critic_obs = ref.critic_inputs(b)  # the policy reads b.obs / b.next_obs
-    keys = sac.UpdateKeys(*jax.random.split(key, 8))  # independent of sac.update_keys
+    keys = sac_family.UpdateKeys(*jax.random.split(key, 8))  # independent of sac_family.update_keys
     atoms = np.linspace(config.v_min, config.v_max, config.num_atoms)
     alpha = np.exp(p.log_alpha.params)
     target_entropy = -config.target_entropy_scale * ACT

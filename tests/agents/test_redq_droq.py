@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from jaxrl import agents, heads
-from jaxrl.agents import droq, redq, sac
+from jaxrl.agents import droq, redq, sac, sac_family
 from jaxrl.networks import QEnsemble, QNetwork
 
 
@@ -13,7 +13,7 @@ def test_redq_target_is_min_over_a_random_subset_of_two():
     next_q = jnp.array([[5.0], [1.0], [3.0], [4.0]])  # [E=4, B=1]
     seen = set()
     for seed in range(60):
-        subset = sac.target_subset(jax.random.PRNGKey(seed), next_q, 2)
+        subset = sac_family.target_subset(jax.random.PRNGKey(seed), next_q, 2)
         chex.assert_shape(subset, (2, 1))
         values = tuple(sorted(np.asarray(subset[:, 0]).tolist()))
         assert len(set(values)) == 2  # drawn without replacement
@@ -21,12 +21,14 @@ def test_redq_target_is_min_over_a_random_subset_of_two():
         target = heads.Scalar().target(None, subset, jnp.zeros(1), jnp.zeros(1), 1.0, 0.0, {})
         assert float(target[0]) == min(values)
     assert len(seen) == 6  # every pair of the 4 critics comes up
-    chex.assert_trees_all_equal(sac.target_subset(jax.random.PRNGKey(0), next_q, None), next_q)
+    chex.assert_trees_all_equal(
+        sac_family.target_subset(jax.random.PRNGKey(0), next_q, None), next_q
+    )
 
 
 def test_redq_actor_uses_the_ensemble_mean():
     q = jnp.array([[1.0, 2.0], [3.0, 6.0], [5.0, 1.0]])  # mean over critics [3, 3]
-    loss = sac.actor_loss(q, jnp.array([1.0, -1.0]), 0.5, reduce="mean")
+    loss = sac_family.actor_loss(q, jnp.array([1.0, -1.0]), 0.5, reduce="mean")
     assert float(loss) == pytest.approx(((0.5 - 3.0) + (-0.5 - 3.0)) / 2)
 
 

@@ -6,7 +6,7 @@ import jax.numpy as jnp
 import pytest
 
 from jaxrl import heads
-from jaxrl.agents import sac
+from jaxrl.agents import sac, sac_family
 from jaxrl.types import random_batch
 
 
@@ -52,7 +52,7 @@ def test_critic_loss_has_no_gradient_through_target():
 
 
 def test_actor_loss_by_hand():
-    loss = sac.actor_loss(jnp.array([[1.0, 2.0], [3.0, 0.0]]), jnp.array([0.5, -1.0]), 0.2)
+    loss = sac_family.actor_loss(jnp.array([[1.0, 2.0], [3.0, 0.0]]), jnp.array([0.5, -1.0]), 0.2)
     # min over critics [1, 0]; mean(0.2*0.5 - 1, 0.2*-1 - 0) = mean(-0.9, -0.2)
     assert float(loss) == pytest.approx(-0.55, abs=1e-6)
 
@@ -60,10 +60,10 @@ def test_actor_loss_by_hand():
 def test_alpha_loss_by_hand_and_direction():
     log_alpha = jnp.log(0.2)
     log_prob, target_entropy = jnp.array([0.5, -1.0]), -1.0
-    loss = sac.alpha_loss(log_alpha, log_prob, target_entropy)
+    loss = sac_family.alpha_loss(log_alpha, log_prob, target_entropy)
     assert float(loss) == pytest.approx(1.25 * math.log(0.2), abs=1e-6)
     # Entropy 0.25 is above the target -1: the gradient step must lower alpha.
-    assert float(jax.grad(sac.alpha_loss)(log_alpha, log_prob, target_entropy)) > 0
+    assert float(jax.grad(sac_family.alpha_loss)(log_alpha, log_prob, target_entropy)) > 0
 
 
 def test_init_act_update_shapes_and_determinism():

@@ -26,7 +26,8 @@ from brax.training.acme import running_statistics, specs
 from brax.training.agents.sac import losses as brax_losses
 from brax.training.agents.sac import networks as brax_networks
 
-from jaxrl.agents import sac
+from jaxrl import heads
+from jaxrl.agents import sac, sac_family
 from jaxrl.types import Batch
 from tests import reference as ref
 
@@ -138,7 +139,7 @@ def _close(got, want, rtol=2e-5, atol=1e-6, msg=""):
 
 
 KEY = jax.random.PRNGKey(7)
-KEYS = sac.update_keys(KEY)  # what jaxrl's update splits its key into
+KEYS = sac_family.update_keys(KEY)  # what jaxrl's update splits its key into
 
 
 def test_critic_loss_and_gradients_match_brax():
@@ -148,7 +149,7 @@ def test_critic_loss_and_gradients_match_brax():
         brax["q"], brax["policy"], brax["normalizer"], brax["target_q"], alpha, transitions,
         KEYS.next_action,
     )  # fmt: skip
-    (loss, (q, *_)), grads = jax.value_and_grad(sac.losses(CONFIG).critic, has_aux=True)(
+    (loss, (q, *_)), grads = jax.value_and_grad(sac_family.losses(CONFIG).critic, has_aux=True)(
         state.critic.params, state, batch, KEYS
     )
     # Brax's loss is the mean over critics of each one's 0.5 mean squared error; jaxrl's the sum.
@@ -157,7 +158,7 @@ def test_critic_loss_and_gradients_match_brax():
     _close(grads, jax.tree.map(lambda g: critics * g, _q_as_jaxrl(brax_grads)), msg="critic")
     assert max(float(jnp.abs(g).max()) for g in jax.tree.leaves(grads)) > 1e-3
     # The truncated rows add nothing: their gradient with respect to the critics' outputs is 0.
-    grad_q = jax.grad(lambda out: sac.heads.critic_mse(out, q + 1.0, 1.0 - batch.truncated))(q)
+    grad_q = jax.grad(lambda out: heads.critic_mse(out, q + 1.0, 1.0 - batch.truncated))(q)
     assert np.all(np.asarray(grad_q)[:, np.array(ENDS) == "R"] == 0)
 
 
@@ -172,7 +173,7 @@ def test_actor_and_temperature_losses_and_gradients_match_brax():
     )
 
     def objective(params):
-        return sac.losses(CONFIG).actor(params, state.critic.params, state, batch, KEYS)
+        return sac_family.losses(CONFIG).actor(params, state.critic.params, state, batch, KEYS)
 
     (actor, (log_prob, _)), actor_grads = jax.value_and_grad(objective, has_aux=True)(
         state.actor.params
@@ -180,7 +181,7 @@ def test_actor_and_temperature_losses_and_gradients_match_brax():
     np.testing.assert_allclose(actor, brax_actor, rtol=1e-5)
     _close(actor_grads, _policy_as_jaxrl(brax_actor_grads), rtol=1e-4, msg="actor")
     target_entropy = -0.5 * ACT
-    temperature, temperature_grad = jax.value_and_grad(sac.alpha_loss)(
+    temperature, temperature_grad = jax.value_and_grad(sac_family.alpha_loss)(
         state.log_alpha.params, log_prob, target_entropy, "alpha"
     )
     np.testing.assert_allclose(temperature, brax_alpha, rtol=1e-5)
@@ -231,7 +232,7 @@ UPDATE_KEYS = jax.random.split(jax.random.PRNGKey(11), 2)
 def _brax_keys(key):
     """The (alpha, critic, actor) keys of Brax's step that equal jaxrl's update with `key`:
     the temperature's own draw, the next-action draw and the policy's draw."""
-    keys = sac.update_keys(key)
+    keys = sac_family.update_keys(key)
     return keys.temperature_action, keys.next_action, keys.policy_action
 
 
@@ -305,8 +306,8 @@ def test_one_iteration_matches_a_whole_brax_training_step(monkeypatch):
     Read out of Brax's run as it goes (jax.debug.callback): each env step's key and data
     (wrapping `acting.actor_step`), each loss's key and batch (wrapping Brax's losses) and the
     whole training state after each gradient step (wrapping its constructor). Brax's update
-    keys are handed to jaxrl's updates through `sac.update_keys`: the two systems derive their
-    keys differently, so only the draws are made equal, not the key chains."""
+    keys are handed to jaxrl's updates through `sac_family.update_keys`: the two systems derive
+    their keys differently, so only the draws are made equal, not the key chains."""
     from brax import envs as brax_envs
     from brax.training.agents.sac import train as brax_train
 
@@ -394,13 +395,15 @@ def test_one_iteration_matches_a_whole_brax_training_step(monkeypatch):
     assert {0.0, 1.0, 2.0} <= set(ends.tolist())  # plain, terminated and truncated rows
     # Brax's keys as jaxrl's update_keys that SAC reads: the next action, the policy's action
     # and the temperature's own action; the rest (zeros) unused here. Update u's: row u.
-    table = sac.UpdateKeys(*np.zeros((8, updates, 2), np.uint32))
+    table = sac_family.UpdateKeys(*np.zeros((8, updates, 2), np.uint32))
     for u in range(updates):
         table.next_action[u] = losses_seen["critic"][u][0]
         table.policy_action[u] = losses_seen["actor"][u]
         table.temperature_action[u] = losses_seen["alpha"][u]
     table = jax.tree.map(jnp.asarray, table)
-    monkeypatch.setattr(sac, "update_keys", lambda key: jax.tree.map(lambda t: t[key[0]], table))
+    monkeypatch.setattr(
+        sac_family, "update_keys", lambda key: jax.tree.map(lambda t: t[key[0]], table)
+    )
     batches = jax.tree.map(lambda *x: jnp.stack(x), *batches)
     index_keys = jnp.stack([jnp.array([u, 0], jnp.uint32) for u in range(updates)])
     # As jaxrl's off-policy loop runs an iteration's updates: one scan over them.

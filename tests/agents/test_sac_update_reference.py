@@ -7,7 +7,7 @@ import jax
 import numpy as np
 import pytest
 
-from jaxrl.agents import droq, redq, sac
+from jaxrl.agents import droq, redq, sac, sac_family
 from tests import reference as ref
 
 OBS, ACT, B = 3, 2, 8
@@ -35,7 +35,7 @@ def _reference(config, state, batch, key):
     p, b = ref.to64(state), ref.to64(batch)
     critic_obs, next_critic_obs = ref.critic_inputs(b)  # the actor reads b.obs / b.next_obs
     ln = config.critic_layer_norm, config.critic_norm_after_relu
-    keys = sac.UpdateKeys(*jax.random.split(key, 8))  # independent of sac.update_keys
+    keys = sac_family.UpdateKeys(*jax.random.split(key, 8))  # independent of sac_family.update_keys
     alpha = np.exp(p.log_alpha.params)
     target_entropy = -config.target_entropy_scale * ACT
 

@@ -30,7 +30,7 @@ import pytest
 from jax.experimental import io_callback
 
 from jaxrl import replay
-from jaxrl.agents import sac
+from jaxrl.agents import sac, sac_family
 from jaxrl.config import TrainConfig
 from jaxrl.envs import wrappers
 from jaxrl.loops import make_train
@@ -147,7 +147,7 @@ def _run_jaxrl(brax: dict, monkeypatch, **slip) -> dict:
     draws = iter(brax["draws"])
     seen = brax["seen"]
     # Brax's keys as the update_keys SAC reads here; the others (zeros) unused.
-    unused = sac.UpdateKeys(*np.zeros((8, 2), np.uint32))
+    unused = sac_family.UpdateKeys(*np.zeros((8, 2), np.uint32))
     as_key = lambda k: np.asarray(k, np.uint32)  # noqa: E731
     update_keys = iter(
         unused._replace(
@@ -178,10 +178,10 @@ def _run_jaxrl(brax: dict, monkeypatch, **slip) -> dict:
     key_shape = lambda *s: jax.ShapeDtypeStruct(s, jnp.uint32)  # noqa: E731
     monkeypatch.setattr(replay, "_draws", draws_fn)
     monkeypatch.setattr(
-        sac,
+        sac_family,
         "update_keys",
         lambda key: io_callback(
-            next_update_keys, sac.UpdateKeys(*[key_shape(2)] * 8), ordered=True
+            next_update_keys, sac_family.UpdateKeys(*[key_shape(2)] * 8), ordered=True
         ),
     )
     train_config, agent_config = _configs(**slip)

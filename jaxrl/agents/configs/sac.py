@@ -1,7 +1,8 @@
 """The configs of SAC's family: SAC and the algorithms that differ from it only in defaults
 (REDQ, DroQ) or in the critic head (DSAC-T), FastSAC (a C51 head, AdamW and its own update
 order), and CrossQ, SAC without target networks. No jax here: the agents built from them live
-in `jaxrl.agents.sac` (and redq, droq, dsac_t, fast_sac, crossq).
+in `jaxrl.agents.sac` (and redq, droq, dsac_t, fast_sac, crossq; what they share in
+`jaxrl.agents.sac_family`).
 """
 
 from __future__ import annotations
