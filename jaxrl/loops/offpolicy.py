@@ -226,6 +226,28 @@ def skip_learning(learn: Callable, *args) -> tuple[Any, dict]:
     return args[0], jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
 
 
+def learn_if(ready: jax.Array, learn: Callable, *args) -> tuple[Any, dict]:
+    """`learn(*args)` where `ready`, else `skip_learning`'s agent state as it is with zero
+    metrics, as `lax.cond(ready, learn, skip)` would, with `learn` traced once: the skipping
+    branch takes the metrics' shapes from the learning branch's trace (`lax.switch` traces its
+    branches in order, the learning one first), and traces `learn` again (`jax.eval_shape`)
+    only where that order does not hold. The update is most of the chunk's trace: a second one
+    cost about a quarter of a re-run's compile clock (issue 39)."""
+    traced = []
+
+    def run(*a):
+        out = learn(*a)
+        traced.append(jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), out[1]))
+        return out
+
+    def skip(*a):
+        if not traced:
+            return skip_learning(learn, *a)
+        return a[0], jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), traced[-1])
+
+    return jax.lax.switch(jnp.where(ready, 0, 1), (run, skip), *args)
+
+
 def make_train(
     config: TrainConfig, agent: Agent, env: Any = None, randomization_fn: Any = None
 ) -> Trainer:
@@ -251,9 +273,7 @@ def make_train(
         )
         buffer = replay.add(state.buffer, transition)
         args = (state.agent, buffer, stats, learn_key, state.hp["gamma"])
-        agent_state, update_metrics = jax.lax.cond(
-            parts.ready(buffer), parts.learn, lambda *a: skip_learning(parts.learn, *a), *args
-        )
+        agent_state, update_metrics = learn_if(parts.ready(buffer), parts.learn, *args)
         metrics = {
             **update_metrics,
             "updated": parts.ready(buffer).astype(jnp.float32),

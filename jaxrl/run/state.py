@@ -55,13 +55,16 @@ def _initial_state(trainer, run_grid: grid.Grid | None, members: list | None = N
             states = [jax.vmap(lambda k, m=member: trainer.init(k, m))(keys) for member in members]
             return jax.tree.map(lambda *xs: jnp.concatenate(xs), *states)
 
-    shapes = jax.eval_shape(init, key)
+    # Traced once: its shapes for the memory check, then lowered as it is (an eval_shape first
+    # would trace the init a second time, part of a re-run's compile clock).
+    traced = jax.jit(init).trace(key)
+    shapes = traced.out_info
     check_memory(shapes, _devices(trainer))  # before anything of it is allocated
     if trainer.place is not None:  # an actor/learner split: parts on different devices
-        return trainer.place(run_once(jax.jit(init), key))
-    shardings = None  # the default device; over a mesh, derived from the state's shapes
-    if trainer.data.mesh is not None:
-        shardings = _shardings(trainer, shapes, run_grid)
+        return trainer.place(run_once(traced, key))
+    if trainer.data.mesh is None:  # the default device
+        return run_once(traced, key)
+    shardings = _shardings(trainer, shapes, run_grid)  # over a mesh, from the state's shapes
     return run_once(jax.jit(init, out_shardings=shardings), key)
 
 
@@ -75,8 +78,9 @@ RUN_ONCE_CPU_OPTIONS = {"xla_cpu_use_fusion_emitters": False, "xla_backend_optim
 
 def run_once(jitted, *args):
     """Calls `jitted(*args)`, compiled with `RUN_ONCE_CPU_OPTIONS` on CPU; with XLA's defaults
-    elsewhere, or where this XLA does not know the options."""
-    lowered = jitted.lower(*args)
+    elsewhere, or where this XLA does not know the options. `jitted` may be traced already
+    (`jax.jit(f).trace(*args)`), then lowered as it is."""
+    lowered = jitted.lower() if isinstance(jitted, jax.stages.Traced) else jitted.lower(*args)
     if jax.default_backend() == "cpu":
         try:
             return lowered.compile(compiler_options=RUN_ONCE_CPU_OPTIONS)(*args)

@@ -203,3 +203,27 @@ def test_replay_stores_observations_in_half_precision_and_learns_from_them():
             getattr(full.buffer.data, field)[:warm].astype(jnp.bfloat16),
         )
     assert float(metrics["updates"]) > 0 and np.isfinite(float(metrics["critic_loss"]))
+
+
+def test_learn_if_traces_the_update_once_and_skips_it_with_zero_metrics():
+    """`offpolicy.learn_if`: the update where the buffer is ready, the state as it is with
+    zero metrics where not, from one compiled program that traced the update once."""
+    from jaxrl.loops import offpolicy
+
+    traces = []
+
+    def learn(state, x):
+        traces.append(1)
+        return state + x, {"loss": 2.0 * x, "count": jnp.sum(x).astype(jnp.int32)}
+
+    program = jax.jit(lambda ready, s, x: offpolicy.learn_if(ready, learn, s, x))
+    state, x = jnp.ones(3), jnp.arange(3.0)
+    learned, metrics = program(jnp.bool_(True), state, x)
+    np.testing.assert_array_equal(learned, state + x)
+    np.testing.assert_array_equal(metrics["loss"], 2.0 * x)
+    assert int(metrics["count"]) == 3
+    held, zeros = program(jnp.bool_(False), state, x)
+    np.testing.assert_array_equal(held, state)
+    np.testing.assert_array_equal(zeros["loss"], np.zeros(3))
+    assert zeros["count"].dtype == jnp.int32 and int(zeros["count"]) == 0
+    assert len(traces) == 1
