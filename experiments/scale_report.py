@@ -566,6 +566,7 @@ def draw(report: dict, out: pathlib.Path) -> None:
 
     left.set_xticks(sigmas, [f"{s:g}" for s in sigmas])
     left.xaxis.set_minor_formatter(NullFormatter())
+    right.xaxis.set_minor_formatter(NullFormatter())  # labelled minor ticks overlapped there
     for ax in (left, right):
         ax.grid(alpha=0.3, which="both")
         if ax.get_legend_handles_labels()[0]:
