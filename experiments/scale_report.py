@@ -406,8 +406,9 @@ def fit_report(
 
 def _warnings(rows: list[dict], best: Sequence[sf.Best]) -> list[str]:
     """What makes the fit less trustworthy than its intervals say: best configurations that
-    reached J at their first evaluation (D_J censored), or whose batch size or learning rate
-    is at the edge of the grid (the best one may lie outside it)."""
+    reached J at their first evaluation (D_J censored); a best D_J that rises from one UTD ratio
+    to the next (the law cannot); a best batch size or learning rate at the edge of the grid
+    (the best one may lie outside it)."""
     out = []
     first = [
         b.sigma
@@ -423,6 +424,20 @@ def _warnings(rows: list[dict], best: Sequence[sf.Best]) -> list[str]:
             f"UTD {', '.join(f'{s:g}' for s in first)}: the best run reached J at its first "
             "evaluation, so its D_J is only an upper bound; evaluate more often (--eval-every) "
             "or raise --target"
+        )
+    ordered = sorted(best, key=lambda b: b.sigma)
+    rises = [
+        (low.sigma, high.sigma)
+        for low, high in zip(ordered, ordered[1:], strict=False)
+        if high.data > low.data
+    ]
+    if rises:  # the law D_min + (beta/sigma)^alpha can only fall (or stay flat) as sigma grows
+        pairs = ", ".join(f"{a:g} -> {b:g}" for a, b in rises)
+        out.append(
+            f"the data to J rises with the UTD ratio between the best runs of UTD {pairs}: the "
+            "law, which can only fall, is then fitted to noise or to a range where more "
+            "updates do not help; its parameters and predictions are not to be trusted (more "
+            "seeds, or UTD ratios further apart)"
         )
     for name, key in (("batch size", "batch_size"), ("learning rate", "lr")):
         values = sorted({r[key] for r in rows})

@@ -422,6 +422,23 @@ def test_proposed_grid_budget_and_a_program_that_stops_on_a_nan(tmp_path, monkey
     assert [p.status for p in again.programs] == ["new", "failed", "new"]
 
 
+def test_a_best_data_to_j_that_rises_with_the_utd_ratio_is_warned_of():
+    """The data law can only fall as sigma grows: bests that rise (Brax's inverted pendulum,
+    3 bimodal seeds: 18,856, 10,548, 14,103 env steps at UTD 0.125, 0.25, 0.5) get a warning
+    naming where; bests that fall, or stay level, get none."""
+
+    def best(*data):
+        return [
+            sf.Best(sigma, 64.0, 1e-3, d) for sigma, d in zip((0.125, 0.25, 0.5), data, strict=True)
+        ]
+
+    rising = scale_report._warnings([], best(18_856.0, 10_548.0, 14_103.0))
+    assert len(rising) == 1 and "rises with the UTD ratio" in rising[0], rising
+    assert "0.25 -> 0.5" in rising[0] and "0.125 -> 0.25" not in rising[0]
+    assert scale_report._warnings([], best(17_186.0, 9_730.0, 5_815.0)) == []
+    assert scale_report._warnings([], best(128.0, 128.0, 128.0)) == []
+
+
 # ---------------------------------------------------------------- end to end
 
 
