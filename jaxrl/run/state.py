@@ -58,7 +58,9 @@ def _initial_state(trainer, run_grid: grid.Grid | None, members: list | None = N
     # Traced once: its shapes for the memory check, then lowered as it is (an eval_shape first
     # would trace the init a second time, part of a re-run's compile clock).
     traced = jax.jit(init).trace(key)
-    shapes = traced.out_info
+    shapes = getattr(traced, "out_info", None)
+    if shapes is None:  # a jax whose Traced has no out_info: its shapes from a second trace
+        shapes = jax.eval_shape(init, key)
     check_memory(shapes, _devices(trainer))  # before anything of it is allocated
     if trainer.place is not None:  # an actor/learner split: parts on different devices
         return trainer.place(run_once(traced, key))
