@@ -51,7 +51,7 @@ from jaxrl.loops.base import (
     observation_view,
     summarize_chunk,
 )
-from jaxrl.loops.offpolicy import OffPolicyState, Parts, make_parts, skip_learning
+from jaxrl.loops.offpolicy import OffPolicyState, Parts, learn_if, make_parts
 
 
 def make_train(
@@ -215,10 +215,7 @@ class _Exchange:
             return agent_state, jax.tree.map(jnp.mean, metrics)
 
         ready = learning.ready(buffer)
-        skip = lambda a: skip_learning(  # noqa: E731
-            learning.learn, a, buffer, stats, round_key, hp["gamma"]
-        )
-        agent_state, metrics = jax.lax.cond(ready, run, skip, agent_state)
+        agent_state, metrics = learn_if(ready, run, agent_state)  # `run` traced once
         return agent_state, key, {**metrics, "updated": ready.astype(jnp.float32)}
 
     def insert(self, buffer, transitions):
