@@ -159,12 +159,11 @@ class RandomizedVmapWrapper(VmapWrapper):
         finally:
             setattr(self._holder, self._attribute, old)
 
-    def reset(self, key: jax.Array):
+    def reset_each(self, keys: jax.Array):
         def one(model, key):
             with self._physics(model):
                 return self.env.reset(key)
 
-        keys = jax.random.split(key, self.num_envs)
         return jax.vmap(one, in_axes=(self.in_axes, 0))(self.models, keys)
 
     def step(self, state, action: jax.Array):

@@ -14,7 +14,7 @@ where some env finished (`lax.cond` on any(done)).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -188,10 +188,25 @@ class VmapWrapper(Wrapper):
         self.num_envs = num_envs
 
     def reset(self, key: jax.Array):
-        return jax.vmap(self.env.reset)(jax.random.split(key, self.num_envs))
+        return self.reset_each(jax.random.split(key, self.num_envs))
+
+    def reset_each(self, keys: jax.Array):
+        """One reset per env, env i's from `keys[i]` (`reset(key)` splits `key` into them)."""
+        return jax.vmap(self.env.reset)(keys)
 
     def step(self, state, action: jax.Array):
         return jax.vmap(self.env.step)(state, action)
+
+
+class Restart(NamedTuple):
+    """Which envs `AutoResetWrapper.step` restarts, where one batched step serves both training
+    and evaluation (`jaxrl.loops.base.SharedSimulator`): with `force`, every env, env i from
+    `keys[i]` (an evaluation's first states); else the finished ones, as without a `Restart`,
+    if `allow` (a training step), none if not (an evaluation step)."""
+
+    force: jax.Array  # bool []
+    allow: jax.Array  # bool []
+    keys: jax.Array  # [N] keys
 
 
 class AutoResetWrapper(Wrapper):
@@ -216,21 +231,30 @@ class AutoResetWrapper(Wrapper):
             key = reset_key
         return _with_own_keys(state, state, key)
 
-    def step(self, state, action: jax.Array):
+    def step(self, state, action: jax.Array, restart: Restart | None = None):
+        """One step of every env, finished ones restarted (see the class); `restart` overrides
+        which envs restart and from which keys (`Restart`)."""
         key = state.info["autoreset_key"]
         inner = state.replace(info=_without(state.info, _OWN_KEYS))
         stepped = self.env.step(inner, action)
         done = stepped.done
+        restarting = done > 0
+        if restart is not None:
+            restarting = jnp.where(restart.force, True, restarting & restart.allow)
 
         def reset_finished(key):
-            if self.first:
-                fresh = self.env.reset(key)
+            if self.first:  # the same keys as the reset that made the first states
+                reset_key = key
             else:
                 key, reset_key = jax.random.split(key)
+            if restart is None:
                 fresh = self.env.reset(reset_key)
+            else:  # VmapWrapper.reset's own keys, or the forced ones
+                keys = jax.random.split(reset_key, self.env.num_envs)
+                fresh = self.env.reset_each(jnp.where(restart.force, restart.keys, keys))
 
             def select(new, old):
-                mask = done.reshape(done.shape + (1,) * (old.ndim - done.ndim)) > 0
+                mask = restarting.reshape(restarting.shape + (1,) * (old.ndim - done.ndim))
                 return jnp.where(mask, new, old)
 
             merged = jax.tree.map(select, fresh, stepped)
@@ -239,8 +263,8 @@ class AutoResetWrapper(Wrapper):
             info["truncation"] = stepped.info["truncation"]
             return merged.replace(reward=stepped.reward, done=done, info=info), key
 
-        # Skip the reset entirely on steps where no env finished.
-        nxt, key = jax.lax.cond(jnp.any(done > 0), reset_finished, lambda k: (stepped, k), key)
+        # Skip the reset entirely on steps where no env restarts.
+        nxt, key = jax.lax.cond(jnp.any(restarting), reset_finished, lambda k: (stepped, k), key)
         return _with_own_keys(nxt, stepped, key)
 
 

@@ -65,20 +65,25 @@ def bytes_per_transition(buffer: ReplayBuffer) -> int:
     return sum(x.dtype.itemsize * math.prod(x.shape[2:]) for x in jax.tree.leaves(buffer.data))
 
 
-def add(buffer: ReplayBuffer, rows: Any) -> ReplayBuffer:
-    """Writes one row per env (leading axis [num_envs]) at the write slot, wrapping around."""
+def add(buffer: ReplayBuffer, rows: Any, write: jax.Array | None = None) -> ReplayBuffer:
+    """Writes one row per env (leading axis [num_envs]) at the write slot, wrapping around.
+    `write` (a bool, traced): where false, the buffer stays as it is (its slot rewritten with
+    the rows it holds: in place, where a `lax.cond` around `add` could copy the buffer)."""
     count = jax.tree.leaves(rows)[0].shape[0]
     if count != buffer.num_envs:
         raise ValueError(f"add takes one row per env ({buffer.num_envs}), got {count} rows")
-    data = jax.tree.map(
-        lambda store, new: store.at[buffer.position].set(new.astype(store.dtype)),
-        buffer.data,
-        rows,
-    )
+
+    def one(store, new):
+        new = new.astype(store.dtype)
+        if write is not None:
+            new = jnp.where(write, new, store[buffer.position])
+        return store.at[buffer.position].set(new)
+
+    step = 1 if write is None else write.astype(buffer.position.dtype)
     return buffer.replace(
-        data=data,
-        position=(buffer.position + 1) % buffer.capacity,
-        size=jnp.minimum(buffer.size + 1, buffer.capacity),
+        data=jax.tree.map(one, buffer.data, rows),
+        position=(buffer.position + step) % buffer.capacity,
+        size=jnp.minimum(buffer.size + step, buffer.capacity),
     )
 
 

@@ -191,6 +191,124 @@ def make_evaluate(
     return evaluate
 
 
+def shares_simulator(config: TrainConfig, randomized: bool, supported: bool = True) -> bool:
+    """Whether the chunk's evaluation steps in the training envs (`config.eval_simulator`,
+    `SharedEvaluation`): "auto" shares on a GPU or TPU where it can; "shared" where it cannot is
+    a ConfigError. `randomized`: the training envs have physics of their own per env (domain
+    randomization), which evaluation must not step in; `supported`: the loop can share."""
+    mode = config.eval_simulator
+    if mode == "own":
+        return False
+    why = None
+    if not supported:
+        why = "this training loop keeps its evaluation envs apart (off-policy loops only)"
+    elif randomized:
+        why = "the training envs have randomized physics (--randomize), evaluation must not"
+    elif config.eval_envs > config.num_envs:
+        why = f"eval_envs ({config.eval_envs}) is above num_envs ({config.num_envs})"
+    if mode == "shared" and why:
+        raise ConfigError(f"eval_simulator 'shared' cannot be used here: {why}")
+    return why is None and (mode == "shared" or jax.default_backend() != "cpu")
+
+
+class EvalCarry(NamedTuple):
+    """A shared-simulator evaluation in progress (`SharedEvaluation`)."""
+
+    env_state: Any  # [N] states stepped by the training envs' step; the first eval_envs count
+    act_key: jax.Array
+    episode_return: jax.Array  # [eval_envs]
+    alive: jax.Array  # [eval_envs] 1 until the episode ends
+    length: jax.Array  # [eval_envs]
+
+
+class SharedEvaluation(NamedTuple):
+    """The chunk's evaluation inside the training loop's own scan, so the program holds one
+    copy of the env's step and reset (issue 39: two copies of MJX's step and reset were most of
+    an MJX chunk's compile). The loop runs its training trips, then one trip that restarts
+    every env of the evaluation's [N] state (`envs.wrappers.Restart`, the first eval_envs from
+    the keys `make_evaluate`'s reset would use), then `steps` trips that step them greedily; a
+    trip whose env step is not needed skips it. The first eval_envs envs run the same episodes
+    as `make_evaluate`'s, so the returns are the same."""
+
+    steps: int
+    initial: Callable[[Any], EvalCarry]
+    """initial(env_state) -> EvalCarry, `env_state` (any [N] state) as a placeholder."""
+    restart: Callable[[jax.Array], tuple[jax.Array, jax.Array]]
+    """restart(key) -> (keys [N], act_key): the keys of the restart trip, from the key
+    `make_evaluate` would be given."""
+    action: Callable[[EvalCarry, Any, Any], jax.Array]
+    """action(carry, agent_state, obs_stats) -> [N, A] greedy actions (zeros past eval_envs)."""
+    record: Callable[..., EvalCarry]
+    """record(carry, stepped, act_key, restarting, evaluating) -> the carry after a trip."""
+    running: Callable[[EvalCarry], jax.Array]
+    """Whether an episode of the evaluation is still running."""
+    result: Callable[[EvalCarry], dict]
+    """The metrics `make_evaluate`'s evaluate returns."""
+
+
+def make_shared_evaluation(
+    config: TrainConfig, agent: Agent, env: Any, view: ObservationView, data: sharding.DataAxis
+) -> SharedEvaluation:
+    """`SharedEvaluation` over the training envs `env` (an auto-reset batch of num_envs)."""
+    observe = make_observe(config)
+    count, num_envs = config.eval_envs, config.num_envs
+
+    def initial(env_state) -> EvalCarry:
+        zeros = jnp.zeros(count)
+        return EvalCarry(env_state, jax.random.PRNGKey(0), zeros, zeros + 1, zeros)
+
+    def restart(key):
+        env_key, act_key = jax.random.split(key)
+        keys = jax.random.split(env_key, count)  # VmapWrapper.reset's keys for the eval envs
+        if num_envs > count:  # the envs past them: stepped, never counted
+            spare = jax.random.split(jax.random.fold_in(env_key, 1), num_envs - count)
+            keys = jnp.concatenate([keys, spare])
+        return keys, act_key
+
+    def first(tree):
+        return jax.tree.map(lambda x: x[:count], tree)
+
+    def action(carry, agent_state, stats):
+        obs = first(actor_part(view(carry.env_state.obs)))
+        act = agent.act(agent_state, observe(actor_part(stats), obs), carry.act_key, 0.0)
+        return jnp.pad(act, ((0, num_envs - count),) + ((0, 0),) * (act.ndim - 1))
+
+    def record(carry, stepped, act_key, restarting, evaluating):
+        stepped = data.split(stepped, size=num_envs)
+        reward, done = stepped.reward[:count], stepped.done[:count]
+        episode_return = carry.episode_return + jnp.where(
+            evaluating & (carry.alive > 0), reward, 0.0
+        )
+        length = carry.length + jnp.where(evaluating, carry.alive, 0.0)
+        alive = jnp.where(evaluating, carry.alive * (1.0 - done), carry.alive)
+        fresh = initial(stepped)
+        moved = restarting | evaluating
+        return EvalCarry(
+            jax.tree.map(lambda new, old: jnp.where(moved, new, old), stepped, carry.env_state),
+            jnp.where(restarting, act_key, carry.act_key),
+            jnp.where(restarting, fresh.episode_return, episode_return),
+            jnp.where(restarting, fresh.alive, alive),
+            jnp.where(restarting, fresh.length, length),
+        )
+
+    def result(carry) -> dict:
+        return {
+            "eval_return": carry.episode_return.mean(),
+            "eval_return_std": carry.episode_return.std(),
+            "eval_length": carry.length.mean(),
+        }
+
+    return SharedEvaluation(
+        env.episode_length,
+        initial,
+        restart,
+        action,
+        record,
+        lambda carry: jnp.any(carry.alive > 0),
+        result,
+    )
+
+
 NONFINITE = "nonfinite_"
 """Prefix of the per-step counts of NaN and infinite values (`nonfinite`); a chunk's summary
 turns them into the iteration they first appeared at (`summarize_chunk`)."""

@@ -25,6 +25,7 @@ import jax.numpy as jnp
 from jaxrl import normalization, replay, sharding
 from jaxrl.agents.base import Agent, hyperparameters
 from jaxrl.config import TrainConfig
+from jaxrl.envs.wrappers import Restart
 from jaxrl.loops.base import (
     Trainer,
     episode_metrics,
@@ -33,8 +34,10 @@ from jaxrl.loops.base import (
     make_evaluate,
     make_observe,
     make_policy,
+    make_shared_evaluation,
     nonfinite,
     observation_view,
+    shares_simulator,
     summarize_chunk,
 )
 from jaxrl.observations import actor_part, split_critic
@@ -178,25 +181,51 @@ def make_learn(config: TrainConfig, agent: Agent, data) -> Callable:
 
 
 def make_collect(config: TrainConfig, agent: Agent, env: Any, view, data) -> Callable:
-    """`Parts.collect`: one step of every env (see `Parts`)."""
-    num_envs, action_size = config.num_envs, env.action_size
-    observe = make_observe(config)
+    """`Parts.collect`: one step of every env (see `Parts`), as `make_act`, `env.step` and
+    `make_after_step`."""
+    act, after_step = make_act(config, agent, view), make_after_step(config, view, data)
 
     def collect(acting, env_state, stats, noise_scale, iteration, key, hp):
+        obs, action, noise_key = act(acting, env_state, stats, noise_scale, iteration, key)
+        stepped = env.step(env_state, action)
+        return after_step(stepped, obs, action, stats, noise_scale, noise_key, hp)
+
+    return collect
+
+
+def make_act(config: TrainConfig, agent: Agent, view) -> Callable:
+    """`act(acting, env_state, stats, noise_scale, iteration, key) -> (obs, action,
+    noise_key)`: the training envs' actions (warm-up actions until learning_starts)."""
+    num_envs = config.num_envs
+    observe = make_observe(config)
+
+    def act(acting, env_state, stats, noise_scale, iteration, key):
         act_key, random_key, noise_key = jax.random.split(key, 3)
         obs = view(env_state.obs)
         actor_obs = observe(actor_part(stats), actor_part(obs))
         policy_action = agent.act(acting, actor_obs, act_key, noise_scale)
         if config.warmup_actions == "uniform":
             random_action = jax.random.uniform(
-                random_key, (num_envs, action_size), minval=-1, maxval=1
+                random_key, (num_envs, policy_action.shape[-1]), minval=-1, maxval=1
             )
             warming_up = iteration * num_envs < config.learning_starts
             action = jnp.where(warming_up, random_action, policy_action)
         else:  # "policy": the (untrained, during warm-up) policy acts from the first step
             action = policy_action
+        return obs, action, noise_key
 
-        env_state = data.split(env.step(env_state, action), size=num_envs)
+    return act
+
+
+def make_after_step(config: TrainConfig, view, data) -> Callable:
+    """`after_step(stepped, obs, action, stats, noise_scale, noise_key, hp) -> (env_state,
+    transition [N], stats, noise_scale, metrics)`: the transition of the step from `obs` by
+    `action` to `stepped`, the observation statistics updated, the noise scales of envs whose
+    episode ended redrawn ("uniform")."""
+    num_envs = config.num_envs
+
+    def after_step(stepped, obs, action, stats, noise_scale, noise_key, hp):
+        env_state = data.split(stepped, size=num_envs)
         info = env_state.info
         terminated = env_state.done * (1.0 - info["truncation"])
         next_obs = view(info["final_obs"])
@@ -212,7 +241,7 @@ def make_collect(config: TrainConfig, agent: Agent, env: Any, view, data) -> Cal
         }
         return env_state, data.split(transition), stats, noise_scale, step_metrics
 
-    return collect
+    return after_step
 
 
 def as_float32(obs: Any) -> Any:
@@ -258,11 +287,62 @@ def make_train(
     data = sharding.data_axis(config.devices, config.num_envs, config.batch_size)
     parts = make_parts(config, agent, env, view, data)
     evaluate = make_evaluate(config, agent, eval_env, view=view, data=data)
+    randomized = randomization_fn is not None or bool(config.randomize)
+    if shares_simulator(config, randomized):
+        chunk = make_shared_chunk(config, agent, env, view, data, parts)
+    else:
+        chunk = make_chunk(config, parts, evaluate)
+
+    def train(key: jax.Array) -> tuple[OffPolicyState, dict]:
+        return jax.lax.scan(lambda s, _: chunk(s), parts.init(key), None, config.num_chunks)
+
+    policy = make_policy(config, agent)
+    return Trainer(
+        config, agent, env, eval_env, parts.init, chunk, evaluate, train, policy, view, data
+    )
+
+
+def _learned(config, parts: Parts, state: OffPolicyState, collected, learn_key, training=None):
+    """The state after an iteration that collected `collected` (`Parts.collect`'s output):
+    its transition stored, the updates where the buffer is ready, the acting agent refreshed;
+    with the iteration's metrics. The new state keeps `state`'s key and iteration. `training`
+    (a bool, traced; `make_shared_chunk`): where false, the state as it was."""
+    env_state, transition, stats, noise_scale, episodes = collected
+    buffer = replay.add(state.buffer, transition, training)
+    args = (state.agent, buffer, stats, learn_key, state.hp["gamma"])
+    ready = parts.ready(buffer) if training is None else training & parts.ready(buffer)
+    agent_state, update_metrics = learn_if(ready, parts.learn, *args)
+    metrics = {**update_metrics, "updated": ready.astype(jnp.float32), **episodes}
+    acting_agent = state.acting_agent
+    if config.acting_lag:
+        refresh = (state.iteration + 1) % config.acting_lag == 0
+        refresh = refresh if training is None else refresh & training
+        acting_agent = jax.lax.cond(refresh, lambda: agent_state, lambda: acting_agent)
+    if training is not None:
+
+        def pick(new, old):
+            return jax.tree.map(lambda a, b: jnp.where(training, a, b), new, old)
+
+        env_state, stats = pick(env_state, state.env_state), pick(stats, state.obs_stats)
+        noise_scale = pick(noise_scale, state.noise_scale)
+    new_state = state.replace(
+        agent=agent_state,
+        env_state=env_state,
+        buffer=buffer,
+        obs_stats=stats,
+        noise_scale=noise_scale,
+        acting_agent=acting_agent,
+    )
+    return new_state, metrics
+
+
+def make_chunk(config: TrainConfig, parts: Parts, evaluate: Callable) -> Callable:
+    """The chunk with an evaluation of its own envs after the iterations' scan."""
 
     def iteration(state: OffPolicyState, _):
         key, act_key, learn_key = jax.random.split(state.key, 3)
         acting = state.agent if config.acting_lag == 0 else state.acting_agent
-        env_state, transition, stats, noise_scale, episodes = parts.collect(
+        collected = parts.collect(
             acting,
             state.env_state,
             state.obs_stats,
@@ -271,29 +351,8 @@ def make_train(
             act_key,
             state.hp,
         )
-        buffer = replay.add(state.buffer, transition)
-        args = (state.agent, buffer, stats, learn_key, state.hp["gamma"])
-        agent_state, update_metrics = learn_if(parts.ready(buffer), parts.learn, *args)
-        metrics = {
-            **update_metrics,
-            "updated": parts.ready(buffer).astype(jnp.float32),
-            **episodes,
-        }
-        acting_agent = state.acting_agent
-        if config.acting_lag:
-            refresh = (state.iteration + 1) % config.acting_lag == 0
-            acting_agent = jax.lax.cond(refresh, lambda: agent_state, lambda: acting_agent)
-        new_state = state.replace(
-            agent=agent_state,
-            env_state=env_state,
-            buffer=buffer,
-            obs_stats=stats,
-            key=key,
-            iteration=state.iteration + 1,
-            noise_scale=noise_scale,
-            acting_agent=acting_agent,
-        )
-        return new_state, metrics
+        new_state, metrics = _learned(config, parts, state, collected, learn_key)
+        return new_state.replace(key=key, iteration=state.iteration + 1), metrics
 
     def chunk(state: OffPolicyState) -> tuple[OffPolicyState, dict]:
         state, metrics = jax.lax.scan(iteration, state, None, config.iterations_per_chunk)
@@ -305,10 +364,59 @@ def make_train(
         summary.update(evaluate(state.agent, state.obs_stats, eval_key))
         return state, summary
 
-    def train(key: jax.Array) -> tuple[OffPolicyState, dict]:
-        return jax.lax.scan(lambda s, _: chunk(s), parts.init(key), None, config.num_chunks)
+    return chunk
 
-    policy = make_policy(config, agent)
-    return Trainer(
-        config, agent, env, eval_env, parts.init, chunk, evaluate, train, policy, view, data
-    )
+
+def make_shared_chunk(config: TrainConfig, agent: Agent, env, view, data, parts: Parts):
+    """The chunk with its evaluation in the same scan as its iterations, through one env step
+    (`jaxrl.loops.base.SharedEvaluation`): the same training and the same returns as
+    `make_chunk`'s, with the simulator compiled once."""
+    act, after_step = make_act(config, agent, view), make_after_step(config, view, data)
+    shared = make_shared_evaluation(config, agent, env, view, data)
+    iterations = config.iterations_per_chunk
+
+    def trip(carry, i):
+        state, evaluation = carry
+        training, restarting, evaluating = i < iterations, i == iterations, i > iterations
+        key, act_key, learn_key = jax.random.split(state.key, 3)
+        acting = state.agent if config.acting_lag == 0 else state.acting_agent
+        args = (state.env_state, state.obs_stats, state.noise_scale, state.iteration, act_key)
+        obs, action, noise_key = act(acting, *args)
+        # The evaluation's keys, from the key after the last iteration (make_chunk's split).
+        chunk_key, eval_key = jax.random.split(state.key)
+        restart_keys, eval_act_key = shared.restart(eval_key)
+        eval_action = shared.action(evaluation, state.agent, state.obs_stats)
+
+        def pick(new, old):
+            return jax.tree.map(lambda a, b: jnp.where(training, a, b), new, old)
+
+        env_in = pick(state.env_state, evaluation.env_state)
+        restart = Restart(restarting, training, restart_keys)
+        stepped = jax.lax.cond(
+            training | restarting | shared.running(evaluation),
+            lambda: env.step(env_in, jnp.where(training, action, eval_action), restart),
+            lambda: env_in,
+        )
+        collected = after_step(
+            stepped, obs, action, state.obs_stats, state.noise_scale, noise_key, state.hp
+        )
+        learned, metrics = _learned(config, parts, state, collected, learn_key, training)
+        learned = learned.replace(
+            key=jnp.where(training, key, jnp.where(restarting, chunk_key, state.key)),
+            iteration=state.iteration + training.astype(state.iteration.dtype),
+        )
+        evaluation = shared.record(evaluation, stepped, eval_act_key, restarting, evaluating)
+        return (learned, evaluation), metrics
+
+    def chunk(state: OffPolicyState) -> tuple[OffPolicyState, dict]:
+        trips = jnp.arange(iterations + 1 + shared.steps)
+        carry = (state, shared.initial(state.env_state))
+        (state, evaluation), metrics = jax.lax.scan(trip, carry, trips)
+        metrics = jax.tree.map(lambda m: m[:iterations], metrics)
+        summary = summarize_chunk(
+            metrics, config.updates_per_step, state.iteration, agent_state=state.agent
+        )
+        summary.update(shared.result(evaluation))
+        return state, summary
+
+    return chunk
