@@ -274,13 +274,12 @@ def make_shared_evaluation(
         return jnp.pad(act, ((0, num_envs - count),) + ((0, 0),) * (act.ndim - 1))
 
     def record(carry, stepped, act_key, restarting, evaluating):
+        # Sums over the training trips too: the restart trip sets them back to zero.
         stepped = data.split(stepped, size=num_envs)
         reward, done = stepped.reward[:count], stepped.done[:count]
-        episode_return = carry.episode_return + jnp.where(
-            evaluating & (carry.alive > 0), reward, 0.0
-        )
-        length = carry.length + jnp.where(evaluating, carry.alive, 0.0)
-        alive = jnp.where(evaluating, carry.alive * (1.0 - done), carry.alive)
+        episode_return = carry.episode_return + jnp.where(carry.alive > 0, reward, 0.0)
+        length = carry.length + carry.alive
+        alive = carry.alive * (1.0 - done)
         fresh = initial(stepped)
         moved = restarting | evaluating
         return EvalCarry(
