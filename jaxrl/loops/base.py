@@ -308,6 +308,34 @@ def make_shared_evaluation(
     )
 
 
+def skip_learning(learn: Callable, *args) -> tuple[Any, dict]:
+    """What `learn` returns when it does not run: the agent state as it is, zero metrics."""
+    shapes = jax.eval_shape(lambda *a: learn(*a)[1], *args)
+    return args[0], jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
+
+
+def learn_if(ready: jax.Array, learn: Callable, *args) -> tuple[Any, dict]:
+    """`learn(*args)` where `ready`, else `skip_learning`'s agent state as it is with zero
+    metrics, as `lax.cond(ready, learn, skip)` would, with `learn` traced once: the skipping
+    branch takes the metrics' shapes from the learning branch's trace (`lax.switch` traces its
+    branches in order, the learning one first), and traces `learn` again (`jax.eval_shape`)
+    only where that order does not hold. The update is most of the chunk's trace: a second one
+    cost about a quarter of a re-run's compile clock (issue 39)."""
+    traced = []
+
+    def run(*a):
+        out = learn(*a)
+        traced.append(jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), out[1]))
+        return out
+
+    def skip(*a):
+        if not traced:
+            return skip_learning(learn, *a)
+        return a[0], jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), traced[-1])
+
+    return jax.lax.switch(jnp.where(ready, 0, 1), (run, skip), *args)
+
+
 NONFINITE = "nonfinite_"
 """Prefix of the per-step counts of NaN and infinite values (`nonfinite`); a chunk's summary
 turns them into the iteration they first appeared at (`summarize_chunk`)."""

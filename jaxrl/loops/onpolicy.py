@@ -21,16 +21,20 @@ import jax.numpy as jnp
 from jaxrl import normalization, sharding
 from jaxrl.agents.base import Agent, hyperparameters
 from jaxrl.config import TrainConfig
+from jaxrl.envs.wrappers import Restart
 from jaxrl.loops.base import (
     Trainer,
     episode_metrics,
     init_agent,
+    learn_if,
     make_envs,
     make_evaluate,
     make_observe,
     make_policy,
+    make_shared_evaluation,
     nonfinite,
     observation_view,
+    shares_simulator,
     summarize_chunk,
 )
 from jaxrl.observations import actor_part, split_critic
@@ -58,25 +62,42 @@ def make_train(
     data = sharding.data_axis(config.devices, config.num_envs)
     evaluate = make_evaluate(config, agent, eval_env, view=view, data=data)
     init = make_init(config, agent, env, view, data)
-    iteration = make_iteration(config, agent, env, view, data)
-
-    def chunk(state: OnPolicyState) -> tuple[OnPolicyState, dict]:
-        state, metrics = jax.lax.scan(iteration, state, None, config.iterations_per_chunk)
-        key, eval_key = jax.random.split(state.key)
-        state = state.replace(key=key)
-        # Gradient steps, where the agent counts them (PPO: epochs x minibatches per rollout).
-        gradient_steps = metrics.pop("gradient_steps", None)
-        summary = summarize_chunk(metrics, 1, state.iteration, agent_state=state.agent)
-        if gradient_steps is not None:
-            summary["updates"] = gradient_steps.sum()
-        summary.update(evaluate(state.agent, state.obs_stats, eval_key))
-        return state, summary
+    randomized = randomization_fn is not None or bool(config.randomize)
+    if shares_simulator(config, randomized):
+        chunk = make_shared_chunk(config, agent, env, view, data)
+    else:
+        chunk = make_chunk(config, agent, env, view, data, evaluate)
 
     def train(key: jax.Array) -> tuple[OnPolicyState, dict]:
         return jax.lax.scan(lambda s, _: chunk(s), init(key), None, config.num_chunks)
 
     policy = make_policy(config, agent)
     return Trainer(config, agent, env, eval_env, init, chunk, evaluate, train, policy, view, data)
+
+
+def _summary(config: TrainConfig, state: OnPolicyState, metrics: dict) -> dict:
+    """The chunk's row from its per-iteration metrics, gradient steps counted where the agent
+    counts them (PPO: epochs x minibatches per rollout)."""
+    gradient_steps = metrics.pop("gradient_steps", None)
+    summary = summarize_chunk(metrics, 1, state.iteration, agent_state=state.agent)
+    if gradient_steps is not None:
+        summary["updates"] = gradient_steps.sum()
+    return summary
+
+
+def make_chunk(config: TrainConfig, agent: Agent, env: Any, view, data, evaluate) -> Callable:
+    """The chunk with an evaluation of its own envs after the iterations' scan."""
+    iteration = make_iteration(config, agent, env, view, data)
+
+    def chunk(state: OnPolicyState) -> tuple[OnPolicyState, dict]:
+        state, metrics = jax.lax.scan(iteration, state, None, config.iterations_per_chunk)
+        key, eval_key = jax.random.split(state.key)
+        state = state.replace(key=key)
+        summary = _summary(config, state, metrics)
+        summary.update(evaluate(state.agent, state.obs_stats, eval_key))
+        return state, summary
+
+    return chunk
 
 
 def make_init(config: TrainConfig, agent: Agent, env: Any, view, data) -> Callable:
@@ -106,29 +127,64 @@ def make_rollout(config: TrainConfig, agent: Agent, env: Any, view, data) -> Cal
     """`rollout(state, key) -> (env_state, batch, obs_stats, episode sums)`: unroll_length
     steps of all envs under the current policy and statistics, the statistics updated with
     them, and the `Rollout` the update reads, normalised (see `renormalize_rollout`)."""
-    observe = make_observe(config)
-    total_iterations = config.iterations_per_chunk * config.num_chunks
+    act, after_step = make_act(config, agent, view), make_after_step(config, view, data)
+    finish = make_finish(config)
 
     def rollout(state: OnPolicyState, key: jax.Array):
         """unroll_length steps of all envs under the current policy and statistics."""
 
         def step(env_state, key):
-            raw_obs = view(env_state.obs)
-            actor_obs = observe(actor_part(state.obs_stats), actor_part(raw_obs))
-            action, extras = agent.explore(state.agent, actor_obs, key)
-            env_state = data.split(env.step(env_state, action), size=config.num_envs)
-            info = env_state.info
-            terminated = env_state.done * (1.0 - info["truncation"])
-            final_obs = view(info["final_obs"])
-            record = (raw_obs, env_state.reward, final_obs, terminated, env_state.done)
-            step_metrics = {
-                **episode_metrics(env_state),
-                **nonfinite(observation=(raw_obs, final_obs), reward=env_state.reward),
-            }
-            return env_state, (record, extras, step_metrics)
+            raw_obs, action, extras = act(state, env_state, key)
+            return after_step(env.step(env_state, action), raw_obs, extras)
 
         keys = jax.random.split(key, config.unroll_length)
         env_state, (steps, extras, episodes) = jax.lax.scan(step, state.env_state, keys)
+        batch, stats = finish(state, steps, extras)
+        return env_state, batch, stats, jax.tree.map(jnp.sum, episodes)
+
+    return rollout
+
+
+def make_act(config: TrainConfig, agent: Agent, view) -> Callable:
+    """`act(state, env_state, key) -> (raw_obs, action, extras)`: the agent's `explore` on
+    the observations normalised with the current statistics."""
+    observe = make_observe(config)
+
+    def act(state: OnPolicyState, env_state, key):
+        raw_obs = view(env_state.obs)
+        actor_obs = observe(actor_part(state.obs_stats), actor_part(raw_obs))
+        action, extras = agent.explore(state.agent, actor_obs, key)
+        return raw_obs, action, extras
+
+    return act
+
+
+def make_after_step(config: TrainConfig, view, data) -> Callable:
+    """`after_step(stepped, raw_obs, extras) -> (env_state, (record, extras, metrics))`: the
+    step's record (observation acted on, reward, observation reached, terminated, done)."""
+
+    def after_step(stepped, raw_obs, extras):
+        env_state = data.split(stepped, size=config.num_envs)
+        info = env_state.info
+        terminated = env_state.done * (1.0 - info["truncation"])
+        final_obs = view(info["final_obs"])
+        record = (raw_obs, env_state.reward, final_obs, terminated, env_state.done)
+        step_metrics = {
+            **episode_metrics(env_state),
+            **nonfinite(observation=(raw_obs, final_obs), reward=env_state.reward),
+        }
+        return env_state, (record, extras, step_metrics)
+
+    return after_step
+
+
+def make_finish(config: TrainConfig) -> Callable:
+    """`finish(state, steps [T, N], extras) -> (batch, obs_stats)`: the rollout's records as
+    the `Rollout` the update reads, and the statistics updated with them."""
+    observe = make_observe(config)
+    total_iterations = config.iterations_per_chunk * config.num_chunks
+
+    def finish(state: OnPolicyState, steps, extras):
         raw_obs, reward, final_obs, terminated, done = steps
         # Brax's order (renormalize_rollout): the statistics take in this rollout first, and
         # the update reads it normalised with them, as the next rollout will act.
@@ -149,22 +205,28 @@ def make_rollout(config: TrainConfig, agent: Agent, env: Any, view, data) -> Cal
             extras=extras,
             progress=state.iteration / total_iterations,
         )
-        batch = split_critic(batch)  # the critic's own observations into critic_obs
-        return env_state, batch, stats, jax.tree.map(jnp.sum, episodes)
+        return split_critic(batch), stats  # the critic's own observations into critic_obs
 
-    return rollout
+    return finish
+
+
+def make_hard_reset(config: TrainConfig, env: Any, data) -> Callable:
+    """`hard_reset(env_state, iteration, key)`: every training env from a fresh random state
+    where `iteration` is a multiple of reset_every."""
+
+    def hard_reset(env_state, iteration, key):
+        due = iteration % config.reset_every == 0
+        fresh = lambda: data.split(env.reset(key), size=config.num_envs)
+        return jax.lax.cond(due, fresh, lambda: env_state)
+
+    return hard_reset
 
 
 def make_iteration(config: TrainConfig, agent: Agent, env: Any, view, data) -> Callable:
     """One loop iteration, a `lax.scan` body: a rollout, one `agent.update` on it, and every
     `reset_every` iterations a hard reset of the training envs."""
     rollout = make_rollout(config, agent, env, view, data)
-
-    def hard_reset(env_state, iteration, key):
-        """Every training env from a fresh random state, every reset_every iterations."""
-        due = iteration % config.reset_every == 0
-        fresh = lambda: data.split(env.reset(key), size=config.num_envs)
-        return jax.lax.cond(due, fresh, lambda: env_state)
+    hard_reset = make_hard_reset(config, env, data)
 
     def iteration(state: OnPolicyState, _):
         key, rollout_key, update_key = jax.random.split(state.key, 3)
@@ -183,3 +245,97 @@ def make_iteration(config: TrainConfig, agent: Agent, env: Any, view, data) -> C
         return new_state, {**update_metrics, "updated": jnp.ones(()), **episodes}
 
     return iteration
+
+
+def make_shared_chunk(config: TrainConfig, agent: Agent, env: Any, view, data) -> Callable:
+    """The chunk with its evaluation in the same scan as its rollouts' steps, through one env
+    step (`jaxrl.loops.base.SharedEvaluation`): one trip per env step, unroll_length of them
+    per iteration (the update on the trip that ends a rollout), then the evaluation's. The
+    same training and returns as `make_chunk`'s, with the simulator compiled once (a hard
+    reset, `reset_every`, keeps a reset of its own)."""
+    act, after_step = make_act(config, agent, view), make_after_step(config, view, data)
+    finish, hard_reset = make_finish(config), make_hard_reset(config, env, data)
+    shared = make_shared_evaluation(config, agent, env, view, data)
+    unroll, iterations = config.unroll_length, config.iterations_per_chunk
+    steps = unroll * iterations
+
+    def update(learner, state, steps_taken, extras, update_key):
+        """(agent state, statistics) after the update on a whole rollout; `learner` is
+        what `learn_if` keeps on the other trips."""
+        batch, stats = finish(state, steps_taken, extras)
+        agent_state, metrics = agent.update(learner[0], batch, update_key)
+        return (agent_state, stats), metrics
+
+    def trip(carry, j):
+        state, rollout, evaluation = carry
+        training, restarting, evaluating = j < steps, j == steps, j > steps
+        t = j % unroll
+        key, rollout_key, update_key = jax.random.split(state.key, 3)
+        step_key = jax.random.split(rollout_key, unroll)[t]
+        raw_obs, action, extras = act(state, state.env_state, step_key)
+        chunk_key, eval_key = jax.random.split(state.key)
+        restart_keys, eval_act_key = shared.restart(eval_key)
+        eval_action = shared.action(evaluation, state.agent, state.obs_stats)
+        env_in = _pick(training, state.env_state, evaluation.env_state)
+        restart = Restart(restarting, training, restart_keys)
+        stepped = jax.lax.cond(
+            training | restarting | shared.running(evaluation),
+            lambda: env.step(env_in, jnp.where(training, action, eval_action), restart),
+            lambda: env_in,
+        )
+        env_state, (record, extras, step_metrics) = after_step(stepped, raw_obs, extras)
+        env_state = _pick(training, env_state, state.env_state)
+        written = (record, extras)
+        rollout = jax.tree.map(lambda buf, x: buf.at[t].set(x), rollout, written)
+        # The trip that ends a rollout updates on it, as make_iteration does.
+        ends = training & (t == unroll - 1)
+        learner = (state.agent, state.obs_stats)
+        (agent_state, stats), update_metrics = learn_if(
+            ends, update, learner, state, *rollout, update_key
+        )
+        if config.reset_every:
+            key_after, reset_key = jax.random.split(key)
+            reset = lambda: hard_reset(env_state, state.iteration + 1, reset_key)  # noqa: E731
+            env_state = jax.lax.cond(ends, reset, lambda: env_state)
+        else:
+            key_after = key
+        state = state.replace(
+            agent=agent_state,
+            env_state=env_state,
+            obs_stats=stats,
+            key=jnp.where(ends, key_after, jnp.where(restarting, chunk_key, state.key)),
+            iteration=state.iteration + ends.astype(state.iteration.dtype),
+        )
+        evaluation = shared.record(evaluation, stepped, eval_act_key, restarting, evaluating)
+        return (state, rollout, evaluation), (update_metrics, step_metrics)
+
+    def chunk(state: OnPolicyState) -> tuple[OnPolicyState, dict]:
+        rollout = _empty_rollout(config, act, state)
+        carry = (state, rollout, shared.initial(state.env_state))
+        trips = jnp.arange(steps + 1 + shared.steps)
+        (state, _, evaluation), (updates, per_step) = jax.lax.scan(trip, carry, trips)
+        # Per iteration: the update's metrics from the trip that ended its rollout, and the
+        # sums of its steps' episode counts, as make_iteration's.
+        updates = jax.tree.map(lambda m: m[unroll - 1 : steps : unroll], updates)
+        per_step = jax.tree.map(lambda m: m[:steps].reshape(iterations, unroll).sum(1), per_step)
+        metrics = {**updates, "updated": jnp.ones(iterations), **per_step}
+        summary = _summary(config, state, metrics)
+        summary.update(shared.result(evaluation))
+        return state, summary
+
+    return chunk
+
+
+def _pick(where: jax.Array, new, old):
+    return jax.tree.map(lambda a, b: jnp.where(where, a, b), new, old)
+
+
+def _empty_rollout(config: TrainConfig, act: Callable, state: OnPolicyState):
+    """Zeros shaped as a rollout's records and extras, [unroll_length, N, ...]."""
+    key = jax.random.PRNGKey(0)
+    raw_obs, action, extras = jax.eval_shape(act, state, state.env_state, key)
+    row = jax.ShapeDtypeStruct((config.num_envs,), jnp.float32)
+    record = (raw_obs, row, raw_obs, row, row)
+    return jax.tree.map(
+        lambda s: jnp.zeros((config.unroll_length,) + s.shape, s.dtype), (record, extras)
+    )
