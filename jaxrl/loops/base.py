@@ -201,7 +201,7 @@ def shares_simulator(config: TrainConfig, randomized: bool, supported: bool = Tr
         return False
     why = None
     if not supported:
-        why = "this training loop keeps its evaluation envs apart (off-policy loops only)"
+        why = "the actor/learner split (split_every > 0) evaluates on envs of its own"
     elif randomized:
         why = "the training envs have randomized physics (--randomize), evaluation must not"
     elif config.eval_envs > config.num_envs:

@@ -49,6 +49,7 @@ from jaxrl.loops.base import (
     make_evaluate,
     make_policy,
     observation_view,
+    shares_simulator,
     summarize_chunk,
 )
 from jaxrl.loops.offpolicy import OffPolicyState, Parts, learn_if, make_parts
@@ -65,6 +66,8 @@ def make_train(
     view = observation_view(config, env)
     acting = make_parts(config, agent, env, view, layout.actor_axis)
     learning = make_parts(config, agent, env, view, layout.learner_axis)
+    # Its evaluation keeps envs of its own: "shared" is refused, "auto" is "own".
+    shares_simulator(config, randomization_fn is not None or bool(config.randomize), False)
     evaluate = make_evaluate(config, agent, eval_env, view=view, data=layout.actor_axis)
     exchanges = config.iterations_per_chunk // config.split_every
     exchange = _Exchange(config, acting, learning, evaluate, layout.learner_axis)

@@ -124,6 +124,6 @@ def test_shared_is_refused_where_it_cannot_share():
     config = tiny.off_policy(eval_simulator="shared")
     with pytest.raises(ConfigError, match="randomized physics"):
         base.shares_simulator(config, randomized=True)
-    with pytest.raises(ConfigError, match="off-policy loops only"):
+    with pytest.raises(ConfigError, match="actor/learner split"):
         base.shares_simulator(config, randomized=False, supported=False)
     assert not base.shares_simulator(tiny.off_policy(eval_simulator="own"), randomized=False)
