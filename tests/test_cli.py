@@ -120,6 +120,11 @@ def test_flags_override_preset_and_reach_both_configs():
         (["train", "--learning-starts", "100000", "--steps", "1000"], "no gradient update would"),
         (["train", "--episode-length", "0"], "episode_length must be a positive integer"),
         (["train", "--eval-envs", "0"], "eval_envs must be a positive integer, got 0"),
+        (
+            ["train", "--eval-simulator", "shared", "--num-envs", "4", "--eval-envs", "8"],
+            "fewer than eval_envs (8)",
+        ),
+        (["train", "--eval-simulator", "shared", "--randomize", "mass"], "physics --randomize"),
         (["train", "--updates-per-step", "0"], "updates_per_step must be a positive integer"),
         (["train", "--actor-hidden", "0"], "actor_hidden must be a non-empty list of positive"),
         (["train", "--num-envs", "abc"], "--num-envs"),

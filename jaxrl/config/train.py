@@ -336,6 +336,11 @@ class TrainConfig:
                 f"envs, fewer than eval_envs ({self.eval_envs}): lower eval_envs, or use "
                 "eval_simulator 'own'"
             )
+        if self.eval_simulator == "shared" and self.randomize:
+            raise ConfigError(
+                f"eval_simulator 'shared' steps the evaluation in the training envs, whose "
+                f"physics --randomize {self.randomize} randomizes: use eval_simulator 'own'"
+            )
         if self.buffer_size > INT32_MAX:
             raise ConfigError(
                 f"buffer_size {self.buffer_size:,} is beyond what the replay buffer indexes "
