@@ -4,6 +4,7 @@
 # imported from PYTHONPATH, and `jaxrl bench` writes its records, RESULTS.md, plots and log to
 # $OUT (the device tool brings that folder back).
 #   bash benchmarks/gpu/run.sh SUITE JOBS TIMEOUT_PER_CASE [more jaxrl bench flags]
+#   bash benchmarks/gpu/run.sh compile-chunk 1 540   (benchmarks/compile_chunk.py, all at once)
 set -uo pipefail
 suite=${1:?suite}; jobs=${2:-1}; timeout=${3:-540}; shift 3 || true
 out=${OUT:-/tmp/out}
@@ -16,7 +17,12 @@ export PYTHONPATH="$site:$PWD" PYTHONUNBUFFERED=1 MUJOCO_GL=egl
     nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
     python3 -c "import jax, flax, optax, brax, mujoco; print('jax', jax.__version__, 'flax', flax.__version__, 'optax', optax.__version__, 'brax', brax.__version__, 'mujoco', mujoco.__version__, jax.devices())"
     date -u
-    python3 -m jaxrl.cli bench --suite "$suite" --jobs "$jobs" --timeout "$timeout" \
-        --out "$out/$suite-gpu.jsonl" "$@"
+    if [ "$suite" = compile-chunk ]; then  # issue 39: the chunk's compile, own and shared eval
+        timeout "$timeout" python3 -m jaxrl.benchmarks.compile_chunk sac_dmc fast_td3_playground \
+            ppo_dmc --init --out "$out/compile-chunk-gpu.jsonl" "$@"
+    else
+        python3 -m jaxrl.cli bench --suite "$suite" --jobs "$jobs" --timeout "$timeout" \
+            --out "$out/$suite-gpu.jsonl" "$@"
+    fi
     date -u
 } 2>&1 | tee "$out/$suite.log"
