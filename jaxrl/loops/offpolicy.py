@@ -15,6 +15,7 @@ checkpoints and checks for NaNs between chunks.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -283,8 +284,15 @@ def _learned(config, parts: Parts, state: OffPolicyState, collected, learn_key, 
     env_state, transition, stats, noise_scale, episodes = collected
     buffer = replay.add(state.buffer, transition, training)
     args = (state.agent, buffer, stats, learn_key, state.hp["gamma"])
-    ready = parts.ready(buffer) if training is None else training & parts.ready(buffer)
-    agent_state, update_metrics = learn_if(ready, parts.learn, *args)
+    ready = parts.ready(buffer)
+    if training is None:
+        agent_state, update_metrics = learn_if(ready, parts.learn, *args)
+    else:  # `training` comes from the trip's index, the same for every seed under vmap, so
+        # the evaluation's trips skip the update for real (a batched `ready` turns learn_if's
+        # switch into a select, which would run it on every trip)
+        learn = functools.partial(learn_if, ready, parts.learn)
+        agent_state, update_metrics = learn_if(training, learn, *args)
+        ready = training & ready
     metrics = {**update_metrics, "updated": ready.astype(jnp.float32), **episodes}
     acting_agent = state.acting_agent
     if config.acting_lag:

@@ -127,3 +127,30 @@ def test_shared_is_refused_where_it_cannot_share():
     with pytest.raises(ConfigError, match="actor/learner split"):
         base.shares_simulator(config, randomized=False, supported=False)
     assert not base.shares_simulator(tiny.off_policy(eval_simulator="own"), randomized=False)
+
+
+@pytest.mark.parametrize("algo", ["sac", "ppo"])
+def test_seeds_under_vmap_update_as_often_shared_as_own(algo):
+    """Under vmap a batched condition turns a `lax.cond` into a select that runs both branches:
+    the shared chunk's evaluation trips must still skip the update (their trip index, not the
+    seeds' state, decides), so it runs the update as often as the own chunk does."""
+    calls = {}
+
+    def counted(mode):
+        trainer, _ = trainer_for(mode, algo)
+        update = trainer.agent.update
+
+        def update_counted(state, batch, key):
+            jax.debug.callback(lambda: calls.__setitem__(mode, calls.get(mode, 0) + 1))
+            return update(state, batch, key)
+
+        agent = trainer.agent._replace(update=update_counted)
+        config = trainer.config
+        return make_train(config, agent, env=CountedReach())
+
+    for mode in ("own", "shared"):
+        trainer = counted(mode)
+        keys = jnp.stack([jax.random.PRNGKey(0), jax.random.PRNGKey(1)])
+        state = jax.jit(jax.vmap(trainer.init))(keys)
+        jax.block_until_ready(jax.jit(jax.vmap(trainer.chunk))(state))
+    assert calls["shared"] == calls["own"] > 0
