@@ -659,6 +659,14 @@ MUTANTS = [
         "tests/loops/test_shared_eval.py",
     ),
     m(
+        "shared-eval-trips-update-under-vmap",
+        "jaxrl/loops/offpolicy.py",
+        "        agent_state, update_metrics = learn_if(training, learn, *args)\n",
+        "        agent_state, update_metrics = learn_if(training & ready, parts.learn, *args)\n",
+        "under vmap the shared chunk's evaluation trips run the update (a select, not a cond)",
+        "tests/loops/test_shared_eval.py",
+    ),
+    m(
         "shared-ppo-update-every-trip",
         "jaxrl/loops/onpolicy.py",
         "ends = training & (t == unroll - 1)",

@@ -206,8 +206,9 @@ def test_replay_stores_observations_in_half_precision_and_learns_from_them():
 
 
 def test_learn_if_traces_the_update_once_and_skips_it_with_zero_metrics():
-    """`offpolicy.learn_if`: the update where the buffer is ready, the state as it is with
-    zero metrics where not, from one compiled program that traced the update once."""
+    """`loops.base.learn_if` (offpolicy's import): the update where the buffer is ready, the
+    state as it is with zero metrics where not, from one compiled program that traced the
+    update once."""
     from jaxrl.loops import offpolicy
 
     traces = []
