@@ -200,7 +200,7 @@ class VmapWrapper(Wrapper):
 
 class Restart(NamedTuple):
     """Which envs `AutoResetWrapper.step` restarts, where one batched step serves both training
-    and evaluation (`jaxrl.loops.base.SharedSimulator`): with `force`, every env, env i from
+    and evaluation (`jaxrl.loops.base.SharedEvaluation`): with `force`, every env, env i from
     `keys[i]` (an evaluation's first states); else the finished ones, as without a `Restart`,
     if `allow` (a training step), none if not (an evaluation step)."""
 
