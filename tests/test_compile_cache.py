@@ -1,7 +1,13 @@
 """A re-run that changes only continuous settings, the seed or the step count compiles nothing
 (issue 39): its programs come from JAX's persistent compilation cache, so its compile clock is a
 fraction of the first run's. Each run is a fresh `jaxrl train` process over a fresh cache folder,
-as a user's second command is; the clocks are compared as a ratio, never as absolute times."""
+as a user's second command is; the clocks are compared as a ratio, never as absolute times.
+
+The ratio is a timing, and the suite runs in two pytest-xdist workers on two cores: a second run
+that happens to overlap the other worker's compiles can take twice its time (seen in CI: 10.3 s,
+then 5.2 s, where the machine alone gives 7.3 s, then 2.2 s). So the second run is repeated, up
+to `TRIES` times, until its clock is under half the first's. What a re-run compiles is not a
+timing and is checked on every try: the cache's training programs stay the same."""
 
 import json
 import os
@@ -47,23 +53,26 @@ def _programs(cache: pathlib.Path) -> set[str]:
     return {path.name for path in cache.iterdir() if path.name.startswith("jit_chunk")}
 
 
-def _rerun(tmp_path, first: list[str], changed: list[str]) -> tuple[float, float, set, set]:
+TRIES = 3
+
+
+def _check_rerun(tmp_path, first: list[str], changed: list[str]) -> None:
     cache = tmp_path / "cache"
     before = _train(cache, tmp_path / "first", first)
     programs = _programs(cache)
-    after = _train(cache, tmp_path / "second", [*first, *changed])
-    return before, after, programs, _programs(cache)
+    assert len(programs) == 1
+    clocks = []
+    for attempt in range(TRIES):
+        clocks.append(_train(cache, tmp_path / f"second-{attempt}", [*first, *changed]))
+        assert _programs(cache) == programs, "the second run compiled a training program of its own"
+        if clocks[-1] < 0.5 * before:
+            return
+    raise AssertionError(f"first run's compile clock {before:.2f} s, the re-runs' {clocks}")
 
 
 def test_a_rerun_with_other_rates_discount_reward_scale_seed_and_steps_compiles_nothing(tmp_path):
-    before, after, programs, programs_after = _rerun(tmp_path, SAC, SAC_CHANGED)
-    assert len(programs) == 1
-    assert programs_after == programs, "the second run compiled a training program of its own"
-    assert after < 0.5 * before, (before, after)
+    _check_rerun(tmp_path, SAC, SAC_CHANGED)
 
 
 def test_a_rerun_with_other_noise_scales_compiles_nothing(tmp_path):
-    before, after, programs, programs_after = _rerun(tmp_path, TD3, TD3_CHANGED)
-    assert len(programs) == 1
-    assert programs_after == programs, "the second run compiled a training program of its own"
-    assert after < 0.5 * before, (before, after)
+    _check_rerun(tmp_path, TD3, TD3_CHANGED)
