@@ -61,6 +61,8 @@ MIN_UTDS = 3  # D_J(sigma) has three parameters
 PROPOSED_UTD = (0.25, 0.5, 1.0, 2.0, 4.0)
 PROPOSED_BATCH = (0.5, 1.0, 2.0)
 PROPOSED_LR = (1 / 3, 1.0, 3.0)
+# The width axis (--widths): the critic's hidden sizes, scaled so that the first layer is W wide.
+WIDTH_FIELD = "critic_hidden"
 # Flags the grid sets itself (or that do not apply to it).
 REFUSED = {
     "--seed": "the grid's seeds are --seeds",
@@ -73,13 +75,16 @@ REFUSED = {
 
 @dataclasses.dataclass(frozen=True)
 class Program:
-    """One (sigma, batch size) run of the grid: its folder name, its run config and status."""
+    """One (sigma, batch size) run of the grid, or (sigma, batch size, critic width) of a grid
+    with a width axis: its folder name, its run config, status and agent config."""
 
     sigma: float
     batch_size: int
     name: str
     config: TrainConfig
     status: str  # "new", "resume", "done" or "failed"
+    width: int | None = None
+    agent_config: Any = None  # its own where the grid has a width axis (the critic's sizes)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,6 +103,11 @@ class Plan:
     programs: tuple[Program, ...]
     spec: dict  # scale_grid.json as it will be written
     notes: tuple[str, ...] = ()  # what the plan chose that the user did not name
+    widths: tuple[int, ...] | None = None  # the critic widths, of a grid with a width axis
+
+    @property
+    def programs_per_utd(self) -> int:
+        return len(self.batch_sizes) * len(self.widths or (None,))
 
     @property
     def members(self) -> int:
@@ -153,6 +163,55 @@ def updates_per_step(sigma: float, num_envs: int) -> int:
     return per_step
 
 
+def critic_sizes(base: Sequence[int], width: int) -> tuple[int, ...]:
+    """The critic's hidden sizes at `width`: the base config's shape scaled so that its first
+    layer is `width` wide ((256, 256) at 64: (64, 64); FastTD3's (1024, 512, 256) at 256:
+    (256, 128, 64)), every layer at least 1 wide."""
+    return tuple(max(1, round(h * width / base[0])) for h in base)
+
+
+def critic_parameters(config: TrainConfig, agent_configs: Sequence[Any]) -> list[int]:
+    """Each agent config's critic parameter count N (every critic of its ensemble, the papers'
+    model size), from the shapes of its initial state on `config`'s env (nothing runs)."""
+    import jax
+    import numpy as np
+
+    from jaxrl import agents
+    from jaxrl.loops import make_train
+    from jaxrl.loops.base import init_agent
+
+    spec = agents.get(config.algo)
+    trainer = make_train(config, spec.make(agent_configs[0]))
+    view, action_size = trainer.observation, trainer.env.action_size
+    counts = []
+    for agent_config in agent_configs:
+        agent = spec.make(agent_config)
+        shapes = jax.eval_shape(
+            lambda key, a=agent: init_agent(a, key, view, action_size), jax.random.PRNGKey(0)
+        )
+        counts.append(sum(int(np.prod(x.shape)) for x in jax.tree.leaves(shapes.critic.params)))
+    return counts
+
+
+def _width_configs(agent_config: Any, widths: Sequence[int] | None) -> dict:
+    """{width: agent config with the critic's sizes at that width}; {None: agent_config} where
+    the grid has no width axis."""
+    if not widths:
+        return {None: agent_config}
+    base = getattr(agent_config, WIDTH_FIELD, None)
+    if not base:
+        raise ConfigError(f"--widths: this algorithm's config has no {WIDTH_FIELD} to scale")
+    out = {}
+    for width in widths:
+        try:
+            out[width] = dataclasses.replace(
+                agent_config, **{WIDTH_FIELD: critic_sizes(base, width)}
+            )
+        except ValueError as error:
+            raise ConfigError(f"--widths {width}: {error}") from None
+    return out
+
+
 def _propose(config: TrainConfig, agent_config: Any, lr_field: str, utds, batch_sizes, lrs):
     """The axes not given, proposed around the base config: sigma0 x (1/4 .. 4) where whole,
     B0 x (1/2, 1, 2) and lr0 x (1/3, 1, 3) (PROPOSED_*); lr0 is the base value of the
@@ -192,6 +251,10 @@ def _spec(plan_args: dict) -> dict:
     agent_dict = dataclasses.asdict(agent)
     for name in plan_args["lr_field"].split("+"):
         agent_dict.pop(name)
+    widths = {}
+    if plan_args.get("widths"):  # the grid sets the critic's sizes
+        agent_dict.pop(WIDTH_FIELD)
+        widths = {"widths": list(plan_args["widths"])}
     return json.loads(
         json.dumps(
             {
@@ -201,6 +264,7 @@ def _spec(plan_args: dict) -> dict:
                 "lr_field": plan_args["lr_field"],
                 "lrs": list(plan_args["lrs"]),
                 "seeds": list(plan_args["seeds"]),
+                **widths,
                 "train": train,
                 "agent": agent_dict,
                 "runs": plan_args["runs"],
@@ -235,16 +299,27 @@ def _check_against_folder(out: pathlib.Path, spec: dict) -> dict:
             "default vary critic_lr alone): go on with it by leaving --lr-field out or giving "
             f"--lr-field {saved.get('lr_field')}, or use another --out"
         )
+    if bool(saved.get("widths")) != bool(spec.get("widths")):
+        made = "with" if saved.get("widths") else "without"
+        raise ScaleError(
+            f"{out} holds a scale grid made {made} a width axis (--widths); a folder keeps it "
+            "(widths can be added to one that has the axis): use another --out"
+        )
     if differ:
         raise ScaleError(
             f"{out} holds a scale grid with other settings ({', '.join(differ)} differ); a "
             "folder keeps its base config, learning rates and seeds (UTD ratios and batch sizes "
             "can be added): use another --out, or the same settings"
         )
-    return {**spec, "runs": {**saved.get("runs", {}), **spec["runs"]}}
+    merged = {**spec, "runs": {**saved.get("runs", {}), **spec["runs"]}}
+    if spec.get("widths"):
+        merged["widths"] = sorted({*saved["widths"], *spec["widths"]})
+    return merged
 
 
-def _status(folder: pathlib.Path, config: TrainConfig, plan_args: dict) -> str:
+def _status(
+    folder: pathlib.Path, config: TrainConfig, plan_args: dict, agent_config: Any = None
+) -> str:
     """new, done, failed or resume; a folder of another run is a ScaleError."""
     if (folder / FAILED_FILE).is_file():
         return "failed"
@@ -265,6 +340,9 @@ def _status(folder: pathlib.Path, config: TrainConfig, plan_args: dict) -> str:
         **{k: train.get(k) for k in mine if k in train},
         **{k: saved.get(k) for k in ("seeds", "vmap")},
     }
+    if plan_args.get("widths"):
+        mine[WIDTH_FIELD] = list(getattr(agent_config, WIDTH_FIELD))
+        theirs[WIDTH_FIELD] = saved.get("agent", {}).get(WIDTH_FIELD)
     if theirs != mine:
         raise ScaleError(f"{folder} holds another run ({theirs}, expected {mine})")
     return "done" if (folder / "summary.json").is_file() else "resume"
@@ -282,9 +360,14 @@ def plan(
     seeds: Any = DEFAULT_SEEDS,
     lr_field: str | None = None,
     budget: float | None = None,
+    widths: Sequence[int] | None = None,
 ) -> Plan:
     """Checks the whole grid and says what each program will do; writes nothing. Every input
     error is a ConfigError (or ScaleError) raised here, before anything compiles.
+
+    `widths`: a width axis (Fu et al. 2025's model size): one program per (sigma, batch size,
+    width), the critic's hidden sizes scaled to each width (`critic_sizes`); None: the base
+    config's critic only.
 
     `lr_field`: the learning-rate axis, a field or fields joined by '+' (tied: every field
     takes each value). None: the folder's own, where `out` already holds a grid, else
@@ -308,11 +391,13 @@ def plan(
         lr_field, note = _lr_field_of(pathlib.Path(out), agent_config)
         notes += [note] if note else []
     lr_field = _check_lr_field(lr_field, agent_config, config.algo)
-    utds, batch_sizes, lrs = (
+    utds, batch_sizes, lrs, widths = (
         _axis(utds, "--utd"),
         _axis(batch_sizes, "--batch-sizes", int),
         _axis(lrs, "--lrs"),
+        _axis(widths, "--widths", int),
     )
+    by_width = _width_configs(agent_config, widths)
     utds, batch_sizes, lrs = _propose(config, agent_config, lr_field, utds, batch_sizes, lrs)
     if len(set(utds)) < MIN_UTDS:
         raise ConfigError(
@@ -321,7 +406,7 @@ def plan(
         )
     seeds = driver.parse_seeds(seeds)
     per_steps = {s: updates_per_step(s, config.num_envs) for s in utds}
-    cost_per_step = len(seeds) * len(lrs) * len(batch_sizes) * sum(utds)
+    cost_per_step = len(seeds) * len(lrs) * len(batch_sizes) * len(by_width) * sum(utds)
     if budget is not None:
         if not budget > 0:
             raise ConfigError(f"--budget must be > 0 gradient updates, got {budget:g}")
@@ -332,39 +417,51 @@ def plan(
     programs, runs = [], {}
     out = pathlib.Path(out)
     plan_args = {"config": config, "agent_config": agent_config, "lr_field": lr_field}
-    plan_args.update(target=target, lrs=lrs, seeds=seeds)
+    plan_args.update(target=target, lrs=lrs, seeds=seeds, widths=widths)
+    # The env, the agent config and the run's sizes, as jaxrl train checks them, once per
+    # width (the programs differ only in updates_per_step and batch_size, checked below).
+    first = _replace(config, updates_per_step=per_steps[utds[0]], batch_size=int(batch_sizes[0]))
+    for width_config in by_width.values():
+        try:
+            driver.check_setting(first, width_config)
+        except ValueError as error:
+            raise ConfigError(str(error)) from None
+    sizes = {}
+    if widths:  # each width's model size N, for its compute in FLOPs
+        sizes = dict(zip(widths, critic_parameters(first, list(by_width.values())), strict=True))
     for sigma in utds:
         for batch in batch_sizes:
             one = _replace(config, updates_per_step=per_steps[sigma], batch_size=int(batch))
             real = per_steps[sigma] / config.num_envs
-            name = run_name(real, int(batch))
-            runs[name] = {
-                "utd": real,
-                "batch_size": int(batch),
-                "updates_per_step": one.updates_per_step,
-            }
-            programs.append((real, int(batch), name, one))
+            for width, width_config in by_width.items():
+                name = run_name(real, int(batch), width)
+                runs[name] = {
+                    "utd": real,
+                    "batch_size": int(batch),
+                    "updates_per_step": one.updates_per_step,
+                }
+                if width is not None:
+                    runs[name].update(
+                        width=width,
+                        critic_hidden=list(getattr(width_config, WIDTH_FIELD)),
+                        critic_params=sizes[width],
+                    )
+                programs.append((real, int(batch), name, one, width, width_config))
     plan_args["runs"] = runs
     spec = _check_against_folder(out, _spec(plan_args))
-    # The env, the agent config and the run's sizes, as jaxrl train checks them, once (the
-    # programs differ only in updates_per_step and batch_size, checked per program above).
-    try:
-        driver.check_setting(programs[0][3], agent_config)
-    except ValueError as error:
-        raise ConfigError(str(error)) from None
     checked = []
-    for real, batch, name, one in programs:
+    for real, batch, name, one, width, width_config in programs:
         folder = out / name
-        status = _status(folder, one, plan_args) if folder.exists() else "new"
+        status = _status(folder, one, plan_args, width_config) if folder.exists() else "new"
         if status == "new":
             driver.check_run_dir(folder)
-        checked.append(Program(real, batch, name, one, status))
+        checked.append(Program(real, batch, name, one, status, width, width_config))
     return Plan(
         out=out,
         config=config,
         agent_config=agent_config,
         target=float(target),
-        utds=tuple(p[0] for p in programs[:: len(batch_sizes)]),
+        utds=tuple(p[0] for p in programs[:: len(batch_sizes) * len(by_width)]),
         batch_sizes=tuple(int(b) for b in batch_sizes),
         lrs=tuple(float(lr) for lr in lrs),
         lr_field=lr_field,
@@ -372,6 +469,7 @@ def plan(
         programs=tuple(checked),
         spec=spec,
         notes=tuple(notes),
+        widths=widths,
     )
 
 
@@ -474,9 +572,10 @@ def train_grid(
     total = len(the_plan.programs)
     for index, program in enumerate(the_plan.programs, 1):
         folder = out / program.name
+        width = "" if program.width is None else f", critic width {program.width}"
         head = (
             f"[scale {index}/{total}] UTD {program.sigma:g} (updates_per_step "
-            f"{program.config.updates_per_step}), batch {program.batch_size}: "
+            f"{program.config.updates_per_step}), batch {program.batch_size}{width}: "
             f"{len(the_plan.lrs)} {the_plan.lr_field} x {len(the_plan.seeds)} seeds"
         )
         if program.status in ("done", "failed"):
@@ -491,7 +590,7 @@ def train_grid(
             else:
                 driver.train(
                     program.config,
-                    the_plan.agent_config,
+                    program.agent_config or the_plan.agent_config,
                     folder,
                     progress=progress,
                     options=options,
@@ -530,12 +629,19 @@ def fit(
     model_size: float | None = None,
     name: str = "scale",
     write: bool = True,
+    widths: Sequence[int] | None = None,
 ) -> dict:
-    """Reads a scale folder's runs (all of them, or those of the given UTD ratios, batch sizes
-    and learning rates), fits and predicts, writes FOLDER/NAME.json and NAME.png; returns the
-    report. `target` defaults to the grid's own J."""
+    """Reads a scale folder's runs (all of them, or those of the given UTD ratios, batch sizes,
+    learning rates and critic widths), fits and predicts, writes FOLDER/NAME.json and NAME.png
+    (and NAME-width=W.png per width, of a grid with a width axis); returns the report.
+    `target` defaults to the grid's own J."""
     folder = pathlib.Path(folder)
-    spec, members = read_scale_folder(folder, utds, batch_sizes, lrs)
+    spec, members = read_scale_folder(folder, utds, batch_sizes, lrs, widths)
+    if spec.get("widths") and model_size is not None:
+        raise ConfigError(
+            "--model-size: a grid with a width axis counts each width's critic parameters "
+            "itself (scale_grid.json's critic_params); leave --model-size out"
+        )
     target = spec["target"] if target is None else float(target)
     if not members:
         raise ScaleError(f"{folder}: no run of the grid has logged an evaluation yet")
@@ -580,6 +686,7 @@ def run(
     progress: Any = "auto",
     options: Any = None,
     compile_cache: bool = True,
+    widths: Sequence[int] | None = None,
 ) -> dict:
     """Plans (every check first), trains what the folder does not have yet, then fits the
     grid's runs: `jaxrl scale` from Python. Returns the report (scale.json's content)."""
@@ -594,6 +701,7 @@ def run(
         seeds=seeds,
         lr_field=lr_field,
         budget=budget,
+        widths=widths,
     )
     say = print if progress is not None else (lambda line: None)
     for note in the_plan.notes:
@@ -607,6 +715,7 @@ def run(
         budgets=budgets,
         bootstrap=bootstrap,
         model_size=model_size,
+        widths=the_plan.widths,
     )
 
 
@@ -614,10 +723,12 @@ def run(
 
 
 USAGE = """usage: jaxrl scale [TRAIN FLAGS] --target J [--utd S1,S2,S3,...] [--batch-sizes B1,...]
-           [--lrs LR1,...] [--lr-field actor_lr+critic_lr] [--seeds 4] [--budget UPDATES]
+           [--lrs LR1,...] [--lr-field actor_lr+critic_lr] [--widths W1,...] [--seeds 4]
+           [--budget UPDATES]
            [--out FOLDER] [--predict-data D] [--predict-compute C] [--predict-delta DELTA]
            [--bootstrap 200] [--model-size N] [--dry-run]
        jaxrl scale --from FOLDER [--target J] [--utd ...] [--batch-sizes ...] [--lrs ...]
+           [--widths ...]
            [--predict-...] [--name scale]
 
 Fits the data an off-policy method needs to reach return J as a function of its UTD ratio sigma
@@ -632,7 +743,11 @@ FOLDER/scale.json and FOLDER/scale.png. TRAIN FLAGS are jaxrl train's (--preset,
 --algo, --env, --steps, --num-envs, ...) but --seed(s), --vmap, --batch-size, --updates-per-step
 and --resume. UTD = updates_per_step / num_envs. An axis not given is proposed around the base
 config (UTD x 1/4..4, batch x 1/2,1,2, lr x 1/3,1,3); --budget U sets --steps so that the whole
-grid takes U gradient updates. --from FOLDER refits a folder (another --target, a part of the
+grid takes U gradient updates. --widths W1,W2,... adds the critic's width as an axis (one program
+per (UTD, batch size, width), the critic's hidden sizes scaled so its first layer is W wide):
+each width is fitted on its own, compute in FLOPs from its parameter count, and the report gives
+each width's best batch size per UTD and whether large batches hurt small critics more (TD
+overfitting). --from FOLDER refits a folder (another --target, a part of the
 grid) without training. Method and papers: docs/SCALE.md."""
 
 
@@ -644,6 +759,7 @@ def _parser() -> argparse.ArgumentParser:
     add("--batch-sizes", default=None)
     add("--lrs", default=None)
     add("--lr-field", default=None)
+    add("--widths", default=None)
     add("--seeds", default=str(DEFAULT_SEEDS))
     add("--budget", type=float, default=None)
     add("--out", default=None)
@@ -717,6 +833,12 @@ def main(argv: list[str]) -> int:
     utds = _numbers(args.utd, "--utd")
     batch_sizes = _numbers(args.batch_sizes, "--batch-sizes", int)
     lrs = _numbers(args.lrs, "--lrs")
+    widths = _numbers(args.widths, "--widths", int)
+    if widths and args.model_size is not None:
+        raise ConfigError(
+            "--model-size: a grid with a width axis counts each width's critic parameters "
+            "itself; leave --model-size out"
+        )
     if args.source is not None:
         if rest:
             raise ConfigError(
@@ -732,6 +854,7 @@ def main(argv: list[str]) -> int:
             bootstrap=args.bootstrap,
             model_size=args.model_size,
             name=args.name,
+            widths=widths,
         )
         return _print_report(report)
     if args.target is None:
@@ -764,6 +887,7 @@ def main(argv: list[str]) -> int:
         seeds=args.seeds,
         lr_field=args.lr_field,
         budget=args.budget,
+        widths=widths,
     )
     _print_plan(the_plan)
     if args.dry_run:
@@ -783,6 +907,7 @@ def main(argv: list[str]) -> int:
         bootstrap=args.bootstrap,
         model_size=args.model_size,
         name=args.name,
+        widths=the_plan.widths,
     )
     return _print_report(report)
 
@@ -798,7 +923,9 @@ def _print_plan(the_plan: Plan) -> None:
         f"scale grid {the_plan.out}: {the_plan.config.algo} on {the_plan.config.env}, J = "
         f"{the_plan.target:g}, {the_plan.config.total_steps:,} env steps per run\n"
         f"  UTD {', '.join(f'{u:g}' for u in the_plan.utds)} ({the_plan.config.num_envs} envs) x "
-        f"batch {', '.join(map(str, the_plan.batch_sizes))}: {len(the_plan.programs)} programs, "
+        f"batch {', '.join(map(str, the_plan.batch_sizes))}"
+        + (f" x critic width {', '.join(map(str, the_plan.widths))}" if the_plan.widths else "")
+        + f": {len(the_plan.programs)} programs, "
         f"each {the_plan.lr_field} {', '.join(f'{lr:g}' for lr in the_plan.lrs)} x seeds "
         f"{', '.join(map(str, the_plan.seeds))} ({the_plan.members} members)\n"
         f"  {the_plan.cost():,.0f} gradient updates in all; programs: "
@@ -807,6 +934,8 @@ def _print_plan(the_plan: Plan) -> None:
 
 
 def _print_report(report: dict) -> int:
+    if "by_width" in report:
+        return _print_widths(report)
     print(f"J = {report['target']:g}: env steps to J (seed-mean isotonic crossing) per run")
     for r in report["runs"]:
         where = (
@@ -847,6 +976,34 @@ def _print_report(report: dict) -> int:
         )
     _print_files(report)
     return 0
+
+
+def _print_widths(report: dict) -> int:
+    """A grid with a width axis: each width's own report, then the best batch size per width
+    and the TD-overfitting check; 0 where at least one width was fitted."""
+    fitted = 0
+    for width, sub in report["by_width"].items():
+        size = next(r["critic_params"] for r in report["runs"] if r["width"] == int(width))
+        print(f"== critic width {width} ({size:,} critic parameters)")
+        fitted += _print_report({**sub, "files": None}) == 0
+    print("best batch size per critic width (D_J at the best learning rate):")
+    for w in report["batch_by_width"]:
+        cells = ", ".join(f"UTD {s['utd']:g}: {s['best_batch'] or '-'}" for s in w["utd"])
+        print(f"  width {w['width']:<6} {cells}")
+    check = report["td_overfitting"]
+    if check["seen"] is None:
+        print(f"TD overfitting: not checked ({check['why']})")
+    else:
+        penalties = ", ".join(
+            f"width {k}: {'-' if v is None else f'{v:.2f}x'}" for k, v in check["penalty"].items()
+        )
+        verdict = "seen" if check["seen"] else "not seen"
+        print(
+            f"TD overfitting (large batches hurting small critics): {verdict}; D_J of batch "
+            f"{check['largest_batch']} over the best batch's, median over UTD: {penalties}"
+        )
+    _print_files(report)
+    return 0 if fitted else 1
 
 
 def _print_files(report: dict) -> None:

@@ -42,9 +42,12 @@ class ScaleError(JaxrlError, ValueError):
 # ---------------------------------------------------------------- the folder
 
 
-def run_name(sigma: float, batch_size: int) -> str:
-    """The run folder of one (UTD ratio, batch size) program, e.g. utd=0.5-batch=256."""
-    return f"utd={sigma:g}-batch={batch_size}"
+def run_name(sigma: float, batch_size: int, width: int | None = None) -> str:
+    """The run folder of one (UTD ratio, batch size) program, e.g. utd=0.5-batch=256; of a grid
+    with a width axis (`--widths`), one (UTD ratio, batch size, critic width) program:
+    utd=0.5-batch=256-width=64."""
+    name = f"utd={sigma:g}-batch={batch_size}"
+    return name if width is None else f"{name}-width={width}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,6 +66,8 @@ class Member:
     updates: np.ndarray
     finished: bool  # the program wrote its summary.json
     failed: str | None = None  # why the program stopped (scale_failed.json), None if it did not
+    width: int | None = None  # the critic's width (first hidden layer), of a grid with --widths
+    critic_params: int | None = None  # the critic's parameter count, of a grid with --widths
 
     def as_run(self) -> sf.Run:
         return sf.Run(self.sigma, self.batch_size, self.lr, self.steps, self.returns)
@@ -108,8 +113,11 @@ def _curves(run: pathlib.Path, member_dirs: list[pathlib.Path]):
     return np.asarray(steps, float), returns, updates
 
 
-def read_run(scale_folder: pathlib.Path, name: str, lr_field: str) -> list[Member]:
-    """The members of one program's run folder, one per learning rate (its seeds together)."""
+def read_run(
+    scale_folder: pathlib.Path, name: str, lr_field: str, entry: dict | None = None
+) -> list[Member]:
+    """The members of one program's run folder, one per learning rate (its seeds together);
+    `entry`: the run's entry in scale_grid.json (its width and critic parameter count)."""
     from jaxrl.grid import Grid
     from jaxrl.plot import PlotError, read_config
 
@@ -143,6 +151,8 @@ def read_run(scale_folder: pathlib.Path, name: str, lr_field: str) -> list[Membe
                 updates=updates,
                 finished=(run / "summary.json").is_file(),
                 failed=failed,
+                width=(entry or {}).get("width"),
+                critic_params=(entry or {}).get("critic_params"),
             )
         )
     return members
@@ -153,14 +163,22 @@ def read_scale_folder(
     utds: Sequence[float] | None = None,
     batch_sizes: Sequence[int] | None = None,
     lrs: Sequence[float] | None = None,
+    widths: Sequence[int] | None = None,
 ) -> tuple[dict, list[Member]]:
     """scale_grid.json and the members of its runs that have logged, optionally only those of
-    the given UTD ratios, batch sizes and learning rates (each must be in the grid)."""
+    the given UTD ratios, batch sizes, learning rates and critic widths (each must be in the
+    grid)."""
     folder = pathlib.Path(folder)
     spec = read_grid_file(folder)
     runs = spec.get("runs", {})
-    for name, values in (("--utd", utds), ("--batch-sizes", batch_sizes), ("--lrs", lrs)):
-        key = {"--utd": "utd", "--batch-sizes": "batch_size", "--lrs": None}[name]
+    if widths is not None and not spec.get("widths"):
+        raise ScaleError(f"--widths: the grid of {folder} has no width axis")
+    axes = (("--utd", utds), ("--batch-sizes", batch_sizes), ("--lrs", lrs), ("--widths", widths))
+    keys = {"--utd": "utd", "--batch-sizes": "batch_size", "--lrs": None, "--widths": "width"}
+    for name, values in axes:
+        if values is None:
+            continue
+        key = keys[name]
         known = spec["lrs"] if key is None else sorted({r[key] for r in runs.values()})
         missing = [v for v in values or () if not any(_same(v, k) for k in known)]
         if missing:
@@ -169,14 +187,20 @@ def read_scale_folder(
                 f"({', '.join(f'{k:g}' for k in known)})"
             )
     members = []
-    for name, run in sorted(runs.items(), key=lambda item: (item[1]["utd"], item[1]["batch_size"])):
+
+    def order(item):
+        return item[1]["utd"], item[1]["batch_size"], item[1].get("width") or 0
+
+    for name, run in sorted(runs.items(), key=order):
         if utds is not None and not any(_same(run["utd"], s) for s in utds):
             continue
         if batch_sizes is not None and run["batch_size"] not in batch_sizes:
             continue
+        if widths is not None and run.get("width") not in widths:
+            continue
         if not (folder / name / "config.json").is_file():
             continue  # not started yet
-        for member in read_run(folder, name, spec["lr_field"]):
+        for member in read_run(folder, name, spec["lr_field"], run):
             if lrs is None or any(_same(member.lr, lr) for lr in lrs):
                 members.append(member)
     return spec, members
@@ -250,6 +274,7 @@ def crossings(members: Sequence[Member], target: float, model_size: float | None
                 "utd": m.sigma,
                 "batch_size": m.batch_size,
                 "lr": m.lr,
+                **({"width": m.width, "critic_params": m.critic_params} if m.width else {}),
                 "folder": m.folder,
                 "env_steps": data,
                 "updates": None if data is None else float(np.interp(data, m.steps, m.updates)),
@@ -365,7 +390,13 @@ def fit_report(
     """Crossings, the best configuration per UTD ratio, the fitted laws with bootstrap intervals
     and the predictions: the content of scale.json (without the grid's description). Where the
     laws cannot be fitted (fewer than 3 UTD ratios reached J), "fit" is None and "fit_error"
-    says why; the crossings are still there."""
+    says why; the crossings are still there. Members of a grid with a width axis are fitted
+    width by width (`fit_by_width`)."""
+    widths = sorted({m.width for m in members if m.width is not None})
+    if widths:
+        return fit_by_width(
+            members, target, bootstrap=bootstrap, budgets=budgets, num_envs=num_envs, seed=seed
+        )
     rows = crossings(members, target, model_size)
     found = {(r["utd"], r["batch_size"], r["lr"]): r["env_steps"] for r in rows}
     best = sf.best_per_sigma(found)
@@ -402,6 +433,108 @@ def fit_report(
     report["_laws"] = laws  # for the figure; dropped from the JSON
     report["_bootstrap"] = boot
     return report
+
+
+FLOPS_UNIT = "FLOPs (10 N B per update)"
+
+
+def fit_by_width(
+    members: Sequence[Member],
+    target: float,
+    *,
+    bootstrap: int = 200,
+    budgets: Sequence[Budget] = (),
+    num_envs: int | None = None,
+    seed: int = 0,
+) -> dict:
+    """A grid with a width axis (the model-size question of Fu et al. 2025): each critic width's
+    members fitted on their own (`fit_report`, compute in FLOPs from that width's critic
+    parameter count N, so frontiers of different widths compare), under "by_width"; the runs of
+    every width together under "runs"; and across widths, `batch_by_width`: each width's best
+    batch size per UTD ratio, and the TD-overfitting check (`td_overfitting`)."""
+    widths = sorted({m.width for m in members})
+    by_width, rows, warnings = {}, [], []
+    for width in widths:
+        own = [dataclasses.replace(m, width=None) for m in members if m.width == width]
+        sub = fit_report(
+            own,
+            target,
+            bootstrap=bootstrap,
+            model_size=own[0].critic_params,
+            budgets=budgets,
+            num_envs=num_envs,
+            seed=seed,
+        )
+        by_width[str(width)] = sub
+        rows += [{**r, "width": width, "critic_params": own[0].critic_params} for r in sub["runs"]]
+        warnings += [f"width {width}: {w}" for w in sub["warnings"]]
+        if sub["fit"] is None:
+            warnings.append(f"width {width}: no fit: {sub['fit_error']}")
+    batches = batch_by_width(rows)
+    return {
+        "target": target,
+        "compute_unit": FLOPS_UNIT,
+        "model_size": None,
+        "widths": widths,
+        "runs": rows,
+        "by_width": by_width,
+        "batch_by_width": batches,
+        "td_overfitting": td_overfitting(batches),
+        "best": [],
+        "fit": None,
+        "predictions": [],
+        "warnings": warnings,
+    }
+
+
+def batch_by_width(rows: Sequence[dict]) -> list[dict]:
+    """Per critic width and UTD ratio: each batch size's D_J at its best learning rate (None:
+    no learning rate reached J; `censored`, the env steps trained, which D_J exceeds), and the
+    observed best batch size."""
+    out = []
+    for width in sorted({r["width"] for r in rows}):
+        own = [r for r in rows if r["width"] == width]
+        per_sigma = []
+        for sigma in sorted({r["utd"] for r in own}):
+            data, censored = {}, {}
+            for batch in sorted({r["batch_size"] for r in own if r["utd"] == sigma}):
+                runs = [r for r in own if r["utd"] == sigma and r["batch_size"] == batch]
+                reached = [r["env_steps"] for r in runs if r["env_steps"] is not None]
+                data[batch] = min(reached) if reached else None
+                censored[batch] = max(r["last_env_steps"] for r in runs)
+            done = {b: d for b, d in data.items() if d is not None}
+            best = min(done, key=done.get) if done else None
+            per_sigma.append({"utd": sigma, "best_batch": best, "data": data, "censored": censored})
+        out.append({"width": width, "critic_params": own[0]["critic_params"], "utd": per_sigma})
+    return out
+
+
+def td_overfitting(batches: Sequence[dict]) -> dict:
+    """The TD-overfitting effect of Fu et al. (2025): large batches hurt small critics, not
+    large ones. For each width, the penalty of the grid's largest batch size: the median over
+    UTD ratios of its D_J over the best batch size's D_J at that ratio (1: the largest batch is
+    the best; a largest batch that never reached J counts at the env steps it trained, a lower
+    bound of its D_J, so its penalty is a lower bound too). Seen where the smallest width's
+    penalty is above 1 and above the largest width's."""
+    sizes = sorted({b for w in batches for s in w["utd"] for b in s["data"]})
+    if len(batches) < 2 or len(sizes) < 2:
+        return {"seen": None, "why": "needs at least 2 widths and 2 batch sizes"}
+    largest = sizes[-1]
+    penalties = {}
+    for w in batches:
+        ratios = []
+        for s in w["utd"]:
+            if s["best_batch"] is None or largest not in s["data"]:
+                continue
+            mine = s["data"][largest]
+            mine = s["censored"][largest] if mine is None else mine
+            ratios.append(mine / s["data"][s["best_batch"]])
+        penalties[w["width"]] = float(np.median(ratios)) if ratios else None
+    small, large = penalties[batches[0]["width"]], penalties[batches[-1]["width"]]
+    result = {"largest_batch": largest, "penalty": {str(k): v for k, v in penalties.items()}}
+    if small is None or large is None:
+        return {**result, "seen": None, "why": "a width has no UTD ratio where J was reached"}
+    return {**result, "seen": bool(small > 1.0 and small > large)}
 
 
 def _warnings(rows: list[dict], best: Sequence[sf.Best]) -> list[str]:
@@ -458,15 +591,30 @@ def _warnings(rows: list[dict], best: Sequence[sf.Best]) -> list[str]:
 def write_report(
     report: dict, folder: pathlib.Path, name: str = "scale"
 ) -> tuple[pathlib.Path, ...]:
-    """NAME.json (the report without its in-memory laws) and NAME.png, written atomically."""
+    """NAME.json (the report without its in-memory laws) and NAME.png, written atomically; of a
+    grid with a width axis, NAME.png compares the widths and NAME-width=W.png is each width's
+    own figure."""
     path = folder / f"{name}.json"
-    public = {k: v for k, v in report.items() if not k.startswith("_")}
     temporary = path.with_name(path.name + ".tmp")
-    temporary.write_text(json.dumps(public, indent=2, default=_json_default) + "\n")
+    temporary.write_text(json.dumps(_public(report), indent=2, default=_json_default) + "\n")
     os.replace(temporary, path)
     figure = folder / f"{name}.png"
-    draw(report, figure)
-    return path, figure
+    if "by_width" not in report:
+        draw(report, figure)
+        return path, figure
+    draw_widths(report, figure)
+    figures = [figure]
+    for width, sub in report["by_width"].items():
+        figures.append(folder / f"{name}-width={width}.png")
+        draw({**sub, "title": f"{report.get('title', '')}, critic width {width}"}, figures[-1])
+    return (path, *figures)
+
+
+def _public(value: Any) -> Any:
+    """The report without its in-memory laws (keys starting with _), at every level."""
+    if isinstance(value, dict):
+        return {k: _public(v) for k, v in value.items() if not str(k).startswith("_")}
+    return value
 
 
 def _json_default(value: Any) -> Any:
@@ -582,6 +730,57 @@ def draw(report: dict, out: pathlib.Path) -> None:
     left.set_xticks(sigmas, [f"{s:g}" for s in sigmas])
     left.xaxis.set_minor_formatter(NullFormatter())
     right.xaxis.set_minor_formatter(NullFormatter())  # labelled minor ticks overlapped there
+    for ax in (left, right):
+        ax.grid(alpha=0.3, which="both")
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7)
+    fig.suptitle(report.get("title", ""))
+    fig.tight_layout()
+    try:
+        fig.savefig(out, dpi=100, format="png")
+    finally:
+        plt.close(fig)
+
+
+def draw_widths(report: dict, out: pathlib.Path) -> None:
+    """Two panels across critic widths: D_J at the best learning rate against the batch size,
+    a line per (width, UTD ratio) (TD overfitting: small critics' lines rise at large batches);
+    and each width's fitted data-compute frontier (FLOPs) with its best runs."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.8))
+    styles = ("-", "--", ":", "-.")
+    sigmas = sorted({r["utd"] for r in report["runs"]})
+    for i, w in enumerate(report["batch_by_width"]):
+        color = f"C{i % 10}"
+        for s in w["utd"]:
+            points = sorted((b, d) for b, d in s["data"].items() if d is not None)
+            if points:
+                style = styles[sigmas.index(s["utd"]) % len(styles)]
+                left.plot(*zip(*points, strict=True), style, marker="o", color=color,
+                          label=f"width {w['width']}, σ={s['utd']:g}")  # fmt: skip
+        sub = report["by_width"][str(w["width"])]
+        laws = sub.get("_laws")
+        if laws is not None:
+            grid = np.geomspace(min(sigmas) / 2, max(sigmas) * 2, 200)
+            data, compute = sf.frontier(laws, grid)
+            right.plot(
+                data, compute, color=color, label=f"width {w['width']} (N={laws.model_size:,.0f})"
+            )
+        for b in sub["best"]:
+            row = next(
+                r
+                for r in sub["runs"]
+                if (r["utd"], r["batch_size"], r["lr"]) == (b["sigma"], b["batch_size"], b["lr"])
+            )
+            right.scatter(row["env_steps"], row["compute"], color=color, edgecolor="k", zorder=3)
+    left.set(xscale="log", yscale="log", xlabel="batch size",
+             ylabel=f"env steps to J={report['target']:g} (best lr)")  # fmt: skip
+    right.set(xscale="log", yscale="log", xlabel="data D_J (env steps)",
+              ylabel=f"compute C_J ({report['compute_unit']})")  # fmt: skip
     for ax in (left, right):
         ax.grid(alpha=0.3, which="both")
         if ax.get_legend_handles_labels()[0]:

@@ -116,6 +116,11 @@ def validate(
             f"({', '.join(f'{u:g}' for u in fit_utds)}): the point is to extrapolate"
         )
     spec, members = read_scale_folder(folder, utds=fit_utds)
+    if spec.get("widths"):
+        raise ConfigError(
+            f"{folder} has a width axis (--widths): validation takes a grid of one critic "
+            "size, made without --widths"
+        )
     target = spec["target"] if target is None else float(target)
     report = fit_report(members, target, bootstrap=bootstrap)
     if report["fit"] is None:

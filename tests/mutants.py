@@ -1612,6 +1612,38 @@ MUTANTS = [
         "a run of the grid killed before its summary is taken as done, never finished",
         SCALE,
     ),
+    m(
+        "scale-widths-train-the-base-critic",
+        "experiments/scale.py",
+        "program.agent_config or the_plan.agent_config,",
+        "the_plan.agent_config,",
+        "every width of a width axis trains the base config's critic",
+        SCALE,
+    ),
+    m(
+        "scale-widths-compute-without-their-size",
+        "experiments/scale_report.py",
+        "            model_size=own[0].critic_params,",
+        "            model_size=None,",
+        "a width's compute is counted in updates, not FLOPs of its own critic's size",
+        SCALE,
+    ),
+    m(
+        "scale-td-overfitting-reversed",
+        "experiments/scale_report.py",
+        'return {**result, "seen": bool(small > 1.0 and small > large)}',
+        'return {**result, "seen": bool(large > 1.0 and large > small)}',
+        "the TD-overfitting check compares the widths the wrong way round",
+        SCALE,
+    ),
+    m(
+        "scale-widths-scale-the-last-layer",
+        "experiments/scale.py",
+        "return tuple(max(1, round(h * width / base[0])) for h in base)",
+        "return tuple(max(1, round(h * width / base[-1])) for h in base)",
+        "a width is taken as the critic's last hidden layer, not its first",
+        SCALE,
+    ),
     # --- The GPU speed suite's measures (issue 39). -------------------------------------------
     m(
         "speed-scan-counted-once",

@@ -2,6 +2,7 @@
 hand-made scale folders whose curves follow known laws, bad input refused before anything is
 built, and the command end to end on a tiny grid, killed and run again."""
 
+import itertools
 import json
 import math
 import pathlib
@@ -38,45 +39,55 @@ def _write_rows(folder: pathlib.Path, rows):
 
 
 def make_scale_folder(
-    root: pathlib.Path, utds=UTDS, batches=BATCHES, lrs=LRS, seeds=(0, 1), lr_field="critic_lr"
+    root: pathlib.Path,
+    utds=UTDS,
+    batches=BATCHES,
+    lrs=LRS,
+    seeds=(0, 1),
+    lr_field="critic_lr",
+    widths=None,
+    truth=None,
+    steps=STEPS,
 ):
     """A scale folder as `jaxrl scale` leaves it, without training: scale_grid.json, and per
     (sigma, batch) a run folder (config.json, summary.json, each member's metrics.jsonl) whose
     seed-mean curve rises linearly through J at _truth's D_J. Each chunk's `updates` is
     sigma x its env steps, so a crossing read off the updates would be sigma x D_J. lr_field
     critic_lr: a folder as made before the tied default; actor_lr+critic_lr: as made now, each
-    member's folder naming both fields."""
+    member's folder naming both fields. `widths` ({width: critic parameters}): a folder with a
+    width axis, a run per (sigma, batch, width), D_J `truth(sigma, batch, lr, width)`."""
     runs = {}
-    for sigma in utds:
-        for batch in batches:
-            name = scale_report.run_name(sigma, batch)
-            per_step = round(sigma * NUM_ENVS)
-            runs[name] = {"utd": sigma, "batch_size": batch, "updates_per_step": per_step}
-            run = root / name
-            run.mkdir(parents=True)
-            saved = {
-                "train": {"num_envs": NUM_ENVS, "updates_per_step": per_step, "batch_size": batch},
-                "agent": {},
-                "seeds": list(seeds),
-                "vmap": {lr_field: list(lrs)},
-            }
-            (run / "config.json").write_text(json.dumps(saved))
-            (run / "summary.json").write_text("{}")
-            for lr in lrs:
-                data = _truth(sigma, batch, lr)
-                for i, seed in enumerate(seeds):
-                    offset = 50.0 * (1 if i % 2 else -1) * (len(seeds) > 1)
-                    rows = [
-                        {
-                            "env_steps": step,
-                            "wall_seconds": step / 1000,
-                            "eval_return": -1000.0 + 800.0 * step / data + offset,
-                            "updates": sigma * EVAL_EVERY,
-                        }
-                        for step in range(EVAL_EVERY, STEPS + 1, EVAL_EVERY)
-                    ]
-                    setting = ",".join(f"{f}={lr:g}" for f in lr_field.split("+"))
-                    _write_rows(run / setting / f"seed_{seed}", rows)
+    for sigma, batch, width in itertools.product(utds, batches, widths or [None]):
+        name = scale_report.run_name(sigma, batch, width)
+        per_step = round(sigma * NUM_ENVS)
+        runs[name] = {"utd": sigma, "batch_size": batch, "updates_per_step": per_step}
+        if width is not None:
+            runs[name].update(width=width, critic_params=widths[width])
+        run = root / name
+        run.mkdir(parents=True)
+        saved = {
+            "train": {"num_envs": NUM_ENVS, "updates_per_step": per_step, "batch_size": batch},
+            "agent": {},
+            "seeds": list(seeds),
+            "vmap": {lr_field: list(lrs)},
+        }
+        (run / "config.json").write_text(json.dumps(saved))
+        (run / "summary.json").write_text("{}")
+        for lr in lrs:
+            data = _truth(sigma, batch, lr) if width is None else truth(sigma, batch, lr, width)
+            for i, seed in enumerate(seeds):
+                offset = 50.0 * (1 if i % 2 else -1) * (len(seeds) > 1)
+                rows = [
+                    {
+                        "env_steps": step,
+                        "wall_seconds": step / 1000,
+                        "eval_return": -1000.0 + 800.0 * step / data + offset,
+                        "updates": sigma * EVAL_EVERY,
+                    }
+                    for step in range(EVAL_EVERY, steps + 1, EVAL_EVERY)
+                ]
+                setting = ",".join(f"{f}={lr:g}" for f in lr_field.split("+"))
+                _write_rows(run / setting / f"seed_{seed}", rows)
     spec = {
         "algo": "sac",
         "env": "classic/pendulum",
@@ -88,6 +99,8 @@ def make_scale_folder(
         "agent": {},
         "runs": runs,
     }
+    if widths:
+        spec["widths"] = sorted(widths)
     (root / scale_report.GRID_FILE).write_text(json.dumps(spec))
     return root
 
@@ -437,6 +450,143 @@ def test_a_best_data_to_j_that_rises_with_the_utd_ratio_is_warned_of():
     assert "0.25 -> 0.5" in rising[0] and "0.125 -> 0.25" not in rising[0]
     assert scale_report._warnings([], best(17_186.0, 9_730.0, 5_815.0)) == []
     assert scale_report._warnings([], best(128.0, 128.0, 128.0)) == []
+
+
+# ---------------------------------------------------------------- the width axis
+
+CRITIC_PARAMS = {16: 738, 64: 9_090, 256: 133_122}  # made-up counts, each width its own
+
+
+def _truth_by_width(sigma, batch, lr, width):
+    """_truth with the best batch size growing with the critic: x width/64 (16: 32 sigma^-1/2,
+    below the grid's batches, so its best on the grid is the smallest; 256: 512 sigma^-1/2,
+    above it), and the data law scaled by (64/width)^0.25 (wider learns from less data)."""
+    best_batch, best_lr = 128 * sigma**-0.5 * width / 64, 1e-3 * sigma**-0.5
+    penalty = 1 + 0.3 * abs(math.log2(batch / best_batch)) + 0.2 * abs(math.log2(lr / best_lr))
+    return (D_MIN + (BETA / sigma) ** ALPHA) * (64 / width) ** 0.25 * penalty
+
+
+def test_a_width_axis_is_fitted_width_by_width_and_checked_for_td_overfitting(tmp_path, capsys):
+    """Each width's runs give its own laws (width 64, whose bests lie on the grid, recovers
+    _truth's exactly), compute counted in FLOPs from that width's critic parameters; each width's
+    best batch size per UTD ratio; large batches hurt the small critic, not the large one."""
+    folder = make_scale_folder(
+        tmp_path / "grid", widths=CRITIC_PARAMS, truth=_truth_by_width, steps=2 * STEPS
+    )
+    report = scale.fit(folder, bootstrap=10)
+    assert report["widths"] == [16, 64, 256] and report["fit"] is None
+    middle = report["by_width"]["64"]["fit"]
+    for name, value in [("d_min", D_MIN), ("alpha", ALPHA), ("beta", BETA)]:
+        assert middle[name]["value"] == pytest.approx(value, rel=1e-3), name
+    assert middle["batch_exp"]["value"] == pytest.approx(-0.5, abs=1e-9)
+    assert middle["batch_coef"]["value"] == pytest.approx(128.0, rel=1e-9)
+    assert all(report["by_width"][w]["fit"] is not None for w in ("16", "256"))
+    assert len(report["runs"]) == 3 * 3 * 3 * 3
+    for row in report["runs"]:
+        data = _truth_by_width(row["utd"], row["batch_size"], row["lr"], row["width"])
+        assert row["env_steps"] == pytest.approx(data, rel=1e-9)
+        flops = 10 * CRITIC_PARAMS[row["width"]] * row["batch_size"] * row["utd"] * data
+        assert row["compute"] == pytest.approx(flops, rel=1e-9), row
+        assert row["critic_params"] == CRITIC_PARAMS[row["width"]]
+    best = {w["width"]: [s["best_batch"] for s in w["utd"]] for w in report["batch_by_width"]}
+    assert best == {16: [64, 64, 64], 64: [256, 128, 64], 256: [256, 256, 256]}
+    check = report["td_overfitting"]
+    assert check["seen"] is True and check["largest_batch"] == 256
+    penalty = check["penalty"]
+    assert penalty["256"] == 1.0 and penalty["16"] > penalty["64"] > 1.0
+    # Width 16's best batch is 32 sigma^-1/2 (64, 32, 16): batch 256 over batch 64 is 1.6/1,
+    # 1.9/1.3 and 2.2/1.6 at UTD 0.25, 1, 4 (_truth_by_width's penalties); the median 1.9/1.3.
+    assert penalty["16"] == pytest.approx((1 + 0.3 * 3) / (1 + 0.3 * 1), rel=1e-9)
+    for name in ("scale.png", "scale-width=16.png", "scale-width=64.png", "scale-width=256.png"):
+        assert (folder / name).stat().st_size > 10_000, name
+    saved = json.loads((folder / "scale.json").read_text())
+    assert saved["td_overfitting"] == check and "_laws" not in saved["by_width"]["64"]
+    # The command: a part of the widths, printed width by width; --model-size refused.
+    assert cli.main(["scale", "--from", str(folder), "--widths", "16,256", "--name", "ends"]) == 0
+    printed = capsys.readouterr().out
+    assert "== critic width 16 (738 critic parameters)" in printed and "width 64" not in printed
+    assert "TD overfitting (large batches hurting small critics): seen" in printed
+    assert json.loads((folder / "ends.json").read_text())["widths"] == [16, 256]
+    assert cli.main(["scale", "--from", str(folder), "--model-size", "1e4"]) == 2
+    assert "counts each width's critic parameters" in capsys.readouterr().err
+    from jaxrl.experiments import scale_validate
+
+    with pytest.raises(ConfigError, match="has a width axis"):
+        scale_validate.validate(folder, [0.25, 1.0], 4.0, train=False)
+
+
+def test_without_td_overfitting_the_check_says_not_seen(tmp_path):
+    """Every width with the same best batch sizes (_truth's): the largest batch's penalty is the
+    same for every width, so the effect is not seen; a grid of one batch size is not checked."""
+
+    def same(sigma, batch, lr, width):
+        return _truth(sigma, batch, lr)
+
+    folder = make_scale_folder(tmp_path / "a", widths=CRITIC_PARAMS, truth=same)
+    check = scale.fit(folder, bootstrap=0, write=False)["td_overfitting"]
+    assert check["seen"] is False and len(set(check["penalty"].values())) == 1
+    one = make_scale_folder(tmp_path / "b", batches=(128,), widths=CRITIC_PARAMS, truth=same)
+    check = scale.fit(one, bootstrap=0, write=False)["td_overfitting"]
+    assert check["seen"] is None and "2 batch sizes" in check["why"]
+
+
+def test_the_plan_of_a_width_axis_scales_the_critic_and_counts_its_parameters(
+    capsys, tmp_path, monkeypatch
+):
+    """A program per (UTD, batch, width), the critic's sizes scaled from the base config's
+    shape, each trained with its own agent config; N counted off the critic's parameters; the
+    spec keeps the widths; a folder keeps having (or not having) the axis, widths may be added."""
+    from jaxrl import driver
+    from jaxrl.config.resolve import build_configs
+
+    assert scale.critic_sizes((256, 256), 64) == (64, 64)
+    assert scale.critic_sizes((1024, 512, 256), 256) == (256, 128, 64)
+    train, agent, _ = build_configs([*TINY, "--steps", "512", "--critic-hidden", "16,8"])
+    small = {"utds": (0.25, 0.5, 1), "batch_sizes": (16, 32), "lrs": (1e-3,), "seeds": 1}
+    out = tmp_path / "grid"
+    the_plan = scale.plan(train, agent, out, target=-1.0, widths=(8, 4), **small)
+    assert the_plan.widths == (4, 8) and len(the_plan.programs) == 3 * 2 * 2
+    first = the_plan.programs[0]
+    assert first.name == "utd=0.25-batch=16-width=4" and first.agent_config.critic_hidden == (4, 2)
+
+    # SAC's two critics on the pendulum (3 observations, 1 action), hidden (w, w/2), one output.
+    def count(w):
+        return 2 * ((4 * w + w) + (w * (w // 2) + w // 2) + (w // 2 + 1))
+
+    runs = the_plan.spec["runs"]
+    assert runs["utd=1-batch=32-width=8"] == {
+        "utd": 1.0,
+        "batch_size": 32,
+        "updates_per_step": 4,
+        "width": 8,
+        "critic_hidden": [8, 4],
+        "critic_params": count(8),
+    }
+    assert runs["utd=1-batch=32-width=4"]["critic_params"] == count(4)
+    assert the_plan.spec["widths"] == [4, 8] and "critic_hidden" not in the_plan.spec["agent"]
+    trained = []
+
+    def fake_train(config, agent_config, folder, **kwargs):
+        trained.append((folder.name, config.batch_size, agent_config.critic_hidden))
+
+    monkeypatch.setattr(driver, "train", fake_train)
+    scale.train_grid(the_plan, say=lambda line: None)
+    assert trained[:2] == [
+        ("utd=0.25-batch=16-width=4", 16, (4, 2)),
+        ("utd=0.25-batch=16-width=8", 16, (8, 4)),
+    ]
+    assert len(trained) == 12
+    # Widths added to the folder: kept with the old; a folder with the axis refuses to drop it.
+    more = scale.plan(train, agent, out, target=-1.0, widths=(16,), **small)
+    assert more.spec["widths"] == [4, 8, 16] and len(more.spec["runs"]) == 18
+    with pytest.raises(scale.ScaleError, match="made with a width axis"):
+        scale.plan(train, agent, out, target=-1.0, **small)
+    argv = ["scale", "--target", "-1000", *TINY, *GRID, "--out", str(tmp_path / "x")]
+    assert cli.main([*argv, "--widths", "8,0"]) == 2
+    assert "--widths '8,0': every value must be a finite number > 0" in capsys.readouterr().err
+    assert cli.main([*argv, "--widths", "8", "--model-size", "1e4"]) == 2
+    assert "counts each width's critic parameters" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()
 
 
 # ---------------------------------------------------------------- end to end
