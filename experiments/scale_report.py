@@ -781,7 +781,12 @@ def draw_widths(report: dict, out: pathlib.Path) -> None:
              ylabel=f"env steps to J={report['target']:g} (best lr)")  # fmt: skip
     right.set(xscale="log", yscale="log", xlabel="data D_J (env steps)",
               ylabel=f"compute C_J ({report['compute_unit']})")  # fmt: skip
+    from matplotlib.ticker import NullFormatter
+
+    batches = sorted({r["batch_size"] for r in report["runs"]})
+    left.set_xticks(batches, [str(b) for b in batches])
     for ax in (left, right):
+        ax.xaxis.set_minor_formatter(NullFormatter())  # labelled minor ticks overlap
         ax.grid(alpha=0.3, which="both")
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=7)
