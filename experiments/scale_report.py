@@ -725,12 +725,19 @@ def draw(report: dict, out: pathlib.Path) -> None:
         xlabel="data D_J (env steps)",
         ylabel=f"compute C_J ({report['compute_unit']})",
     )
+    _finish_figure(fig, left, right, sigmas, [f"{s:g}" for s in sigmas], report, out)
+
+
+def _finish_figure(fig, left, right, ticks, labels, report: dict, out: pathlib.Path) -> None:
+    """The end both scale figures share: the left panel's x ticks at `ticks` and no labelled
+    minor ticks on either panel (they overlapped on log axes), grids, legends, the report's
+    title; saved as PNG and closed."""
+    import matplotlib.pyplot as plt
     from matplotlib.ticker import NullFormatter
 
-    left.set_xticks(sigmas, [f"{s:g}" for s in sigmas])
-    left.xaxis.set_minor_formatter(NullFormatter())
-    right.xaxis.set_minor_formatter(NullFormatter())  # labelled minor ticks overlapped there
+    left.set_xticks(ticks, labels)
     for ax in (left, right):
+        ax.xaxis.set_minor_formatter(NullFormatter())
         ax.grid(alpha=0.3, which="both")
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=7)
@@ -781,21 +788,8 @@ def draw_widths(report: dict, out: pathlib.Path) -> None:
              ylabel=f"env steps to J={report['target']:g} (best lr)")  # fmt: skip
     right.set(xscale="log", yscale="log", xlabel="data D_J (env steps)",
               ylabel=f"compute C_J ({report['compute_unit']})")  # fmt: skip
-    from matplotlib.ticker import NullFormatter
-
     batches = sorted({r["batch_size"] for r in report["runs"]})
-    left.set_xticks(batches, [str(b) for b in batches])
-    for ax in (left, right):
-        ax.xaxis.set_minor_formatter(NullFormatter())  # labelled minor ticks overlap
-        ax.grid(alpha=0.3, which="both")
-        if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=7)
-    fig.suptitle(report.get("title", ""))
-    fig.tight_layout()
-    try:
-        fig.savefig(out, dpi=100, format="png")
-    finally:
-        plt.close(fig)
+    _finish_figure(fig, left, right, batches, [str(b) for b in batches], report, out)
 
 
 def _law_label(law: sf.DataLaw) -> str:
