@@ -687,7 +687,11 @@ def draw(report: dict, out: pathlib.Path) -> None:
             )
         left.axhline(laws.data.d_min, color="k", ls=":", lw=1)
         right.plot(data, compute, "k-", label="fitted frontier")
-        x = np.geomspace(data.min() / 1.5, data.max() * 1.5, 200)
+        # The axes hold the frontier and every run's point (a run's batch, not the law's, sets
+        # its FLOPs, so points may lie far from the fitted curve).
+        seen_data = [*data, *(r["env_steps"] for r in rows)]
+        seen_compute = [*compute, *(r["compute"] for r in rows)]
+        x = np.geomspace(min(seen_data) / 1.5, max(seen_data) * 1.5, 200)
         for s, delta in iso_deltas(laws, sigmas):
             level = float(sf.budget(laws, s, delta))
             y = level - delta * x
@@ -711,7 +715,7 @@ def draw(report: dict, out: pathlib.Path) -> None:
                     edgecolor="k",
                     zorder=4,
                 )
-        right.set_ylim(compute.min() / 2, compute.max() * 2)
+        right.set_ylim(min(seen_compute) / 2, max(seen_compute) * 2)
         right.set_xlim(x[0], x[-1])
     left.set(
         xscale="log",
