@@ -106,10 +106,6 @@ class Plan:
     widths: tuple[int, ...] | None = None  # the critic widths, of a grid with a width axis
 
     @property
-    def programs_per_utd(self) -> int:
-        return len(self.batch_sizes) * len(self.widths or (None,))
-
-    @property
     def members(self) -> int:
         return len(self.lrs) * len(self.seeds)
 
