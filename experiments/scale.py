@@ -166,27 +166,19 @@ def critic_sizes(base: Sequence[int], width: int) -> tuple[int, ...]:
     return tuple(max(1, round(h * width / base[0])) for h in base)
 
 
-def critic_parameters(config: TrainConfig, agent_configs: Sequence[Any]) -> list[int]:
-    """Each agent config's critic parameter count N (every critic of its ensemble, the papers'
-    model size), from the shapes of its initial state on `config`'s env (nothing runs)."""
+def critic_parameters(trainer: Any) -> int:
+    """The critic parameter count N of a trainer's agent (every critic of its ensemble, the
+    papers' model size), from the shapes of its initial state (nothing runs)."""
     import jax
     import numpy as np
 
-    from jaxrl import agents
-    from jaxrl.loops import make_train
     from jaxrl.loops.base import init_agent
 
-    spec = agents.get(config.algo)
-    trainer = make_train(config, spec.make(agent_configs[0]))
-    view, action_size = trainer.observation, trainer.env.action_size
-    counts = []
-    for agent_config in agent_configs:
-        agent = spec.make(agent_config)
-        shapes = jax.eval_shape(
-            lambda key, a=agent: init_agent(a, key, view, action_size), jax.random.PRNGKey(0)
-        )
-        counts.append(sum(int(np.prod(x.shape)) for x in jax.tree.leaves(shapes.critic.params)))
-    return counts
+    shapes = jax.eval_shape(
+        lambda key: init_agent(trainer.agent, key, trainer.observation, trainer.env.action_size),
+        jax.random.PRNGKey(0),
+    )
+    return sum(int(np.prod(x.shape)) for x in jax.tree.leaves(shapes.critic.params))
 
 
 def _width_configs(agent_config: Any, widths: Sequence[int] | None) -> dict:
@@ -417,14 +409,14 @@ def plan(
     # The env, the agent config and the run's sizes, as jaxrl train checks them, once per
     # width (the programs differ only in updates_per_step and batch_size, checked below).
     first = _replace(config, updates_per_step=per_steps[utds[0]], batch_size=int(batch_sizes[0]))
-    for width_config in by_width.values():
+    sizes = {}  # each width's model size N, for its compute in FLOPs
+    for width, width_config in by_width.items():
         try:
-            driver.check_setting(first, width_config)
+            trainer = driver.check_setting(first, width_config)
         except ValueError as error:
             raise ConfigError(str(error)) from None
-    sizes = {}
-    if widths:  # each width's model size N, for its compute in FLOPs
-        sizes = dict(zip(widths, critic_parameters(first, list(by_width.values())), strict=True))
+        if width is not None:
+            sizes[width] = critic_parameters(trainer)
     for sigma in utds:
         for batch in batch_sizes:
             one = _replace(config, updates_per_step=per_steps[sigma], batch_size=int(batch))

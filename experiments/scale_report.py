@@ -180,7 +180,7 @@ def read_scale_folder(
             continue
         key = keys[name]
         known = spec["lrs"] if key is None else sorted({r[key] for r in runs.values()})
-        missing = [v for v in values or () if not any(_same(v, k) for k in known)]
+        missing = [v for v in values if not any(_same(v, k) for k in known)]
         if missing:
             raise ScaleError(
                 f"{name} {','.join(f'{v:g}' for v in missing)}: not in the grid of {folder} "
@@ -274,7 +274,6 @@ def crossings(members: Sequence[Member], target: float, model_size: float | None
                 "utd": m.sigma,
                 "batch_size": m.batch_size,
                 "lr": m.lr,
-                **({"width": m.width, "critic_params": m.critic_params} if m.width else {}),
                 "folder": m.folder,
                 "env_steps": data,
                 "updates": None if data is None else float(np.interp(data, m.steps, m.updates)),

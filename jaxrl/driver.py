@@ -20,7 +20,7 @@ import jax
 from jaxrl import agents, checkpoint, envs, grid, logs, sharding
 from jaxrl.config import ConfigError, TrainConfig
 from jaxrl.errors import JaxrlError
-from jaxrl.loops import make_train
+from jaxrl.loops import Trainer, make_train
 from jaxrl.run.folder import (
     RunDirError,
     _meta,
@@ -152,13 +152,14 @@ def with_algorithm(config: TrainConfig, agent_config: Any) -> TrainConfig:
         raise ConfigError(str(error)) from None
 
 
-def check_setting(config: TrainConfig, agent_config: Any, env: Any = None) -> None:
+def check_setting(config: TrainConfig, agent_config: Any, env: Any = None) -> Trainer:
     """The checks `train` makes of a run's settings before compiling anything: the agent's
     config, the env's name and options (the env is built), the run's sizes against the agent's
-    and the algorithm's loop defaults. Raises ConfigError (or the env's own error)."""
+    and the algorithm's loop defaults. Raises ConfigError (or the env's own error). Returns the
+    trainer it built (nothing of it compiled)."""
     config = with_algorithm(config, agent_config)
     agent_config = _check_agent_config(config, agent_config, env)
-    make_train(config, agents.get(config.algo).make(agent_config), env)
+    return make_train(config, agents.get(config.algo).make(agent_config), env)
 
 
 # Over 80 lines only by its docstring (the API reference of every argument); its code is ~45.
