@@ -21,6 +21,7 @@ from jaxrl import agents, checkpoint, envs, grid, logs, sharding
 from jaxrl.config import ConfigError, TrainConfig
 from jaxrl.errors import JaxrlError
 from jaxrl.loops import Trainer, make_train
+from jaxrl.run import programs
 from jaxrl.run.folder import (
     RunDirError,
     _meta,
@@ -222,7 +223,8 @@ def train(
     configure_compile_cache(compile_cache)
 
     agent = agents.get(config.algo).make(agent_config)
-    trainer = make_train(config, agent, env, randomization_fn)
+    trainer = _with_program_id(make_train(config, agent, env, randomization_fn), agent_config,
+                               env, randomization_fn)  # fmt: skip
     config = trainer.config  # with the algorithm's own loop defaults filled in
     _check_split(config, run_grid)
     members = _members(trainer, agent_config, run_grid)  # checked before compiling
@@ -247,6 +249,15 @@ def train(
             initial=functools.partial(_initial_state, trainer, run_grid, members),
         )
     )
+
+
+def _with_program_id(trainer: Trainer, agent_config: Any, env: Any, randomization_fn: Any):
+    """`trainer` with its key in the store of compiled programs (`jaxrl.run.programs`), where
+    its programs can be stored: not for an env object or randomization function of the
+    caller's, whose code the key cannot see."""
+    if env is not None or randomization_fn is not None:
+        return trainer
+    return trainer._replace(program_id=programs.identity(trainer, agent_config))
 
 
 def _run_grid(config: TrainConfig, agent_config: Any, seeds: Any, vmap: Any, randomization_fn):
@@ -321,7 +332,8 @@ def resume(
         logs.check_wandb(resuming=True)
     configure_compile_cache(compile_cache)
     agent = agents.get(config.algo).make(agent_config)
-    trainer = make_train(config, agent, env, randomization_fn)
+    trainer = _with_program_id(make_train(config, agent, env, randomization_fn), agent_config,
+                               env, randomization_fn)  # fmt: skip
     if trainer.config.env_steps_per_chunk != per_chunk:
         raise ResumeError(
             f"the saved config gives {trainer.config.env_steps_per_chunk} env steps per chunk, "

@@ -32,6 +32,12 @@ def _jaxlib_version() -> str:
         return ""
 
 
+# The store of compiled programs (jaxrl.run.programs) keys a program on the source files it was
+# traced from; a test that monkeypatches a function inside a program would load another test's
+# program of the same settings. Off here; tests/test_program_store.py and the re-run test of
+# tests/test_compile_cache.py turn it on over folders of their own.
+os.environ.setdefault("JAXRL_PROGRAM_STORE", "0")
+
 DEFAULT_XLA_FLAGS = "JAXRL_TESTS_DEFAULT_XLA_FLAGS"  # the flags the suite was started with
 os.environ.setdefault(DEFAULT_XLA_FLAGS, os.environ.get("XLA_FLAGS", ""))
 os.environ["XLA_FLAGS"] = _fast_compile_flags(os.environ.get("XLA_FLAGS", ""), _jaxlib_version())

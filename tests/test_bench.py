@@ -440,7 +440,7 @@ def test_jobs_run_cases_at_once_and_gather_every_record(tmp_path, monkeypatch):
 def test_more_seeds_start_past_the_first_five_on_both_sides():
     cases = SUITES["parity_dmc_more"]()
     jaxrl_cases = [c for c in cases if c.system == "jaxrl"]
-    assert [c.name for c in jaxrl_cases] == ["jaxrl/sac/playground/ReacherEasy/128/seeds15-19"]
-    assert sorted(c.seed for c in cases if c.system == "brax") == [15, 16, 17, 18, 19]
+    assert [c.name for c in jaxrl_cases] == ["jaxrl/sac/playground/ReacherEasy/128/seeds20-24"]
+    assert sorted(c.seed for c in cases if c.system == "brax") == [20, 21, 22, 23, 24]
     first = [c for c in SUITES["parity_dmc"]() if c.env == jaxrl_cases[0].env]
     assert not {c.name for c in first} & {c.name for c in cases}  # records never replace

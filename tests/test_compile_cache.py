@@ -33,6 +33,7 @@ TD3_CHANGED = [
 
 def _train(cache: pathlib.Path, out: pathlib.Path, argv: list[str]) -> float:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "JAXRL_CACHE_DIR": str(cache)}
+    env["JAXRL_PROGRAM_STORE"] = "1"  # a user's default (tests/conftest.py turns it off)
     env.pop("JAXRL_COMPILE_CACHE", None)
     subprocess.run(
         [sys.executable, "-m", "jaxrl.cli", "train", *argv, "--out", str(out), "--quiet"],

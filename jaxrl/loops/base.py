@@ -46,6 +46,14 @@ class Trainer(NamedTuple):
     place: Callable[[Any], Any] | None = None
     """`place(state)`: the state moved onto the devices its parts live on (split runs); None:
     the driver places it by `data` (`jaxrl.sharding.state_shardings`)."""
+    reset: Callable[[jax.Array], Any] | None = None
+    """`reset(key) -> env_state`: the part of `init(key)` that resets the training envs, free
+    of the run's settings, so a program of its own can be reused by a re-run with other
+    ones; `init(key, member, env_state)` takes its states and gives the state `init(key,
+    member)` would. None: `init` is one program (an actor/learner split)."""
+    program_id: str | None = None
+    """The run's part of its programs' keys in the store of compiled programs
+    (`jaxrl.run.programs.identity`, set by the driver); None: its programs are not stored."""
 
 
 def make_envs(
@@ -90,6 +98,16 @@ def make_envs(
     env = envs.wrap(base, config.num_envs, randomization=train_dr, reset_to_first=first, **sizes)
     eval_env = envs.wrap(base, config.eval_envs, auto_reset=False, randomization=eval_dr, **sizes)
     return env, eval_env
+
+
+def make_reset(config: TrainConfig, env: Any, data: sharding.DataAxis, splits: int) -> Callable:
+    """`Trainer.reset` of a loop whose `init(key)` splits its key `splits` ways and resets the
+    training envs with the third part."""
+
+    def reset(key: jax.Array) -> Any:
+        return data.split(env.reset(jax.random.split(key, splits)[2]), size=config.num_envs)
+
+    return reset
 
 
 RANDOMIZATION_STREAM = 0xD0  # folded into the seed's key for the physics draws

@@ -36,6 +36,7 @@ from jaxrl.loops.base import (
     make_evaluate,
     make_observe,
     make_policy,
+    make_reset,
     make_shared_evaluation,
     nonfinite,
     observation_view,
@@ -106,10 +107,13 @@ def make_init(config: TrainConfig, agent: Agent, env: Any, view, data) -> Callab
     of one member of a settings grid where given (their agent state and `hp`)."""
     num_envs, action_size = config.num_envs, env.action_size
 
-    def init(key: jax.Array, member: tuple[Agent, TrainConfig] | None = None) -> OffPolicyState:
+    def init(
+        key: jax.Array, member: tuple[Agent, TrainConfig] | None = None, env_state: Any = None
+    ) -> OffPolicyState:
         member_agent, member_config = member or (agent, config)
         key, agent_key, env_key, noise_key = jax.random.split(key, 4)
-        env_state = data.split(env.reset(env_key), size=config.num_envs)
+        if env_state is None:  # else `reset(key)`'s: the same states
+            env_state = data.split(env.reset(env_key), size=config.num_envs)
         first_obs = jax.tree.map(lambda x: x[0], view(env_state.obs))
         stored_obs = jax.tree.map(lambda x: x.astype(config.replay_obs_dtype), first_obs)
         example = Transition(
@@ -272,7 +276,18 @@ def make_train(
 
     policy = make_policy(config, agent)
     return Trainer(
-        config, agent, env, eval_env, parts.init, chunk, evaluate, train, policy, view, data
+        config,
+        agent,
+        env,
+        eval_env,
+        parts.init,
+        chunk,
+        evaluate,
+        train,
+        policy,
+        view,
+        data,
+        reset=make_reset(config, env, data, splits=4),
     )
 
 

@@ -31,6 +31,7 @@ from jaxrl.loops.base import (
     make_evaluate,
     make_observe,
     make_policy,
+    make_reset,
     make_shared_evaluation,
     nonfinite,
     observation_view,
@@ -72,7 +73,20 @@ def make_train(
         return jax.lax.scan(lambda s, _: chunk(s), init(key), None, config.num_chunks)
 
     policy = make_policy(config, agent)
-    return Trainer(config, agent, env, eval_env, init, chunk, evaluate, train, policy, view, data)
+    return Trainer(
+        config,
+        agent,
+        env,
+        eval_env,
+        init,
+        chunk,
+        evaluate,
+        train,
+        policy,
+        view,
+        data,
+        reset=make_reset(config, env, data, splits=3),
+    )
 
 
 def _summary(config: TrainConfig, state: OnPolicyState, metrics: dict) -> dict:
@@ -104,10 +118,13 @@ def make_init(config: TrainConfig, agent: Agent, env: Any, view, data) -> Callab
     """`Trainer.init`: `init(key, member=None) -> OnPolicyState`, with the agent and run config
     of one member of a settings grid where given (their agent state and `hp`)."""
 
-    def init(key: jax.Array, member: tuple[Agent, TrainConfig] | None = None) -> OnPolicyState:
+    def init(
+        key: jax.Array, member: tuple[Agent, TrainConfig] | None = None, env_state: Any = None
+    ) -> OnPolicyState:
         member_agent, member_config = member or (agent, config)  # see loops.base.Trainer.init
         key, agent_key, env_key = jax.random.split(key, 3)
-        env_state = data.split(env.reset(env_key), size=config.num_envs)
+        if env_state is None:  # else `reset(key)`'s: the same states
+            env_state = data.split(env.reset(env_key), size=config.num_envs)
         # Identity until the first update: the reset states are far narrower than those the
         # policy visits, and seeding the statistics with them slowed PPO (as Brax, not seeded).
         stats = normalization.init(view.sizes)

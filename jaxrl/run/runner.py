@@ -18,6 +18,7 @@ import jax
 
 from jaxrl import checkpoint, logs, sharding
 from jaxrl.errors import Interrupted
+from jaxrl.run import programs
 from jaxrl.run.folder import _meta, _write_atomically, _write_summary
 from jaxrl.run.health import NonFiniteError, _roll_back, chunk_problem, stop_message
 from jaxrl.run.plan import Plan, RunResult
@@ -44,7 +45,13 @@ def compile_chunk(trainer, state, run_grid) -> Any:
             _shardings(trainer, state, run_grid),
             trainer.data.sharding(),
         )
-    return jax.jit(program, donate_argnums=0, **placed).lower(state).compile()
+    kind = "chunk" if run_grid is None else "chunk-vmapped"
+    return programs.load_or_compile(
+        trainer.program_id,
+        kind,
+        (state,),
+        lambda: jax.jit(program, donate_argnums=0, **placed).lower(state),
+    )
 
 
 class Runner:

@@ -11,6 +11,7 @@ import jax.numpy as jnp
 
 from jaxrl import agents, grid
 from jaxrl.errors import ConfigError
+from jaxrl.run import programs
 from jaxrl.run.resources import _devices, _shardings, check_memory
 
 
@@ -51,9 +52,15 @@ def _initial_state(trainer, run_grid: grid.Grid | None, members: list | None = N
     else:
         key = jnp.stack([jax.random.PRNGKey(seed) for seed in run_grid.seeds])
 
-        def init(keys):
-            states = [jax.vmap(lambda k, m=member: trainer.init(k, m))(keys) for member in members]
+        def init(keys, env_states=None):
+            states = [
+                jax.vmap(lambda k, e, m=member: trainer.init(k, m, e))(keys, env_states)
+                for member in members
+            ]
             return jax.tree.map(lambda *xs: jnp.concatenate(xs), *states)
+
+    if trainer.program_id is not None and trainer.reset is not None:
+        return _stored_initial_state(trainer, run_grid, init, key)
 
     # Traced once: its shapes for the memory check, then lowered as it is (an eval_shape first
     # would trace the init a second time, part of a re-run's compile clock).
@@ -70,6 +77,36 @@ def _initial_state(trainer, run_grid: grid.Grid | None, members: list | None = N
     return run_once(jax.jit(init, out_shardings=shardings), key)
 
 
+def _stored_initial_state(trainer, run_grid, init, key):
+    """`_initial_state`'s state, as two programs: the training envs' reset (`Trainer.reset`),
+    free of the run's settings and so kept in the store of compiled programs
+    (`jaxrl.run.programs`) for a re-run with other ones, then the rest of `init`, given the
+    reset's states. The same state as `init` in one program gives."""
+    reset = trainer.reset if run_grid is None else jax.vmap(trainer.reset)
+    kind = "reset" if run_grid is None else "reset-vmapped"
+    compiled = programs.load_or_compile(
+        trainer.program_id, kind, (key,), lambda: jax.jit(reset).lower(key), _compile_once
+    )
+    env_shapes = compiled.out_info
+    # Traced against the reset's shapes: the whole state's shapes for the memory check
+    # before either program allocates anything.
+    traced = jax.jit(lambda k, e: init(k, env_state=e) if run_grid is None else init(k, e))
+    traced = traced.trace(key, env_shapes)
+    check_memory(traced.out_info, _devices(trainer))
+    return _compile_once(traced.lower())(key, compiled(key))
+
+
+def _compile_once(lowered):
+    """`lowered` compiled with `RUN_ONCE_CPU_OPTIONS` on CPU (see `run_once`)."""
+    if jax.default_backend() == "cpu":
+        try:
+            return lowered.compile(compiler_options=RUN_ONCE_CPU_OPTIONS)
+        except Exception as error:  # an XLA without these options: its defaults, below
+            if "option" not in str(error).lower():
+                raise
+    return lowered.compile()
+
+
 # XLA:CPU options for a program that runs once (the initial state), where compile time is all
 # that counts: no fusion emitters, no LLVM optimisation. On Playground's CartpoleBalance the
 # init program (MJX reset, agent and buffer init) then compiles in 1.8 s instead of 5.2 s and
@@ -83,10 +120,4 @@ def run_once(jitted, *args):
     elsewhere, or where this XLA does not know the options. `jitted` may be traced already
     (`jax.jit(f).trace(*args)`), then lowered as it is."""
     lowered = jitted.lower() if isinstance(jitted, jax.stages.Traced) else jitted.lower(*args)
-    if jax.default_backend() == "cpu":
-        try:
-            return lowered.compile(compiler_options=RUN_ONCE_CPU_OPTIONS)(*args)
-        except Exception as error:  # an XLA without these options: its defaults, below
-            if "option" not in str(error).lower():
-                raise
-    return lowered.compile()(*args)
+    return _compile_once(lowered)(*args)

@@ -1,0 +1,325 @@
+"""A store of compiled programs, so that a re-run skips tracing as well as compiling (issue 39).
+
+JAX's persistent compilation cache keys a program on its lowered text, so a cache hit still
+pays for tracing the program and lowering it: for an MJX preset on CPU, tens of seconds before
+the cache is even asked. This store keys a program instead on everything that goes into its
+trace, and keeps the compiled executable (`jax.experimental.serialize_executable`): a hit loads
+it without tracing, lowering or asking XLA.
+
+What goes into the key (`identity`, then `key` per program):
+- the run's config and the agent's, less the fields that are data in the program's state
+  (`TrainConfig.ARRAY_FIELDS` and the agent config's: learning rates, tau, gamma, noise
+  scales, ...), the seed (the state's key) and, for loops whose chunk never reads it, the step
+  count (`FREE_FIELDS`);
+- the source of jaxrl (its envs included), of a user's `--env-imports` modules and agent config,
+  and of any of flax, optax, chex, brax, MuJoCo and Playground that is not an installed
+  release (`_sources`); releases by their versions;
+- the versions of Python and of the packages, jax's config, XLA_FLAGS, the backend and its
+  devices;
+- the program's kind and its arguments' structure, shapes, dtypes and placement.
+
+Used only where all of that is known: runs from the registry's envs and algorithms (not an env
+object or randomization function handed to `train`), on one device of one process, and with
+the compilation cache on. JAXRL_PROGRAM_STORE=0 turns it off alone. The store lives beside
+the cache's own entries (`<cache dir>/jaxrl-programs`); deleting that folder empties it.
+
+Written here rather than taken from a library: JAX's own cache is the library, and its key is
+the lowered program, which is what a re-run should not have to build."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import importlib.metadata
+import importlib.util
+import json
+import os
+import pathlib
+import pickle
+import re
+import sys
+import tempfile
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.experimental import serialize_executable
+
+STORE_VERSION = 1
+FOLDER = "jaxrl-programs"
+# Settings that never reach a chunk program: the seed is the state's key; the off-policy loop
+# reads the step count only to know how many chunks to run (the on-policy loop's schedules
+# read it, so there it stays in the key). tests/test_program_store.py lowers the chunks both
+# ways to hold this true.
+FREE_FIELDS = {"off-policy": ("seed", "total_steps"), "on-policy": ("seed",)}
+PACKAGES = ("jax", "jaxlib", "numpy", "scipy", "ml_dtypes", "flax", "optax", "chex", "brax",
+            "mujoco", "mujoco-mjx", "playground", "orbax-checkpoint")  # fmt: skip
+# jax config entries that cannot change a program (caching, logging, debugging output).
+_CONFIG_SKIP = ("cache", "log", "dump", "pprint", "traceback", "timeout", "transfer_guard",
+                "explain", "profil", "source_url", "thread_guard", "captured")  # fmt: skip
+
+
+def folder() -> pathlib.Path | None:
+    """The store's folder, or None where it is off: JAX's compilation cache is off, it has no
+    folder, or JAXRL_PROGRAM_STORE=0."""
+    if os.environ.get("JAXRL_PROGRAM_STORE", "1") == "0":
+        return None
+    if not jax.config.jax_enable_compilation_cache:
+        return None
+    base = jax.config.jax_compilation_cache_dir
+    return pathlib.Path(base) / FOLDER if base else None
+
+
+def _versions() -> dict[str, str]:
+    found = {"python": sys.version}
+    for name in PACKAGES:
+        try:
+            found[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            found[name] = ""
+    return found
+
+
+def _sources(config: Any, agent_config: Any) -> str:
+    """A hash of the Python source a run's programs are traced from: every file of jaxrl
+    (its envs included), of each package of PACKAGES that is not an installed release (an
+    editable or source checkout; a release is keyed by its version), and of the user's modules
+    (`config.env_imports`, an agent config's own module). About 150 files, 30 ms."""
+    folders = [_package_folder("jaxrl"), _package_folder("jaxrl.envs")]
+    for name in _IMPORT_NAMES:
+        folder = _package_folder(name)
+        if folder is not None and not {"site-packages", "dist-packages"} & set(folder.parts):
+            folders.append(folder)
+    files = [f for folder in folders if folder is not None for f in sorted(folder.rglob("*.py"))]
+    modules = list(config.env_imports or ())
+    if agent_config is not None:
+        modules.append(type(agent_config).__module__)
+    for name in modules:
+        module = sys.modules.get(name)
+        if getattr(module, "__file__", None):
+            files.append(pathlib.Path(module.__file__))
+    digest = hashlib.sha256()
+    for path in files:
+        try:
+            digest.update(str(path).encode() + b"\0" + path.read_bytes() + b"\0")
+        except OSError:
+            continue
+    return digest.hexdigest()
+
+
+# The import names of PACKAGES' code that a program can be traced from.
+_IMPORT_NAMES = ("flax", "optax", "chex", "brax", "mujoco", "mujoco_playground")
+
+
+def _package_folder(name: str) -> pathlib.Path | None:
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return pathlib.Path(next(iter(spec.submodule_search_locations)))
+
+
+def _jax_config() -> dict[str, str]:
+    return {
+        name: repr(value)
+        for name, value in sorted(jax.config.values.items())
+        if not any(part in name for part in _CONFIG_SKIP)
+    }
+
+
+def _settings(config: Any, on_policy: bool, agent_config: Any) -> dict:
+    free = set(FREE_FIELDS["on-policy" if on_policy else "off-policy"])
+    run = {
+        name: value
+        for name, value in dataclasses.asdict(config).items()
+        if name not in type(config).ARRAY_FIELDS and name not in free
+    }
+    agent = {}
+    if agent_config is not None:
+        data = set(getattr(type(agent_config), "ARRAY_FIELDS", ()))
+        agent = {k: v for k, v in dataclasses.asdict(agent_config).items() if k not in data}
+        agent["type"] = f"{type(agent_config).__module__}.{type(agent_config).__qualname__}"
+    return {"run": run, "agent": agent}
+
+
+def identity(trainer: Any, agent_config: Any) -> str | None:
+    """The part of every program's key that comes from the run (see the module's docstring);
+    None where the store is not used for it: it is off, the run has more than one device or
+    process, or its chunk is several programs (an actor/learner split)."""
+    if folder() is None or jax.process_count() > 1 or jax.device_count() > 1:
+        return None
+    if trainer.compile_chunk is not None or trainer.place is not None:
+        return None
+    if trainer.data.mesh is not None:
+        return None
+    device = jax.devices()[0]
+    parts = {
+        "store": STORE_VERSION,
+        "versions": _versions(),
+        "jax_config": _jax_config(),
+        "environment": {k: os.environ.get(k, "") for k in ("XLA_FLAGS", "LIBTPU_INIT_ARGS")},
+        "device": [jax.default_backend(), device.platform, device.device_kind],
+        "settings": _settings(trainer.config, trainer.agent.on_policy, agent_config),
+        "sources": _sources(trainer.config, agent_config),
+    }
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=repr).encode()).hexdigest()
+
+
+def key(program_id: str, kind: str, args: tuple) -> str:
+    """The key of one program of the run `program_id`: its kind (e.g. "chunk") and its
+    arguments' structure, shapes, dtypes and placement."""
+    leaves, tree = jax.tree.flatten(args)
+    shapes = [
+        (
+            tuple(getattr(x, "shape", ())),
+            str(getattr(x, "dtype", type(x).__name__)),
+            bool(getattr(x, "weak_type", False)),
+            str(getattr(x, "sharding", "")),
+        )
+        for x in leaves
+    ]
+    text = json.dumps([program_id, kind, _describe(tree), shapes], default=repr)
+    return f"{kind}-{hashlib.sha256(text.encode()).hexdigest()[:40]}"
+
+
+def _describe(tree: Any) -> Any:
+    """A tree structure as plain data that is the same in every process: its repr can hold
+    object addresses (MJX keeps numpy arrays in its nodes' static data, in wrappers)."""
+    data = tree.node_data()
+    if data is None:
+        return "*"
+    kind, aux = data
+    name = f"{kind.__module__}.{kind.__qualname__}"
+    return [name, _stable(aux), [_describe(child) for child in tree.children()]]
+
+
+def _stable(value: Any) -> Any:
+    """`value` (a node's static data) as plain data, arrays by their contents' hash."""
+    if isinstance(value, np.ndarray):
+        digest = hashlib.sha256(np.ascontiguousarray(value).tobytes()).hexdigest()
+        return ["ndarray", value.shape, str(value.dtype), digest]
+    if isinstance(value, list | tuple):
+        return [type(value).__name__, [_stable(v) for v in value]]
+    if isinstance(value, dict):
+        return ["dict", [[_stable(k), _stable(v)] for k, v in value.items()]]
+    if isinstance(value, str | int | float | bool | type(None) | np.generic):
+        return repr(value)
+    if hasattr(value, "__dict__"):
+        return [type(value).__qualname__, _stable(vars(value))]
+    return re.sub(r" at 0x[0-9a-f]+", "", repr(value))
+
+
+def load_or_compile(
+    program_id: str | None,
+    kind: str,
+    args: tuple,
+    lower: Callable[[], Any],
+    compile: Callable[[Any], Any] = lambda lowered: lowered.compile(),
+):
+    """The compiled program for `args`: loaded from the store where it holds it, else
+    `compile(lower())`'s (a `jax.stages.Compiled`), written to the store for the next run.
+    `program_id` None (`identity`): just `compile(lower())`.
+
+    What is not stored: a program JAX's persistent cache gave (XLA:CPU re-serialises it
+    without its code), one calling into a library other than LAPACK (its kernels may be
+    registered only as a program using them is lowered, which a loaded one is not), and any
+    entry that failed before (`_Guarded`). An entry that cannot be read is compiled again and
+    replaced."""
+    where = folder()
+    if program_id is None or where is None:
+        return compile(lower())
+    path = where / key(program_id, kind, args)
+    running, failed = path.with_suffix(".running"), path.with_suffix(".failed")
+    if running.exists():  # a process died running this entry: never again under this key
+        failed.touch()
+        running.unlink(missing_ok=True)
+    if path.exists() and not failed.exists():
+        loaded = _load(path)
+        if loaded is not None:
+            running.write_text(str(os.getpid()))
+            return _Guarded(loaded, running, failed)
+    lowered = lower()
+    compiled, from_cache = _compile_watching_cache(lambda: compile(lowered))
+    targets = sorted(set(re.findall(r"custom_call @([\w.$]+)", lowered.as_text())))
+    if from_cache or failed.exists() or any(not t.startswith("lapack_") for t in targets):
+        return compiled
+    try:
+        blob = pickle.dumps(
+            {"program": serialize_executable.serialize(compiled), "targets": targets}
+        )
+    except Exception:  # noqa: BLE001 - a program XLA cannot serialize is just not stored
+        return compiled
+    where.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(dir=where, delete=False, suffix=".tmp") as file:
+        file.write(blob)
+    os.replace(file.name, path)  # atomic: a concurrent run reads a whole entry or none
+    return compiled
+
+
+def _load(path: pathlib.Path) -> Any:
+    """The stored program at `path`, ready to run; None where it cannot be read."""
+    try:
+        entry = pickle.loads(path.read_bytes())
+        if any(t.startswith("lapack_") for t in entry["targets"]):
+            _initialize_lapack()
+        return serialize_executable.deserialize_and_load(*entry["program"])
+    except Exception:  # noqa: BLE001 - any unreadable entry is compiled again
+        return None
+
+
+def _initialize_lapack() -> None:
+    """jaxlib points its LAPACK kernels at SciPy's LAPACK when a program using them is first
+    lowered; a program loaded from the store is not, and would call null pointers (a
+    segmentation fault, seen with MJX's Cholesky solves). Lowering a 1x1 Cholesky does it."""
+    if jax.default_backend() == "cpu":
+        jax.jit(jnp.linalg.cholesky).lower(jax.ShapeDtypeStruct((1, 1), jnp.float32))
+
+
+class _Guarded:
+    """A loaded program whose first call is waited for: until it has run, a `running` file
+    says so, and a later process that finds it (this one died in it, e.g. of a crash inside
+    XLA) marks the entry `failed` and compiles its own. A first call that raises marks it
+    too."""
+
+    def __init__(self, compiled: Any, running: pathlib.Path, failed: pathlib.Path):
+        self._compiled, self._running, self._failed = compiled, running, failed
+
+    def __call__(self, *args):
+        if self._running is None:
+            return self._compiled(*args)
+        try:
+            out = jax.block_until_ready(self._compiled(*args))
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException:
+            self._failed.touch()
+            raise
+        finally:
+            self._running.unlink(missing_ok=True)
+            self._running = None
+        return out
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._compiled, name)
+
+
+CACHE_HIT = "/jax/compilation_cache/cache_hits"  # the event JAX records on a persistent-cache hit
+
+
+def _compile_watching_cache(compile: Callable[[], Any]) -> tuple[Any, bool]:
+    """(`compile()`, whether JAX's persistent cache gave the program)."""
+    hits = []
+
+    def listen(event: str, **_: Any) -> None:
+        if event == CACHE_HIT:
+            hits.append(event)
+
+    jax.monitoring.register_event_listener(listen)
+    try:
+        return compile(), bool(hits)
+    finally:
+        jax.monitoring.unregister_event_listener(listen)

@@ -1,0 +1,215 @@
+"""The store of compiled programs (`jaxrl.run.programs`, issue 39): a re-run that changes only
+settings that are data in the program (learning rates, tau, gamma, ...), the seed or (off
+policy) the step count loads the first run's chunk and reset programs without tracing them,
+and trains as a run without the store would; a run that changes anything else compiles its
+own. The suite runs with the store off (tests/conftest.py); these tests turn it on over a
+folder of their own."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import sys
+
+import jax
+import numpy as np
+import pytest
+
+from jaxrl import agents, driver
+from jaxrl.config import TrainConfig
+from jaxrl.loops import make_train
+from jaxrl.run import programs
+from tests import tiny
+
+
+@pytest.fixture
+def store(tmp_path, monkeypatch):
+    """The store on, over tmp_path/store; `compiles` counts the programs XLA is asked for."""
+    folder = tmp_path / "store"
+    monkeypatch.setattr(programs, "folder", lambda: folder)
+    # JAX's persistent cache off (the runs below pass compile_cache=False too): a program it
+    # gave would not be stored (tests/test_compile_cache.py checks that case).
+    was = jax.config.jax_enable_compilation_cache
+    jax.config.update("jax_enable_compilation_cache", False)
+    compiles = []
+    real = jax.stages.Lowered.compile
+
+    def counting(self, *args, **kwargs):
+        compiles.append(self)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(jax.stages.Lowered, "compile", counting)
+    yield folder, compiles
+    jax.config.update("jax_enable_compilation_cache", was)
+
+
+def _train(config, agent_config):
+    return driver.learning_metrics(
+        driver.train(config, agent_config, progress=None, compile_cache=False).history
+    )
+
+
+def test_a_rerun_with_other_data_seed_and_steps_loads_its_programs_and_trains_the_same(
+    store, monkeypatch
+):
+    folder, compiles = store
+    _train(tiny.off_policy(), tiny.SAC)
+    assert len(compiles) == 3  # the reset, the rest of the first state, the chunk
+    assert sorted(p.name.split("-")[0] for p in folder.iterdir()) == ["chunk", "reset"]
+
+    changed = tiny.off_policy(seed=3, gamma=0.95, total_steps=384)
+    changed_agent = dataclasses.replace(tiny.SAC, actor_lr=1e-3, tau=0.02, init_alpha=0.5)
+    compiles.clear()
+    rows = _train(changed, changed_agent)
+    assert len(compiles) == 1, "the re-run traced and compiled its chunk or reset again"
+    assert len(rows) == 3
+
+    monkeypatch.setattr(programs, "folder", lambda: None)  # the same run, nothing stored
+    assert rows == _train(changed, changed_agent)
+
+
+@pytest.mark.parametrize(
+    "run, agent_config",
+    [
+        (tiny.off_policy(batch_size=8), tiny.SAC),  # the program's shapes stay the same
+        (tiny.off_policy(), dataclasses.replace(tiny.SAC, temperature_loss="alpha")),
+        (tiny.off_policy(num_envs=8, eval_envs=2), tiny.SAC),
+    ],
+    ids=["batch-size", "agent-setting", "env-count"],
+)
+def test_a_run_that_changes_the_program_compiles_its_own(store, run, agent_config, monkeypatch):
+    folder, compiles = store
+    _train(tiny.off_policy(), tiny.SAC)
+    compiles.clear()
+    rows = _train(run, agent_config)
+    assert len(compiles) >= 2, "a stored program of other settings was loaded"
+    monkeypatch.setattr(programs, "folder", lambda: None)
+    assert rows == _train(run, agent_config)
+
+
+def test_an_unreadable_entry_is_compiled_again_and_replaced(store):
+    folder, compiles = store
+    rows = _train(tiny.off_policy(), tiny.SAC)
+    for entry in folder.iterdir():
+        entry.write_bytes(b"not a program")
+    compiles.clear()
+    assert _train(tiny.off_policy(), tiny.SAC) == rows
+    assert len(compiles) == 3
+    assert all(entry.stat().st_size > 1000 for entry in folder.iterdir())
+
+
+def test_no_program_is_stored_for_an_env_object_or_with_the_store_off(store, monkeypatch):
+    folder, _ = store
+    from jaxrl import envs
+
+    driver.train(
+        tiny.off_policy(),
+        tiny.SAC,
+        progress=None,
+        compile_cache=False,
+        env=envs.make("classic/pendulum"),
+    )
+    assert not folder.exists()
+    monkeypatch.undo()
+    monkeypatch.setenv("JAXRL_PROGRAM_STORE", "0")
+    assert programs.folder() is None
+
+
+def _lowered(config: TrainConfig, agent_config) -> tuple[str, str, str]:
+    """The chunk's and the reset's lowered text, and the key part of the chunk's state."""
+    trainer = make_train(config, agents.get(config.algo).make(agent_config))
+    key = jax.random.PRNGKey(config.seed)
+    state = jax.eval_shape(trainer.init, key)
+    chunk = jax.jit(trainer.chunk).lower(state).as_text()
+    return chunk, jax.jit(trainer.reset).lower(key).as_text(), programs.key("", "chunk", (state,))
+
+
+def _keyless(config, agent_config, zeros: bool = False) -> tuple[TrainConfig, object, set[str]]:
+    """`config` and `agent_config` with every field the store's key leaves out changed (floats
+    times 0.9, integers plus one, the step count doubled), and those fields' names. A float
+    at zero is left (a zero can switch a mechanism off: AdamW's decay); with `zeros`, only
+    those are changed, to 0.01."""
+    loop = "on-policy" if agents.get(config.algo).on_policy else "off-policy"
+    changed = {}
+    for obj in (config, agent_config):
+        fields = set(type(obj).ARRAY_FIELDS)
+        if isinstance(obj, TrainConfig):
+            fields |= set(programs.FREE_FIELDS[loop])
+        new = {}
+        for name in fields:
+            value = getattr(obj, name)
+            if isinstance(value, bool) or value is None:
+                continue
+            if zeros != (isinstance(value, float) and value == 0.0):
+                continue
+            if name == "total_steps":
+                new[name] = 2 * value
+            elif isinstance(value, float):
+                new[name] = 0.9 * value if value else 0.01
+            elif isinstance(value, int):
+                new[name] = value + 1
+        changed[id(obj)] = new
+    return (
+        dataclasses.replace(config, **changed[id(config)]),
+        dataclasses.replace(agent_config, **changed[id(agent_config)]),
+        set(changed[id(config)]) | set(changed[id(agent_config)]),
+    )
+
+
+@pytest.mark.parametrize("algo", ["sac", "td3", "ppo"])
+def test_what_the_key_leaves_out_never_changes_a_stored_program(algo):
+    """The store's key omits the data fields, the seed and (off policy) the step count: each
+    changed at once must leave the chunk and the reset programs as they were."""
+    config, agent_config = tiny.run(algo), tiny.agent(algo)
+    other, other_agent, fields = _keyless(config, agent_config)
+    assert {"seed", "gamma"} <= fields and fields & {"actor_lr", "learning_rate"}
+    assert ("total_steps" in fields) != agents.get(algo).on_policy
+    base = _lowered(config, agent_config)
+    assert _lowered(other, other_agent) == base
+    # A zero made nonzero may change the program only with the state's structure, which the
+    # key holds (TD3's weight_decay: Adam becomes AdamW, its state gains the decay).
+    other, other_agent, _ = _keyless(config, agent_config, zeros=True)
+    chunk, reset, key = _lowered(other, other_agent)
+    assert reset == base[1]
+    assert key != base[2] or chunk == base[0]
+
+
+def test_the_step_count_shapes_the_on_policy_chunk_so_stays_in_its_key():
+    """Why FREE_FIELDS leaves the step count in PPO's key: its learning-rate schedule reads
+    it."""
+    config, linear = tiny.on_policy(), dataclasses.replace(tiny.PPO, lr_schedule="linear")
+    longer = dataclasses.replace(config, total_steps=2 * config.total_steps)
+    assert _lowered(longer, linear)[0] != _lowered(config, linear)[0]
+
+
+def test_the_key_follows_the_source_of_the_users_env_modules(tmp_path, monkeypatch):
+    module = tmp_path / "store_probe_module.py"
+    module.write_text("SCALE = 1.0\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    importlib.import_module("store_probe_module")
+    config = dataclasses.replace(tiny.off_policy(), env_imports=("store_probe_module",))
+    try:
+        before = programs._sources(config, tiny.SAC)
+        assert programs._sources(tiny.off_policy(), tiny.SAC) != before
+        module.write_text("SCALE = 2.0\n")
+        assert programs._sources(config, tiny.SAC) != before
+    finally:
+        sys.modules.pop("store_probe_module", None)
+
+
+def test_the_stored_chunk_computes_what_the_traced_one_does(store):
+    """One chunk from the same state, through the program loaded from the store and through
+    a freshly traced one: the same parameters after it."""
+    config = tiny.off_policy()
+    trainer = make_train(config, agents.get("sac").make(tiny.SAC))
+    trainer = trainer._replace(program_id=programs.identity(trainer, tiny.SAC))
+    from jaxrl.run.runner import compile_chunk
+    from jaxrl.run.state import _initial_state
+
+    compile_chunk(trainer, _initial_state(trainer, None), None)  # stored
+    loaded = compile_chunk(trainer, _initial_state(trainer, None), None)
+    fresh = jax.jit(trainer.chunk)
+    a, _ = loaded(_initial_state(trainer, None))
+    b, _ = fresh(_initial_state(trainer, None))
+    for x, y in zip(jax.tree.leaves(a.agent), jax.tree.leaves(b.agent), strict=True):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
