@@ -70,6 +70,7 @@ SAC_BRAX = "tests/agents/test_sac_brax_parity.py"
 SAC_LOOP_BRAX = "tests/loops/test_sac_loop_brax_parity.py"
 WIRING = "tests/test_wiring.py"
 SCALE = "tests/test_scale.py"
+STORE = "tests/test_program_store.py"
 RUNS = "tests/test_runs.py"
 OWN_ENV = "tests/envs/test_own_env.py"
 RANDOMIZATION = "tests/envs/test_randomization.py"
@@ -1668,6 +1669,57 @@ MUTANTS = [
         "        if value is not None and value % count and False:",
         "a num_envs or batch_size that does not split over the devices goes unchecked",
         "tests/test_sharding.py",
+    ),
+    # --- The store of compiled programs (issue 39). -------------------------------------------
+    m(
+        "store-key-without-agent",
+        "jaxrl/run/programs.py",
+        "    agent = {}\n    if agent_config is not None:",
+        "    agent = {}\n    if agent_config is not None and False:",
+        "the agent config left out of the key: a run with another temperature loss loads the "
+        "stored program",
+        STORE,
+    ),
+    m(
+        "store-key-without-shapes",
+        "jaxrl/run/programs.py",
+        "    text = json.dumps([program_id, kind, _describe(tree), shapes], default=repr)",
+        "    text = json.dumps([program_id, kind, _describe(tree)], default=repr)",
+        "the arguments' shapes left out of the key: a run of 3 seeds loads the 2 seeds' program",
+        STORE,
+    ),
+    m(
+        "store-steps-free-on-policy",
+        "jaxrl/run/programs.py",
+        'FREE_FIELDS = {"off-policy": ("seed", "total_steps"), "on-policy": ("seed",)}',
+        'FREE_FIELDS = {"off-policy": ("seed", "total_steps"), "on-policy": ("seed", '
+        '"total_steps")}',
+        "PPO's step count left out of its key, though its learning-rate schedule reads it",
+        STORE,
+    ),
+    m(
+        "store-keeps-xla-cache-programs",
+        "jaxrl/run/programs.py",
+        "        return compile(), bool(hits)",
+        "        return compile(), False",
+        "a program JAX's persistent cache gave is stored (loaded again, it lacks its code)",
+        "tests/test_compile_cache.py",
+    ),
+    m(
+        "store-lapack-uninitialised",
+        "jaxrl/run/programs.py",
+        '    if jax.default_backend() == "cpu":\n        jax.jit(jnp.linalg.cholesky)',
+        '    if jax.default_backend() == "none":\n        jax.jit(jnp.linalg.cholesky)',
+        "a loaded program calls LAPACK before jaxlib has pointed its kernels at it",
+        "tests/test_compile_cache.py",
+    ),
+    m(
+        "store-crash-not-remembered",
+        "jaxrl/run/programs.py",
+        "            running.write_text(str(os.getpid()))",
+        "            pass",
+        "a process that dies in a loaded program leaves no trace: the next run loads it again",
+        STORE,
     ),
 ]
 

@@ -160,7 +160,9 @@ def _keyless(config, agent_config, zeros: bool = False) -> tuple[TrainConfig, ob
 def test_what_the_key_leaves_out_never_changes_a_stored_program(algo):
     """The store's key omits the data fields, the seed and (off policy) the step count: each
     changed at once must leave the chunk and the reset programs as they were."""
-    config, agent_config = tiny.run(algo), tiny.agent(algo)
+    # PPO with a schedule that reads the step count: its key keeps it (FREE_FIELDS).
+    schedule = {"lr_schedule": "linear"} if algo == "ppo" else {}
+    config, agent_config = tiny.run(algo), tiny.agent(algo, **schedule)
     other, other_agent, fields = _keyless(config, agent_config)
     assert {"seed", "gamma"} <= fields and fields & {"actor_lr", "learning_rate"}
     assert ("total_steps" in fields) != agents.get(algo).on_policy
@@ -213,3 +215,42 @@ def test_the_stored_chunk_computes_what_the_traced_one_does(store):
     b, _ = fresh(_initial_state(trainer, None))
     for x, y in zip(jax.tree.leaves(a.agent), jax.tree.leaves(b.agent), strict=True):
         np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+
+
+def test_an_entry_whose_process_died_running_it_is_dropped_for_good(store):
+    """A `.running` file left by a process that died in the entry's first call (e.g. a crash
+    inside XLA): the next run drops the entry, marks its key failed and compiles its own,
+    which is not stored under that key again."""
+    folder, compiles = store
+    rows = _train(tiny.off_policy(), tiny.SAC)
+    (chunk,) = folder.glob("chunk-*")
+    chunk.with_suffix(".running").write_text("1234")
+    for _ in range(2):
+        compiles.clear()
+        assert _train(tiny.off_policy(), tiny.SAC) == rows
+        assert len(compiles) == 2  # the chunk and the rest of the first state: compiled
+        assert chunk.with_suffix(".failed").exists() and not chunk.exists()
+    assert not list(folder.glob("*.running"))
+
+
+def test_a_guarded_first_call_that_raises_marks_its_entry_failed(tmp_path):
+    running, failed = tmp_path / "x.running", tmp_path / "x.failed"
+    running.write_text("1")
+    with pytest.raises(ZeroDivisionError):
+        programs._Guarded(lambda x: 1 / x, running, failed)(0)
+    assert failed.exists() and not running.exists()
+    running.write_text("1")
+    guarded = programs._Guarded(lambda x: x + 1, running, tmp_path / "y.failed")
+    assert guarded(1) == 2 and guarded(2) == 3
+    assert not running.exists() and not (tmp_path / "y.failed").exists()
+
+
+def test_a_run_of_more_seeds_compiles_its_own(store):
+    """The seed count is no setting of the key's configs: only the state's shapes tell a
+    program of 2 seeds from one of 3."""
+    folder, compiles = store
+    for seeds in (2, 3):
+        compiles.clear()
+        driver.train(tiny.off_policy(), tiny.SAC, progress=None, compile_cache=False, seeds=seeds)
+        assert len(compiles) == 3
+    assert len(list(folder.glob("chunk-*"))) == 2

@@ -237,6 +237,7 @@ def load_or_compile(
     if running.exists():  # a process died running this entry: never again under this key
         failed.touch()
         running.unlink(missing_ok=True)
+        path.unlink(missing_ok=True)
     if path.exists() and not failed.exists():
         loaded = _load(path)
         if loaded is not None:
