@@ -254,3 +254,15 @@ def test_a_run_of_more_seeds_compiles_its_own(store):
         driver.train(tiny.off_policy(), tiny.SAC, progress=None, compile_cache=False, seeds=seeds)
         assert len(compiles) == 3
     assert len(list(folder.glob("chunk-*"))) == 2
+
+
+def test_a_resumed_run_loads_its_programs_and_ends_as_one_that_never_stopped(store, tmp_path):
+    folder, compiles = store
+    whole = _train(tiny.off_policy(total_steps=384), tiny.SAC)
+    out = tmp_path / "run"
+    driver.train(tiny.off_policy(total_steps=128), tiny.SAC, out, progress=None,
+                 compile_cache=False)  # fmt: skip
+    compiles.clear()
+    resumed = driver.resume(out, total_steps=384, progress=None, compile_cache=False)
+    assert len(compiles) == 1  # the rest of the first state (restored over)
+    assert driver.learning_metrics(resumed.history) == whole

@@ -537,7 +537,8 @@ class TrainOptions:
     noise (an error lists them). Metrics per member under RUN/SETTING/seed_<seed>/; rows and
     summary.json name the best setting."""
     compile_cache: bool = True
-    """JAX's persistent compilation cache (~/.cache/jaxrl/xla): re-runs skip compilation."""
+    """JAX's persistent compilation cache and jaxrl's store of programs (~/.cache/jaxrl/xla):
+    re-runs skip compilation, and tracing where only data settings, seed or step count change."""
     quiet: bool = False
     """No progress display."""
     coordinator: str | None = None
