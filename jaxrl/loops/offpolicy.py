@@ -276,19 +276,9 @@ def make_train(
 
     policy = make_policy(config, agent)
     return Trainer(
-        config,
-        agent,
-        env,
-        eval_env,
-        parts.init,
-        chunk,
-        evaluate,
-        train,
-        policy,
-        view,
-        data,
+        config, agent, env, eval_env, parts.init, chunk, evaluate, train, policy, view, data,
         reset=make_reset(config, env, data, splits=4),
-    )
+    )  # fmt: skip
 
 
 def _learned(config, parts: Parts, state: OffPolicyState, collected, learn_key, training=None):

@@ -74,19 +74,9 @@ def make_train(
 
     policy = make_policy(config, agent)
     return Trainer(
-        config,
-        agent,
-        env,
-        eval_env,
-        init,
-        chunk,
-        evaluate,
-        train,
-        policy,
-        view,
-        data,
+        config, agent, env, eval_env, init, chunk, evaluate, train, policy, view, data,
         reset=make_reset(config, env, data, splits=3),
-    )
+    )  # fmt: skip
 
 
 def _summary(config: TrainConfig, state: OnPolicyState, metrics: dict) -> dict:
