@@ -19,6 +19,8 @@ from jaxrl import agents, driver
 from jaxrl.config import TrainConfig
 from jaxrl.loops import make_train
 from jaxrl.run import programs
+from jaxrl.run.runner import compile_chunk
+from jaxrl.run.state import _initial_state
 from tests import tiny
 
 
@@ -205,9 +207,6 @@ def test_the_stored_chunk_computes_what_the_traced_one_does(store):
     config = tiny.off_policy()
     trainer = make_train(config, agents.get("sac").make(tiny.SAC))
     trainer = trainer._replace(program_id=programs.identity(trainer, tiny.SAC))
-    from jaxrl.run.runner import compile_chunk
-    from jaxrl.run.state import _initial_state
-
     compile_chunk(trainer, _initial_state(trainer, None), None)  # stored
     loaded = compile_chunk(trainer, _initial_state(trainer, None), None)
     fresh = jax.jit(trainer.chunk)
@@ -224,7 +223,11 @@ def test_an_entry_whose_process_died_running_it_is_dropped_for_good(store):
     folder, compiles = store
     rows = _train(tiny.off_policy(), tiny.SAC)
     (chunk,) = folder.glob("chunk-*")
-    chunk.with_suffix(".running").write_text("1234")
+    # Loaded and never called, as by a process that died in its first call.
+    trainer = make_train(tiny.off_policy(), agents.get("sac").make(tiny.SAC))
+    trainer = trainer._replace(program_id=programs.identity(trainer, tiny.SAC))
+    compile_chunk(trainer, _initial_state(trainer, None), None)
+    assert chunk.with_suffix(".running").exists()
     for _ in range(2):
         compiles.clear()
         assert _train(tiny.off_policy(), tiny.SAC) == rows
