@@ -30,9 +30,14 @@ def store(tmp_path, monkeypatch):
     folder = tmp_path / "store"
     monkeypatch.setattr(programs, "folder", lambda: folder)
     # JAX's persistent cache off (the runs below pass compile_cache=False too): a program it
-    # gave would not be stored (tests/test_compile_cache.py checks that case).
+    # gave would not be stored (tests/test_compile_cache.py checks that case). JAX decides
+    # once per process whether it uses its cache, and another test of this worker may have
+    # turned it on: reset_cache makes it decide again.
+    from jax._src import compilation_cache
+
     was = jax.config.jax_enable_compilation_cache
     jax.config.update("jax_enable_compilation_cache", False)
+    compilation_cache.reset_cache()
     compiles = []
     real = jax.stages.Lowered.compile
 
@@ -43,6 +48,7 @@ def store(tmp_path, monkeypatch):
     monkeypatch.setattr(jax.stages.Lowered, "compile", counting)
     yield folder, compiles
     jax.config.update("jax_enable_compilation_cache", was)
+    compilation_cache.reset_cache()
 
 
 def _train(config, agent_config):
