@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import os
+import pathlib
+import subprocess
 import sys
 
 import jax
@@ -225,21 +228,30 @@ def test_the_stored_chunk_computes_what_the_traced_one_does(store):
 def test_an_entry_whose_process_died_running_it_is_dropped_for_good(store):
     """A `.running` file left by a process that died in the entry's first call (e.g. a crash
     inside XLA): the next run drops the entry, marks its key failed and compiles its own,
-    which is not stored under that key again."""
+    which is not stored under that key again. A file of a process alive (a sweep's other
+    run) is no death."""
     folder, compiles = store
     rows = _train(tiny.off_policy(), tiny.SAC)
     (chunk,) = folder.glob("chunk-*")
-    # Loaded and never called, as by a process that died in its first call.
+    # Loaded and never called, as by a process that died in its first call ...
     trainer = make_train(tiny.off_policy(), agents.get("sac").make(tiny.SAC))
     trainer = trainer._replace(program_id=programs.identity(trainer, tiny.SAC))
     compile_chunk(trainer, _initial_state(trainer, None), None)
-    assert chunk.with_suffix(".running").exists()
+    (marker,) = folder.glob("chunk-*.running-*")
+    assert marker.name.endswith(f"-{os.getpid()}")
+    compiles.clear()
+    assert _train(tiny.off_policy(), tiny.SAC) == rows  # ... this one, alive: loaded again
+    assert len(compiles) == 1 and chunk.exists()
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    assert not marker.exists()  # the same process's, cleared after its call
+    pathlib.Path(str(marker).rpartition("-")[0] + f"-{gone}").touch()  # ... a process gone
     for _ in range(2):
         compiles.clear()
         assert _train(tiny.off_policy(), tiny.SAC) == rows
         assert len(compiles) == 2  # the chunk and the rest of the first state: compiled
         assert chunk.with_suffix(".failed").exists() and not chunk.exists()
-    assert not list(folder.glob("*.running"))
+    assert not list(folder.glob("*.running-*"))
 
 
 def test_a_guarded_first_call_that_raises_marks_its_entry_failed(tmp_path):

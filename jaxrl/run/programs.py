@@ -37,6 +37,7 @@ import os
 import pathlib
 import pickle
 import re
+import socket
 import sys
 import tempfile
 from collections.abc import Callable
@@ -233,15 +234,15 @@ def load_or_compile(
     if program_id is None or where is None:
         return compile(lower())
     path = where / key(program_id, kind, args)
-    running, failed = path.with_suffix(".running"), path.with_suffix(".failed")
-    if running.exists():  # a process died running this entry: never again under this key
+    running = path.with_name(f"{path.name}.running-{socket.gethostname()}-{os.getpid()}")
+    failed = path.with_suffix(".failed")
+    if _died_running(path):  # never again under this key
         failed.touch()
-        running.unlink(missing_ok=True)
         path.unlink(missing_ok=True)
     if path.exists() and not failed.exists():
         loaded = _load(path)
         if loaded is not None:
-            running.write_text(str(os.getpid()))
+            running.touch()
             return _Guarded(loaded, running, failed)
     lowered = lower()
     compiled, from_cache = _compile_watching_cache(lambda: compile(lowered))
@@ -259,6 +260,31 @@ def load_or_compile(
         file.write(blob)
     os.replace(file.name, path)  # atomic: a concurrent run reads a whole entry or none
     return compiled
+
+
+def _died_running(path: pathlib.Path) -> bool:
+    """Whether a process of this machine died in the first call of the entry at `path`: a
+    `.running-HOST-PID` file of it is left with no process PID alive (its file is removed).
+    Runs alive beside this one (a sweep's) are not deaths; another machine's files (a shared
+    cache folder) cannot be judged here and are left."""
+    host, died = socket.gethostname(), False
+    for marker in path.parent.glob(f"{path.name}.running-*"):
+        marker_host, _, pid = marker.name.partition(".running-")[2].rpartition("-")
+        if marker_host != host or not pid.isdigit() or _alive(int(pid)):
+            continue
+        died = True
+        marker.unlink(missing_ok=True)
+    return died
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
 
 
 def _load(path: pathlib.Path) -> Any:
@@ -282,9 +308,9 @@ def _initialize_lapack() -> None:
 
 class _Guarded:
     """A loaded program whose first call is waited for: until it has run, a `running` file
-    says so, and a later process that finds it (this one died in it, e.g. of a crash inside
-    XLA) marks the entry `failed` and compiles its own. A first call that raises marks it
-    too."""
+    names this machine and process, and a later process that finds it with that process gone
+    (it died in the call, e.g. of a crash inside XLA) marks the entry `failed` and compiles its
+    own (`_died_running`). A first call that raises marks it too."""
 
     def __init__(self, compiled: Any, running: pathlib.Path, failed: pathlib.Path):
         self._compiled, self._running, self._failed = compiled, running, failed
