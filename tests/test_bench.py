@@ -444,3 +444,21 @@ def test_more_seeds_start_past_the_first_five_on_both_sides():
     assert sorted(c.seed for c in cases if c.system == "brax") == [20, 21, 22, 23, 24]
     first = [c for c in SUITES["parity_dmc"]() if c.env == jaxrl_cases[0].env]
     assert not {c.name for c in first} & {c.name for c in cases}  # records never replace
+
+
+def test_rerun_script_records_a_first_run_and_re_runs_over_one_store(tmp_path, monkeypatch):
+    """benchmarks/rerun.py (issue 39's GPU check of the store): fresh processes over one cache
+    folder; the first run stores the chunk and the reset, the re-runs keep that store, and an
+    unknown preset's failure is recorded, not raised."""
+    from jaxrl.benchmarks import rerun
+
+    monkeypatch.setenv("JAXRL_PROGRAM_STORE", "1")  # the suite's default is off (conftest.py)
+    out = tmp_path / "rerun.jsonl"
+    rerun.main(["sac_pendulum", "--steps", "1024", "--libraries", "cusolver", "--out", str(out)])
+    (record,) = [json.loads(line) for line in out.read_text().splitlines()]
+    assert record["env"] == "classic/pendulum" and record["device"]
+    for name in ("first", "rerun", "rerun_libraries"):
+        assert record[f"{name}_compile_seconds"] > 0 and f"{name}_error" not in record
+        assert record[f"{name}_stored"] == ["chunk", "reset"]
+    bad = rerun.measure("no_such_preset", "classic/pendulum", 512, "", 60)
+    assert bad["first_compile_seconds"] is None and "no_such_preset" in bad["first_error"]

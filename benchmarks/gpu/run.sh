@@ -5,6 +5,7 @@
 # $OUT (the device tool brings that folder back).
 #   bash benchmarks/gpu/run.sh SUITE JOBS TIMEOUT_PER_CASE [more jaxrl bench flags]
 #   bash benchmarks/gpu/run.sh compile-chunk 1 540   (benchmarks/compile_chunk.py, all at once)
+#   bash benchmarks/gpu/run.sh rerun 1 150           (benchmarks/rerun.py, 150 s per run)
 set -uo pipefail
 suite=${1:?suite}; jobs=${2:-1}; timeout=${3:-540}; shift 3 || true
 out=${OUT:-/tmp/out}
@@ -20,6 +21,10 @@ export PYTHONPATH="$site:$PWD" PYTHONUNBUFFERED=1 MUJOCO_GL=egl
     if [ "$suite" = compile-chunk ]; then  # issue 39: the chunk's compile, own and shared eval
         timeout "$timeout" python3 -m jaxrl.benchmarks.compile_chunk sac_dmc fast_td3_playground \
             ppo_dmc --init --out "$out/compile-chunk-gpu.jsonl" "$@"
+    elif [ "$suite" = rerun ]; then  # issue 39: first runs and re-runs, the store on GPU
+        python3 -m jaxrl.benchmarks.rerun sac_dmc ppo_dmc fast_td3_playground \
+            --env playground/CheetahRun --steps 65536 --libraries cusolver,cublas \
+            --timeout "$timeout" --out "$out/rerun-gpu.jsonl" "$@"
     else
         python3 -m jaxrl.cli bench --suite "$suite" --jobs "$jobs" --timeout "$timeout" \
             --out "$out/$suite-gpu.jsonl" "$@"

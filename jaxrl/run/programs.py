@@ -247,7 +247,7 @@ def load_or_compile(
     lowered = lower()
     compiled, from_cache = _compile_watching_cache(lambda: compile(lowered))
     targets = sorted(set(re.findall(r"custom_call @([\w.$]+)", lowered.as_text())))
-    if from_cache or failed.exists() or any(not t.startswith("lapack_") for t in targets):
+    if from_cache or failed.exists() or any(not t.startswith(_libraries()) for t in targets):
         return compiled
     try:
         blob = pickle.dumps(
@@ -285,6 +285,15 @@ def _alive(pid: int) -> bool:
     except PermissionError:  # another user's process
         return True
     return True
+
+
+def _libraries() -> tuple[str, ...]:
+    """The custom-call targets (by prefix) a stored program may call: LAPACK's, which the
+    store initialises itself, and those JAXRL_PROGRAM_STORE_LIBRARIES adds (comma-separated,
+    e.g. "cusolver,cublas" for MJX on a GPU: not yet checked on one, so not by default;
+    `jaxrl.benchmarks.rerun --libraries` checks it)."""
+    extra = os.environ.get("JAXRL_PROGRAM_STORE_LIBRARIES", "")
+    return ("lapack_", *(name.strip() for name in extra.split(",") if name.strip()))
 
 
 def _load(path: pathlib.Path) -> Any:

@@ -1,0 +1,91 @@
+"""What a re-run costs to start (issue 39): each preset's first run and its re-runs, each a
+fresh `jaxrl train` process over one fresh cache folder, by their compile clocks.
+
+    python -m jaxrl.benchmarks.rerun sac_dmc ppo_dmc fast_td3_playground \
+        --env playground/CheetahRun --steps 4096 --out rerun.jsonl [--libraries cusolver,cublas]
+
+Per preset: the first run (its programs compiled, and kept in the store of compiled programs,
+`jaxrl.run.programs`), then a re-run with another seed (loaded from the store where it kept
+them), and, with `--libraries`, a third with `JAXRL_PROGRAM_STORE_LIBRARIES` set to those, for
+programs that call those libraries (MJX on a GPU calls cuSOLVER; the store keeps only programs
+whose libraries it knows to be ready, so there the first two runs show the trace-and-cache
+path). One JSON line per preset: the clocks, the store's entries after each run, the device,
+and any run's error. `--timeout` bounds each run, so a slow preset still leaves the others.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
+
+
+def _run(argv: list[str], cache: pathlib.Path, out: pathlib.Path, env: dict, timeout: float):
+    """(compile clock, error) of one `jaxrl train` process."""
+    env = {**os.environ, **env, "JAXRL_CACHE_DIR": str(cache)}
+    command = [sys.executable, "-m", "jaxrl.cli", "train", *argv, "--out", str(out), "--quiet"]
+    try:
+        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None, f"timed out after {timeout:.0f} s"
+    if done.returncode:
+        return None, done.stderr[-2000:]
+    return json.loads((out / "summary.json").read_text())["compile_seconds"], None
+
+
+def measure(preset: str, env: str, steps: int, libraries: str, timeout: float) -> dict:
+    import jax
+
+    argv = ["--preset", preset, "--env", env, "--steps", str(steps), "--eval-every", str(steps)]
+    runs = [("first", [], {}), ("rerun", ["--seed", "1"], {})]
+    if libraries:
+        runs.append(("rerun_libraries", ["--seed", "2"],
+                     {"JAXRL_PROGRAM_STORE_LIBRARIES": libraries}))  # fmt: skip
+    record = {"preset": preset, "env": env, "steps": steps, "libraries": libraries}
+    record["device"] = str(jax.devices()[0].device_kind)
+    with tempfile.TemporaryDirectory() as folder:
+        cache = pathlib.Path(folder) / "cache"
+        for name, extra, env_vars in runs:
+            clock, error = _run(
+                [*argv, *extra], cache, pathlib.Path(folder) / name, env_vars, timeout
+            )
+            record[f"{name}_compile_seconds"] = clock
+            store = cache / "jaxrl-programs"
+            record[f"{name}_stored"] = sorted(
+                p.name.split("-")[0] for p in store.glob("*") if "." not in p.name
+            ) if store.exists() else []  # fmt: skip
+            if error:
+                record[f"{name}_error"] = error
+                break
+    return record
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("presets", nargs="+")
+    parser.add_argument("--env", default=None, help="the presets' own env when left out")
+    parser.add_argument("--steps", type=int, default=4096)
+    parser.add_argument("--libraries", default="")
+    parser.add_argument("--timeout", type=float, default=300)
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args(argv)
+    for preset in args.presets:
+        env = args.env or _preset_env(preset)
+        record = measure(preset, env, args.steps, args.libraries, args.timeout)
+        with open(args.out, "a") as file:
+            file.write(json.dumps(record) + "\n")
+        print(json.dumps(record), flush=True)
+
+
+def _preset_env(preset: str) -> str:
+    import jaxrl
+
+    return jaxrl.preset(preset)[0].env
+
+
+if __name__ == "__main__":
+    main()
