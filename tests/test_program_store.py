@@ -287,3 +287,21 @@ def test_a_resumed_run_loads_its_programs_and_ends_as_one_that_never_stopped(sto
     resumed = driver.resume(out, total_steps=384, progress=None, compile_cache=False)
     assert len(compiles) == 1  # the rest of the first state (restored over)
     assert driver.learning_metrics(resumed.history) == whole
+
+
+def test_a_program_calling_an_unknown_library_is_not_stored(tmp_path, monkeypatch):
+    """Only LAPACK (which the store readies itself) and JAXRL_PROGRAM_STORE_LIBRARIES' names
+    may be called by a stored program: here a host callback, whose pointers a loaded program
+    could not hold. The same program without it is stored."""
+    monkeypatch.setattr(programs, "folder", lambda: tmp_path)
+    x = jax.numpy.ones(4)
+    shape = jax.ShapeDtypeStruct((4,), x.dtype)
+    calling = jax.jit(lambda v: jax.pure_callback(lambda a: a * 2, shape, v) + 1)
+    assert (
+        list(programs.load_or_compile("t", "calling", (x,), lambda: calling.lower(x))(x))
+        == [3.0] * 4
+    )
+    assert not list(tmp_path.glob("calling-*"))
+    plain = jax.jit(lambda v: v * 2 + 1)
+    programs.load_or_compile("t", "plain", (x,), lambda: plain.lower(x))
+    assert list(tmp_path.glob("plain-*"))
