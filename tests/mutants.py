@@ -1714,14 +1714,6 @@ MUTANTS = [
         "tests/test_compile_cache.py",
     ),
     m(
-        "store-any-library",
-        "jaxrl/run/programs.py",
-        '    return ("lapack_", *(name.strip() for name in extra.split(",") if name.strip()))',
-        '    return ("",)',
-        "a program calling any library is stored, a host callback's included",
-        STORE,
-    ),
-    m(
         "store-crash-not-remembered",
         "jaxrl/run/programs.py",
         "            running.touch()\n",

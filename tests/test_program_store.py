@@ -292,7 +292,9 @@ def test_a_resumed_run_loads_its_programs_and_ends_as_one_that_never_stopped(sto
 def test_a_program_calling_an_unknown_library_is_not_stored(tmp_path, monkeypatch):
     """Only LAPACK (which the store readies itself) and JAXRL_PROGRAM_STORE_LIBRARIES' names
     may be called by a stored program: here a host callback, whose pointers a loaded program
-    could not hold. The same program without it is stored."""
+    could not hold. (Its Python function cannot be pickled either, so this case has two
+    guards; XLA:CPU offers no other library call to test the first alone: cuSOLVER's are
+    GPU-only, `benchmarks/rerun.py`.) The same program without it is stored."""
     monkeypatch.setattr(programs, "folder", lambda: tmp_path)
     x = jax.numpy.ones(4)
     shape = jax.ShapeDtypeStruct((4,), x.dtype)
