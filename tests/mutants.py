@@ -1714,6 +1714,15 @@ MUTANTS = [
         "tests/test_compile_cache.py",
     ),
     m(
+        "store-seed-free-with-randomization",
+        "jaxrl/run/programs.py",
+        "    if config.randomize:  # the envs' physics are drawn from the seed",
+        "    if False:  # the envs' physics are drawn from the seed",
+        "with domain randomization the seed is left out of the key, though the physics drawn "
+        "from it are constants of the programs: another seed loads the first seed's physics",
+        STORE,
+    ),
+    m(
         "store-crash-not-remembered",
         "jaxrl/run/programs.py",
         "            running.touch()\n",

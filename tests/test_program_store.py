@@ -307,3 +307,13 @@ def test_a_program_calling_an_unknown_library_is_not_stored(tmp_path, monkeypatc
     plain = jax.jit(lambda v: v * 2 + 1)
     programs.load_or_compile("t", "plain", (x,), lambda: plain.lower(x))
     assert list(tmp_path.glob("plain-*"))
+
+
+def test_with_domain_randomization_the_seed_stays_in_the_key():
+    """Randomized physics are drawn from the seed when the envs are built
+    (tests/envs/test_randomization.py), so they are constants of the programs: there a seed
+    is a program of its own."""
+    plain, randomized = tiny.off_policy(), tiny.off_policy(randomize="mass")
+    assert "seed" not in programs._settings(plain, False, tiny.SAC)["run"]
+    assert programs._settings(randomized, False, tiny.SAC)["run"]["seed"] == 0
+    assert "seed" in programs._settings(tiny.on_policy(randomize="mass"), True, tiny.PPO)["run"]

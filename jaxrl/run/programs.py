@@ -50,9 +50,10 @@ from jax.experimental import serialize_executable
 
 STORE_VERSION = 1
 FOLDER = "jaxrl-programs"
-# Settings that never reach a chunk program: the seed is the state's key; the off-policy loop
-# reads the step count only to know how many chunks to run (the on-policy loop's schedules
-# read it, so there it stays in the key). tests/test_program_store.py lowers the chunks both
+# Settings that never reach a chunk program: the seed is the state's key (but with domain
+# randomization, whose physics are drawn from it when the envs are built: `_settings`); the
+# off-policy loop reads the step count only to know how many chunks to run (the on-policy
+# loop's schedules read it, so there it stays in the key). tests/test_program_store.py lowers the chunks both
 # ways to hold this true.
 FREE_FIELDS = {"off-policy": ("seed", "total_steps"), "on-policy": ("seed",)}
 PACKAGES = ("jax", "jaxlib", "numpy", "scipy", "ml_dtypes", "flax", "optax", "chex", "brax",
@@ -134,6 +135,8 @@ def _jax_config() -> dict[str, str]:
 
 def _settings(config: Any, on_policy: bool, agent_config: Any) -> dict:
     free = set(FREE_FIELDS["on-policy" if on_policy else "off-policy"])
+    if config.randomize:  # the envs' physics are drawn from the seed, constants in the programs
+        free.discard("seed")
     run = {
         name: value
         for name, value in dataclasses.asdict(config).items()
