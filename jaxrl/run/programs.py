@@ -53,8 +53,8 @@ FOLDER = "jaxrl-programs"
 # Settings that never reach a chunk program: the seed is the state's key (but with domain
 # randomization, whose physics are drawn from it when the envs are built: `_settings`); the
 # off-policy loop reads the step count only to know how many chunks to run (the on-policy
-# loop's schedules read it, so there it stays in the key). tests/test_program_store.py lowers the chunks both
-# ways to hold this true.
+# loop's schedules read it, so there it stays in the key). tests/test_program_store.py lowers
+# the chunks both ways to hold this true.
 FREE_FIELDS = {"off-policy": ("seed", "total_steps"), "on-policy": ("seed",)}
 PACKAGES = ("jax", "jaxlib", "numpy", "scipy", "ml_dtypes", "flax", "optax", "chex", "brax",
             "mujoco", "mujoco-mjx", "playground", "orbax-checkpoint")  # fmt: skip
