@@ -1175,8 +1175,8 @@ MUTANTS = [
     m(
         "grid-every-setting-starts-as-the-first",
         "jaxrl/run/state.py",
-        "jax.vmap(lambda k, e, m=member: trainer.init(k, m, e))(keys, env_states)",
-        "jax.vmap(lambda k, e, m=members[0]: trainer.init(k, m, e))(keys, env_states)",
+        "jax.vmap(lambda k, e, m=member: trainer.init(k, m, e))(keys, env_state)",
+        "jax.vmap(lambda k, e, m=members[0]: trainer.init(k, m, e))(keys, env_state)",
         "every setting of a grid starts from the first setting's state",
         RUNS,
     ),

@@ -102,18 +102,24 @@ def noise_scales(config: TrainConfig, key: jax.Array, hp: dict) -> jax.Array:
     return jnp.ones(num_envs)
 
 
+# init(key) splits its key into (the state's key, the agent's, the envs' reset's, the noise
+# scales'); `loops.base.make_reset` resets the envs with the third part.
+KEY_SPLITS = 4
+
+
 def make_init(config: TrainConfig, agent: Agent, env: Any, view, data) -> Callable:
     """`Parts.init`: `init(key, member=None) -> OffPolicyState`, with the agent and run config
     of one member of a settings grid where given (their agent state and `hp`)."""
     num_envs, action_size = config.num_envs, env.action_size
+    reset = make_reset(config, env, data, KEY_SPLITS)
 
     def init(
         key: jax.Array, member: tuple[Agent, TrainConfig] | None = None, env_state: Any = None
     ) -> OffPolicyState:
         member_agent, member_config = member or (agent, config)
-        key, agent_key, env_key, noise_key = jax.random.split(key, 4)
         if env_state is None:  # else `reset(key)`'s: the same states
-            env_state = data.split(env.reset(env_key), size=config.num_envs)
+            env_state = reset(key)
+        key, agent_key, _, noise_key = jax.random.split(key, KEY_SPLITS)
         first_obs = jax.tree.map(lambda x: x[0], view(env_state.obs))
         stored_obs = jax.tree.map(lambda x: x.astype(config.replay_obs_dtype), first_obs)
         example = Transition(
@@ -277,7 +283,7 @@ def make_train(
     policy = make_policy(config, agent)
     return Trainer(
         config, agent, env, eval_env, parts.init, chunk, evaluate, train, policy, view, data,
-        reset=make_reset(config, env, data, splits=4),
+        reset=make_reset(config, env, data, KEY_SPLITS),
     )  # fmt: skip
 
 

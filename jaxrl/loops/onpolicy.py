@@ -75,7 +75,7 @@ def make_train(
     policy = make_policy(config, agent)
     return Trainer(
         config, agent, env, eval_env, init, chunk, evaluate, train, policy, view, data,
-        reset=make_reset(config, env, data, splits=3),
+        reset=make_reset(config, env, data, KEY_SPLITS),
     )  # fmt: skip
 
 
@@ -104,17 +104,23 @@ def make_chunk(config: TrainConfig, agent: Agent, env: Any, view, data, evaluate
     return chunk
 
 
+# init(key) splits its key into (the state's key, the agent's, the envs' reset's);
+# `loops.base.make_reset` resets the envs with the third part.
+KEY_SPLITS = 3
+
+
 def make_init(config: TrainConfig, agent: Agent, env: Any, view, data) -> Callable:
     """`Trainer.init`: `init(key, member=None) -> OnPolicyState`, with the agent and run config
     of one member of a settings grid where given (their agent state and `hp`)."""
+    reset = make_reset(config, env, data, KEY_SPLITS)
 
     def init(
         key: jax.Array, member: tuple[Agent, TrainConfig] | None = None, env_state: Any = None
     ) -> OnPolicyState:
         member_agent, member_config = member or (agent, config)  # see loops.base.Trainer.init
-        key, agent_key, env_key = jax.random.split(key, 3)
         if env_state is None:  # else `reset(key)`'s: the same states
-            env_state = data.split(env.reset(env_key), size=config.num_envs)
+            env_state = reset(key)
+        key, agent_key, _ = jax.random.split(key, KEY_SPLITS)
         # Identity until the first update: the reset states are far narrower than those the
         # policy visits, and seeding the statistics with them slowed PPO (as Brax, not seeded).
         stats = normalization.init(view.sizes)

@@ -52,9 +52,9 @@ def _initial_state(trainer, run_grid: grid.Grid | None, members: list | None = N
     else:
         key = jnp.stack([jax.random.PRNGKey(seed) for seed in run_grid.seeds])
 
-        def init(keys, env_states=None):
+        def init(keys, env_state=None):
             states = [
-                jax.vmap(lambda k, e, m=member: trainer.init(k, m, e))(keys, env_states)
+                jax.vmap(lambda k, e, m=member: trainer.init(k, m, e))(keys, env_state)
                 for member in members
             ]
             return jax.tree.map(lambda *xs: jnp.concatenate(xs), *states)
@@ -90,8 +90,7 @@ def _stored_initial_state(trainer, run_grid, init, key):
     env_shapes = compiled.out_info
     # Traced against the reset's shapes: the whole state's shapes for the memory check
     # before either program allocates anything.
-    traced = jax.jit(lambda k, e: init(k, env_state=e) if run_grid is None else init(k, e))
-    traced = traced.trace(key, env_shapes)
+    traced = jax.jit(lambda k, e: init(k, env_state=e)).trace(key, env_shapes)
     check_memory(traced.out_info, _devices(trainer))
     return _compile_once(traced.lower())(key, compiled(key))
 
