@@ -354,6 +354,13 @@ class _PlaygroundEnv(Wrapper):
         self.episode_length = episode_length
         self.action_repeat = action_repeat
 
+    @functools.cached_property
+    def observation_size(self) -> Any:
+        """Read once: Playground's own property traces the task's reset at every read (and
+        with the store of compiled programs on, once per task, options and sources:
+        `jaxrl.run.programs.remember_observation_size`)."""
+        return self.env.observation_size
+
     @property
     def action_bounds(self) -> Any:
         return getattr(self.env, "action_bounds", None)

@@ -223,8 +223,7 @@ def train(
     configure_compile_cache(compile_cache)
 
     agent = agents.get(config.algo).make(agent_config)
-    trainer = _with_program_id(make_train(config, agent, env, randomization_fn), agent_config,
-                               env, randomization_fn)  # fmt: skip
+    trainer = _make_trainer(config, agent, agent_config, env, randomization_fn)
     config = trainer.config  # with the algorithm's own loop defaults filled in
     _check_split(config, run_grid)
     members = _members(trainer, agent_config, run_grid)  # checked before compiling
@@ -251,10 +250,20 @@ def train(
     )
 
 
-def _with_program_id(trainer: Trainer, agent_config: Any, env: Any, randomization_fn: Any):
-    """`trainer` with its key in the store of compiled programs (`jaxrl.run.programs`), where
-    its programs can be stored: not for an env object or randomization function of the
-    caller's, whose code the key cannot see."""
+def _make_trainer(
+    config: TrainConfig, agent: Any, agent_config: Any, env: Any, randomization_fn: Any
+) -> Trainer:
+    """`make_train`'s trainer with its key in the store of compiled programs
+    (`jaxrl.run.programs`), where its programs can be stored: not for an env object or
+    randomization function of the caller's, whose code the key cannot see. With the store on,
+    a registry env is built here, so that its observation size comes from the store
+    (`programs.remember_observation_size`) instead of a trace of its reset."""
+    base = env
+    if env is None and programs.folder() is not None:
+        envs.import_modules(config.env_imports)
+        base = envs.make(config.env, **config.env_options)
+        programs.remember_observation_size(base, config)
+    trainer = make_train(config, agent, base, randomization_fn)
     if env is not None or randomization_fn is not None:
         return trainer
     return trainer._replace(program_id=programs.identity(trainer, agent_config))
@@ -332,8 +341,7 @@ def resume(
         logs.check_wandb(resuming=True)
     configure_compile_cache(compile_cache)
     agent = agents.get(config.algo).make(agent_config)
-    trainer = _with_program_id(make_train(config, agent, env, randomization_fn), agent_config,
-                               env, randomization_fn)  # fmt: skip
+    trainer = _make_trainer(config, agent, agent_config, env, randomization_fn)
     if trainer.config.env_steps_per_chunk != per_chunk:
         raise ResumeError(
             f"the saved config gives {trainer.config.env_steps_per_chunk} env steps per chunk, "

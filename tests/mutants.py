@@ -1730,6 +1730,48 @@ MUTANTS = [
         "a process that dies in a loaded program leaves no trace: the next run loads it again",
         STORE,
     ),
+    m(
+        "store-key-without-env-class",
+        "jaxrl/run/programs.py",
+        "        modules.append(type(layer).__module__)\n",
+        "        pass\n",
+        "the modules of the env's classes are not keyed: an edit of a user's env class, "
+        "registered from another module, loads the program traced from the old code",
+        STORE,
+    ),
+    m(
+        "store-key-without-env-factory",
+        "jaxrl/run/programs.py",
+        "        modules.append(getattr(factory, \"__module__\", None) or \"\")\n",
+        "        pass\n",
+        "a registered env's factory module is not keyed",
+        STORE,
+    ),
+    m(
+        "store-key-fileless-env",
+        "jaxrl/run/programs.py",
+        "        if file is None:\n            return None\n",
+        "        if file is None:\n            continue\n",
+        "an env defined where it has no file (a notebook) is stored under a key blind to its code",
+        STORE,
+    ),
+    m(
+        "store-observation-size-not-read",
+        "jaxrl/run/programs.py",
+        '        vars(env)["observation_size"] = pickle.loads(path.read_bytes())\n'
+        "        return\n",
+        "        pickle.loads(path.read_bytes())\n",
+        "the kept observation size is never read back: every run traces the env's reset again",
+        STORE,
+    ),
+    m(
+        "store-observation-size-key-without-options",
+        "jaxrl/run/programs.py",
+        '             "env": config.env, "options": config.env_options}',
+        '             "env": config.env}',
+        "the observation size is kept by env name alone: other env options read another's",
+        STORE,
+    ),
 ]
 
 

@@ -8,17 +8,19 @@ folder of their own."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib
 import os
 import pathlib
 import subprocess
 import sys
+import types
 
 import jax
 import numpy as np
 import pytest
 
-from jaxrl import agents, driver
+from jaxrl import agents, driver, envs
 from jaxrl.config import TrainConfig
 from jaxrl.loops import make_train
 from jaxrl.run import programs
@@ -208,6 +210,87 @@ def test_the_key_follows_the_source_of_the_users_env_modules(tmp_path, monkeypat
         assert programs._sources(config, tiny.SAC) != before
     finally:
         sys.modules.pop("store_probe_module", None)
+
+
+def test_the_key_follows_the_code_of_a_registered_env_outside_env_imports(
+    store, tmp_path, monkeypatch
+):
+    """An env registered by the user's own code (not named by --env-imports): its factory's
+    module and its class's module are in the key, so an edit of either makes a re-run compile
+    its own programs; an env whose code has no file (a notebook's) leaves the run unstored."""
+    (tmp_path / "store_probe_env.py").write_text(
+        "from jaxrl.envs import classic\n\n"
+        "class ProbeEnv(classic.Pendulum):\n    SCALE = 1.0\n\n"
+        "def make():\n    return ProbeEnv()\n"
+    )
+    (tmp_path / "store_probe_factory.py").write_text(
+        "import store_probe_env\n\ndef make():\n    return store_probe_env.ProbeEnv()\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    probe_env = importlib.import_module("store_probe_env")
+    probe_factory = importlib.import_module("store_probe_factory")
+    notebook = types.ModuleType("store_probe_notebook")  # no __file__
+    exec("from jaxrl.envs import classic\ndef make():\n    return classic.Pendulum()",
+         notebook.__dict__)  # fmt: skip
+    sys.modules["store_probe_notebook"] = notebook
+    envs.register("probe/ByFactory", probe_factory.make)  # the class's module: not the factory's
+    envs.register("probe/ByClass", functools.partial(probe_env.make))
+    envs.register("probe/Notebook", notebook.make)
+
+    def identity(env):
+        config = tiny.off_policy(env=env)
+        return programs.identity(make_train(config, agents.get("sac").make(tiny.SAC)), tiny.SAC)
+
+    try:
+        before = {name: identity(name) for name in ("probe/ByFactory", "probe/ByClass")}
+        assert None not in before.values()
+        (tmp_path / "store_probe_env.py").write_text(
+            (tmp_path / "store_probe_env.py").read_text().replace("1.0", "2.0")
+        )
+        for name, was in before.items():
+            assert identity(name) != was, f"{name}: the edit of its env's module is not keyed"
+        was = identity("probe/ByFactory")
+        (tmp_path / "store_probe_factory.py").write_text(
+            (tmp_path / "store_probe_factory.py").read_text() + "SCALE = 3.0\n"
+        )
+        assert identity("probe/ByFactory") != was, "the factory's module is not keyed"
+        assert identity("probe/Notebook") is None
+    finally:
+        for name in ("probe/ByFactory", "probe/ByClass", "probe/Notebook"):
+            envs.unregister(name)
+        for name in ("store_probe_env", "store_probe_factory", "store_probe_notebook"):
+            sys.modules.pop(name, None)
+
+
+def test_a_registry_envs_observation_size_is_read_once_per_env_options_and_sources(
+    store, monkeypatch
+):
+    """Brax's and Playground's envs read their observation size off a trace of their reset;
+    with the store on, the first run keeps it and a re-run reads it back without the trace.
+    Other options make another entry."""
+    folder, _ = store
+    from jaxrl.envs import registry
+
+    traces = []
+    real = registry._BraxEnv.observation_size.func
+
+    def traced(self):
+        traces.append(self)
+        return real(self)
+
+    monkeypatch.setattr(registry._BraxEnv, "observation_size", functools.cached_property(traced))
+    monkeypatch.setattr(registry._BraxEnv.observation_size, "attrname", "observation_size")
+    config = tiny.off_policy(env="brax/inverted_pendulum")
+    sizes = []
+    for _ in range(2):
+        trainer = driver._make_trainer(config, agents.get("sac").make(tiny.SAC), tiny.SAC, None,
+                                       None)  # fmt: skip
+        sizes.append(trainer.observation.actor_size)
+    assert sizes == [4, 4] and len(traces) == 1, "the re-run traced the reset again"
+    assert len(list(folder.glob("observation_size-*"))) == 1
+    other = dataclasses.replace(config, env_options={"backend": "positional"})
+    driver._make_trainer(other, agents.get("sac").make(tiny.SAC), tiny.SAC, None, None)
+    assert len(traces) == 2 and len(list(folder.glob("observation_size-*"))) == 2
 
 
 def test_the_stored_chunk_computes_what_the_traced_one_does(store):

@@ -11,17 +11,20 @@ What goes into the key (`identity`, then `key` per program):
   (`TrainConfig.ARRAY_FIELDS` and the agent config's: learning rates, tau, gamma, noise
   scales, ...), the seed (the state's key) and, for loops whose chunk never reads it, the step
   count (`FREE_FIELDS`);
-- the source of jaxrl (its envs included), of a user's `--env-imports` modules and agent config,
-  and of any of flax, optax, chex, brax, MuJoCo and Playground that is not an installed
-  release (`_sources`); releases by their versions;
+- the source of jaxrl (its envs included), of a user's `--env-imports` modules, agent config
+  and env (its classes' modules, a registered env's factory's), and of any of flax, optax,
+  chex, brax, MuJoCo and Playground that is not an installed release (`_sources`); releases
+  by their versions;
 - the versions of Python and of the packages, jax's config, XLA_FLAGS, the backend and its
   devices;
 - the program's kind and its arguments' structure, shapes, dtypes and placement.
 
 Used only where all of that is known: runs from the registry's envs and algorithms (not an env
-object or randomization function handed to `train`), on one device of one process, and with
-the compilation cache on. JAXRL_PROGRAM_STORE=0 turns it off alone. The store lives beside
-the cache's own entries (`<cache dir>/jaxrl-programs`); deleting that folder empties it.
+object or randomization function handed to `train`, nor an env whose code has no file), on one
+device of one process, and with the compilation cache on. JAXRL_PROGRAM_STORE=0 turns it off
+alone. The store lives beside the cache's own entries (`<cache dir>/jaxrl-programs`); deleting that folder empties it. It
+also keeps the observation size of the registry's Brax and Playground envs, which they read
+off a trace of their reset (`remember_observation_size`).
 
 Written here rather than taken from a library: JAX's own cache is the library, and its key is
 the lowered program, which is what a re-run should not have to build."""
@@ -29,6 +32,7 @@ the lowered program, which is what a re-run should not have to build."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import importlib.metadata
 import importlib.util
@@ -84,24 +88,30 @@ def _versions() -> dict[str, str]:
     return found
 
 
-def _sources(config: Any, agent_config: Any) -> str:
+def _sources(config: Any, agent_config: Any, env: Any = None) -> str | None:
     """A hash of the Python source a run's programs are traced from: every file of jaxrl
     (its envs included), of each package of PACKAGES that is not an installed release (an
     editable or source checkout; a release is keyed by its version), and of the user's modules
-    (`config.env_imports`, an agent config's own module). About 150 files, 30 ms."""
+    (`config.env_imports`, an agent config's own module, and the modules of `env`'s classes and
+    of its registered factory: `_env_modules`). About 150 files, 30 ms. None where one of the
+    user's modules has no file to read (an env defined in a notebook): its code cannot be
+    keyed, so nothing of the run is stored."""
     folders = [_package_folder("jaxrl"), _package_folder("jaxrl.envs")]
     for name in _IMPORT_NAMES:
         folder = _package_folder(name)
-        if folder is not None and not {"site-packages", "dist-packages"} & set(folder.parts):
+        if folder is not None and not _released(folder):
             folders.append(folder)
     files = [f for folder in folders if folder is not None for f in sorted(folder.rglob("*.py"))]
     modules = list(config.env_imports or ())
     if agent_config is not None:
         modules.append(type(agent_config).__module__)
-    for name in modules:
-        module = sys.modules.get(name)
-        if getattr(module, "__file__", None):
-            files.append(pathlib.Path(module.__file__))
+    modules += _env_modules(config, env)
+    for name in dict.fromkeys(modules):
+        file = getattr(sys.modules.get(name), "__file__", None)
+        if file is None:
+            return None
+        if not _released(pathlib.Path(file)):
+            files.append(pathlib.Path(file))
     digest = hashlib.sha256()
     for path in files:
         try:
@@ -109,6 +119,32 @@ def _sources(config: Any, agent_config: Any) -> str:
         except OSError:
             continue
     return digest.hexdigest()
+
+
+def _released(path: pathlib.Path) -> bool:
+    """Whether `path` is an installed release's (keyed by its version, not its source)."""
+    return bool({"site-packages", "dist-packages"} & set(path.parts))
+
+
+def _env_modules(config: Any, env: Any) -> list[str]:
+    """The modules `env`'s code comes from: the class of every layer of its wrappers (a user's
+    Brax or Playground env class, a registered env's own class) and, for an env added with
+    `jaxrl.envs.register`, its factory's. Without them the key would not see a user's env
+    defined outside `--env-imports` (in the script that calls `train`), and a re-run after
+    an edit of its reward would load the program traced from the old one."""
+    from jaxrl.envs import registry
+
+    modules = []
+    registration = registry._REGISTERED.get(config.env)
+    if registration is not None:
+        factory = getattr(registration.factory, "func", registration.factory)  # a partial's
+        modules.append(getattr(factory, "__module__", None) or "")
+    layer, seen = env, set()
+    while layer is not None and id(layer) not in seen:
+        seen.add(id(layer))
+        modules.append(type(layer).__module__)
+        layer = vars(layer).get("env") if hasattr(layer, "__dict__") else None
+    return [m for m in modules if m != "builtins"]
 
 
 # The import names of PACKAGES' code that a program can be traced from.
@@ -153,7 +189,8 @@ def _settings(config: Any, on_policy: bool, agent_config: Any) -> dict:
 def identity(trainer: Any, agent_config: Any) -> str | None:
     """The part of every program's key that comes from the run (see the module's docstring);
     None where the store is not used for it: it is off, the run has more than one device or
-    process, or its chunk is several programs (an actor/learner split)."""
+    process, its chunk is several programs (an actor/learner split), or its env's code has no
+    file to key it by (`_sources`)."""
     if folder() is None or jax.process_count() > 1 or jax.device_count() > 1:
         return None
     if trainer.compile_chunk is not None or trainer.place is not None:
@@ -168,9 +205,45 @@ def identity(trainer: Any, agent_config: Any) -> str | None:
         "environment": {k: os.environ.get(k, "") for k in ("XLA_FLAGS", "LIBTPU_INIT_ARGS")},
         "device": [jax.default_backend(), device.platform, device.device_kind],
         "settings": _settings(trainer.config, trainer.agent.on_policy, agent_config),
-        "sources": _sources(trainer.config, agent_config),
+        "sources": _sources(trainer.config, agent_config, trainer.env),
     }
+    if parts["sources"] is None:
+        return None
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=repr).encode()).hexdigest()
+
+
+def remember_observation_size(env: Any, config: Any) -> None:
+    """Gives the base env `env` of `config.env` the observation size an earlier process of the
+    same env, options, sources and versions read, or reads it and keeps it for the next. Brax's
+    and Playground's envs (`jaxrl.envs.registry`) read it off a trace of their reset: 1.6 s for
+    Playground's CheetahRun on this CPU, before any program, at every start of a run. Only envs
+    whose `observation_size` is a `functools.cached_property` (the registry's Brax and
+    Playground envs) take it; the store off or the env's code unkeyable, nothing is done."""
+    cached = getattr(type(env), "observation_size", None)
+    where = folder()
+    if where is None or not isinstance(cached, functools.cached_property):
+        return
+    sources = _sources(config, None, env)
+    if sources is None or "observation_size" in vars(env):
+        return
+    parts = {"store": STORE_VERSION, "versions": _versions(), "sources": sources,
+             "env": config.env, "options": config.env_options}  # fmt: skip
+    digest = hashlib.sha256(json.dumps(parts, sort_keys=True, default=repr).encode())
+    path = where / f"observation_size-{digest.hexdigest()}.pkl"
+    try:
+        vars(env)["observation_size"] = pickle.loads(path.read_bytes())
+        return
+    except Exception:  # noqa: BLE001 - none kept (or unreadable): read it, keep it
+        pass
+    _write(path, pickle.dumps(env.observation_size))
+
+
+def _write(path: pathlib.Path, blob: bytes) -> None:
+    """`blob` at `path`, whole or not at all (a concurrent run reads a whole entry or none)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(dir=path.parent, delete=False, suffix=".tmp") as file:
+        file.write(blob)
+    os.replace(file.name, path)
 
 
 def key(program_id: str, kind: str, args: tuple) -> str:
@@ -258,10 +331,7 @@ def load_or_compile(
         )
     except Exception:  # noqa: BLE001 - a program XLA cannot serialize is just not stored
         return compiled
-    where.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile(dir=where, delete=False, suffix=".tmp") as file:
-        file.write(blob)
-    os.replace(file.name, path)  # atomic: a concurrent run reads a whole entry or none
+    _write(path, blob)
     return compiled
 
 
