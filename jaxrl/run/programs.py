@@ -22,9 +22,9 @@ What goes into the key (`identity`, then `key` per program):
 Used only where all of that is known: runs from the registry's envs and algorithms (not an env
 object or randomization function handed to `train`, nor an env whose code has no file), on one
 device of one process, and with the compilation cache on. JAXRL_PROGRAM_STORE=0 turns it off
-alone. The store lives beside the cache's own entries (`<cache dir>/jaxrl-programs`); deleting that folder empties it. It
-also keeps the observation size of the registry's Brax and Playground envs, which they read
-off a trace of their reset (`remember_observation_size`).
+alone. The store lives beside the cache's own entries (`<cache dir>/jaxrl-programs`); deleting
+that folder empties it. It also keeps the observation size of the registry's Brax and
+Playground envs, which they read off a trace of their reset (`remember_observation_size`).
 
 Written here rather than taken from a library: JAX's own cache is the library, and its key is
 the lowered program, which is what a re-run should not have to build."""
