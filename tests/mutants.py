@@ -1742,7 +1742,7 @@ MUTANTS = [
     m(
         "store-key-without-env-factory",
         "jaxrl/run/programs.py",
-        "        modules.append(getattr(factory, \"__module__\", None) or \"\")\n",
+        '        modules.append(getattr(factory, "__module__", None) or "")\n',
         "        pass\n",
         "a registered env's factory module is not keyed",
         STORE,
@@ -1758,8 +1758,7 @@ MUTANTS = [
     m(
         "store-observation-size-not-read",
         "jaxrl/run/programs.py",
-        '        vars(env)["observation_size"] = pickle.loads(path.read_bytes())\n'
-        "        return\n",
+        '        vars(env)["observation_size"] = pickle.loads(path.read_bytes())\n        return\n',
         "        pickle.loads(path.read_bytes())\n",
         "the kept observation size is never read back: every run traces the env's reset again",
         STORE,
