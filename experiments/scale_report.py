@@ -684,7 +684,10 @@ def draw(report: dict, out: pathlib.Path) -> None:
             left.fill_between(
                 grid, low, high, color="k", alpha=0.12, linewidth=0, label="95% bootstrap"
             )
-        left.axhline(laws.data.d_min, color="k", ls=":", lw=1)
+        # D_min where it is on the scale of the runs: a fit that drives it to about 0 (1e-6)
+        # would stretch the log axis over twelve decades and flatten every point on it.
+        if laws.data.d_min >= 0.01 * min(data):
+            left.axhline(laws.data.d_min, color="k", ls=":", lw=1)
         right.plot(data, compute, "k-", label="fitted frontier")
         # The axes hold the frontier and every run's point (a run's batch, not the law's, sets
         # its FLOPs, so points may lie far from the fitted curve).
