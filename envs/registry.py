@@ -123,9 +123,20 @@ def families() -> tuple[str, ...]:
     return FAMILIES + tuple(f for f in _registered_families() if f not in FAMILIES)
 
 
+def _has(env: Any, name: str) -> bool:
+    try:
+        inspect.getattr_static(env, name)
+        return True
+    except AttributeError:
+        return hasattr(env, name)  # given by a __getattr__ (a wrapper's), so run to know
+
+
 def check_env_object(env: Any, what: str = "the env") -> Any:
-    """`env` if it has Brax's env interface, else an error naming what it lacks."""
-    missing = [name for name in ENV_METHODS if not hasattr(env, name)]
+    """`env` if it has Brax's env interface, else an error naming what it lacks. Its members
+    are looked up without running them where the lookup can be static: Playground's
+    `observation_size` traces the task's reset at every read (1.6 s on CheetahRun), and the
+    loops read it once after this check."""
+    missing = [name for name in ENV_METHODS if not _has(env, name)]
     if missing:
         raise EnvOptionError(
             f"{what} ({type(env).__name__}) lacks {', '.join(missing)}: an env needs Brax's "

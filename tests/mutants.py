@@ -1756,6 +1756,15 @@ MUTANTS = [
         STORE,
     ),
     m(
+        "store-key-skips-exec-classes",
+        "jaxrl/run/programs.py",
+        "    return modules  # a class made by exec()",
+        '    return [m for m in modules if m != "builtins"]  # a class made by exec()',
+        'an env class made by exec() (module "builtins", no file) is left out of the key '
+        "instead of leaving the run unstored",
+        STORE,
+    ),
+    m(
         "store-observation-size-not-read",
         "jaxrl/run/programs.py",
         '        vars(env)["observation_size"] = pickle.loads(path.read_bytes())\n        return\n',

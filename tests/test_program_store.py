@@ -236,6 +236,9 @@ def test_the_key_follows_the_code_of_a_registered_env_outside_env_imports(
     envs.register("probe/ByFactory", probe_factory.make)  # the class's module: not the factory's
     envs.register("probe/ByClass", functools.partial(probe_env.make))
     envs.register("probe/Notebook", notebook.make)
+    made = {}  # a class made by exec(): its module is "builtins", which has no file
+    exec("from jaxrl.envs import classic\nclass Exec(classic.Pendulum):\n    pass", made)
+    envs.register("probe/Exec", functools.partial(made["Exec"]))
 
     def identity(env):
         config = tiny.off_policy(env=env)
@@ -255,8 +258,9 @@ def test_the_key_follows_the_code_of_a_registered_env_outside_env_imports(
         )
         assert identity("probe/ByFactory") != was, "the factory's module is not keyed"
         assert identity("probe/Notebook") is None
+        assert identity("probe/Exec") is None
     finally:
-        for name in ("probe/ByFactory", "probe/ByClass", "probe/Notebook"):
+        for name in ("probe/ByFactory", "probe/ByClass", "probe/Notebook", "probe/Exec"):
             envs.unregister(name)
         for name in ("store_probe_env", "store_probe_factory", "store_probe_notebook"):
             sys.modules.pop(name, None)

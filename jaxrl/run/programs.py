@@ -144,7 +144,7 @@ def _env_modules(config: Any, env: Any) -> list[str]:
         seen.add(id(layer))
         modules.append(type(layer).__module__)
         layer = vars(layer).get("env") if hasattr(layer, "__dict__") else None
-    return [m for m in modules if m != "builtins"]
+    return modules  # a class made by exec() has "builtins", no file: the run is not stored
 
 
 # The import names of PACKAGES' code that a program can be traced from.

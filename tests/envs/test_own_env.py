@@ -84,6 +84,22 @@ def test_registered_env_is_a_name_with_its_options_checked(registered):
         envs.unregister("testlab/Broken")
 
 
+def test_checking_an_env_object_does_not_run_its_members():
+    """Playground's observation_size traces the task's reset at every read: the interface
+    check looks the members up without running them (the loops read the size once)."""
+    reads = []
+
+    class Lazy(Reach):
+        @property
+        def observation_size(self):
+            reads.append(self)
+            return 2
+
+    assert envs.check_env_object(Lazy()) is not None and reads == []
+    with pytest.raises(envs.EnvOptionError, match="lacks reset, step, observation_size"):
+        envs.check_env_object(object())
+
+
 def test_wrappers_apply_to_a_registered_env(registered):
     env = envs.make_vec(registered, 4, action_repeat=2)
     state = jax.jit(env.reset)(jax.random.PRNGKey(0))
