@@ -6,6 +6,7 @@
 #   bash benchmarks/gpu/run.sh SUITE JOBS TIMEOUT_PER_CASE [more jaxrl bench flags]
 #   bash benchmarks/gpu/run.sh compile-chunk 1 540   (benchmarks/compile_chunk.py, all at once)
 #   bash benchmarks/gpu/run.sh rerun 1 150           (benchmarks/rerun.py, 150 s per run)
+#   bash benchmarks/gpu/run.sh scale 1 480           (jaxrl scale at Playground's SAC scale)
 set -uo pipefail
 suite=${1:?suite}; jobs=${2:-1}; timeout=${3:-540}; shift 3 || true
 out=${OUT:-/tmp/out}
@@ -25,6 +26,13 @@ export PYTHONPATH="$site:$PWD" PYTHONUNBUFFERED=1 MUJOCO_GL=egl
         python3 -m jaxrl.benchmarks.rerun sac_dmc ppo_dmc fast_td3_playground \
             --env playground/CheetahRun --steps 65536 --libraries cusolver,cublas \
             --timeout "$timeout" --out "$out/rerun-gpu.jsonl" "$@"
+    elif [ "$suite" = scale ]; then  # issue 40: a grid at Playground's SAC scale (128 envs,
+        # batch 512), stopped at the timeout; the fit then takes the runs there are
+        timeout "$timeout" python3 -m jaxrl.cli scale --algo sac --env playground/ReacherEasy \
+            --num-envs 128 --normalize-observations True --learning-starts 8192 --eval-envs 32 \
+            --eval-every 16384 --steps 131072 --target 400 --utd 0.0625,0.125,0.25,0.5 \
+            --batch-sizes 512 --lrs 3e-4,1e-3 --seeds 3 --out "$out/scale-reacher" --quiet "$@"
+        python3 -m jaxrl.cli scale --from "$out/scale-reacher" --name scale
     else
         python3 -m jaxrl.cli bench --suite "$suite" --jobs "$jobs" --timeout "$timeout" \
             --out "$out/$suite-gpu.jsonl" "$@"
