@@ -21,6 +21,7 @@ from jaxrl import agents, checkpoint, envs, grid, logs, sharding
 from jaxrl.config import ConfigError, TrainConfig
 from jaxrl.errors import JaxrlError
 from jaxrl.loops import Trainer, make_train
+from jaxrl.loops.base import registry_env
 from jaxrl.run import programs
 from jaxrl.run.folder import (
     RunDirError,
@@ -260,8 +261,7 @@ def _make_trainer(
     (`programs.remember_observation_size`) instead of a trace of its reset."""
     base = env
     if env is None and programs.folder() is not None:
-        envs.import_modules(config.env_imports)
-        base = envs.make(config.env, **config.env_options)
+        base = registry_env(config)
         programs.remember_observation_size(base, config)
     trainer = make_train(config, agent, base, randomization_fn)
     if env is not None or randomization_fn is not None:

@@ -67,8 +67,7 @@ def make_envs(
     `config.randomize` names): each training env gets its own physics, drawn from the seed;
     evaluation envs other draws where `config.randomize_eval`, else the nominal physics."""
     if base is None:
-        envs.import_modules(config.env_imports)
-        base = envs.make(config.env, **config.env_options)
+        base = registry_env(config)
     else:
         base = envs.adapt(base)
     if randomization_fn is None and config.randomize:
@@ -98,6 +97,13 @@ def make_envs(
     env = envs.wrap(base, config.num_envs, randomization=train_dr, reset_to_first=first, **sizes)
     eval_env = envs.wrap(base, config.eval_envs, auto_reset=False, randomization=eval_dr, **sizes)
     return env, eval_env
+
+
+def registry_env(config: TrainConfig) -> Any:
+    """The registry's base env `config.env` with its options, after importing
+    `config.env_imports` (which may register it)."""
+    envs.import_modules(config.env_imports)
+    return envs.make(config.env, **config.env_options)
 
 
 def make_reset(config: TrainConfig, env: Any, data: sharding.DataAxis, splits: int) -> Callable:

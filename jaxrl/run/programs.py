@@ -209,6 +209,10 @@ def identity(trainer: Any, agent_config: Any) -> str | None:
     }
     if parts["sources"] is None:
         return None
+    return _digest(parts)
+
+
+def _digest(parts: dict) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=repr).encode()).hexdigest()
 
 
@@ -228,8 +232,7 @@ def remember_observation_size(env: Any, config: Any) -> None:
         return
     parts = {"store": STORE_VERSION, "versions": _versions(), "sources": sources,
              "env": config.env, "options": config.env_options}  # fmt: skip
-    digest = hashlib.sha256(json.dumps(parts, sort_keys=True, default=repr).encode())
-    path = where / f"observation_size-{digest.hexdigest()}.pkl"
+    path = where / f"observation_size-{_digest(parts)}.pkl"
     try:
         vars(env)["observation_size"] = pickle.loads(path.read_bytes())
         return

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import jaxrl
-from jaxrl import cli, envs
+from jaxrl import cli, envs, runs
 from jaxrl.benchmarks.robots import tetrahedron_stl
 
 # A pure-JAX task written as a user would: a point on a line pushed towards `target`.
@@ -152,9 +152,9 @@ def test_train_on_an_env_object_learns_and_needs_it_again(tmp_path):
     assert max(returns) > TRIVIAL, returns
     saved = json.loads((out / "config.json").read_text())
     assert saved["env_info"]["env_object"].endswith("Reach")
-    with pytest.raises(jaxrl.runs.RunError, match="trained on an env object"):
+    with pytest.raises(runs.RunError, match="trained on an env object"):
         jaxrl.resume(out, total_steps=4_096, progress=None)
-    with pytest.raises(jaxrl.runs.RunError, match="trained on an env object"):
+    with pytest.raises(runs.RunError, match="trained on an env object"):
         jaxrl.evaluate_run(out)
     report = jaxrl.evaluate_run(out, episodes=8, env=Reach(target=0.5))
     assert report["mean"] > TRIVIAL
