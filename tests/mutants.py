@@ -691,6 +691,22 @@ MUTANTS = [
         "Brax's order takes in the observations reached, not those acted on",
         "tests/loops/test_onpolicy.py",
     ),
+    m(
+        "shared-ppo-hard-reset-off-by-one",
+        "jaxrl/loops/onpolicy.py",
+        "reset = lambda: hard_reset(env_state, state.iteration + 1, reset_key)",
+        "reset = lambda: hard_reset(env_state, state.iteration, reset_key)",
+        "the shared PPO chunk's hard resets come one update early (the GPU's default chunk)",
+        "tests/loops/test_ppo_loop_brax_parity.py",
+    ),
+    m(
+        "renormalize-update-reads-old-stats",
+        "jaxrl/loops/onpolicy.py",
+        "seen = stats if config.renormalize_rollout else state.obs_stats",
+        "seen = state.obs_stats",
+        "Brax's order feeds the statistics the rollout, but the update reads it with the old ones",
+        "tests/loops/test_ppo_loop_brax_parity.py",
+    ),
     # --- On-policy loop. -------------------------------------------------------------------
     m(
         "onpolicy-raw-next-obs",
