@@ -707,6 +707,22 @@ MUTANTS = [
         "Brax's order feeds the statistics the rollout, but the update reads it with the old ones",
         "tests/loops/test_ppo_loop_brax_parity.py",
     ),
+    m(
+        "eval-counts-after-the-end",
+        "jaxrl/loops/base.py",
+        "episode_return = episode_return + jnp.where(alive > 0, env_state.reward, 0.0)",
+        "episode_return = episode_return + env_state.reward",
+        "the evaluation keeps adding rewards after an episode has ended",
+        "tests/loops/test_eval_brax_parity.py",
+    ),
+    m(
+        "eval-one-step-short",
+        "jaxrl/loops/base.py",
+        "return jnp.any(alive > 0) & (t < eval_env.episode_length)",
+        "return jnp.any(alive > 0) & (t < eval_env.episode_length - 1)",
+        "the evaluation stops one step before the time limit",
+        "tests/loops/test_eval_brax_parity.py",
+    ),
     # --- On-policy loop. -------------------------------------------------------------------
     m(
         "onpolicy-raw-next-obs",
