@@ -77,7 +77,16 @@ def test_every_suite_case_round_trips_through_json():
 
 
 @pytest.mark.parametrize(
-    "suite", ["parity", "parity_long", "identical", "gpu-parity", "parity_dmc", "parity_dmc_more"]
+    "suite",
+    [
+        "parity",
+        "parity_long",
+        "identical",
+        "gpu-parity",
+        "parity_dmc",
+        "parity_dmc_more",
+        "parity_dmc_ppo_more",
+    ],
 )
 def test_parity_cases_give_jaxrl_exactly_the_peer_settings(suite):
     """Each jaxrl parity case parses, and its configs carry the peer's own hyperparameters and,
@@ -444,6 +453,17 @@ def test_more_seeds_start_past_the_first_five_on_both_sides():
     assert sorted(c.seed for c in cases if c.system == "brax") == [20, 21, 22, 23, 24]
     first = [c for c in SUITES["parity_dmc"]() if c.env == jaxrl_cases[0].env]
     assert not {c.name for c in first} & {c.name for c in cases}  # records never replace
+
+
+def test_more_ppo_seeds_start_past_the_first_five_on_both_sides():
+    cases = SUITES["parity_dmc_ppo_more"]()
+    jaxrl_cases = [c for c in cases if c.system == "jaxrl"]
+    assert [c.name for c in jaxrl_cases] == ["jaxrl/ppo/playground/CartpoleBalance/64/seeds5-9"]
+    assert sorted(c.seed for c in cases if c.system == "brax") == [5, 6, 7, 8, 9]
+    first = [c for c in SUITES["parity_dmc"]() if c.env == jaxrl_cases[0].env]
+    assert not {c.name for c in first} & {c.name for c in cases}  # records never replace
+    same = [c for c in first if c.system == "jaxrl" and c.algo == "ppo"]
+    assert [c.options for c in same] == [c.options for c in jaxrl_cases]  # the same settings
 
 
 def test_rerun_script_records_a_first_run_and_re_runs_over_one_store(tmp_path, monkeypatch):
