@@ -723,6 +723,14 @@ MUTANTS = [
         "the evaluation stops one step before the time limit",
         "tests/loops/test_eval_brax_parity.py",
     ),
+    m(
+        "autoreset-first-forgets-its-reset-key",
+        "envs/wrappers.py",
+        "        if self.first:  # the key the next resets remake this state from\n            key = reset_key\n",
+        "",
+        "with autoreset first, finished envs restart from other states than the ones the reset made",
+        "tests/envs/test_registry.py",
+    ),
     # --- On-policy loop. -------------------------------------------------------------------
     m(
         "onpolicy-raw-next-obs",
