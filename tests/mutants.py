@@ -726,10 +726,27 @@ MUTANTS = [
     m(
         "autoreset-first-forgets-its-reset-key",
         "envs/wrappers.py",
-        "        if self.first:  # the key the next resets remake this state from\n            key = reset_key\n",
+        "        if self.first:  # the key the next resets remake this state from\n"
+        "            key = reset_key\n",
         "",
-        "with autoreset first, finished envs restart from other states than the ones the reset made",
+        "with autoreset first, finished envs restart from other states than the reset made",
         "tests/envs/test_registry.py",
+    ),
+    m(
+        "store-reserialises-a-cached-program",
+        "jaxrl/run/programs.py",
+        "    if cached is None:\n        return serialize_executable.serialize(compiled)\n",
+        "    if True:\n        return serialize_executable.serialize(compiled)\n",
+        "a program JAX's cache gave is stored re-serialised (without its code on XLA:CPU)",
+        "tests/test_compile_cache.py",
+    ),
+    m(
+        "store-drops-the-cache-bytes",
+        "jaxrl/run/programs.py",
+        "cached = unpacked[0] if hits and len(unpacked) == 1 else None",
+        "cached = None",
+        "a program JAX's cache gave is never stored (every re-run traces it again)",
+        "tests/test_compile_cache.py",
     ),
     # --- On-policy loop. -------------------------------------------------------------------
     m(

@@ -304,8 +304,10 @@ def load_or_compile(
     `compile(lower())`'s (a `jax.stages.Compiled`), written to the store for the next run.
     `program_id` None (`identity`): just `compile(lower())`.
 
-    What is not stored: a program JAX's persistent cache gave (XLA:CPU re-serialises it
-    without its code), one calling into a library other than LAPACK (its kernels may be
+    A program JAX's persistent cache gave is stored from that cache's own bytes
+    (`_compile_watching_cache`): XLA:CPU re-serialises an executable it loaded without its
+    code. What is not stored: such a program where those bytes cannot be had (a jax whose
+    cache module differs), one calling into a library other than LAPACK (its kernels may be
     registered only as a program using them is lowered, which a loaded one is not), and any
     entry that failed before (`_Guarded`). An entry that cannot be read is compiled again and
     replaced."""
@@ -324,14 +326,14 @@ def load_or_compile(
             running.touch()
             return _Guarded(loaded, running, failed)
     lowered = lower()
-    compiled, from_cache = _compile_watching_cache(lambda: compile(lowered))
+    compiled, from_cache, cached = _compile_watching_cache(lambda: compile(lowered))
     targets = sorted(set(re.findall(r"custom_call @([\w.$]+)", lowered.as_text())))
-    if from_cache or failed.exists() or any(not t.startswith(_libraries()) for t in targets):
+    if from_cache and cached is None:
+        return compiled
+    if failed.exists() or any(not t.startswith(_libraries()) for t in targets):
         return compiled
     try:
-        blob = pickle.dumps(
-            {"program": serialize_executable.serialize(compiled), "targets": targets}
-        )
+        blob = pickle.dumps({"program": _serialize(compiled, cached), "targets": targets})
     except Exception:  # noqa: BLE001 - a program XLA cannot serialize is just not stored
         return compiled
     _write(path, blob)
@@ -422,16 +424,64 @@ class _Guarded:
 CACHE_HIT = "/jax/compilation_cache/cache_hits"  # the event JAX records on a persistent-cache hit
 
 
-def _compile_watching_cache(compile: Callable[[], Any]) -> tuple[Any, bool]:
-    """(`compile()`, whether JAX's persistent cache gave the program)."""
-    hits = []
+def _compile_watching_cache(compile: Callable[[], Any]) -> tuple[Any, bool, bytes | None]:
+    """(`compile()`, whether JAX's persistent cache gave the program, and if it did the
+    serialized executable its entry holds, as the compiling process wrote it; None where
+    that cannot be had).
+
+    The bytes are read where JAX's cache unpacks an entry (`compilation_cache.
+    extract_executable_and_time`, jax 0.10's private module): jax offers no public way to them,
+    and without them a program the cache gave could never be stored. Where jax no longer has
+    that function, the program is just not stored."""
+    try:
+        from jax._src import compilation_cache
+    except ImportError:
+        compilation_cache = None
+    hits: list[str] = []
+    unpacked: list[bytes] = []
+    extract = getattr(compilation_cache, "extract_executable_and_time", None)
 
     def listen(event: str, **_: Any) -> None:
         if event == CACHE_HIT:
             hits.append(event)
 
+    def reading(entry: bytes) -> Any:
+        out = extract(entry)
+        unpacked.append(out[0])
+        return out
+
     jax.monitoring.register_event_listener(listen)
+    if extract is not None:
+        compilation_cache.extract_executable_and_time = reading
     try:
-        return compile(), bool(hits)
+        compiled = compile()
     finally:
         jax.monitoring.unregister_event_listener(listen)
+        if extract is not None:
+            compilation_cache.extract_executable_and_time = extract
+    cached = unpacked[0] if hits and len(unpacked) == 1 else None
+    return compiled, bool(hits), cached
+
+
+def _serialize(compiled: Any, cached: bytes | None) -> tuple:
+    """`serialize_executable.serialize(compiled)`, its executable written as `cached` where
+    given (the bytes JAX's cache held for it: `_compile_watching_cache`). Its pickler's
+    class is swapped for one that writes those bytes, the rest of `serialize` kept; a jax
+    without that class raises, and the program is not stored."""
+    if cached is None:
+        return serialize_executable.serialize(compiled)
+    from jax._src.lib import xla_client
+
+    base = serialize_executable._JaxPjrtPickler
+
+    class CachedBytes(base):
+        def persistent_id(self, obj: Any) -> Any:
+            if isinstance(obj, xla_client.LoadedExecutable):
+                return ("exec", cached)
+            return super().persistent_id(obj)
+
+    serialize_executable._JaxPjrtPickler = CachedBytes
+    try:
+        return serialize_executable.serialize(compiled)
+    finally:
+        serialize_executable._JaxPjrtPickler = base
