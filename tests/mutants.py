@@ -1755,14 +1755,6 @@ MUTANTS = [
         STORE,
     ),
     m(
-        "store-keeps-xla-cache-programs",
-        "jaxrl/run/programs.py",
-        "        return compile(), bool(hits)",
-        "        return compile(), False",
-        "a program JAX's persistent cache gave is stored (loaded again, it lacks its code)",
-        "tests/test_compile_cache.py",
-    ),
-    m(
         "store-lapack-uninitialised",
         "jaxrl/run/programs.py",
         '    if jax.default_backend() == "cpu":\n        jax.jit(jnp.linalg.cholesky)',
