@@ -233,7 +233,10 @@ class TrainConfig:
     then stepping num_envs envs of which the first eval_envs are its episodes; "own", a batch
     of eval_envs envs of its own (the simulator compiled twice); "auto", shared on a GPU or TPU
     and own on a CPU, where stepping num_envs envs costs num_envs / eval_envs times as much.
-    Shared needs eval_envs <= num_envs and no domain randomization; returns are the same."""
+    Shared needs eval_envs <= num_envs and no domain randomization. Both compute the same
+    thing: bit for bit on simple tasks (CartpoleBalance), but on contact-rich MJX tasks
+    (CheetahRun) XLA compiles the physics of the two programs with other float32 roundings
+    (about 1e-5 relative after 128 env steps), so long runs there drift apart."""
     normalize_observations: bool | None = None
     """Normalise observations by their running mean and std; None: the algorithm's own choice.
     None takes the agent's `loop_defaults`, then `LOOP_DEFAULTS` of jaxrl.config (False):

@@ -252,7 +252,8 @@ class SharedEvaluation(NamedTuple):
     every env of the evaluation's [N] state (`envs.wrappers.Restart`, the first eval_envs from
     the keys `make_evaluate`'s reset would use), then `steps` trips that step them greedily; a
     trip whose env step is not needed skips it. The first eval_envs envs run the same episodes
-    as `make_evaluate`'s, so the returns are the same."""
+    as `make_evaluate`'s, so the returns are the same (to float32 rounding where XLA compiles
+    the physics differently in the two programs: `TrainConfig.eval_simulator`)."""
 
     steps: int
     initial: Callable[[Any], EvalCarry]
