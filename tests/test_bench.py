@@ -446,23 +446,24 @@ def test_jobs_run_cases_at_once_and_gather_every_record(tmp_path, monkeypatch):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["tiny.jsonl"]
 
 
-def test_more_seeds_start_past_the_first_five_on_both_sides():
-    cases = SUITES["parity_dmc_more"]()
+@pytest.mark.parametrize(
+    "suite, algo, name, seeds",
+    [
+        ("parity_dmc_more", "sac", "jaxrl/sac/playground/ReacherEasy/128/seeds20-24",
+         range(20, 25)),
+        ("parity_dmc_ppo_more", "ppo", "jaxrl/ppo/playground/CartpoleBalance/64/seeds5-9",
+         range(5, 10)),
+    ],
+)  # fmt: skip
+def test_more_seeds_start_past_the_first_five_on_both_sides(suite, algo, name, seeds):
+    """A parity_dmc case's extra seeds, both systems, at the case's own settings."""
+    cases = SUITES[suite]()
     jaxrl_cases = [c for c in cases if c.system == "jaxrl"]
-    assert [c.name for c in jaxrl_cases] == ["jaxrl/sac/playground/ReacherEasy/128/seeds20-24"]
-    assert sorted(c.seed for c in cases if c.system == "brax") == [20, 21, 22, 23, 24]
+    assert [c.name for c in jaxrl_cases] == [name]
+    assert sorted(c.seed for c in cases if c.system == "brax") == list(seeds)
     first = [c for c in SUITES["parity_dmc"]() if c.env == jaxrl_cases[0].env]
     assert not {c.name for c in first} & {c.name for c in cases}  # records never replace
-
-
-def test_more_ppo_seeds_start_past_the_first_five_on_both_sides():
-    cases = SUITES["parity_dmc_ppo_more"]()
-    jaxrl_cases = [c for c in cases if c.system == "jaxrl"]
-    assert [c.name for c in jaxrl_cases] == ["jaxrl/ppo/playground/CartpoleBalance/64/seeds5-9"]
-    assert sorted(c.seed for c in cases if c.system == "brax") == [5, 6, 7, 8, 9]
-    first = [c for c in SUITES["parity_dmc"]() if c.env == jaxrl_cases[0].env]
-    assert not {c.name for c in first} & {c.name for c in cases}  # records never replace
-    same = [c for c in first if c.system == "jaxrl" and c.algo == "ppo"]
+    same = [c for c in first if c.system == "jaxrl" and c.algo == algo]
     assert [c.options for c in same] == [c.options for c in jaxrl_cases]  # the same settings
 
 
