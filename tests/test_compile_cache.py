@@ -108,3 +108,35 @@ def test_a_program_from_jaxs_cache_is_stored_from_its_bytes_and_loads_in_a_new_p
     assert not list(store.glob("*.failed")), "the stored chunk failed when loaded"
     rows = [_rows(tmp_path / name) for name in ("first", "again-0", "again-1")]
     assert rows[0] == rows[1] == rows[2]
+
+
+# A program that calls LAPACK (MJX's constraint solver does, through jnp.linalg): stored by one
+# process, loaded and run by another, which never lowers a LAPACK call of its own.
+LAPACK_PROGRAM = """
+import sys, jax, jax.numpy as jnp
+from jaxrl.run import programs
+programs.folder = lambda: __import__("pathlib").Path(sys.argv[1])
+x = jnp.array([[4.0, 1.0], [1.0, 3.0]])
+run = programs.load_or_compile("lapack-test", "solve", (x,), lambda: jax.jit(
+    lambda a: jnp.linalg.solve(a, jnp.ones(2)) + jnp.linalg.cholesky(a)[1, 1]).lower(x))
+print(type(run).__name__, [round(float(v), 5) for v in run(x)])
+"""
+
+
+def test_a_stored_program_calling_lapack_runs_in_a_new_process(tmp_path):
+    """jaxlib points its LAPACK kernels at SciPy's only when a program using them is lowered;
+    a program loaded from the store is not lowered, and ran into null pointers (a segmentation
+    fault) until the store initialised them itself (`programs._initialize_lapack`)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "JAXRL_PROGRAM_STORE": "1"}
+    outputs = []
+    for _ in range(2):
+        done = subprocess.run(
+            [sys.executable, "-c", LAPACK_PROGRAM, str(tmp_path)],
+            env=env, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr[-2000:]
+        outputs.append(done.stdout.split()[0])
+        values = done.stdout.split(maxsplit=1)[1]
+    assert outputs == ["Compiled", "_Guarded"]  # compiled and stored, then loaded
+    # A^-1 [1, 1] = [2, 3] / 11, and L[1, 1] = sqrt(3 - (1/2)^2) for A = L L^T.
+    assert values.strip() == "[1.84013, 1.93104]"
