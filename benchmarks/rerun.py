@@ -9,8 +9,11 @@ Per preset: the first run (its programs compiled, and kept in the store of compi
 them), and, with `--libraries`, a third with `JAXRL_PROGRAM_STORE_LIBRARIES` set to those, for
 programs that call those libraries (MJX on a GPU calls cuSOLVER; the store keeps only programs
 whose libraries it knows to be ready, so there the first two runs show the trace-and-cache
-path). One JSON line per preset: the clocks, the store's entries after each run, the device,
-and any run's error. `--timeout` bounds each run, so a slow preset still leaves the others.
+path). With `--from-cache`, two runs more after the store's folder is emptied (as a change to
+jaxrl's source leaves JAX's cache valid and the store's keys stale): "from_cache", whose
+programs come from JAX's cache and are stored from its entries' bytes, then "from_store",
+which loads them. One JSON line per preset: the clocks, the store's entries after each run, the
+device, and any run's error. `--timeout` bounds each run, so a slow preset still leaves the others.
 """
 
 from __future__ import annotations
@@ -37,7 +40,11 @@ def _run(argv: list[str], cache: pathlib.Path, out: pathlib.Path, env: dict, tim
     return json.loads((out / "summary.json").read_text())["compile_seconds"], None
 
 
-def measure(preset: str, env: str, steps: int, libraries: str, timeout: float) -> dict:
+def measure(
+    preset: str, env: str, steps: int, libraries: str, timeout: float, from_cache: bool = False
+) -> dict:
+    import shutil
+
     import jax
 
     argv = ["--preset", preset, "--env", env, "--steps", str(steps), "--eval-every", str(steps)]
@@ -45,11 +52,19 @@ def measure(preset: str, env: str, steps: int, libraries: str, timeout: float) -
     if libraries:
         runs.append(("rerun_libraries", ["--seed", "2"],
                      {"JAXRL_PROGRAM_STORE_LIBRARIES": libraries}))  # fmt: skip
+    if from_cache:  # the store emptied first (None), then two runs over JAX's cache
+        lib_env = {"JAXRL_PROGRAM_STORE_LIBRARIES": libraries} if libraries else {}
+        runs += [None, ("from_cache", ["--seed", "3"], lib_env),
+                 ("from_store", ["--seed", "4"], lib_env)]  # fmt: skip
     record = {"preset": preset, "env": env, "steps": steps, "libraries": libraries}
     record["device"] = str(jax.devices()[0].device_kind)
     with tempfile.TemporaryDirectory() as folder:
         cache = pathlib.Path(folder) / "cache"
-        for name, extra, env_vars in runs:
+        for run in runs:
+            if run is None:
+                shutil.rmtree(cache / "jaxrl-programs", ignore_errors=True)
+                continue
+            name, extra, env_vars = run
             clock, error = _run(
                 [*argv, *extra], cache, pathlib.Path(folder) / name, env_vars, timeout
             )
@@ -71,11 +86,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--steps", type=int, default=4096)
     parser.add_argument("--libraries", default="")
     parser.add_argument("--timeout", type=float, default=300)
+    parser.add_argument(
+        "--from-cache", action="store_true", help="two more runs, over JAX's cache, store emptied"
+    )
     parser.add_argument("--out", required=True)
     args = parser.parse_args(argv)
     for preset in args.presets:
         env = args.env or _preset_env(preset)
-        record = measure(preset, env, args.steps, args.libraries, args.timeout)
+        record = measure(preset, env, args.steps, args.libraries, args.timeout, args.from_cache)
         with open(args.out, "a") as file:
             file.write(json.dumps(record) + "\n")
         print(json.dumps(record), flush=True)

@@ -475,10 +475,12 @@ def test_rerun_script_records_a_first_run_and_re_runs_over_one_store(tmp_path, m
 
     monkeypatch.setenv("JAXRL_PROGRAM_STORE", "1")  # the suite's default is off (conftest.py)
     out = tmp_path / "rerun.jsonl"
-    rerun.main(["sac_pendulum", "--steps", "1024", "--libraries", "cusolver", "--out", str(out)])
+    argv = ["sac_pendulum", "--steps", "1024", "--libraries", "cusolver", "--from-cache"]
+    rerun.main([*argv, "--out", str(out)])
     (record,) = [json.loads(line) for line in out.read_text().splitlines()]
     assert record["env"] == "classic/pendulum" and record["device"]
-    for name in ("first", "rerun", "rerun_libraries"):
+    # After the store is emptied, the programs from JAX's cache are stored again and loaded.
+    for name in ("first", "rerun", "rerun_libraries", "from_cache", "from_store"):
         assert record[f"{name}_compile_seconds"] > 0 and f"{name}_error" not in record
         assert record[f"{name}_stored"] == ["chunk", "reset"]
     bad = rerun.measure("no_such_preset", "classic/pendulum", 512, "", 60)
