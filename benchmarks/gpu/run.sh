@@ -6,9 +6,8 @@
 #   bash benchmarks/gpu/run.sh SUITE JOBS TIMEOUT_PER_CASE [more jaxrl bench flags]
 #   bash benchmarks/gpu/run.sh compile-chunk 1 540   (benchmarks/compile_chunk.py, all at once)
 #   bash benchmarks/gpu/run.sh rerun 1 150           (benchmarks/rerun.py, 150 s per run)
-#   bash benchmarks/gpu/run.sh rerun 1 150 --from-cache   (and programs stored from JAX's
-#       cache's bytes, then loaded: two runs more per preset, so give it sac_dmc alone if the
-#       device time is short: the presets are rerun.py's first arguments, edit them there)
+#   bash benchmarks/gpu/run.sh rerun 1 150 --from-cache   (and, per preset, two runs more:
+#       programs stored from JAX's cache's bytes, then loaded; a few minutes more in all)
 #   bash benchmarks/gpu/run.sh scale 1 480           (jaxrl scale at Playground's SAC scale)
 set -uo pipefail
 suite=${1:?suite}; jobs=${2:-1}; timeout=${3:-540}; shift 3 || true
