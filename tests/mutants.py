@@ -748,6 +748,23 @@ MUTANTS = [
         "a program JAX's cache gave is never stored (every re-run traces it again)",
         "tests/test_compile_cache.py",
     ),
+    m(
+        "store-keeps-in-memory-programs",
+        "jaxrl/run/programs.py",
+        'if source == "memory" or (source == "cache" and cached is None):',
+        'if source == "cache" and cached is None:',
+        "a program jax's in-process cache gave is stored re-serialised (without its code)",
+        "tests/test_compile_cache.py",
+    ),
+    m(
+        "ppo-loop-skips-the-last-hard-reset",
+        "jaxrl/loops/onpolicy.py",
+        "        due = iteration % config.reset_every == 0\n",
+        "        due = (iteration % config.reset_every == 0) & (iteration < config.num_chunks"
+        " * config.iterations_per_chunk)\n",
+        "the hard reset due after the run's last update is skipped",
+        "tests/loops/test_ppo_loop_brax_parity.py",
+    ),
     # --- On-policy loop. -------------------------------------------------------------------
     m(
         "onpolicy-raw-next-obs",

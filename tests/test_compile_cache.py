@@ -98,6 +98,7 @@ def test_a_program_from_jaxs_cache_is_stored_from_its_bytes_and_loads_in_a_new_p
 
     cache = tmp_path / "cache"
     _train(cache, tmp_path / "first", SAC)
+    assert _programs(cache), "JAX's cache holds no chunk: the path below would not be taken"
     store = cache / "jaxrl-programs"
     shutil.rmtree(store)
     _train(cache, tmp_path / "again-0", SAC)  # the chunk from JAX's cache, stored
@@ -140,3 +141,41 @@ def test_a_stored_program_calling_lapack_runs_in_a_new_process(tmp_path):
     assert outputs == ["Compiled", "_Guarded"]  # compiled and stored, then loaded
     # A^-1 [1, 1] = [2, 3] / 11, and L[1, 1] = sqrt(3 - (1/2)^2) for A = L L^T.
     assert values.strip() == "[1.84013, 1.93104]"
+
+
+# One program under three store ids, JAX's persistent cache on: compiled by XLA ("a"), then,
+# in another process, given by that cache ("b") and again by jax's in-process cache ("c").
+SAME_PROGRAM = """
+import sys, jax, jax.numpy as jnp
+jax.config.update("jax_compilation_cache_dir", sys.argv[1] + "/cache")
+jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+from jaxrl.run import programs
+programs.folder = lambda: __import__("pathlib").Path(sys.argv[1]) / "store"
+x = jnp.ones((8, 8))
+f = jax.jit(lambda a: jnp.sin(a) @ a.T + 1)
+for name in sys.argv[2:]:
+    run = programs.load_or_compile(name, "p", (x,), lambda: f.lower(x))
+    print(name, type(run).__name__, round(float(run(x).sum()), 3))
+"""
+
+
+def test_only_programs_compiled_or_read_from_jaxs_cache_are_stored(tmp_path):
+    """A program jax's in-process cache gives records no compile: it may have come from the
+    persistent cache, whose executables XLA:CPU re-serialises without their code, so it is not
+    stored; one from the persistent cache is stored from its entry's bytes and runs when
+    loaded in a new process."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    runs = []
+    for names in (["a"], ["b", "c"], ["a", "b"]):
+        done = subprocess.run(
+            [sys.executable, "-c", SAME_PROGRAM, str(tmp_path), *names],
+            env=env, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr[-2000:]
+        runs.append(done.stdout.split())
+    stored = sorted(p.name.split("-")[0] for p in (tmp_path / "store").iterdir())
+    assert stored == ["p", "p"]  # "a" and "b" (the key holds the id), not "c"
+    assert [run[1::3] for run in runs] == [["Compiled"], ["Compiled", "Compiled"],
+                                           ["_Guarded", "_Guarded"]]  # fmt: skip
+    assert len({value for run in runs for value in run[2::3]}) == 1  # the same numbers

@@ -44,6 +44,7 @@ import re
 import socket
 import sys
 import tempfile
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -326,16 +327,17 @@ def load_or_compile(
             running.touch()
             return _Guarded(loaded, running, failed)
     lowered = lower()
-    compiled, from_cache, cached = _compile_watching_cache(lambda: compile(lowered))
-    targets = sorted(set(re.findall(r"custom_call @([\w.$]+)", lowered.as_text())))
-    if from_cache and cached is None:
-        return compiled
-    if failed.exists() or any(not t.startswith(_libraries()) for t in targets):
-        return compiled
-    try:
-        blob = pickle.dumps({"program": _serialize(compiled, cached), "targets": targets})
-    except Exception:  # noqa: BLE001 - a program XLA cannot serialize is just not stored
-        return compiled
+    with _PATCHING:  # the two private patches below are process-wide
+        compiled, source, cached = _compile_watching_cache(lambda: compile(lowered))
+        targets = sorted(set(re.findall(r"custom_call @([\w.$]+)", lowered.as_text())))
+        if source == "memory" or (source == "cache" and cached is None):
+            return compiled
+        if failed.exists() or any(not t.startswith(_libraries()) for t in targets):
+            return compiled
+        try:
+            blob = pickle.dumps({"program": _serialize(compiled, cached), "targets": targets})
+        except Exception:  # noqa: BLE001 - a program XLA cannot serialize is just not stored
+            return compiled
     _write(path, blob)
     return compiled
 
@@ -424,10 +426,18 @@ class _Guarded:
 CACHE_HIT = "/jax/compilation_cache/cache_hits"  # the event JAX records on a persistent-cache hit
 
 
-def _compile_watching_cache(compile: Callable[[], Any]) -> tuple[Any, bool, bytes | None]:
-    """(`compile()`, whether JAX's persistent cache gave the program, and if it did the
-    serialized executable its entry holds, as the compiling process wrote it; None where
-    that cannot be had).
+# jaxrl compiles on its main thread; the lock keeps any other caller of `load_or_compile` from
+# meeting the process-wide patches of `_compile_watching_cache` and `_serialize` half-applied.
+_PATCHING = threading.Lock()
+BACKEND_COMPILE = "/jax/core/compile/backend_compile_duration"  # XLA compiled, or the cache gave
+
+
+def _compile_watching_cache(compile: Callable[[], Any]) -> tuple[Any, str, bytes | None]:
+    """(`compile()`, where the program came from, and if from JAX's persistent cache the
+    serialized executable its entry holds, as the compiling process wrote it; None where that
+    cannot be had). Where: "xla" (compiled now), "cache" (JAX's persistent cache) or "memory"
+    (jax's in-process cache of a program compiled earlier in this process, which records no
+    compile: it may have come from the persistent cache then, so it is not stored).
 
     The bytes are read where JAX's cache unpacks an entry (`compilation_cache.
     extract_executable_and_time`, jax 0.10's private module): jax offers no public way to them,
@@ -438,6 +448,7 @@ def _compile_watching_cache(compile: Callable[[], Any]) -> tuple[Any, bool, byte
     except ImportError:
         compilation_cache = None
     hits: list[str] = []
+    compiles: list[str] = []
     unpacked: list[bytes] = []
     extract = getattr(compilation_cache, "extract_executable_and_time", None)
 
@@ -445,22 +456,29 @@ def _compile_watching_cache(compile: Callable[[], Any]) -> tuple[Any, bool, byte
         if event == CACHE_HIT:
             hits.append(event)
 
+    def listen_durations(event: str, *_: Any, **__: Any) -> None:
+        if event == BACKEND_COMPILE:
+            compiles.append(event)
+
     def reading(entry: bytes) -> Any:
         out = extract(entry)
         unpacked.append(out[0])
         return out
 
     jax.monitoring.register_event_listener(listen)
+    jax.monitoring.register_event_duration_secs_listener(listen_durations)
     if extract is not None:
         compilation_cache.extract_executable_and_time = reading
     try:
         compiled = compile()
     finally:
         jax.monitoring.unregister_event_listener(listen)
+        jax.monitoring.unregister_event_duration_listener(listen_durations)
         if extract is not None:
             compilation_cache.extract_executable_and_time = extract
+    source = "cache" if hits else "xla" if compiles else "memory"
     cached = unpacked[0] if hits and len(unpacked) == 1 else None
-    return compiled, bool(hits), cached
+    return compiled, source, cached
 
 
 def _serialize(compiled: Any, cached: bytes | None) -> tuple:
@@ -473,15 +491,20 @@ def _serialize(compiled: Any, cached: bytes | None) -> tuple:
     from jax._src.lib import xla_client
 
     base = serialize_executable._JaxPjrtPickler
+    written = []
 
     class CachedBytes(base):
         def persistent_id(self, obj: Any) -> Any:
             if isinstance(obj, xla_client.LoadedExecutable):
+                written.append(obj)
                 return ("exec", cached)
             return super().persistent_id(obj)
 
     serialize_executable._JaxPjrtPickler = CachedBytes
     try:
-        return serialize_executable.serialize(compiled)
+        out = serialize_executable.serialize(compiled)
     finally:
         serialize_executable._JaxPjrtPickler = base
+    if len(written) != 1:  # the executable was not where this jax keeps it: not stored
+        raise ValueError("the cached bytes did not replace exactly one executable")
+    return out

@@ -88,6 +88,7 @@ def _brax_returns(policy_fn, params) -> tuple[np.ndarray, np.ndarray]:
 def _check(brax: tuple, jaxrl: tuple) -> None:
     (returns, lengths), (got, mean) = brax, jaxrl
     assert (lengths < EPISODE).any() and (lengths == EPISODE).any()  # both endings
+    assert got.shape == returns.shape == (EVAL_ENVS,)
     np.testing.assert_allclose(got, returns, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(mean, returns.mean(), rtol=1e-5, atol=1e-5)
 
@@ -147,13 +148,15 @@ def test_evaluation_returns_equal_brax_evaluators(algo):
 def test_each_evaluation_choice_matters(slip):
     """The check sees a different normalisation of the policy's input."""
     brax, agent, state, stats = _ppo()
-    with pytest.raises(AssertionError):
-        _check(brax, _jaxrl_returns("ppo", agent, state, stats, **slip))
+    jaxrl = _jaxrl_returns("ppo", agent, state, stats, **slip)
+    with pytest.raises(AssertionError, match="Not equal"):
+        _check(brax, jaxrl)
 
 
 def test_evaluation_sees_a_perturbed_policy():
     """The check sees a slightly different policy (parameters off by a few percent)."""
     brax, agent, state, stats = _ppo()
     params = reference.perturbed(state.params, jax.random.PRNGKey(9), 0.05)
-    with pytest.raises(AssertionError):
-        _check(brax, _jaxrl_returns("ppo", agent, state.replace(params=params), stats))
+    jaxrl = _jaxrl_returns("ppo", agent, state.replace(params=params), stats)
+    with pytest.raises(AssertionError, match="Not equal"):
+        _check(brax, jaxrl)
