@@ -28,6 +28,8 @@ from jaxrl.loops.base import make_evaluate
 from tests import brax_peer, reference
 from tests.agents import test_ppo_brax_parity as ppo_parity
 from tests.agents import test_sac_brax_parity as sac_parity
+from tests.loops import test_ppo_loop_brax_parity as ppo_loop
+from tests.loops import test_sac_loop_brax_parity as sac_loop
 
 EVAL_ENVS, EPISODE, OBS = 16, 6, 3
 KEY = jax.random.PRNGKey(5)
@@ -49,20 +51,13 @@ def _jaxrl_returns(algo: str, agent, agent_state, stats, **slip) -> np.ndarray:
     from jaxrl.benchmarks.suites import ppo_parity_flags, sac_parity_flags
     from jaxrl.config import resolve
 
-    if algo == "ppo":
-        settings = dict(num_envs=4, batch_size=4, num_minibatches=2, unroll_length=5,
-                        num_updates_per_batch=2, discounting=0.9, learning_rate=1e-3,
-                        entropy_cost=0.01, reward_scaling=1.0, episode_length=EPISODE,
-                        normalize_observations=True)  # fmt: skip
-        flags = ppo_parity_flags(settings, 400, evals=1, eval_envs=EVAL_ENVS)
-    else:
-        settings = dict(num_envs=4, batch_size=8, grad_updates_per_step=1, discounting=0.9,
-                        min_replay_size=8, max_replay_size=64, learning_rate=1e-3,
-                        reward_scaling=1.0, tau=0.1, episode_length=EPISODE, action_repeat=1,
-                        q_network_layer_norm=True,
-                        normalize_observations=True)  # fmt: skip
-        flags = sac_parity_flags(settings, 400, evals=1, eval_envs=EVAL_ENVS)
-    argv = ["--algo", algo, "--env", "classic/pendulum", "--num-envs", "4", "--steps", "400"]
+    # The loop parity tests' Brax settings, with this test's time limit.
+    loop = ppo_loop if algo == "ppo" else sac_loop
+    parity_flags = ppo_parity_flags if algo == "ppo" else sac_parity_flags
+    settings = {**loop.SETTINGS, "episode_length": EPISODE}
+    flags = parity_flags(settings, 400, evals=1, eval_envs=EVAL_ENVS)
+    argv = ["--algo", algo, "--env", "classic/pendulum", "--steps", "400"]
+    argv += ["--num-envs", str(settings["num_envs"])]
     config, _, _ = resolve.build_configs([*argv, *flags])
     config = dataclasses.replace(config, **slip)
     trainer = make_train(config, agent, brax_peer.Drift())
