@@ -5,15 +5,18 @@ fresh `jaxrl train` process over one fresh cache folder, by their compile clocks
         --env playground/CheetahRun --steps 4096 --out rerun.jsonl [--libraries cusolver,cublas]
 
 Per preset: the first run (its programs compiled, and kept in the store of compiled programs,
-`jaxrl.run.programs`), then a re-run with another seed (loaded from the store where it kept
-them), and, with `--libraries`, a third with `JAXRL_PROGRAM_STORE_LIBRARIES` set to those, for
+`jaxrl.run.programs`), then `--reruns` re-runs with other seeds (loaded from the store where
+it kept them, the chunk on a thread of its own beside the first state: `programs.prefetch`),
+and, with `--libraries`, a third with `JAXRL_PROGRAM_STORE_LIBRARIES` set to those, for
 programs that call those libraries (MJX on a GPU calls cuSOLVER; the store keeps only programs
 whose libraries it knows to be ready, so there the first two runs show the trace-and-cache
 path). With `--from-cache`, two runs more after the store's folder is emptied (as a change to
 jaxrl's source leaves JAX's cache valid and the store's keys stale): "from_cache", whose
 programs come from JAX's cache and are stored from its entries' bytes, then "from_store",
-which loads them. One JSON line per preset: the clocks, the store's entries after each run, the
-device, and any run's error. `--timeout` bounds each run, so a slow preset still leaves the others.
+which loads them. `--train-args` adds `jaxrl train` options to every run. One JSON line per
+preset: each run's compile clock and whole process's wall-clock seconds (imports and training
+included), the store's entries after it, the device, and any run's error. `--timeout` bounds
+each run, so a slow preset still leaves the others.
 """
 
 from __future__ import annotations
@@ -25,30 +28,43 @@ import pathlib
 import subprocess
 import sys
 import tempfile
+import time
 
 
 def _run(argv: list[str], cache: pathlib.Path, out: pathlib.Path, env: dict, timeout: float):
-    """(compile clock, error) of one `jaxrl train` process."""
+    """(compile clock, the process's wall-clock seconds, error) of one `jaxrl train` process."""
     env = {**os.environ, **env, "JAXRL_CACHE_DIR": str(cache)}
     command = [sys.executable, "-m", "jaxrl.cli", "train", *argv, "--out", str(out), "--quiet"]
+    start = time.perf_counter()
     try:
         done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
-        return None, f"timed out after {timeout:.0f} s"
+        return None, None, f"timed out after {timeout:.0f} s"
+    wall = time.perf_counter() - start
     if done.returncode:
-        return None, done.stderr[-2000:]
-    return json.loads((out / "summary.json").read_text())["compile_seconds"], None
+        return None, wall, done.stderr[-2000:]
+    return json.loads((out / "summary.json").read_text())["compile_seconds"], wall, None
 
 
 def measure(
-    preset: str, env: str, steps: int, libraries: str, timeout: float, from_cache: bool = False
+    preset: str,
+    env: str,
+    steps: int,
+    libraries: str,
+    timeout: float,
+    from_cache: bool = False,
+    reruns: int = 1,
+    extra: tuple[str, ...] = (),
 ) -> dict:
     import shutil
 
     import jax
 
     argv = ["--preset", preset, "--env", env, "--steps", str(steps), "--eval-every", str(steps)]
-    runs = [("first", [], {}), ("rerun", ["--seed", "1"], {})]
+    argv += extra
+    runs = [("first", [], {})]
+    runs += [(f"rerun_{i}" if i > 1 else "rerun", ["--seed", str(i)], {})
+             for i in range(1, reruns + 1)]  # fmt: skip
     if libraries:
         runs.append(("rerun_libraries", ["--seed", "2"],
                      {"JAXRL_PROGRAM_STORE_LIBRARIES": libraries}))  # fmt: skip
@@ -65,13 +81,15 @@ def measure(
                 shutil.rmtree(cache / "jaxrl-programs", ignore_errors=True)
                 continue
             name, extra, env_vars = run
-            clock, error = _run(
+            clock, wall, error = _run(
                 [*argv, *extra], cache, pathlib.Path(folder) / name, env_vars, timeout
             )
             record[f"{name}_compile_seconds"] = clock
+            record[f"{name}_wall_seconds"] = wall
             store = cache / "jaxrl-programs"
             record[f"{name}_stored"] = sorted(
-                p.name.split("-")[0] for p in store.glob("*") if "." not in p.name
+                p.name.split("-")[0] for p in store.glob("*")
+                if "." not in p.name and not p.name.startswith("last-")  # the hints
             ) if store.exists() else []  # fmt: skip
             if error:
                 record[f"{name}_error"] = error
@@ -89,11 +107,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--from-cache", action="store_true", help="two more runs, over JAX's cache, store emptied"
     )
+    parser.add_argument("--reruns", type=int, default=1, help="re-runs, seeds 1 to N")
+    parser.add_argument(
+        "--train-args", default="", help='more `jaxrl train` options for every run, e.g. '
+        '"--num-envs 16 --learning-starts 1024"'
+    )  # fmt: skip
     parser.add_argument("--out", required=True)
     args = parser.parse_args(argv)
     for preset in args.presets:
         env = args.env or _preset_env(preset)
-        record = measure(preset, env, args.steps, args.libraries, args.timeout, args.from_cache)
+        record = measure(preset, env, args.steps, args.libraries, args.timeout, args.from_cache,
+                         args.reruns, tuple(args.train_args.split()))  # fmt: skip
+        record["train_args"] = args.train_args
         with open(args.out, "a") as file:
             file.write(json.dumps(record) + "\n")
         print(json.dumps(record), flush=True)

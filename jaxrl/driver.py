@@ -40,7 +40,7 @@ from jaxrl.run.resources import (
     check_memory,
 )
 from jaxrl.run.rows import TIMING_KEYS, learning_metrics, rounding_note, seed_summary
-from jaxrl.run.runner import execute
+from jaxrl.run.runner import execute, prefetch_chunk
 from jaxrl.run.state import RUN_ONCE_CPU_OPTIONS, _initial_state, _members, run_once
 
 __all__ = [
@@ -233,6 +233,7 @@ def train(
         saved = run_config(config, agent_config, options, trainer, run_grid, env, randomization_fn)
 
     start = time.perf_counter()
+    prefetch_chunk(trainer, run_grid)  # the stored chunk loads beside the first state's work
     state = _initial_state(trainer, run_grid, members)
     return execute(
         Plan(
@@ -354,6 +355,7 @@ def resume(
     members = _members(trainer, agent_config, run_grid)
     say = None if progress is None else progress if callable(progress) else print
     start = time.perf_counter()
+    prefetch_chunk(trainer, run_grid)
     like = _initial_state(trainer, run_grid, members)
     step, history, state = _restored(out_path, like, _meta(trainer, run_grid), say)
     target = options.stop_at_return

@@ -1846,6 +1846,41 @@ MUTANTS = [
         "the observation size is kept by env name alone: other env options read another's",
         STORE,
     ),
+    m(
+        "store-prefetch-takes-any-entry",
+        "jaxrl/run/programs.py",
+        "        loaded = pending.take() if pending is not None and pending.path == path else None",
+        "        loaded = pending.take() if pending is not None else None",
+        "the prefetched chunk is taken whatever entry the run asks for: a grid of 2 seeds runs "
+        "the 3 seeds' program",
+        STORE,
+    ),
+    m(
+        "store-prefetch-hint-kept-on-load",
+        "jaxrl/run/programs.py",
+        "            _remember(program_id, kind, path)\n            return _Guarded(",
+        "            return _Guarded(",
+        "a loaded entry is not remembered as the run's last: after a run of other shapes every "
+        "re-run prefetches the wrong program",
+        STORE,
+    ),
+    m(
+        "store-prefetch-never-started",
+        "jaxrl/driver.py",
+        "    prefetch_chunk(trainer, run_grid)  # the stored chunk loads beside",
+        "    pass  # the stored chunk loads beside",
+        "train never prefetches: a re-run loads its chunk only after its first state",
+        STORE,
+    ),
+    m(
+        "store-prefetch-never-dropped",
+        "jaxrl/run/programs.py",
+        "    pending = _PREFETCHED.pop((program_id, kind), None)",
+        "    pending = _PREFETCHED.get((program_id, kind))",
+        "a prefetched program stays held after the run asked for its chunk (kept in memory, and "
+        "the next run of the process reuses it)",
+        STORE,
+    ),
 ]
 
 

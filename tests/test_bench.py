@@ -476,12 +476,15 @@ def test_rerun_script_records_a_first_run_and_re_runs_over_one_store(tmp_path, m
     monkeypatch.setenv("JAXRL_PROGRAM_STORE", "1")  # the suite's default is off (conftest.py)
     out = tmp_path / "rerun.jsonl"
     argv = ["sac_pendulum", "--steps", "1024", "--libraries", "cusolver", "--from-cache"]
+    argv += ["--reruns", "2", "--train-args", "--num-envs 4"]
     rerun.main([*argv, "--out", str(out)])
     (record,) = [json.loads(line) for line in out.read_text().splitlines()]
     assert record["env"] == "classic/pendulum" and record["device"]
     # After the store is emptied, the programs from JAX's cache are stored again and loaded.
-    for name in ("first", "rerun", "rerun_libraries", "from_cache", "from_store"):
+    for name in ("first", "rerun", "rerun_2", "rerun_libraries", "from_cache", "from_store"):
         assert record[f"{name}_compile_seconds"] > 0 and f"{name}_error" not in record
+        assert record[f"{name}_wall_seconds"] > record[f"{name}_compile_seconds"]
         assert record[f"{name}_stored"] == ["chunk", "reset"]
+    assert record["train_args"] == "--num-envs 4"
     bad = rerun.measure("no_such_preset", "classic/pendulum", 512, "", 60)
     assert bad["first_compile_seconds"] is None and "no_such_preset" in bad["first_error"]

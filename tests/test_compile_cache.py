@@ -175,7 +175,7 @@ def test_only_programs_compiled_or_read_from_jaxs_cache_are_stored(tmp_path):
         assert done.returncode == 0, done.stderr[-2000:]
         runs.append(done.stdout.split())
     stored = sorted(p.name.split("-")[0] for p in (tmp_path / "store").iterdir())
-    assert stored == ["p", "p"]  # "a" and "b" (the key holds the id), not "c"
+    assert stored == ["last", "last", "p", "p"]  # "a" and "b" (the key holds the id), not "c"
     assert [run[1::3] for run in runs] == [["Compiled"], ["Compiled", "Compiled"],
                                            ["_Guarded", "_Guarded"]]  # fmt: skip
     assert len({value for run in runs for value in run[2::3]}) == 1  # the same numbers

@@ -68,7 +68,10 @@ def test_a_rerun_with_other_data_seed_and_steps_loads_its_programs_and_trains_th
     folder, compiles = store
     _train(tiny.off_policy(), tiny.SAC)
     assert len(compiles) == 3  # the reset, the rest of the first state, the chunk
-    assert sorted(p.name.split("-")[0] for p in folder.iterdir()) == ["chunk", "reset"]
+    assert sorted(p.name.split("-")[0] for p in folder.iterdir() if not _hint(p)) == [
+        "chunk",
+        "reset",
+    ]
 
     changed = tiny.off_policy(seed=3, gamma=0.95, total_steps=384)
     changed_agent = dataclasses.replace(tiny.SAC, actor_lr=1e-3, tau=0.02, init_alpha=0.5)
@@ -108,7 +111,63 @@ def test_an_unreadable_entry_is_compiled_again_and_replaced(store):
     compiles.clear()
     assert _train(tiny.off_policy(), tiny.SAC) == rows
     assert len(compiles) == 3
-    assert all(entry.stat().st_size > 1000 for entry in folder.iterdir())
+    assert all(entry.stat().st_size > 1000 for entry in folder.iterdir() if not _hint(entry))
+
+
+def _hint(path: pathlib.Path) -> bool:
+    """Whether `path` is a hint naming a run's last entry of a kind (`programs._last`)."""
+    return path.name.startswith("last-")
+
+
+def _watch_loads(monkeypatch) -> list[tuple[str, bool | None]]:
+    """(kind, whether `programs.prefetch`'s thread loaded it; None where it was compiled) of
+    every program `load_or_compile` gives from now on."""
+    given = []
+    real = programs.load_or_compile
+
+    def watching(program_id, kind, *args, **kwargs):
+        out = real(program_id, kind, *args, **kwargs)
+        given.append((kind, getattr(out, "prefetched", None)))
+        return out
+
+    monkeypatch.setattr(programs, "load_or_compile", watching)
+    return given
+
+
+def test_a_rerun_loads_the_chunk_it_last_used_beside_building_its_first_state(store, monkeypatch):
+    """`programs.prefetch`: the chunk a run of these settings last stored or loaded (a hint
+    file names it) starts loading on a thread of its own before the first state is built;
+    the run takes it where it asks for that same entry and trains as a run without the store.
+    A run whose chunk has other shapes under the same settings (a grid of 2 seeds after one of
+    3: the seed count is not in the settings' key) drops the prefetched program and loads
+    its own, which the hint then names for the next run. An unreadable hint loads nothing."""
+    folder, compiles = store
+    rows = _train(tiny.off_policy(), tiny.SAC)
+    given = _watch_loads(monkeypatch)
+    assert _train(tiny.off_policy(), tiny.SAC) == rows
+    assert given == [("reset", False), ("chunk", True)]
+    assert not programs._PREFETCHED
+
+    def grid(seeds: int) -> list:
+        run = driver.train(tiny.off_policy(), tiny.SAC, progress=None, compile_cache=False,
+                           seeds=seeds)  # fmt: skip
+        return driver.learning_metrics(run.history)
+
+    two = grid(2)
+    grid(3)
+    given.clear()
+    assert grid(2) == two  # the prefetched program was of 3 seeds' shapes
+    assert given == [("reset-vmapped", False), ("chunk-vmapped", False)]
+    given.clear()
+    assert grid(2) == two
+    assert given == [("reset-vmapped", False), ("chunk-vmapped", True)]
+
+    for hint in folder.glob("last-*"):
+        hint.write_text("chunk-../../elsewhere")
+    given.clear()
+    compiles.clear()
+    assert _train(tiny.off_policy(), tiny.SAC) == rows
+    assert given == [("reset", False), ("chunk", False)] and len(compiles) == 1
 
 
 def test_no_program_is_stored_for_an_env_object_or_with_the_store_off(store, monkeypatch):

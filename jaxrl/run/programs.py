@@ -24,7 +24,9 @@ object or randomization function handed to `train`, nor an env whose code has no
 device of one process, and with the compilation cache on. JAXRL_PROGRAM_STORE=0 turns it off
 alone. The store lives beside the cache's own entries (`<cache dir>/jaxrl-programs`); deleting
 that folder empties it. It also keeps the observation size of the registry's Brax and
-Playground envs, which they read off a trace of their reset (`remember_observation_size`).
+Playground envs, which they read off a trace of their reset (`remember_observation_size`), and
+per run key and kind a hint naming the entry last stored or loaded (`last-KIND-...`), from
+which a run starts loading its chunk on a thread of its own before it asks for it (`prefetch`).
 
 Written here rather than taken from a library: JAX's own cache is the library, and its key is
 the lowered program, which is what a re-run should not have to build."""
@@ -321,11 +323,16 @@ def load_or_compile(
     if _died_running(path):  # never again under this key
         failed.touch()
         path.unlink(missing_ok=True)
+    pending = _PREFETCHED.pop((program_id, kind), None)
     if path.exists() and not failed.exists():
-        loaded = _load(path)
+        loaded = pending.take() if pending is not None and pending.path == path else None
+        prefetched = loaded is not None
+        if loaded is None:
+            loaded = _load(path)
         if loaded is not None:
             running.touch()
-            return _Guarded(loaded, running, failed)
+            _remember(program_id, kind, path)
+            return _Guarded(loaded, running, failed, prefetched)
     lowered = lower()
     with _PATCHING:  # the two private patches below are process-wide
         compiled, source, cached = _compile_watching_cache(lambda: compile(lowered))
@@ -339,7 +346,70 @@ def load_or_compile(
         except Exception:  # noqa: BLE001 - a program XLA cannot serialize is just not stored
             return compiled
     _write(path, blob)
+    _remember(program_id, kind, path)
     return compiled
+
+
+def _last(program_id: str, kind: str) -> pathlib.Path:
+    """The file naming the entry of kind `kind` that the run `program_id` last stored or loaded."""
+    return folder() / f"last-{kind}-{_digest({'id': program_id, 'kind': kind})[:40]}"
+
+
+def _remember(program_id: str, kind: str, path: pathlib.Path) -> None:
+    hint = _last(program_id, kind)
+    try:
+        if hint.read_text() == path.name:
+            return
+    except OSError:
+        pass
+    _write(hint, path.name.encode())
+
+
+class _Prefetch:
+    """One entry's load running on a thread of its own (`prefetch`)."""
+
+    def __init__(self, path: pathlib.Path, entry: dict):
+        self.path, self._loaded = path, None
+        self._thread = threading.Thread(target=self._load, args=(entry,), name="jaxrl-prefetch")
+        self._thread.start()
+
+    def _load(self, entry: dict) -> None:
+        try:
+            self._loaded = serialize_executable.deserialize_and_load(*entry["program"])
+        except Exception:  # noqa: BLE001 - loaded again (and compiled where it fails) on asking
+            self._loaded = None
+
+    def take(self) -> Any:
+        """The loaded program, once its thread is done; None where it could not be loaded."""
+        self._thread.join()
+        return self._loaded
+
+
+# Loads `prefetch` started, by (program_id, kind): `load_or_compile` takes (or drops) them.
+_PREFETCHED: dict[tuple[str, str], _Prefetch] = {}
+
+
+def prefetch(program_id: str | None, kind: str) -> None:
+    """Starts loading, on a thread of its own, the program of kind `kind` that the last
+    process of the run `program_id` stored or loaded (`_last` names it), where the store has
+    it; `load_or_compile` then takes it if it asks for that same entry. XLA rebuilds a loaded
+    executable on one thread (Playground's CheetahRun: 2.3 to 3 s for a `fast_td3_playground`
+    chunk on this CPU), which the main thread's work before the chunk (the reset's program
+    loaded and run, the rest of the first state traced and compiled: about 2 s) can then run
+    beside. Loading runs no program (a crash in a first call is `_Guarded`'s to catch); the
+    LAPACK kernels are readied here, on the calling thread."""
+    if program_id is None or folder() is None or (program_id, kind) in _PREFETCHED:
+        return
+    try:
+        name = _last(program_id, kind).read_text()
+    except OSError:
+        return
+    if not re.fullmatch(rf"{kind}-[0-9a-f]{{40}}", name):
+        return
+    path = folder() / name
+    entry = _read(path)
+    if entry is not None:
+        _PREFETCHED[program_id, kind] = _Prefetch(path, entry)
 
 
 def _died_running(path: pathlib.Path) -> bool:
@@ -378,11 +448,24 @@ def _libraries() -> tuple[str, ...]:
 
 def _load(path: pathlib.Path) -> Any:
     """The stored program at `path`, ready to run; None where it cannot be read."""
+    entry = _read(path)
+    if entry is None:
+        return None
+    try:
+        return serialize_executable.deserialize_and_load(*entry["program"])
+    except Exception:  # noqa: BLE001 - any unreadable entry is compiled again
+        return None
+
+
+def _read(path: pathlib.Path) -> dict | None:
+    """The entry at `path` as stored (its program still serialized), with the LAPACK kernels
+    it calls readied; None where it cannot be read."""
     try:
         entry = pickle.loads(path.read_bytes())
         if any(t.startswith("lapack_") for t in entry["targets"]):
             _initialize_lapack()
-        return serialize_executable.deserialize_and_load(*entry["program"])
+        entry["program"]  # noqa: B018 - a missing program is an unreadable entry
+        return entry
     except Exception:  # noqa: BLE001 - any unreadable entry is compiled again
         return None
 
@@ -401,8 +484,11 @@ class _Guarded:
     (it died in the call, e.g. of a crash inside XLA) marks the entry `failed` and compiles its
     own (`_died_running`). A first call that raises marks it too."""
 
-    def __init__(self, compiled: Any, running: pathlib.Path, failed: pathlib.Path):
+    def __init__(
+        self, compiled: Any, running: pathlib.Path, failed: pathlib.Path, prefetched: bool = False
+    ):
         self._compiled, self._running, self._failed = compiled, running, failed
+        self.prefetched = prefetched  # loaded by `prefetch`'s thread
 
     def __call__(self, *args):
         if self._running is None:

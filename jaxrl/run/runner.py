@@ -45,13 +45,24 @@ def compile_chunk(trainer, state, run_grid) -> Any:
             _shardings(trainer, state, run_grid),
             trainer.data.sharding(),
         )
-    kind = "chunk" if run_grid is None else "chunk-vmapped"
     return programs.load_or_compile(
         trainer.program_id,
-        kind,
+        _chunk_kind(run_grid),
         (state,),
         lambda: jax.jit(program, donate_argnums=0, **placed).lower(state),
     )
+
+
+def _chunk_kind(run_grid) -> str:
+    return "chunk" if run_grid is None else "chunk-vmapped"
+
+
+def prefetch_chunk(trainer, run_grid) -> None:
+    """Starts loading the chunk program that the last run of `trainer`'s settings used, where
+    the store of compiled programs has it, beside the work before `compile_chunk` asks for it
+    (`programs.prefetch`)."""
+    if trainer.compile_chunk is None:
+        programs.prefetch(trainer.program_id, _chunk_kind(run_grid))
 
 
 class Runner:
