@@ -5,18 +5,19 @@ fresh `jaxrl train` process over one fresh cache folder, by their compile clocks
         --env playground/CheetahRun --steps 4096 --out rerun.jsonl [--libraries cusolver,cublas]
 
 Per preset: the first run (its programs compiled, and kept in the store of compiled programs,
-`jaxrl.run.programs`), then `--reruns` re-runs with other seeds (loaded from the store where
-it kept them, the chunk on a thread of its own beside the first state: `programs.prefetch`),
-and, with `--libraries`, a third with `JAXRL_PROGRAM_STORE_LIBRARIES` set to those, for
-programs that call those libraries (MJX on a GPU calls cuSOLVER; the store keeps only programs
-whose libraries it knows to be ready, so there the first two runs show the trace-and-cache
-path). With `--from-cache`, two runs more after the store's folder is emptied (as a change to
-jaxrl's source leaves JAX's cache valid and the store's keys stale): "from_cache", whose
-programs come from JAX's cache and are stored from its entries' bytes, then "from_store",
-which loads them. `--train-args` adds `jaxrl train` options to every run. One JSON line per
-preset: each run's compile clock and whole process's wall-clock seconds (imports and training
-included), the store's entries after it, the device, and any run's error. `--timeout` bounds
-each run, so a slow preset still leaves the others.
+`jaxrl.run.programs`), then `--reruns` re-runs with other seeds (loaded from the store where it
+kept them, the chunk on a thread of its own beside the first state: `programs.prefetch`; with
+`--unprefetched`, each followed by the same re-run with the store's hints removed, so its chunk
+loads after the first state, as without the prefetch), and, with `--libraries`, one more with
+`JAXRL_PROGRAM_STORE_LIBRARIES` set to those, for programs that call those libraries (MJX on a
+GPU calls cuSOLVER; the store keeps only programs whose libraries it knows to be ready, so there
+the runs before it show the trace-and-cache path). With `--from-cache`, two runs more after the
+store's folder is emptied (as a change to jaxrl's source leaves JAX's cache valid and the
+store's keys stale): "from_cache", whose programs come from JAX's cache and are stored from its
+entries' bytes, then "from_store", which loads them. `--train-args` adds `jaxrl train` options
+to every run. One JSON line per preset: each run's compile clock and whole process's wall-clock
+seconds (imports and training included), the store's entries after it, the device, and any run's
+error. `--timeout` bounds each run, so a slow preset still leaves the others.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import argparse
 import json
 import os
 import pathlib
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -55,38 +57,38 @@ def measure(
     from_cache: bool = False,
     reruns: int = 1,
     extra: tuple[str, ...] = (),
+    unprefetched: bool = False,
 ) -> dict:
-    import shutil
-
     import jax
 
     argv = ["--preset", preset, "--env", env, "--steps", str(steps), "--eval-every", str(steps)]
     argv += extra
-    runs = [("first", [], {})]
-    runs += [(f"rerun_{i}" if i > 1 else "rerun", ["--seed", str(i)], {})
-             for i in range(1, reruns + 1)]  # fmt: skip
+    # (name, more options, environment, what is removed from the store before it)
+    runs = [("first", [], {}, None)]
+    for i in range(1, reruns + 1):
+        suffix = f"_{i}" if i > 1 else ""
+        runs.append((f"rerun{suffix}", ["--seed", str(i)], {}, None))
+        if unprefetched:  # the same re-run, its chunk loaded after the first state
+            runs.append((f"unprefetched{suffix}", ["--seed", str(i)], {}, "last-*"))
+    lib_env = {"JAXRL_PROGRAM_STORE_LIBRARIES": libraries} if libraries else {}
     if libraries:
-        runs.append(("rerun_libraries", ["--seed", "2"],
-                     {"JAXRL_PROGRAM_STORE_LIBRARIES": libraries}))  # fmt: skip
-    if from_cache:  # the store emptied first (None), then two runs over JAX's cache
-        lib_env = {"JAXRL_PROGRAM_STORE_LIBRARIES": libraries} if libraries else {}
-        runs += [None, ("from_cache", ["--seed", "3"], lib_env),
-                 ("from_store", ["--seed", "4"], lib_env)]  # fmt: skip
+        runs.append(("rerun_libraries", ["--seed", "2"], lib_env, None))
+    if from_cache:  # the store emptied first, then two runs over JAX's cache
+        runs += [("from_cache", ["--seed", "3"], lib_env, "*"),
+                 ("from_store", ["--seed", "4"], lib_env, None)]  # fmt: skip
     record = {"preset": preset, "env": env, "steps": steps, "libraries": libraries}
     record["device"] = str(jax.devices()[0].device_kind)
     with tempfile.TemporaryDirectory() as folder:
         cache = pathlib.Path(folder) / "cache"
-        for run in runs:
-            if run is None:
-                shutil.rmtree(cache / "jaxrl-programs", ignore_errors=True)
-                continue
-            name, extra, env_vars = run
+        store = cache / "jaxrl-programs"
+        for name, more, env_vars, removed in runs:
+            for path in store.glob(removed) if removed else ():
+                path.unlink()
             clock, wall, error = _run(
-                [*argv, *extra], cache, pathlib.Path(folder) / name, env_vars, timeout
+                [*argv, *more], cache, pathlib.Path(folder) / name, env_vars, timeout
             )
             record[f"{name}_compile_seconds"] = clock
             record[f"{name}_wall_seconds"] = wall
-            store = cache / "jaxrl-programs"
             record[f"{name}_stored"] = sorted(
                 p.name.split("-")[0] for p in store.glob("*")
                 if "." not in p.name and not p.name.startswith("last-")  # the hints
@@ -109,6 +111,10 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--reruns", type=int, default=1, help="re-runs, seeds 1 to N")
     parser.add_argument(
+        "--unprefetched", action="store_true",
+        help="after each re-run, the same one with the store's hints removed (no prefetch)",
+    )  # fmt: skip
+    parser.add_argument(
         "--train-args", default="", help='more `jaxrl train` options for every run, e.g. '
         '"--num-envs 16 --learning-starts 1024"'
     )  # fmt: skip
@@ -117,7 +123,8 @@ def main(argv: list[str] | None = None) -> None:
     for preset in args.presets:
         env = args.env or _preset_env(preset)
         record = measure(preset, env, args.steps, args.libraries, args.timeout, args.from_cache,
-                         args.reruns, tuple(args.train_args.split()))  # fmt: skip
+                         args.reruns, tuple(shlex.split(args.train_args)),
+                         args.unprefetched)  # fmt: skip
         record["train_args"] = args.train_args
         with open(args.out, "a") as file:
             file.write(json.dumps(record) + "\n")

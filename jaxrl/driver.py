@@ -40,7 +40,7 @@ from jaxrl.run.resources import (
     check_memory,
 )
 from jaxrl.run.rows import TIMING_KEYS, learning_metrics, rounding_note, seed_summary
-from jaxrl.run.runner import execute, prefetch_chunk
+from jaxrl.run.runner import execute, prefetching_chunk
 from jaxrl.run.state import RUN_ONCE_CPU_OPTIONS, _initial_state, _members, run_once
 
 __all__ = [
@@ -233,23 +233,24 @@ def train(
         saved = run_config(config, agent_config, options, trainer, run_grid, env, randomization_fn)
 
     start = time.perf_counter()
-    prefetch_chunk(trainer, run_grid)  # the stored chunk loads beside the first state's work
-    state = _initial_state(trainer, run_grid, members)
-    return execute(
-        Plan(
-            trainer=trainer,
-            state=state,
-            history=[],
-            out_path=out_path,
-            options=options,
-            progress=progress,
-            progress_fn=progress_fn,
-            start=start,
-            saved=saved,
-            run_grid=run_grid,
-            initial=functools.partial(_initial_state, trainer, run_grid, members),
+    # The stored chunk loads beside the first state's work (dropped if never asked for).
+    with prefetching_chunk(trainer, run_grid):
+        state = _initial_state(trainer, run_grid, members)
+        return execute(
+            Plan(
+                trainer=trainer,
+                state=state,
+                history=[],
+                out_path=out_path,
+                options=options,
+                progress=progress,
+                progress_fn=progress_fn,
+                start=start,
+                saved=saved,
+                run_grid=run_grid,
+                initial=functools.partial(_initial_state, trainer, run_grid, members),
+            )
         )
-    )
 
 
 def _make_trainer(
@@ -355,37 +356,37 @@ def resume(
     members = _members(trainer, agent_config, run_grid)
     say = None if progress is None else progress if callable(progress) else print
     start = time.perf_counter()
-    prefetch_chunk(trainer, run_grid)
-    like = _initial_state(trainer, run_grid, members)
-    step, history, state = _restored(out_path, like, _meta(trainer, run_grid), say)
-    target = options.stop_at_return
-    reached = target is not None and bool(history) and history[-1]["eval_return"] >= target
-    finished = step >= total or (reached and total_steps is None)
-    if finished and history and not (out_path / "summary.json").exists():
-        # Killed after its final checkpoint, before its summary: nothing is left to train.
-        return _summary_only(out_path, step, history, state, reached, run_grid, say)
-    _check_resumable(out_path, step, total, reached, target, total_steps)
-    if reached:
-        options = dataclasses.replace(options, stop_at_return=None)
-    if total_steps is not None:
-        saved["train"] = dataclasses.asdict(trainer.config)
-        saved["env_info"]["num_chunks"] = trainer.config.num_chunks
-    saved["run"] = dataclasses.asdict(options)
-    return execute(
-        Plan(
-            trainer=trainer,
-            state=state,
-            history=history,
-            out_path=out_path,
-            options=options,
-            progress=progress,
-            progress_fn=progress_fn,
-            start=start,
-            saved=saved,
-            run_grid=run_grid,
-            initial=functools.partial(_initial_state, trainer, run_grid, members),
+    with prefetching_chunk(trainer, run_grid):
+        like = _initial_state(trainer, run_grid, members)
+        step, history, state = _restored(out_path, like, _meta(trainer, run_grid), say)
+        target = options.stop_at_return
+        reached = target is not None and bool(history) and history[-1]["eval_return"] >= target
+        finished = step >= total or (reached and total_steps is None)
+        if finished and history and not (out_path / "summary.json").exists():
+            # Killed after its final checkpoint, before its summary: nothing is left to train.
+            return _summary_only(out_path, step, history, state, reached, run_grid, say)
+        _check_resumable(out_path, step, total, reached, target, total_steps)
+        if reached:
+            options = dataclasses.replace(options, stop_at_return=None)
+        if total_steps is not None:
+            saved["train"] = dataclasses.asdict(trainer.config)
+            saved["env_info"]["num_chunks"] = trainer.config.num_chunks
+        saved["run"] = dataclasses.asdict(options)
+        return execute(
+            Plan(
+                trainer=trainer,
+                state=state,
+                history=history,
+                out_path=out_path,
+                options=options,
+                progress=progress,
+                progress_fn=progress_fn,
+                start=start,
+                saved=saved,
+                run_grid=run_grid,
+                initial=functools.partial(_initial_state, trainer, run_grid, members),
+            )
         )
-    )
 
 
 def _saved_settings(saved, out_path, total_steps, devices, wandb, env, randomization_fn):

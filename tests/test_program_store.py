@@ -14,6 +14,7 @@ import os
 import pathlib
 import subprocess
 import sys
+import threading
 import types
 
 import jax
@@ -119,34 +120,61 @@ def _hint(path: pathlib.Path) -> bool:
     return path.name.startswith("last-")
 
 
-def _watch_loads(monkeypatch) -> list[tuple[str, bool | None]]:
-    """(kind, whether `programs.prefetch`'s thread loaded it; None where it was compiled) of
-    every program `load_or_compile` gives from now on."""
-    given = []
-    real = programs.load_or_compile
+def _watch_loads(monkeypatch) -> tuple[list, list]:
+    """From now on: (kind, whether `programs.prefetch`'s thread loaded it; None where it was
+    compiled) of every program `load_or_compile` gives, and in order, each `prefetch` of a
+    kind, each ask of `load_or_compile` for a kind and each deserialization, by its thread."""
+    from jax.experimental import serialize_executable
+
+    given, events = [], []
+    load, prefetch = programs.load_or_compile, programs.prefetch
+    deserialize = serialize_executable.deserialize_and_load
 
     def watching(program_id, kind, *args, **kwargs):
-        out = real(program_id, kind, *args, **kwargs)
+        events.append(("ask", kind))
+        out = load(program_id, kind, *args, **kwargs)
         given.append((kind, getattr(out, "prefetched", None)))
         return out
 
+    def prefetching(program_id, kind):
+        events.append(("prefetch", kind))
+        return prefetch(program_id, kind)
+
+    def deserializing(*args, **kwargs):
+        events.append(("deserialize", threading.current_thread().name))
+        return deserialize(*args, **kwargs)
+
     monkeypatch.setattr(programs, "load_or_compile", watching)
-    return given
+    monkeypatch.setattr(programs, "prefetch", prefetching)
+    monkeypatch.setattr(serialize_executable, "deserialize_and_load", deserializing)
+    return given, events
+
+
+def _on_prefetch_thread(events: list) -> int:
+    return events.count(("deserialize", "jaxrl-prefetch"))
 
 
 def test_a_rerun_loads_the_chunk_it_last_used_beside_building_its_first_state(store, monkeypatch):
     """`programs.prefetch`: the chunk a run of these settings last stored or loaded (a hint
-    file names it) starts loading on a thread of its own before the first state is built;
-    the run takes it where it asks for that same entry and trains as a run without the store.
-    A run whose chunk has other shapes under the same settings (a grid of 2 seeds after one of
-    3: the seed count is not in the settings' key) drops the prefetched program and loads
-    its own, which the hint then names for the next run. An unreadable hint loads nothing."""
-    folder, compiles = store
+    file names it) starts loading on a thread of its own before the first state is built (the
+    reset asked for); the run takes it and trains as a run without the store."""
     rows = _train(tiny.off_policy(), tiny.SAC)
-    given = _watch_loads(monkeypatch)
+    given, events = _watch_loads(monkeypatch)
     assert _train(tiny.off_policy(), tiny.SAC) == rows
     assert given == [("reset", False), ("chunk", True)]
+    asks = [e for e in events if e[0] in ("prefetch", "ask")]
+    assert asks == [("prefetch", "chunk"), ("ask", "reset"), ("ask", "chunk")]
+    assert _on_prefetch_thread(events) == 1  # the chunk; the reset on the main thread
+    assert events.count(("deserialize", "MainThread")) == 1
     assert not programs._PREFETCHED
+
+
+def test_a_prefetched_chunk_of_other_shapes_is_dropped_and_the_hint_follows_the_run(
+    store, monkeypatch
+):
+    """A run whose chunk has other shapes under the same settings (a grid of 2 seeds after one
+    of 3: the seed count is not in the settings' key) drops the prefetched program and loads
+    its own, which the hint then names for the next run."""
 
     def grid(seeds: int) -> list:
         run = driver.train(tiny.off_policy(), tiny.SAC, progress=None, compile_cache=False,
@@ -155,19 +183,43 @@ def test_a_rerun_loads_the_chunk_it_last_used_beside_building_its_first_state(st
 
     two = grid(2)
     grid(3)
-    given.clear()
+    given, _ = _watch_loads(monkeypatch)
     assert grid(2) == two  # the prefetched program was of 3 seeds' shapes
     assert given == [("reset-vmapped", False), ("chunk-vmapped", False)]
     given.clear()
     assert grid(2) == two
     assert given == [("reset-vmapped", False), ("chunk-vmapped", True)]
 
-    for hint in folder.glob("last-*"):
-        hint.write_text("chunk-../../elsewhere")
-    given.clear()
-    compiles.clear()
+
+def test_nothing_is_prefetched_from_a_bad_hint_or_a_failed_entry_nor_kept_unasked(
+    store, monkeypatch, tmp_path
+):
+    """A hint that is not text, or names an entry of another kind, loads nothing; nor does one
+    naming an entry whose first call raised (`.failed`: compiled from then on). A run that ends
+    before asking for its chunk (a resume of a complete run) drops what it prefetched."""
+    folder, compiles = store
+    rows = _train(tiny.off_policy(), tiny.SAC)
+    (hint,) = folder.glob("last-chunk-*")
+    (reset,) = folder.glob("reset-*")
+    given, events = _watch_loads(monkeypatch)
+    for text in (b"\xff\xfe not text", reset.name.encode()):
+        hint.write_bytes(text)
+        given.clear(), events.clear()
+        assert _train(tiny.off_policy(), tiny.SAC) == rows
+        assert given == [("reset", False), ("chunk", False)] and not _on_prefetch_thread(events)
+    (chunk,) = folder.glob("chunk-*")
+    chunk.with_suffix(".failed").touch()
+    given.clear(), events.clear()
     assert _train(tiny.off_policy(), tiny.SAC) == rows
-    assert given == [("reset", False), ("chunk", False)] and len(compiles) == 1
+    assert given == [("reset", False), ("chunk", None)] and not _on_prefetch_thread(events)
+
+    chunk.with_suffix(".failed").unlink()
+    out = tmp_path / "run"
+    driver.train(tiny.off_policy(), tiny.SAC, out, progress=None, compile_cache=False)
+    events.clear()
+    with pytest.raises(driver.ResumeError, match="complete"):
+        driver.resume(out, progress=None, compile_cache=False)
+    assert _on_prefetch_thread(events) == 1 and not programs._PREFETCHED
 
 
 def test_no_program_is_stored_for_an_env_object_or_with_the_store_off(store, monkeypatch):
@@ -423,15 +475,19 @@ def test_a_run_of_more_seeds_compiles_its_own(store):
     assert len(list(folder.glob("chunk-*"))) == 2
 
 
-def test_a_resumed_run_loads_its_programs_and_ends_as_one_that_never_stopped(store, tmp_path):
+def test_a_resumed_run_loads_its_programs_and_ends_as_one_that_never_stopped(
+    store, tmp_path, monkeypatch
+):
     folder, compiles = store
     whole = _train(tiny.off_policy(total_steps=384), tiny.SAC)
     out = tmp_path / "run"
     driver.train(tiny.off_policy(total_steps=128), tiny.SAC, out, progress=None,
                  compile_cache=False)  # fmt: skip
     compiles.clear()
+    given, _ = _watch_loads(monkeypatch)
     resumed = driver.resume(out, total_steps=384, progress=None, compile_cache=False)
     assert len(compiles) == 1  # the rest of the first state (restored over)
+    assert given == [("reset", False), ("chunk", True)]  # its chunk prefetched too
     assert driver.learning_metrics(resumed.history) == whole
 
 

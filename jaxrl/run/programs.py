@@ -351,7 +351,8 @@ def load_or_compile(
 
 
 def _last(program_id: str, kind: str) -> pathlib.Path:
-    """The file naming the entry of kind `kind` that the run `program_id` last stored or loaded."""
+    """The file naming the entry of kind `kind` that the run `program_id` last stored or loaded
+    (kept for every kind; `prefetch` reads the chunks')."""
     return folder() / f"last-{kind}-{_digest({'id': program_id, 'kind': kind})[:40]}"
 
 
@@ -360,7 +361,7 @@ def _remember(program_id: str, kind: str, path: pathlib.Path) -> None:
     try:
         if hint.read_text() == path.name:
             return
-    except OSError:
+    except (OSError, ValueError):  # none yet, or unreadable (not text): written anew
         pass
     _write(hint, path.name.encode())
 
@@ -385,8 +386,13 @@ class _Prefetch:
         return self._loaded
 
 
-# Loads `prefetch` started, by (program_id, kind): `load_or_compile` takes (or drops) them.
+# Loads `prefetch` started, by (program_id, kind): `load_or_compile` takes (or drops) them,
+# and `drop_prefetched` drops one a run never asked for (it ended before compiling its chunk).
 _PREFETCHED: dict[tuple[str, str], _Prefetch] = {}
+
+
+def drop_prefetched(program_id: str | None, kind: str) -> None:
+    _PREFETCHED.pop((program_id, kind), None)
 
 
 def prefetch(program_id: str | None, kind: str) -> None:
@@ -402,11 +408,13 @@ def prefetch(program_id: str | None, kind: str) -> None:
         return
     try:
         name = _last(program_id, kind).read_text()
-    except OSError:
+    except (OSError, ValueError):  # no hint, or an unreadable one
         return
     if not re.fullmatch(rf"{kind}-[0-9a-f]{{40}}", name):
         return
     path = folder() / name
+    if path.with_suffix(".failed").exists():  # its first call raised once: compiled from now on
+        return
     entry = _read(path)
     if entry is not None:
         _PREFETCHED[program_id, kind] = _Prefetch(path, entry)

@@ -57,12 +57,19 @@ def _chunk_kind(run_grid) -> str:
     return "chunk" if run_grid is None else "chunk-vmapped"
 
 
-def prefetch_chunk(trainer, run_grid) -> None:
+@contextlib.contextmanager
+def prefetching_chunk(trainer, run_grid):
     """Starts loading the chunk program that the last run of `trainer`'s settings used, where
     the store of compiled programs has it, beside the work before `compile_chunk` asks for it
-    (`programs.prefetch`)."""
+    (`programs.prefetch`); on leaving, drops it if the run never asked for it (it raised
+    before, or a resume found nothing left to train)."""
+    kind = _chunk_kind(run_grid)
     if trainer.compile_chunk is None:
-        programs.prefetch(trainer.program_id, _chunk_kind(run_grid))
+        programs.prefetch(trainer.program_id, kind)
+    try:
+        yield
+    finally:
+        programs.drop_prefetched(trainer.program_id, kind)
 
 
 class Runner:
