@@ -236,21 +236,18 @@ def train(
     # The stored chunk loads beside the first state's work (dropped if never asked for).
     with prefetching_chunk(trainer, run_grid):
         state = _initial_state(trainer, run_grid, members)
-        return execute(
-            Plan(
-                trainer=trainer,
-                state=state,
-                history=[],
-                out_path=out_path,
-                options=options,
-                progress=progress,
-                progress_fn=progress_fn,
-                start=start,
-                saved=saved,
-                run_grid=run_grid,
-                initial=functools.partial(_initial_state, trainer, run_grid, members),
-            )
-        )
+        return _execute(trainer, run_grid, members, state, [], out_path=out_path,
+                        options=options, progress=progress, progress_fn=progress_fn,
+                        start=start, saved=saved)  # fmt: skip
+
+
+def _execute(trainer, run_grid, members, state, history, **fields) -> RunResult:
+    """`execute`s the plan of a run (`train`'s or `resume`'s) from `state` after `history`;
+    `fields`: the Plan's others."""
+    initial = functools.partial(_initial_state, trainer, run_grid, members)
+    plan = Plan(trainer=trainer, state=state, history=history, run_grid=run_grid,
+                initial=initial, **fields)  # fmt: skip
+    return execute(plan)
 
 
 def _make_trainer(
@@ -372,21 +369,9 @@ def resume(
             saved["train"] = dataclasses.asdict(trainer.config)
             saved["env_info"]["num_chunks"] = trainer.config.num_chunks
         saved["run"] = dataclasses.asdict(options)
-        return execute(
-            Plan(
-                trainer=trainer,
-                state=state,
-                history=history,
-                out_path=out_path,
-                options=options,
-                progress=progress,
-                progress_fn=progress_fn,
-                start=start,
-                saved=saved,
-                run_grid=run_grid,
-                initial=functools.partial(_initial_state, trainer, run_grid, members),
-            )
-        )
+        return _execute(trainer, run_grid, members, state, history, out_path=out_path,
+                        options=options, progress=progress, progress_fn=progress_fn,
+                        start=start, saved=saved)  # fmt: skip
 
 
 def _saved_settings(saved, out_path, total_steps, devices, wandb, env, randomization_fn):
