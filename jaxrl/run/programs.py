@@ -375,10 +375,7 @@ class _Prefetch:
         self._thread.start()
 
     def _load(self, entry: dict) -> None:
-        try:
-            self._loaded = serialize_executable.deserialize_and_load(*entry["program"])
-        except Exception:  # noqa: BLE001 - loaded again (and compiled where it fails) on asking
-            self._loaded = None
+        self._loaded = _deserialize(entry)  # None: loaded again (compiled if it fails) on asking
 
     def take(self) -> Any:
         """The loaded program, once its thread is done; None where it could not be loaded."""
@@ -457,8 +454,11 @@ def _libraries() -> tuple[str, ...]:
 def _load(path: pathlib.Path) -> Any:
     """The stored program at `path`, ready to run; None where it cannot be read."""
     entry = _read(path)
-    if entry is None:
-        return None
+    return None if entry is None else _deserialize(entry)
+
+
+def _deserialize(entry: dict) -> Any:
+    """The program of `entry` (`_read`'s), ready to run; None where XLA cannot load it."""
     try:
         return serialize_executable.deserialize_and_load(*entry["program"])
     except Exception:  # noqa: BLE001 - any unreadable entry is compiled again
