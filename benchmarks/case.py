@@ -75,17 +75,24 @@ COMPILE_EVENTS = (
 
 
 class CompileClock:
-    """Seconds JAX spends compiling in this process, from its monitoring events, per event."""
+    """Seconds JAX spends compiling in this process, from its monitoring events, per event.
+    With `log` (a text stream), each event of a second or more is also written there as it
+    ends, so a case killed by its timeout still shows where its time went."""
 
-    def __init__(self):
+    def __init__(self, log=None):
         self.seconds = dict.fromkeys(COMPILE_EVENTS, 0.0)
         self.events: list[tuple[float, float]] = []  # (perf_counter at its end, seconds)
+        self.log, self.started = log, time.perf_counter()
         jax.monitoring.register_event_duration_secs_listener(self._record)
 
     def _record(self, event: str, duration: float, **_) -> None:
         if event in self.seconds:
             self.seconds[event] += duration
             self.events.append((time.perf_counter(), duration))
+            if self.log is not None and duration >= 1.0:
+                name = ("trace", "lower", "xla")[COMPILE_EVENTS.index(event)]
+                at = time.perf_counter() - self.started
+                print(f"[case] {at:.1f} s: {name} {duration:.1f} s", file=self.log, flush=True)
 
     def mark(self, evals: list[dict], started: float) -> None:
         """Adds to each evaluation point the compile seconds spent before it (`wall_seconds`
@@ -214,11 +221,16 @@ def run_jaxrl(case: Case) -> tuple[list[dict], float, dict]:
     train_config, agent_config, _ = resolve.build_configs(argv)
     stamps: list[float] = []
     start = time.perf_counter()
+
+    def progress(line: str) -> None:
+        stamps.append(time.perf_counter() - start)
+        print(f"[case] {stamps[-1]:.1f} s: {line}", file=sys.stderr, flush=True)
+
     result = driver.train(
         train_config,
         agent_config,
         None,
-        progress=lambda _line: stamps.append(time.perf_counter() - start),
+        progress=progress,
         compile_cache=False,
         seeds=tuple(range(case.seed, case.seed + case.seeds)) if case.seeds else None,
     )
@@ -256,7 +268,7 @@ def run(case: Case) -> dict:
     elif case.system == "speed":
         record.update(run_speed(case))
     else:
-        clock = CompileClock()
+        clock = CompileClock(log=sys.stderr)
         if case.system == "jaxrl":
             evals, updates, extra = run_jaxrl(case)
         else:

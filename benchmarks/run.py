@@ -54,7 +54,9 @@ def select(suite: str, only: list[str]):
 
 def _run_case(case, out: pathlib.Path, env: dict, timeout: float) -> tuple[bool, str, list[str]]:
     """One case in its own process, writing its record to the new file `out`: (failed,
-    detail, the file's lines)."""
+    detail, the file's lines). A timed-out case's detail ends with the last lines it wrote
+    (its compile events and progress, `case.CompileClock`), so the record says where its time
+    went."""
     try:
         proc = subprocess.run(
             [sys.executable, "-m", "jaxrl.benchmarks.case", case.to_json(), str(out)],
@@ -65,8 +67,11 @@ def _run_case(case, out: pathlib.Path, env: dict, timeout: float) -> tuple[bool,
             timeout=timeout,
         )
         failed, detail = proc.returncode != 0, proc.stderr[-2000:]
-    except subprocess.TimeoutExpired:
-        failed, detail = True, f"timed out after {timeout:.0f} s"
+    except subprocess.TimeoutExpired as error:
+        output = error.stderr or ""
+        output = output.decode(errors="replace") if isinstance(output, bytes) else output
+        tail = [line for line in output.splitlines() if line.startswith("[case]")][-20:]
+        failed, detail = True, "\n".join([*tail, f"timed out after {timeout:.0f} s"])
     lines = out.read_text().splitlines() if out.exists() else []
     return failed, detail, lines
 

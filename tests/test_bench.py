@@ -490,3 +490,35 @@ def test_rerun_script_records_a_first_run_and_re_runs_over_one_store(tmp_path, m
     assert record["train_args"] == "--num-envs 4"
     bad = rerun.measure("no_such_preset", "classic/pendulum", 512, "", 60)
     assert bad["first_compile_seconds"] is None and "no_such_preset" in bad["first_error"]
+
+
+def test_a_timed_out_case_keeps_where_its_time_went(tmp_path, monkeypatch):
+    """The case streams its compile events and progress to stderr; a case killed by its
+    timeout keeps their tail in its error record, and the report shows the timeout."""
+    import io
+    import subprocess
+
+    log = io.StringIO()
+    clock = case_module.CompileClock(log=log)
+    clock._record(case_module.COMPILE_EVENTS[0], 34.2)
+    clock._record(case_module.COMPILE_EVENTS[2], 0.2)  # under a second: not written
+    clock._record(case_module.COMPILE_EVENTS[2], 83.9)
+    written = log.getvalue().splitlines()
+    assert len(written) == 2
+    assert written[0].startswith("[case] ") and written[0].endswith(": trace 34.2 s")
+    assert written[1].endswith(": xla 83.9 s")
+    assert clock.record()["compile_parts"] == pytest.approx(
+        {"trace": 34.2, "lower": 0.0, "xla": 84.1}
+    )
+
+    def killed(*args, **kwargs):
+        stderr = b"WARNING: noise\n" + log.getvalue().encode()
+        raise subprocess.TimeoutExpired(args[0], kwargs["timeout"], stderr=stderr)
+
+    monkeypatch.setattr(run.subprocess, "run", killed)
+    out = tmp_path / "tiny-cpu.jsonl"
+    lines = []
+    records = run.run_suite("tiny", out, ["limit/"], timeout=215, progress=lines.append)
+    error = records[0]["error"].splitlines()
+    assert error == [*written, "timed out after 215 s"]
+    assert lines[-1].endswith("failed: timed out after 215 s")
