@@ -728,26 +728,47 @@ GPU_SPEED_PPO = ("playground/CartpoleBalance", 6, 3)  # task, updates (5,898,240
 BF16 = ("--matmul-precision", "bfloat16")
 
 
-def _gpu_speed() -> list[Case]:
+def _gpu_speed_ppo() -> tuple[Case, Case]:
+    """jaxrl's PPO with every Brax choice and Brax's PPO, at GPU_SPEED_PPO's settings."""
     env, updates, evals = GPU_SPEED_PPO
     settings = playground_ppo(env.split("/")[1])
     steps = updates * settings["batch_size"] * settings["num_minibatches"]
     steps *= settings["unroll_length"]
     ppo = Case("jaxrl", "ppo", env, settings["num_envs"], 0.0, steps,
                options=ppo_parity_flags(settings, steps, evals, True, 128))  # fmt: skip
+    peer = {**settings, "num_eval_envs": 128, "deterministic_eval": True}
+    return ppo, brax_case("ppo", env, peer, 0.0, steps, evals + 1)
+
+
+def _gpu_speed() -> list[Case]:
+    ppo, brax = _gpu_speed_ppo()
     ppo_bf16 = dataclasses.replace(ppo, options=ppo.options + BF16, label="bf16")
     sac_settings = playground_sac("CartpoleBalance")
     sac_steps = 200_704
-    sac = Case("jaxrl", "sac", env, sac_settings["num_envs"], 0.0, sac_steps,
+    sac = Case("jaxrl", "sac", ppo.env, sac_settings["num_envs"], 0.0, sac_steps,
                options=sac_parity_flags(sac_settings, sac_steps))  # fmt: skip
     fast_td3 = jaxrl_case("fast_td3", "playground/CheetahRun", "fast_td3_playground", 0.0)
     speeds = []
     for case in (ppo, sac, fast_td3):
         speed = dataclasses.replace(case, system="speed")
         speeds += [speed, dataclasses.replace(speed, options=speed.options + BF16, label="bf16")]
-    peer = {**settings, "num_eval_envs": 128, "deterministic_eval": True}
-    brax = brax_case("ppo", env, peer, 0.0, steps, evals + 1)
     return speeds + [ppo, ppo_bf16, brax, dataclasses.replace(ppo_bf16, seeds=3)]
+
+
+# Issue 39's follow-up on an H200 (2026-11-27, benchmarks/README.md): at GPU_SPEED_PPO's
+# settings jaxrl's PPO ran at 822,878 env-steps/s against Brax's 1,208,630, while its update
+# alone took 0.57 s of its 1.19 s per iteration. This suite splits the rest: the same run with
+# the evaluation in the chunk's own scan ("shared", what "auto" picks on a GPU) and with its
+# own envs ("own"), Brax beside them, and both chunks profiled (`benchmarks/profile.py`:
+# simulate, learn, evaluate, other). About 8 minutes of an H200, one case at a time.
+OWN_EVAL = ("--eval-simulator", "own")
+
+
+def _gpu_split() -> list[Case]:
+    ppo, brax = _gpu_speed_ppo()
+    own = dataclasses.replace(ppo, options=ppo.options + OWN_EVAL, label="own-eval")
+    profiles = [profile_case(case) for case in (ppo, own)]
+    return [ppo, own, brax, *profiles]
 
 
 SUITES = {
@@ -763,4 +784,5 @@ SUITES = {
     "parity_dmc_more": _parity_dmc_more,
     "parity_dmc_ppo_more": _parity_dmc_ppo_more,
     "gpu-speed": _gpu_speed,
+    "gpu-split": _gpu_split,
 }

@@ -22,14 +22,15 @@ class CountedReach:
 
     observation_size, action_size, episode_length = 2, 1, 25
 
-    def __init__(self):
+    def __init__(self, longest: int = 20):
         self.traced = {"step": 0, "reset": 0}
+        self.longest = longest  # beyond episode_length: episodes the time limit cuts
 
     def reset(self, key):
         self.traced["reset"] += 1
         x_key, end_key = jax.random.split(key)
         x = jax.random.uniform(x_key, (), minval=-1.0, maxval=1.0)
-        end = jax.random.randint(end_key, (), 5, 20).astype(jnp.float32)
+        end = jax.random.randint(end_key, (), 5, self.longest).astype(jnp.float32)
         zero = jnp.zeros(())
         return State(jnp.stack([x, zero, end]), jnp.stack([x, x * x]), zero, zero, {}, {})
 
@@ -116,6 +117,22 @@ def test_shared_trains_and_evaluates_exactly_as_own(algo, overrides):
     # episodes ended before the time limit, at different lengths.
     assert own_rows[1]["episodes"] > 8
     assert 1 <= own_rows[1]["eval_length"] < 25 and own_rows[1]["eval_return_std"] > 0
+
+
+def test_shared_evaluation_ends_at_the_episode_length_as_own():
+    """Evaluation episodes that outlast the env's episode_length end there, as the own
+    evaluation's loop ends them: PPO's shared chunk rounds its evaluation trips up to whole
+    phases of unroll_length (26 trips into 2 phases of 16), and its spare trips must neither
+    step nor count."""
+    rows = {}
+    for mode in ("own", "shared"):
+        trainer, _ = trainer_for(mode, "ppo", env=CountedReach(longest=200))
+        rows[mode] = run_chunks(trainer)[1]
+    for own, shared in zip(rows["own"], rows["shared"], strict=True):
+        for name in ("eval_return", "eval_length"):
+            np.testing.assert_array_equal(shared[name], own[name], err_msg=name)
+    # Some evaluation episodes reached the limit of 25 steps; none went past it.
+    assert all(15 < row["eval_length"] <= 25 for row in rows["own"]), rows["own"]
 
 
 def test_shared_is_refused_where_it_cannot_share():
