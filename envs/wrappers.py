@@ -198,6 +198,24 @@ class VmapWrapper(Wrapper):
         return jax.vmap(self.env.step)(state, action)
 
 
+GRID_AXIS = "jaxrl_grid"
+"""The name of the vmap axis over which a grid's members (seeds, settings) train in one program
+(`jaxrl.run.runner.compile_chunk`)."""
+
+
+def any_member(condition: jax.Array) -> jax.Array:
+    """`condition` (a bool []), true for every member of a grid where it holds for any member.
+    Under the grid's vmap a condition that each member's data decides is batched, and
+    `lax.cond` then becomes a select that runs both branches every time: MJX CheetahRun's reset
+    (200 physics steps to settle) ran on every env step, and a 3-seed PPO chunk at 16 envs took
+    148 s on this CPU against about 1 s alone. Taken over the members, the condition is one
+    value and the cond stays a cond. Outside a grid's vmap: `condition` itself."""
+    try:
+        return jax.lax.psum(condition.astype(jnp.int32), GRID_AXIS) > 0
+    except NameError:  # no grid axis bound: one run
+        return condition
+
+
 class Restart(NamedTuple):
     """Which envs `AutoResetWrapper.step` restarts, where one batched step serves both training
     and evaluation (`jaxrl.loops.base.SharedEvaluation`): with `force`, every env, env i from
@@ -263,9 +281,11 @@ class AutoResetWrapper(Wrapper):
             info["truncation"] = stepped.info["truncation"]
             return merged.replace(reward=stepped.reward, done=done, info=info), key
 
-        # Skip the reset entirely on steps where no env restarts.
-        nxt, key = jax.lax.cond(jnp.any(restarting), reset_finished, lambda k: (stepped, k), key)
-        return _with_own_keys(nxt, stepped, key)
+        # Skip the reset entirely on steps where no env restarts (of any member of a grid: a
+        # member whose envs all go on keeps its states, selected, and its key, as alone).
+        own = jnp.any(restarting)
+        nxt, new_key = jax.lax.cond(any_member(own), reset_finished, lambda k: (stepped, k), key)
+        return _with_own_keys(nxt, stepped, jnp.where(own, new_key, key))
 
 
 _OWN_KEYS = ("autoreset_key", "final_obs", "finished_return", "finished_length")

@@ -17,6 +17,7 @@ from typing import Any
 import jax
 
 from jaxrl import checkpoint, logs, sharding
+from jaxrl.envs.wrappers import GRID_AXIS
 from jaxrl.errors import Interrupted
 from jaxrl.run import programs
 from jaxrl.run.folder import _meta, _write_atomically, _write_summary
@@ -34,11 +35,17 @@ def execute(plan: Plan) -> RunResult:
     return Runner(plan).run()
 
 
+def chunk_program(trainer, run_grid) -> Any:
+    """The chunk, vmapped over a grid's members under a named axis, so that envs can take a
+    condition over all members (`envs.wrappers.any_member`) and keep a cond a cond."""
+    return trainer.chunk if run_grid is None else jax.vmap(trainer.chunk, axis_name=GRID_AXIS)
+
+
 def compile_chunk(trainer, state, run_grid) -> Any:
     """The chunk program, compiled for `state` (vmapped over a grid's members)."""
     if trainer.compile_chunk is not None:  # several programs (jaxrl.loops.split)
         return trainer.compile_chunk(state)
-    program = trainer.chunk if run_grid is None else jax.vmap(trainer.chunk)
+    program = chunk_program(trainer, run_grid)
     placed = {}
     if trainer.data.mesh is not None:  # the state keeps its shardings; metrics replicated
         placed["out_shardings"] = (

@@ -207,3 +207,42 @@ def test_autoreset_first_steps_as_playground_s_own_training_wrapper():
     ):
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6, err_msg=name)
     np.testing.assert_array_equal(got[0][length - 1], mine.obs)  # back at the first states
+
+
+def test_a_grid_restarts_envs_in_a_cond_and_each_member_steps_as_alone():
+    """Under the grid's named vmap the auto-reset's condition is taken over all members
+    (`any_member`), so the reset stays in a cond instead of a select that runs it on every step
+    (CheetahRun's reset is 200 physics steps); a member none of whose envs finished keeps its
+    states and its reset key, as when it steps alone."""
+    from jaxrl.envs.wrappers import GRID_AXIS
+
+    env = envs.make_vec("classic/pendulum", 4, episode_length=3)
+    first = env.reset(jax.random.PRNGKey(0))
+    ahead = env.step(env.reset(jax.random.PRNGKey(1)), jnp.ones((4, 1)))
+    action = jnp.ones((4, 1))
+    members = [env.step(env.step(first, action), action), ahead]
+    # Member 0 finishes on the next step, member 1 one step later.
+    stacked = jax.tree.map(lambda *x: jnp.stack(x), *members)
+    actions = jnp.ones((2, 4, 1))
+    step = jax.vmap(env.step, axis_name=GRID_AXIS)
+    assert "cond[" in str(jax.make_jaxpr(step)(stacked, actions))
+    assert "cond[" not in str(jax.make_jaxpr(jax.vmap(env.step))(stacked, actions))
+    stepped = jax.jit(step)(stacked, actions)
+    assert float(stepped.done[0].min()) == 1.0 and float(stepped.done[1].max()) == 0.0
+    for i, member in enumerate(members):
+        alone = jax.jit(env.step)(member, action)
+        mine = jax.tree.map(lambda x, i=i: x[i], stepped)
+        chex.assert_trees_all_close(mine, alone, atol=1e-6)
+        assert (mine.info["autoreset_key"] == alone.info["autoreset_key"]).all()
+
+
+def test_the_grid_program_binds_the_axis_the_envs_reduce_over():
+    from jaxrl import agents, make_train
+    from jaxrl.run import runner
+    from tests import tiny
+
+    config = tiny.on_policy(episode_length=8)
+    trainer = make_train(config, agents.get("ppo").make(tiny.PPO))
+    keys = jnp.stack([jax.random.PRNGKey(0), jax.random.PRNGKey(1)])
+    state = jax.eval_shape(jax.vmap(trainer.init), keys)
+    assert "psum" in str(jax.make_jaxpr(runner.chunk_program(trainer, object()))(state))
