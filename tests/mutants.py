@@ -966,8 +966,8 @@ MUTANTS = [
     m(
         "autoreset-final-obs-after-reset",
         "envs/wrappers.py",
-        "return _with_own_keys(nxt, stepped, key)",
-        "return _with_own_keys(nxt, nxt, key)",
+        "return _with_own_keys(nxt, stepped, jnp.where(own, new_key, key))",
+        "return _with_own_keys(nxt, nxt, jnp.where(own, new_key, key))",
         "auto-reset reports the reset observation as the episode's final one",
         WIRING,
     ),
