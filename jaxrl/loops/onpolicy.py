@@ -286,17 +286,16 @@ def make_shared_chunk(config: TrainConfig, agent: Agent, env: Any, view, data) -
         agent_state, metrics = agent.update(learner[0], batch, update_key)
         return (agent_state, stats), metrics
 
-    def trip(carry, j):
-        """One env step: of the training envs (j < steps, into the rollout), or the
-        evaluation's restart (j == steps) or its greedy steps."""
+    def trip(carry, trip_and_key):
+        """One env step: of the training envs (j < steps, into the rollout, acting with
+        `step_key`), or the evaluation's restart (j == steps) or its greedy steps."""
+        j, step_key = trip_and_key
         state, rollout, evaluation = carry
         # The last phase's spare trips (past the restart and shared.steps) change nothing:
         # every evaluation episode has ended by then (`envs.wrap`'s time limit), so they skip
         # the step and count no reward.
         training, restarting, evaluating = j < steps, j == steps, j > steps
         t = j % unroll
-        _, rollout_key, _ = jax.random.split(state.key, 3)
-        step_key = jax.random.split(rollout_key, unroll)[t]
         raw_obs, action, extras = act(state, state.env_state, step_key)
         chunk_key, eval_key = jax.random.split(state.key)
         restart_keys, eval_act_key = shared.restart(eval_key)
@@ -320,9 +319,12 @@ def make_shared_chunk(config: TrainConfig, agent: Agent, env: Any, view, data) -
         as make_iteration's; the evaluation's phases start at trip index `steps`."""
         training = p < iterations
         first = jnp.where(training, p * unroll, steps + (p - iterations) * unroll)
-        carry, per_step = jax.lax.scan(trip, carry, first + jnp.arange(unroll))
+        # The iteration's keys, as make_iteration's: the trips of a training phase leave the
+        # state's key alone (only the evaluation's restart trip sets it, where none is used).
+        key, rollout_key, update_key = jax.random.split(carry[0].key, 3)
+        trips = (first + jnp.arange(unroll), jax.random.split(rollout_key, unroll))
+        carry, per_step = jax.lax.scan(trip, carry, trips)
         state, rollout, evaluation = carry
-        key, _, update_key = jax.random.split(state.key, 3)
         learner = (state.agent, state.obs_stats)
         (agent_state, stats), update_metrics = learn_if(
             training, update, learner, state, *rollout, update_key
