@@ -760,7 +760,8 @@ def _gpu_speed() -> list[Case]:
 # alone took 0.57 s of its 1.19 s per iteration. This suite splits the rest: the same run with
 # the evaluation in the chunk's own scan ("shared", what "auto" picks on a GPU) and with its
 # own envs ("own"), Brax beside them, and both chunks profiled (`benchmarks/profile.py`:
-# simulate, learn, evaluate, other). About 8 minutes of an H200, one case at a time.
+# simulate, learn, evaluate, other), then the update alone (a `speed` case). About 9 minutes
+# of an H200, one case at a time.
 OWN_EVAL = ("--eval-simulator", "own")
 
 
@@ -768,7 +769,8 @@ def _gpu_split() -> list[Case]:
     ppo, brax = _gpu_speed_ppo()
     own = dataclasses.replace(ppo, options=ppo.options + OWN_EVAL, label="own-eval")
     profiles = [profile_case(case) for case in (ppo, own)]
-    return [ppo, own, brax, *profiles]
+    # The update alone, against gpu-speed's 570 ms before its advantage loop was written out.
+    return [ppo, own, brax, *profiles, dataclasses.replace(ppo, system="speed")]
 
 
 SUITES = {

@@ -317,6 +317,22 @@ MUTANTS = [
         PPO_REF,
     ),
     m(
+        "ppo-gae-loop-kept-over-an-unroll",
+        "jaxrl/agents/ppo.py",
+        "unroll=steps if steps <= GAE_UNROLL_MAX else 1,",
+        "unroll=1,",
+        "the in-loss advantage keeps its while loop, stepped trip by trip on a GPU",
+        "tests/agents/test_ppo.py",
+    ),
+    m(
+        "ppo-unrolls-permuted-with-the-gradient-key",
+        "jaxrl/agents/ppo.py",
+        "order = jax.random.permutation(perm_key, unrolls)",
+        "order = jax.random.permutation(grad_key, unrolls)",
+        "the shared permutation of the unrolls drawn from the wrong one of Brax's epoch keys",
+        BRAX_PPO,
+    ),
+    m(
         "ppo-vtrace-with-lambda",
         "jaxrl/agents/ppo.py",
         "advantage = delta + discount * (1.0 - cut) * following",

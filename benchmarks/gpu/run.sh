@@ -10,7 +10,7 @@
 #       programs stored from JAX's cache's bytes, then loaded; a few minutes more in all)
 #   bash benchmarks/gpu/run.sh scale 1 480           (jaxrl scale at Playground's SAC scale)
 #   bash benchmarks/gpu/run.sh gpu-split 1 200       (PPO's time split, shared and own
-#       evaluation, Brax beside: about 8 minutes of an H200)
+#       evaluation, Brax beside, the update alone: about 9 minutes of an H200)
 set -uo pipefail
 suite=${1:?suite}; jobs=${2:-1}; timeout=${3:-540}; shift 3 || true
 out=${OUT:-/tmp/out}

@@ -39,6 +39,14 @@ class PPOState:
 # --- Pure pieces, as the paper writes them. ----------------------------------------------------
 
 
+# The advantage recursion is written out, not looped, up to this many steps: with the
+# advantage in the loss (Brax's choice) it runs in every gradient step (512 per update at
+# Playground's settings, 30 steps each), and a loop's trips are sequential on a GPU, each with
+# the loop's own overhead, where the written-out steps are elementwise work XLA fuses. The
+# same operations in the same order: the results are bit for bit a loop's.
+GAE_UNROLL_MAX = 64
+
+
 def gae(
     reward: jax.Array,
     value: jax.Array,
@@ -75,8 +83,13 @@ def gae(
         advantage = delta_t + discount_t * lam * (1.0 - cut_t) * next_advantage
         return advantage, advantage
 
+    steps = reward.shape[0]
     _, advantage = jax.lax.scan(
-        backward, jnp.zeros_like(value[0]), (delta, discount, cut), reverse=True
+        backward,
+        jnp.zeros_like(value[0]),
+        (delta, discount, cut),
+        reverse=True,
+        unroll=steps if steps <= GAE_UNROLL_MAX else 1,
     )
     target = advantage + value
     if estimator == "vtrace":
@@ -423,6 +436,7 @@ def _update_unrolls(learner: _Learner, state: PPOState, rollout: Rollout, key: j
     key split per epoch into (next, permutation, gradient steps), per step into (next, loss)."""
     config, hp = learner.config, state.hp
     data = _unroll_data(learner, state, rollout)
+    unrolls = data["obs"].shape[0]
 
     def minibatch_step(carry, batch):
         params, opt_state, key = carry
@@ -436,8 +450,11 @@ def _update_unrolls(learner: _Learner, state: PPOState, rollout: Rollout, key: j
     def epoch(carry, _):
         params, opt_state, key = carry
         key, perm_key, grad_key = jax.random.split(key, 3)
+        # One permutation for every leaf: what Brax's per-leaf `permutation(perm_key, x)`
+        # computes for arrays of two or more dimensions, drawn and sorted once, not per leaf.
+        order = jax.random.permutation(perm_key, unrolls)
         shuffled = jax.tree.map(
-            lambda x: jax.random.permutation(perm_key, x).reshape(
+            lambda x: jnp.take(x, order, axis=0, unique_indices=True).reshape(
                 (config.num_minibatches, -1) + x.shape[1:]
             ),
             data,

@@ -33,6 +33,38 @@ def test_gae_by_hand_with_a_termination_and_a_truncation():
     chex.assert_trees_all_close(target, col(1.45, 0.0, 3.295, 4.7, 1.72), atol=1e-6)
 
 
+def _gae_program(steps: int) -> str:
+    x = jnp.linspace(0.1, 1.0, steps * 3).reshape(steps, 3)
+    ends = (jnp.arange(steps * 3).reshape(steps, 3) % 7 == 0).astype(jnp.float32)
+    args = (x, x * 0.5, x * 0.3, ends * 0.0, ends, jnp.full_like(x, 0.9))
+    return jax.jit(lambda *a: ppo.gae(*a, lam=0.95)).lower(*args).as_text()
+
+
+def test_gae_over_an_unroll_has_no_loop_and_is_the_loops_result_bit_for_bit():
+    """With the advantage in the loss, GAE runs in every gradient step (512 times an update at
+    Playground's settings): over an unroll of up to GAE_UNROLL_MAX steps its recursion is
+    written out, with no while loop for a GPU to step through trip by trip, and gives the
+    loop's numbers exactly. A whole rollout's (once per update) keeps its loop."""
+    assert "while" not in _gae_program(30)
+    assert "while" in _gae_program(ppo.GAE_UNROLL_MAX + 1)
+    steps, envs = 30, 5
+    keys = jax.random.split(jax.random.PRNGKey(3), 4)
+    value = jax.random.normal(keys[0], (steps, envs))
+    done = (jax.random.uniform(keys[1], (steps, envs)) < 0.2).astype(jnp.float32)
+    terminated = done * (jax.random.uniform(keys[2], (steps, envs)) < 0.5)
+    args = (jax.random.normal(keys[3], (steps, envs)), value, value * 0.7 + 0.1, terminated, done)
+    discount = jnp.full((steps, envs), 0.99)
+    got = jax.jit(lambda *a: ppo.gae(*a, discount, 0.95))(*args)
+    looped = ppo.GAE_UNROLL_MAX
+    try:
+        ppo.GAE_UNROLL_MAX = 0
+        want = jax.jit(lambda *a: ppo.gae(*a, discount, 0.95))(*args)
+    finally:
+        ppo.GAE_UNROLL_MAX = looped
+    for a, b in zip(got, want, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
 def test_clipped_surrogate_by_hand():
     ratio = jnp.array([0.5, 1.5, 0.5, 1.5])
     advantage = jnp.array([1.0, 1.0, -1.0, -1.0])
