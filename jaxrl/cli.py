@@ -89,8 +89,10 @@ def _done(result) -> None:
     last = result.history[-1]
     seeds = ""
     if "seeds" in last:  # several seeds: the mean, its summary and the best seed
+        count = len(last["seeds"])
         seeds = (
-            f" (mean of {len(last['seeds'])} seeds; IQM {last['eval_return_iqm']:.2f}, 95% CI "
+            f" (mean of {count} seed{'s' if count != 1 else ''}; "
+            f"IQM {last['eval_return_iqm']:.2f}, 95% CI "
             f"[{last['eval_return_ci_low']:.2f}, {last['eval_return_ci_high']:.2f}], best seed "
             f"{last['best_seed']}: {max(last['eval_returns']):.2f})"
         )
