@@ -70,9 +70,7 @@ __all__ = [
     "with_algorithm",
 ]
 
-DEFAULT_CACHE_DIR = pathlib.Path(
-    os.environ.get("JAXRL_CACHE_DIR", pathlib.Path.home() / ".cache" / "jaxrl" / "xla")
-)
+DEFAULT_CACHE_DIR = programs.default_cache_dir()  # $JAXRL_CACHE_DIR, else ~/.cache/jaxrl/xla
 
 
 class ResumeError(JaxrlError, ValueError):

@@ -123,12 +123,11 @@ def _hint(path: pathlib.Path) -> bool:
 def _watch_loads(monkeypatch) -> tuple[list, list]:
     """From now on: (kind, whether `programs.prefetch`'s thread loaded it; None where it was
     compiled) of every program `load_or_compile` gives, and in order, each `prefetch` of a
-    kind, each ask of `load_or_compile` for a kind and each deserialization, by its thread."""
-    from jax.experimental import serialize_executable
-
+    kind, each ask of `load_or_compile` for a kind and each deserialization (XLA's half of
+    it, `programs._executable`), by its thread."""
     given, events = [], []
     load, prefetch = programs.load_or_compile, programs.prefetch
-    deserialize = serialize_executable.deserialize_and_load
+    deserialize = programs._executable
 
     def watching(program_id, kind, *args, **kwargs):
         events.append(("ask", kind))
@@ -146,7 +145,7 @@ def _watch_loads(monkeypatch) -> tuple[list, list]:
 
     monkeypatch.setattr(programs, "load_or_compile", watching)
     monkeypatch.setattr(programs, "prefetch", prefetching)
-    monkeypatch.setattr(serialize_executable, "deserialize_and_load", deserializing)
+    monkeypatch.setattr(programs, "_executable", deserializing)
     return given, events
 
 
@@ -220,6 +219,100 @@ def test_nothing_is_prefetched_from_a_bad_hint_or_a_failed_entry_nor_kept_unaske
     with pytest.raises(driver.ResumeError, match="complete"):
         driver.resume(out, progress=None, compile_cache=False)
     assert _on_prefetch_thread(events) == 1 and not programs._PREFETCHED
+
+
+def _early(monkeypatch, folder: pathlib.Path) -> None:
+    """`programs.prefetch_early` on (tests/conftest.py turns the store off), its hints in the
+    store's folder."""
+    monkeypatch.setenv("JAXRL_PROGRAM_STORE", "1")
+    monkeypatch.delenv("JAXRL_COMPILE_CACHE", raising=False)
+    monkeypatch.setattr(programs, "default_cache_dir", lambda: folder.parent)
+    monkeypatch.setattr(programs, "FOLDER", folder.name)
+    monkeypatch.setattr(programs, "_EARLY", {"id": None, "load": None})
+
+
+COMMAND = ["--preset", "sac_pendulum", "--num-envs", "4"]  # a command line: only its id counts
+
+
+def test_the_early_id_leaves_out_the_seed_the_folder_and_quiet_only(monkeypatch):
+    monkeypatch.setenv("JAXRL_PROGRAM_STORE", "1")
+    monkeypatch.delenv("JAXRL_COMPILE_CACHE", raising=False)
+    same = programs.early_id(COMMAND)
+    assert same == programs.early_id([*COMMAND, "--seed", "4", "--out=runs/x", "--quiet"])
+    assert same == programs.early_id(["--seed=9", *COMMAND, "--out", "runs/y"])
+    for other in (["--num-envs", "8"], ["--seeds", "3"], ["--actor-lr", "1e-3"]):
+        assert programs.early_id([*COMMAND, *other]) not in (same, None)
+    never = (["--resume", "x"], ["--no-compile-cache"], ["--coordinator=h:1"], ["--help"])
+    assert all(programs.early_id([*COMMAND, *flags]) is None for flags in never)
+    monkeypatch.setenv("JAXRL_PROGRAM_STORE", "0")
+    assert programs.early_id(COMMAND) is None
+
+
+def test_a_rerun_of_the_command_line_with_another_seed_loads_its_chunk_before_parsing_it(
+    store, monkeypatch
+):
+    """`programs.prefetch_early` (what `jaxrl train` calls first): the chunk that the last
+    run of the same command line, less --seed, --out and --quiet, ran starts loading on a
+    thread before the configs are even built; the run's own `prefetch` takes that load, and
+    the run trains as one without the store."""
+    folder, _ = store
+    _early(monkeypatch, folder)
+    programs.prefetch_early([*COMMAND, "--seed", "0"])
+    assert programs._EARLY["load"] is None  # nothing stored yet
+    rows = _train(tiny.off_policy(), tiny.SAC)
+    (chunk,) = folder.glob("chunk-*")
+    given, events = _watch_loads(monkeypatch)
+    programs.prefetch_early([*COMMAND, "--seed", "3", "--out", "runs/3", "--quiet"])
+    assert programs._EARLY["load"].path == chunk
+    assert _train(tiny.off_policy(), tiny.SAC) == rows
+    assert given == [("reset", False), ("chunk", True)]
+    assert _on_prefetch_thread(events) == 1 and not programs._PREFETCHED
+    assert programs._EARLY == {"id": None, "load": None}
+    programs.prefetch_early([*COMMAND, "--num-envs", "8"])  # another command line
+    assert programs._EARLY["load"] is None
+
+
+def test_an_early_load_of_another_runs_chunk_is_dropped_and_the_hint_follows_the_last_run(
+    store, monkeypatch
+):
+    """The command line is a guess: where the same one last ran another program (its env's
+    code or an imported module changed), the run's own `prefetch` drops the early load and
+    starts its own, and the command line's hint then names this run's chunk."""
+    folder, _ = store
+    _early(monkeypatch, folder)
+    wide = tiny.off_policy(batch_size=32)
+    programs.prefetch_early(COMMAND)
+    rows = _train(tiny.off_policy(), tiny.SAC)
+    programs.prefetch_early(COMMAND)
+    assert _train(wide, tiny.SAC) != rows  # a program of its own, compiled
+    (hint,) = folder.glob("last-early-*")
+    chunks = {path.name for path in folder.glob("chunk-*")}
+    assert len(chunks) == 2
+    given, events = _watch_loads(monkeypatch)
+    programs.prefetch_early(COMMAND)
+    early = programs._EARLY["load"].path.name
+    assert early == hint.read_text()
+    assert _train(tiny.off_policy(), tiny.SAC) == rows
+    assert given == [("reset", False), ("chunk", True)]  # its own, by its own prefetch
+    assert _on_prefetch_thread(events) == 2  # the early load too, dropped
+    assert hint.read_text() != early and hint.read_text() in chunks
+
+
+def test_jaxrl_train_starts_the_early_load_before_it_parses_its_command_line(monkeypatch):
+    from jaxrl import cli
+    from jaxrl.config import resolve
+
+    calls = []
+    monkeypatch.setattr(programs, "prefetch_early", lambda argv: calls.append(("early", argv)))
+
+    def parsing(argv):
+        calls.append(("parse", argv))
+        raise driver.ConfigError("stopped here")
+
+    monkeypatch.setattr(resolve, "build_configs", parsing)
+    argv = ["--preset", "sac_pendulum", "--seed", "2"]
+    assert cli.main(["train", *argv]) == 2
+    assert calls == [("early", argv), ("parse", argv)]
 
 
 def test_no_program_is_stored_for_an_env_object_or_with_the_store_off(store, monkeypatch):

@@ -26,7 +26,12 @@ alone. The store lives beside the cache's own entries (`<cache dir>/jaxrl-progra
 that folder empties it. It also keeps the observation size of the registry's Brax and
 Playground envs, which they read off a trace of their reset (`remember_observation_size`), and
 per run key and kind a hint naming the entry last stored or loaded (`last-KIND-...`), from
-which a run starts loading its chunk on a thread of its own before it asks for it (`prefetch`).
+which a run starts loading its chunk on a thread of its own before it asks for it (`prefetch`),
+and per `jaxrl train` command line (less its seed and folder) one naming its last chunk
+(`last-early-...`), from which that command starts the load before it even parses its
+arguments (`prefetch_early`). An entry keeps the executable's bytes apart from the trees of its
+arguments and outputs, so a thread can load the one while the main thread imports the modules
+the other names.
 
 Written here rather than taken from a library: JAX's own cache is the library, and its key is
 the lowered program, which is what a re-run should not have to build."""
@@ -38,6 +43,7 @@ import functools
 import hashlib
 import importlib.metadata
 import importlib.util
+import io
 import json
 import os
 import pathlib
@@ -55,7 +61,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.experimental import serialize_executable
 
-STORE_VERSION = 1
+STORE_VERSION = 2  # 2: the executable's bytes and its trees apart (`_read`)
 FOLDER = "jaxrl-programs"
 # Settings that never reach a chunk program: the seed is the state's key (but with domain
 # randomization, whose physics are drawn from it when the envs are built: `_settings`); the
@@ -342,7 +348,9 @@ def load_or_compile(
         if failed.exists() or any(not t.startswith(_libraries()) for t in targets):
             return compiled
         try:
-            blob = pickle.dumps({"program": _serialize(compiled, cached), "targets": targets})
+            executable, in_tree, out_tree = _serialize(compiled, cached)
+            trees = pickle.dumps((in_tree, out_tree))
+            blob = pickle.dumps({"executable": executable, "trees": trees, "targets": targets})
         except Exception:  # noqa: BLE001 - a program XLA cannot serialize is just not stored
             return compiled
     _write(path, blob)
@@ -357,7 +365,14 @@ def _last(program_id: str, kind: str) -> pathlib.Path:
 
 
 def _remember(program_id: str, kind: str, path: pathlib.Path) -> None:
-    hint = _last(program_id, kind)
+    early = _EARLY_IDS.get(program_id)
+    if early is not None and kind.startswith("chunk") and _early_hint(early).parent == path.parent:
+        _hint(_early_hint(early), path)
+    _hint(_last(program_id, kind), path)
+
+
+def _hint(hint: pathlib.Path, path: pathlib.Path) -> None:
+    """Writes the hint file `hint`, naming the entry at `path`, where it names another."""
     try:
         if hint.read_text() == path.name:
             return
@@ -370,17 +385,18 @@ class _Prefetch:
     """One entry's load running on a thread of its own (`prefetch`)."""
 
     def __init__(self, path: pathlib.Path, entry: dict):
-        self.path, self._loaded = path, None
+        self.path, self._entry, self._executable = path, entry, None
         self._thread = threading.Thread(target=self._load, args=(entry,), name="jaxrl-prefetch")
         self._thread.start()
 
     def _load(self, entry: dict) -> None:
-        self._loaded = _deserialize(entry)  # None: loaded again (compiled if it fails) on asking
+        self._executable = _executable(entry)
 
     def take(self) -> Any:
-        """The loaded program, once its thread is done; None where it could not be loaded."""
+        """The loaded program, once its thread is done; None where it could not be loaded
+        (then loaded again, or compiled, by `load_or_compile`)."""
         self._thread.join()
-        return self._loaded
+        return _loaded(self._entry, self._executable)
 
 
 # Loads `prefetch` started, by (program_id, kind): `load_or_compile` takes (or drops) them,
@@ -401,20 +417,98 @@ def prefetch(program_id: str | None, kind: str) -> None:
     loaded and run, the rest of the first state traced and compiled: about 2 s) can then run
     beside. Loading runs no program (a crash in a first call is `_Guarded`'s to catch); the
     LAPACK kernels are readied here, on the calling thread."""
+    early, _EARLY["load"] = _EARLY["load"], None
+    if program_id is not None and _EARLY["id"] is not None:  # this process's command line's
+        _EARLY_IDS[program_id] = _EARLY["id"]
+    _EARLY["id"] = None
     if program_id is None or folder() is None or (program_id, kind) in _PREFETCHED:
         return
-    try:
-        name = _last(program_id, kind).read_text()
-    except (OSError, ValueError):  # no hint, or an unreadable one
+    path = _named(_last(program_id, kind), kind)
+    if path is None:
         return
-    if not re.fullmatch(rf"{kind}-[0-9a-f]{{40}}", name):
-        return
-    path = folder() / name
-    if path.with_suffix(".failed").exists():  # its first call raised once: compiled from now on
+    if early is not None and early.path == path:  # already loading since the command began
+        _PREFETCHED[program_id, kind] = early
         return
     entry = _read(path)
     if entry is not None:
         _PREFETCHED[program_id, kind] = _Prefetch(path, entry)
+
+
+def _named(hint: pathlib.Path, kind: str) -> pathlib.Path | None:
+    """The entry of kind `kind` that the hint file `hint` names, where it names one that has
+    not failed (its first call raised once: compiled from now on)."""
+    try:
+        name = hint.read_text()
+    except (OSError, ValueError):  # no hint, or an unreadable one
+        return None
+    if not re.fullmatch(rf"{kind}-[0-9a-f]{{40}}", name):
+        return None
+    path = hint.parent / name
+    return None if path.with_suffix(".failed").exists() else path
+
+
+# `prefetch_early`'s: the command line's id (`early_id`) and the load it started, until the
+# run's `prefetch` takes them; then, by program_id, the ids whose hints `_remember` writes too.
+_EARLY: dict[str, Any] = {"id": None, "load": None}
+_EARLY_IDS: dict[str, str] = {}
+# Options of `jaxrl train` that change nothing a chunk program holds (the seed is the state's
+# key), left out of `early_id`: a re-run with another seed or folder starts loading at once.
+_EARLY_FREE = ("--seed", "--out", "--quiet")
+# Where the early load is not tried: several processes (their backends must not start before
+# jax.distributed does), a resume (its settings come from the run folder), no store, --help.
+_EARLY_NEVER = ("--coordinator", "--num-processes", "--process-id", "--resume",
+                "--no-compile-cache", "-h", "--help")  # fmt: skip
+
+
+def default_cache_dir() -> pathlib.Path:
+    """The folder of JAX's persistent cache that `jaxrl train` uses (`driver.DEFAULT_CACHE_DIR`):
+    $JAXRL_CACHE_DIR, else ~/.cache/jaxrl/xla."""
+    default = pathlib.Path.home() / ".cache" / "jaxrl" / "xla"
+    return pathlib.Path(os.environ.get("JAXRL_CACHE_DIR", default))
+
+
+def early_id(argv: list[str]) -> str | None:
+    """A `jaxrl train` command line's id for `prefetch_early`: its arguments less the
+    `_EARLY_FREE` options (and their values), with jax's version and XLA_FLAGS; None where the
+    early load is not tried (`_EARLY_NEVER`, or the store or cache turned off)."""
+    if any(arg.split("=")[0] in _EARLY_NEVER for arg in argv):
+        return None
+    if "0" in (os.environ.get("JAXRL_PROGRAM_STORE"), os.environ.get("JAXRL_COMPILE_CACHE")):
+        return None
+    kept, skip = [], False
+    for arg in argv:
+        name = arg.split("=")[0]
+        if skip:
+            skip = False
+        elif name in _EARLY_FREE:
+            skip = "=" not in arg and name != "--quiet"
+        else:
+            kept.append(arg)
+    return _digest({"argv": kept, "jax": jax.__version__, "xla": os.environ.get("XLA_FLAGS")})
+
+
+def _early_hint(early: str) -> pathlib.Path:
+    return default_cache_dir() / FOLDER / f"last-early-{early[:40]}"
+
+
+def prefetch_early(argv: list[str]) -> None:
+    """Called by `jaxrl train` before it parses its command line: starts loading the chunk
+    program that the last process of the same command line (`early_id`: another seed or
+    folder counts as the same) ran, on a thread of its own, while the main thread imports
+    Playground and builds the configs and the trainer (about 1 s on this CPU, ahead of the
+    run's own `prefetch`). A guess only: the run's `prefetch` keeps the load where its own
+    hint names the same entry, and drops it where not. Either way the loaded program is
+    still `load_or_compile`'s to check against the run's key."""
+    early = early_id(argv)
+    _EARLY["id"], _EARLY["load"] = early, None
+    if early is None:
+        return
+    hint = _early_hint(early)
+    path = _named(hint, "chunk") or _named(hint, "chunk-vmapped")
+    entry = None if path is None else _read(path)  # bytes only: quick, and imports nothing
+    if entry is not None:
+        jax.devices()  # the backend started here, not on the thread
+        _EARLY["load"] = _Prefetch(path, entry)
 
 
 def _died_running(path: pathlib.Path) -> bool:
@@ -459,20 +553,52 @@ def _load(path: pathlib.Path) -> Any:
 
 def _deserialize(entry: dict) -> Any:
     """The program of `entry` (`_read`'s), ready to run; None where XLA cannot load it."""
+    return _loaded(entry, _executable(entry))
+
+
+def _executable(entry: dict) -> Any:
+    """The first half of `_deserialize`, the one that takes time (XLA rebuilds the program):
+    what `serialize_executable.deserialize_and_load` unpickles, from the executable's bytes,
+    which name only jax's classes, so that a thread can run it while the main thread imports
+    the modules of the trees' classes. None where that cannot be had (a jax whose private
+    unpickler differs): then `_loaded` does the whole of it."""
     try:
-        return serialize_executable.deserialize_and_load(*entry["program"])
+        backend = jax.devices()[0].client
+        reader = serialize_executable._JaxPjrtUnpickler
+        return reader(io.BytesIO(entry["executable"]), backend, backend.devices()).load()
+    except Exception:  # noqa: BLE001 - done again by `_loaded`, the public way
+        return None
+
+
+def _loaded(entry: dict, executable: Any) -> Any:
+    """The second half of `_deserialize`: the program from `_executable`'s output, with the
+    trees of its arguments and outputs; None where it cannot be loaded."""
+    try:
+        in_tree, out_tree = pickle.loads(entry["trees"])
+        if executable is not None:
+            try:  # deserialize_and_load's own last steps, after its unpickling
+                unloaded, args_info, no_kwargs = executable
+                return jax.stages.Compiled(
+                    unloaded.load(), [], in_tree.unflatten(args_info), out_tree,
+                    no_kwargs=no_kwargs,
+                )  # fmt: skip
+            except Exception:  # noqa: BLE001 - a jax whose Compiled differs: the public way
+                pass
+        program = (entry["executable"], in_tree, out_tree)
+        return serialize_executable.deserialize_and_load(*program)
     except Exception:  # noqa: BLE001 - any unreadable entry is compiled again
         return None
 
 
 def _read(path: pathlib.Path) -> dict | None:
-    """The entry at `path` as stored (its program still serialized), with the LAPACK kernels
-    it calls readied; None where it cannot be read."""
+    """The entry at `path` as stored (its program and the trees of its arguments and outputs
+    still serialized, so reading it imports nothing), with the LAPACK kernels it calls
+    readied; None where it cannot be read."""
     try:
         entry = pickle.loads(path.read_bytes())
         if any(t.startswith("lapack_") for t in entry["targets"]):
             _initialize_lapack()
-        entry["program"]  # noqa: B018 - a missing program is an unreadable entry
+        entry["executable"], entry["trees"]  # noqa: B018 - missing: an unreadable entry
         return entry
     except Exception:  # noqa: BLE001 - any unreadable entry is compiled again
         return None
