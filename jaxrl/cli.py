@@ -285,12 +285,13 @@ def main(argv: list[str] | None = None) -> int:
     inside the commands, so inside this try. During training the driver's own handler takes
     over: the chunk finishes and a checkpoint is saved first (`Interrupted` says so)."""
     command = None
-    ctrl_c = _CtrlC(whole_process=argv is None)
+    whole_process = argv is None
+    ctrl_c = _CtrlC(whole_process=whole_process)
     try:
         ctrl_c.install()
         argv = sys.argv[1:] if argv is None else list(argv)
         command = argv[0] if argv and argv[0] in COMMANDS else None
-        return _main(argv)
+        return _ended(_main(argv), whole_process)
     except Interrupted as stop:
         ctrl_c.done = True
         print(f"jaxrl {command}: {stop}", file=sys.stderr)
@@ -299,9 +300,23 @@ def main(argv: list[str] | None = None) -> int:
         ctrl_c.done = True
         prefix = f"jaxrl {command}" if command else "jaxrl"
         print(f"{prefix}: interrupted; nothing saved since the last checkpoint.", file=sys.stderr)
-        return 130
+        return _ended(130, whole_process)
     finally:
         ctrl_c.uninstall()
+
+
+def _ended(code: int, whole_process: bool) -> int:
+    """`code`; but in a `jaxrl` process of its own, the process ends here, at once, where the
+    chunk that `programs.prefetch_early` started loading is still loading for a run that never
+    took it (the command stopped first: bad input, an --out folder in use, Ctrl-C during the
+    imports). Python would wait for that load, up to 3 s, before exiting; and a run that never
+    took its chunk has written nothing to flush."""
+    programs = sys.modules.get("jaxrl.run.programs")
+    if whole_process and programs is not None and programs.early_load_running():
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
 
 
 def _quit_130(signum, frame) -> None:

@@ -1995,6 +1995,15 @@ MUTANTS = [
         STORE,
     ),
     m(
+        "store-early-exit-waits",
+        "jaxrl/cli.py",
+        "    if whole_process and programs is not None and programs.early_load_running():",
+        "    if False:",
+        "a command that stops on bad input waits for the chunk it started loading early "
+        "(seconds) before it exits",
+        STORE,
+    ),
+    m(
         "store-prefetch-hint-name-unchecked",
         "jaxrl/run/programs.py",
         '    if not re.fullmatch(rf"{kind}-[0-9a-f]{{40}}", name):',

@@ -315,6 +315,28 @@ def test_jaxrl_train_starts_the_early_load_before_it_parses_its_command_line(mon
     assert calls == [("early", argv), ("parse", argv)]
 
 
+def test_a_command_that_stops_before_taking_its_early_load_exits_without_waiting(monkeypatch):
+    """`cli._ended`: a `jaxrl` process whose command stopped (bad input, Ctrl-C) while the
+    chunk `prefetch_early` started is still loading ends at once, with its code, instead of
+    waiting for that load; a finished load, or `cli.main` called in-process, never."""
+    from jaxrl import cli
+
+    release = threading.Event()
+    load = types.SimpleNamespace(_thread=threading.Thread(target=release.wait))
+    load._thread.start()
+    monkeypatch.setattr(programs, "_EARLY", {"id": None, "load": load})
+    exits = []
+    monkeypatch.setattr(os, "_exit", exits.append)
+    try:
+        assert cli._ended(2, whole_process=False) == 2 and exits == []
+        cli._ended(2, whole_process=True)
+        assert exits == [2]
+    finally:
+        release.set()
+        load._thread.join()
+    assert cli._ended(2, whole_process=True) == 2 and exits == [2]
+
+
 def test_no_program_is_stored_for_an_env_object_or_with_the_store_off(store, monkeypatch):
     folder, _ = store
     from jaxrl import envs

@@ -511,6 +511,12 @@ def prefetch_early(argv: list[str]) -> None:
         _EARLY["load"] = _Prefetch(path, entry)
 
 
+def early_load_running() -> bool:
+    """Whether the load `prefetch_early` started still runs, for a run that never took it."""
+    load = _EARLY["load"]
+    return load is not None and load._thread.is_alive()
+
+
 def _died_running(path: pathlib.Path) -> bool:
     """Whether a process of this machine died in the first call of the entry at `path`: a
     `.running-HOST-PID` file of it is left with no process PID alive (its file is removed).
