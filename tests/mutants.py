@@ -2004,6 +2004,16 @@ MUTANTS = [
         STORE,
     ),
     m(
+        "store-load-no-public-fallback",
+        "jaxrl/run/programs.py",
+        '        program = (entry["executable"], in_tree, out_tree)\n'
+        "        return serialize_executable.deserialize_and_load(*program)",
+        "        return None",
+        "where jax's private unpickler or Compiled differ (another jax version), a stored program "
+        "is never loaded: every re-run compiles",
+        STORE,
+    ),
+    m(
         "store-prefetch-hint-name-unchecked",
         "jaxrl/run/programs.py",
         '    if not re.fullmatch(rf"{kind}-[0-9a-f]{{40}}", name):',

@@ -337,6 +337,35 @@ def test_a_command_that_stops_before_taking_its_early_load_exits_without_waiting
     assert cli._ended(2, whole_process=True) == 2 and exits == [2]
 
 
+@pytest.mark.parametrize("half", ["_executable", "_compiled"])
+def test_where_jaxs_private_loading_differs_the_program_loads_the_public_way(
+    store, monkeypatch, half
+):
+    """The store splits `deserialize_and_load` in two with jax 0.10's private pieces (its
+    unpickler, on the prefetch thread, and `Compiled`'s constructor); where a jax's differ,
+    either half failing, the program still loads whole through the public function and the
+    run trains as without the store."""
+    rows = _train(tiny.off_policy(), tiny.SAC)
+    given, _ = _watch_loads(monkeypatch)
+    public = []
+    load = programs.serialize_executable.deserialize_and_load
+
+    def loading(*args, **kwargs):
+        public.append(threading.current_thread().name)
+        return load(*args, **kwargs)
+
+    def differs(*args, **kwargs):
+        if half == "_compiled":
+            raise TypeError("Compiled.__init__() takes other arguments")
+        return None  # _executable's answer where the unpickler differs
+
+    monkeypatch.setattr(programs.serialize_executable, "deserialize_and_load", loading)
+    monkeypatch.setattr(programs, half, differs)
+    assert _train(tiny.off_policy(), tiny.SAC) == rows
+    assert given == [("reset", False), ("chunk", True)]
+    assert public == ["MainThread", "MainThread"]  # the reset's and the chunk's
+
+
 def test_no_program_is_stored_for_an_env_object_or_with_the_store_off(store, monkeypatch):
     folder, _ = store
     from jaxrl import envs

@@ -582,18 +582,21 @@ def _loaded(entry: dict, executable: Any) -> Any:
     try:
         in_tree, out_tree = pickle.loads(entry["trees"])
         if executable is not None:
-            try:  # deserialize_and_load's own last steps, after its unpickling
-                unloaded, args_info, no_kwargs = executable
-                return jax.stages.Compiled(
-                    unloaded.load(), [], in_tree.unflatten(args_info), out_tree,
-                    no_kwargs=no_kwargs,
-                )  # fmt: skip
+            try:
+                return _compiled(executable, in_tree, out_tree)
             except Exception:  # noqa: BLE001 - a jax whose Compiled differs: the public way
                 pass
         program = (entry["executable"], in_tree, out_tree)
         return serialize_executable.deserialize_and_load(*program)
     except Exception:  # noqa: BLE001 - any unreadable entry is compiled again
         return None
+
+
+def _compiled(executable: Any, in_tree: Any, out_tree: Any) -> Any:
+    """deserialize_and_load's own last steps (jax 0.10's), after its unpickling."""
+    unloaded, args_info, no_kwargs = executable
+    args_info = in_tree.unflatten(args_info)
+    return jax.stages.Compiled(unloaded.load(), [], args_info, out_tree, no_kwargs=no_kwargs)
 
 
 def _read(path: pathlib.Path) -> dict | None:
