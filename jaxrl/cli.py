@@ -106,16 +106,26 @@ def _done(result) -> None:
 
 
 def cmd_train(argv: list[str]) -> int:
-    from jaxrl.config.resolve import build_configs, default_out, pre_parse, run_options
+    from jaxrl.config.resolve import pre_parse
 
     if pre_parse(argv).resume is not None:
         return cmd_resume(argv)
-    if not {"-h", "--help"} & set(argv):  # help imports no jax
-        from jaxrl.run import programs
+    if {"-h", "--help"} & set(argv):  # help imports no jax
+        return _train(argv)
+    from jaxrl.run import programs
 
-        # The chunk the last run of this command line ran starts loading now, beside the
-        # imports and the configs' checks below (a re-run with another seed: about 1 s sooner).
-        programs.prefetch_early(argv)
+    # The chunk the last run of this command line ran starts loading now, beside the imports
+    # and the configs' checks in `_train` (a re-run with another seed: about 1 s sooner).
+    programs.prefetch_early(argv)
+    try:
+        return _train(argv)
+    finally:  # a later run in this process is not this command line's (its load: `_ended`'s)
+        programs.command_ended()
+
+
+def _train(argv: list[str]) -> int:
+    from jaxrl.config.resolve import build_configs, default_out, run_options
+
     train_config, agent_config, options = build_configs(argv)  # --help exits here
     from jaxrl import driver, envs, sharding
 
@@ -292,6 +302,10 @@ def main(argv: list[str] | None = None) -> int:
         argv = sys.argv[1:] if argv is None else list(argv)
         command = argv[0] if argv and argv[0] in COMMANDS else None
         return _ended(_main(argv), whole_process)
+    except SystemExit as stop:  # tyro's exit on a flag it cannot parse, say
+        if isinstance(stop.code, int):
+            _ended(stop.code, whole_process)
+        raise
     except Interrupted as stop:
         ctrl_c.done = True
         print(f"jaxrl {command}: {stop}", file=sys.stderr)

@@ -1989,8 +1989,8 @@ MUTANTS = [
     m(
         "store-early-never-started",
         "jaxrl/cli.py",
-        "        programs.prefetch_early(argv)",
-        "        pass",
+        "    programs.prefetch_early(argv)",
+        "    pass",
         "jaxrl train never starts the early load",
         STORE,
     ),
@@ -2011,6 +2011,34 @@ MUTANTS = [
         "        return None",
         "where jax's private unpickler or Compiled differ (another jax version), a stored program "
         "is never loaded: every re-run compiles",
+        STORE,
+    ),
+    m(
+        "store-early-split-keeps-load",
+        "jaxrl/run/runner.py",
+        "    else:  # its programs are its own: a load `prefetch_early` started is not for it\n"
+        "        programs.drop_early()",
+        "    else:  # its programs are its own: a load `prefetch_early` started is not for it\n"
+        "        pass",
+        "an actor/learner split run keeps the chunk `prefetch_early` loaded for nothing, beside "
+        "its own compiles, for the whole run",
+        STORE,
+    ),
+    m(
+        "store-early-id-outlives-command",
+        "jaxrl/cli.py",
+        "        programs.command_ended()",
+        "        pass",
+        "a command that failed leaves its command line's id: a later run in the process writes "
+        "its chunk under that command line's hint",
+        STORE,
+    ),
+    m(
+        "store-early-bad-flag-waits",
+        "jaxrl/cli.py",
+        "            _ended(stop.code, whole_process)",
+        "            pass",
+        "a flag tyro rejects ends the command only after the early load finishes",
         STORE,
     ),
     m(

@@ -244,6 +244,11 @@ def test_the_early_id_leaves_out_the_seed_the_folder_and_quiet_only(monkeypatch)
         assert programs.early_id([*COMMAND, *other]) not in (same, None)
     never = (["--resume", "x"], ["--no-compile-cache"], ["--coordinator=h:1"], ["--help"])
     assert all(programs.early_id([*COMMAND, *flags]) is None for flags in never)
+    monkeypatch.setattr(programs.socket, "gethostname", lambda: "another-machine")
+    assert programs.early_id(COMMAND) not in (same, None)
+    monkeypatch.setenv("JAXRL_COORDINATOR", "host:1234")  # several processes
+    assert programs.early_id(COMMAND) is None
+    monkeypatch.delenv("JAXRL_COORDINATOR")
     monkeypatch.setenv("JAXRL_PROGRAM_STORE", "0")
     assert programs.early_id(COMMAND) is None
 
@@ -364,6 +369,33 @@ def test_where_jaxs_private_loading_differs_the_program_loads_the_public_way(
     assert _train(tiny.off_policy(), tiny.SAC) == rows
     assert given == [("reset", False), ("chunk", True)]
     assert public == ["MainThread", "MainThread"]  # the reset's and the chunk's
+
+
+def test_an_early_load_is_dropped_by_a_split_run_and_a_failed_command_forgets_its_id(
+    monkeypatch, tmp_path
+):
+    """An actor/learner split compiles its own programs: it drops what `prefetch_early`
+    started. A `jaxrl train` that fails (here on a flag tyro rejects) forgets its command
+    line's id, so a later run in the process is not written under it, and passes its exit
+    code through `cli._ended` (which ends a process of its own at once while a load runs)."""
+    from jaxrl import cli
+    from jaxrl.run.runner import prefetching_chunk
+
+    load = types.SimpleNamespace(path=tmp_path / "chunk-x")
+    monkeypatch.setattr(programs, "_EARLY", {"id": "command", "load": load})
+    split = types.SimpleNamespace(compile_chunk=object(), program_id=None)
+    with prefetching_chunk(split, None):
+        assert programs._EARLY == {"id": None, "load": None}
+
+    monkeypatch.setenv("JAXRL_PROGRAM_STORE", "1")
+    monkeypatch.delenv("JAXRL_COMPILE_CACHE", raising=False)
+    monkeypatch.setattr(programs, "default_cache_dir", lambda: tmp_path)
+    ended = []
+    monkeypatch.setattr(cli, "_ended", lambda code, whole: ended.append(code) or code)
+    with pytest.raises(SystemExit) as stop:
+        cli.main(["train", *COMMAND, "--no-such-flag"])
+    assert stop.value.code == 2 and ended == [2]
+    assert programs._EARLY["id"] is None
 
 
 def test_no_program_is_stored_for_an_env_object_or_with_the_store_off(store, monkeypatch):

@@ -469,11 +469,14 @@ def default_cache_dir() -> pathlib.Path:
 
 def early_id(argv: list[str]) -> str | None:
     """A `jaxrl train` command line's id for `prefetch_early`: its arguments less the
-    `_EARLY_FREE` options (and their values), with jax's version and XLA_FLAGS; None where the
-    early load is not tried (`_EARLY_NEVER`, or the store or cache turned off)."""
+    `_EARLY_FREE` options (and their values), with jax's version, the host's name and the
+    variables that choose devices; None where the early load is not tried (`_EARLY_NEVER`,
+    several processes, or the store or cache turned off)."""
     if any(arg.split("=")[0] in _EARLY_NEVER for arg in argv):
         return None
     if "0" in (os.environ.get("JAXRL_PROGRAM_STORE"), os.environ.get("JAXRL_COMPILE_CACHE")):
+        return None
+    if os.environ.get("JAXRL_COORDINATOR"):  # several processes (`sharding.initialize_distributed`)
         return None
     kept, skip = [], False
     for arg in argv:
@@ -484,7 +487,9 @@ def early_id(argv: list[str]) -> str | None:
             skip = "=" not in arg and name != "--quiet"
         else:
             kept.append(arg)
-    return _digest({"argv": kept, "jax": jax.__version__, "xla": os.environ.get("XLA_FLAGS")})
+    # The machine and the devices it may see, as a cache folder may be shared between machines.
+    seen = {k: os.environ.get(k) for k in ("XLA_FLAGS", "JAX_PLATFORMS", "CUDA_VISIBLE_DEVICES")}
+    return _digest({"argv": kept, "jax": jax.__version__, "host": socket.gethostname(), **seen})
 
 
 def _early_hint(early: str) -> pathlib.Path:
@@ -509,6 +514,18 @@ def prefetch_early(argv: list[str]) -> None:
     if entry is not None:
         jax.devices()  # the backend started here, not on the thread
         _EARLY["load"] = _Prefetch(path, entry)
+
+
+def drop_early() -> None:
+    """Forgets `prefetch_early`'s load and command line id, for a run that will not call
+    `prefetch` (an actor/learner split compiles its own programs) or a command that ended."""
+    _EARLY["id"], _EARLY["load"] = None, None
+
+
+def command_ended() -> None:
+    """Forgets the command line's id once its command ended, so that a later run in the same
+    process (`cli.main` called in-process) is not taken for one of it."""
+    _EARLY["id"] = None
 
 
 def early_load_running() -> bool:

@@ -73,6 +73,8 @@ def prefetching_chunk(trainer, run_grid):
     kind = _chunk_kind(run_grid)
     if trainer.compile_chunk is None:
         programs.prefetch(trainer.program_id, kind)
+    else:  # its programs are its own: a load `prefetch_early` started is not for it
+        programs.drop_early()
     try:
         yield
     finally:
