@@ -2042,6 +2042,15 @@ MUTANTS = [
         STORE,
     ),
     m(
+        "chunk-cpu-copies-kept",
+        "jaxrl/run/runner.py",
+        "            return lowered.compile(compiler_options=CHUNK_CPU_OPTIONS)",
+        "            return lowered.compile()",
+        "the CPU chunk is compiled with XLA's default copy insertion: every cond that passes a "
+        "state through copies it, every step",
+        STORE,
+    ),
+    m(
         "store-prefetch-hint-name-unchecked",
         "jaxrl/run/programs.py",
         '    if not re.fullmatch(rf"{kind}-[0-9a-f]{{40}}", name):',

@@ -599,6 +599,27 @@ def test_the_stored_chunk_computes_what_the_traced_one_does(store):
         np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
 
 
+def test_a_cpu_chunk_copies_nothing_its_conds_pass_through_and_computes_the_same():
+    """`runner.CHUNK_CPU_OPTIONS`: the chunk compiled by `compile_chunk` (XLA:CPU's copy
+    insertion by region analysis) holds fewer copies than XLA's default compile of it (a
+    `cond` passing the env states or the agent's state through copied them every step), and
+    returns the same state and metrics, bit for bit."""
+    assert jax.default_backend() == "cpu"
+    trainer = make_train(tiny.off_policy(), agents.get("sac").make(tiny.SAC))
+    state = _initial_state(trainer, None)
+    plain = jax.jit(trainer.chunk, donate_argnums=0).lower(state).compile()
+    chunk = compile_chunk(trainer, state, None)
+
+    def copies(compiled) -> int:
+        return compiled.as_text().count(" copy(")
+
+    assert copies(chunk) < copies(plain)
+    ours = jax.device_get(chunk(_initial_state(trainer, None)))
+    xlas = jax.device_get(plain(_initial_state(trainer, None)))
+    for x, y in zip(jax.tree.leaves(ours), jax.tree.leaves(xlas), strict=True):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+
+
 def test_an_entry_whose_process_died_running_it_is_dropped_for_good(store):
     """A `.running` file left by a process that died in the entry's first call (e.g. a crash
     inside XLA): the next run drops the entry, marks its key failed and compiles its own,
