@@ -233,8 +233,9 @@ class TrainConfig:
     then stepping num_envs envs of which the first eval_envs are its episodes; "own", a batch
     of eval_envs envs of its own (the simulator compiled twice); "auto", shared on a GPU or TPU
     and own on a CPU, where stepping num_envs envs costs num_envs / eval_envs times as much,
-    and where each evaluation step of an off-policy chunk copies the agent's state (XLA:CPU
-    copies what a skipped update passes through: FastTD3's 25 MB, 3 ms a step).
+    and where even at num_envs = eval_envs a shared evaluation's steps cost more than its own
+    (FastTD3's preset on CheetahRun at 16 envs: 1.45 s a chunk against 1.15 s, though it
+    compiles in 33 s against 51 s).
     Shared needs eval_envs <= num_envs and no domain randomization. Both compute the same
     thing: bit for bit on simple tasks (CartpoleBalance), but on contact-rich MJX tasks
     (CheetahRun) XLA compiles the physics of the two programs with other float32 roundings
