@@ -2044,8 +2044,8 @@ MUTANTS = [
     m(
         "chunk-cpu-copies-kept",
         "jaxrl/run/runner.py",
-        "            return lowered.compile(compiler_options=CHUNK_CPU_OPTIONS)",
-        "            return lowered.compile()",
+        "    return compile_with_cpu_options(lowered, CHUNK_CPU_OPTIONS)",
+        "    return lowered.compile()",
         "the CPU chunk is compiled with XLA's default copy insertion: every cond that passes a "
         "state through copies it, every step",
         STORE,

@@ -518,7 +518,7 @@ def prefetch_early(argv: list[str]) -> None:
 
 def drop_early() -> None:
     """Forgets `prefetch_early`'s load and command line id, for a run that will not call
-    `prefetch` (an actor/learner split compiles its own programs) or a command that ended."""
+    `prefetch` (an actor/learner split compiles its own programs)."""
     _EARLY["id"], _EARLY["load"] = None, None
 
 

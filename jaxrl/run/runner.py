@@ -25,6 +25,7 @@ from jaxrl.run.health import NonFiniteError, _roll_back, chunk_problem, stop_mes
 from jaxrl.run.plan import Plan, RunResult
 from jaxrl.run.resources import _shardings
 from jaxrl.run.rows import _grid_row, _row, _without_seeds, rounding_note
+from jaxrl.run.state import compile_with_cpu_options
 
 
 def execute(plan: Plan) -> RunResult:
@@ -72,13 +73,7 @@ CHUNK_CPU_OPTIONS = {"xla_cpu_copy_insertion_use_region_analysis": True}
 
 def compile_chunk_lowered(lowered) -> Any:
     """`lowered` (a chunk) compiled, with `CHUNK_CPU_OPTIONS` on CPU where XLA knows them."""
-    if jax.default_backend() == "cpu":
-        try:
-            return lowered.compile(compiler_options=CHUNK_CPU_OPTIONS)
-        except Exception as error:  # an XLA without the option: its defaults, below
-            if "option" not in str(error).lower() and "flag" not in str(error).lower():
-                raise
-    return lowered.compile()
+    return compile_with_cpu_options(lowered, CHUNK_CPU_OPTIONS)
 
 
 def _chunk_kind(run_grid) -> str:

@@ -97,9 +97,15 @@ def _stored_initial_state(trainer, run_grid, init, key):
 
 def _compile_once(lowered):
     """`lowered` compiled with `RUN_ONCE_CPU_OPTIONS` on CPU (see `run_once`)."""
+    return compile_with_cpu_options(lowered, RUN_ONCE_CPU_OPTIONS)
+
+
+def compile_with_cpu_options(lowered, options: dict):
+    """`lowered` compiled with the XLA:CPU compile `options` on CPU; with XLA's defaults
+    elsewhere, or where this XLA does not know the options."""
     if jax.default_backend() == "cpu":
         try:
-            return lowered.compile(compiler_options=RUN_ONCE_CPU_OPTIONS)
+            return lowered.compile(compiler_options=options)
         except Exception as error:  # an XLA without these options: its defaults, below
             if "option" not in str(error).lower():
                 raise
