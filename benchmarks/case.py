@@ -51,6 +51,7 @@ def machine() -> dict:
         "jax": jax.__version__,
         "brax": brax.__version__,
         "mujoco": mujoco.__version__,
+        **({"xla_flags": os.environ["XLA_FLAGS"]} if os.environ.get("XLA_FLAGS") else {}),
     }
 
 

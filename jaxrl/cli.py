@@ -323,10 +323,15 @@ def _ended(code: int, whole_process: bool) -> int:
     """`code`; but in a `jaxrl` process of its own, the process ends here, at once, where the
     chunk that `programs.prefetch_early` started loading is still loading for a run that never
     took it (the command stopped first: bad input, an --out folder in use, Ctrl-C during the
-    imports). Python would wait for that load, up to 3 s, before exiting; and a run that never
-    took its chunk has written nothing to flush."""
+    imports), or where a chunk still compiles beside a first state that failed or was
+    interrupted (`runner.EarlyChunk`). Python would wait for that load (up to 3 s) or compile
+    (up to minutes) before exiting; and a run that never took its chunk has written nothing
+    to flush."""
     programs = sys.modules.get("jaxrl.run.programs")
-    if whole_process and programs is not None and programs.early_load_running():
+    runner = sys.modules.get("jaxrl.run.runner")
+    loading = programs is not None and programs.early_load_running()
+    compiling = runner is not None and runner.early_compile_running()
+    if whole_process and (loading or compiling):
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)

@@ -232,11 +232,11 @@ def train(
 
     start = time.perf_counter()
     # The stored chunk loads beside the first state's work (dropped if never asked for).
-    with prefetching_chunk(trainer, run_grid):
-        state = _initial_state(trainer, run_grid, members)
+    with prefetching_chunk(trainer, run_grid) as early:
+        state = _initial_state(trainer, run_grid, members, early)
         return _execute(trainer, run_grid, members, state, [], out_path=out_path,
                         options=options, progress=progress, progress_fn=progress_fn,
-                        start=start, saved=saved)  # fmt: skip
+                        start=start, saved=saved, early=early)  # fmt: skip
 
 
 def _execute(trainer, run_grid, members, state, history, **fields) -> RunResult:
@@ -351,8 +351,8 @@ def resume(
     members = _members(trainer, agent_config, run_grid)
     say = None if progress is None else progress if callable(progress) else print
     start = time.perf_counter()
-    with prefetching_chunk(trainer, run_grid):
-        like = _initial_state(trainer, run_grid, members)
+    with prefetching_chunk(trainer, run_grid) as early:
+        like = _initial_state(trainer, run_grid, members, early)
         step, history, state = _restored(out_path, like, _meta(trainer, run_grid), say)
         target = options.stop_at_return
         reached = target is not None and bool(history) and history[-1]["eval_return"] >= target
@@ -369,7 +369,7 @@ def resume(
         saved["run"] = dataclasses.asdict(options)
         return _execute(trainer, run_grid, members, state, history, out_path=out_path,
                         options=options, progress=progress, progress_fn=progress_fn,
-                        start=start, saved=saved)  # fmt: skip
+                        start=start, saved=saved, early=early)  # fmt: skip
 
 
 def _saved_settings(saved, out_path, total_steps, devices, wandb, env, randomization_fn):

@@ -1940,8 +1940,8 @@ MUTANTS = [
     m(
         "store-prefetch-resume-skips",
         "jaxrl/driver.py",
-        "    with prefetching_chunk(trainer, run_grid):\n        like = ",
-        "    if True:\n        like = ",
+        "    with prefetching_chunk(trainer, run_grid) as early:\n        like = ",
+        "    early = None\n    if True:\n        like = ",
         "resume does not prefetch its chunk",
         STORE,
     ),
@@ -1997,10 +1997,75 @@ MUTANTS = [
     m(
         "store-early-exit-waits",
         "jaxrl/cli.py",
-        "    if whole_process and programs is not None and programs.early_load_running():",
-        "    if False:",
+        "    loading = programs is not None and programs.early_load_running()",
+        "    loading = False",
         "a command that stops on bad input waits for the chunk it started loading early "
         "(seconds) before it exits",
+        STORE,
+    ),
+    m(
+        "store-early-chunk-never-made",
+        "jaxrl/run/runner.py",
+        "            early = EarlyChunk(trainer, run_grid)",
+        "            early = None",
+        "a first run compiles its chunk only after its first state's programs",
+        STORE,
+    ),
+    m(
+        "store-early-chunk-unplaced",
+        "jaxrl/run/runner.py",
+        "                x.shape, x.dtype, weak_type=x.weak_type, sharding=device\n",
+        "                x.shape, x.dtype, weak_type=x.weak_type\n",
+        "the chunk compiled beside the first state is keyed and placed otherwise than the state, "
+        "so it is compiled a second time (and stored under a key no re-run asks for)",
+        STORE,
+    ),
+    m(
+        "store-early-chunk-error-lost",
+        "jaxrl/run/runner.py",
+        "        if self._error is not None:\n            raise self._error\n",
+        "        if False:\n            raise self._error\n",
+        "a chunk that failed to compile on its thread is compiled again, its error lost",
+        STORE,
+    ),
+    m(
+        "store-early-chunk-after-reset",
+        "jaxrl/run/state.py",
+        "        early.start(traced.out_info)\n"
+        "        compiled = programs.load_or_compile(\n"
+        "            trainer.program_id, kind, (key,), lambda: lowered, _compile_once\n"
+        "        )\n",
+        "        compiled = programs.load_or_compile(\n"
+        "            trainer.program_id, kind, (key,), lambda: lowered, _compile_once\n"
+        "        )\n"
+        "        early.start(traced.out_info)\n",
+        "the chunk starts compiling only after the reset's compile, which it no longer overlaps",
+        STORE,
+    ),
+    m(
+        "store-early-chunk-exit-waits",
+        "jaxrl/cli.py",
+        "    compiling = runner is not None and runner.early_compile_running()",
+        "    compiling = False",
+        "a command whose first state failed waits for the chunk still compiling (minutes)",
+        STORE,
+    ),
+    m(
+        "store-early-chunk-left-forgotten",
+        "jaxrl/run/runner.py",
+        "            _LEFT.append(early)",
+        "            pass",
+        "a chunk left compiling by a failed run is not known to be running, so the process "
+        "waits for it at exit",
+        STORE,
+    ),
+    m(
+        "store-watch-any-thread",
+        "jaxrl/run/programs.py",
+        "_WATCHED = threading.local()",
+        "_WATCHED = lambda: None  # noqa: E731",
+        "a compile watched for the cache takes another thread's compile for its own (a program "
+        "from memory stored re-serialised, or another program's cache bytes stored under its key)",
         STORE,
     ),
     m(

@@ -24,7 +24,8 @@ import pytest
 from jaxrl import agents, driver, envs
 from jaxrl.config import TrainConfig
 from jaxrl.loops import make_train
-from jaxrl.run import programs
+from jaxrl.run import programs, runner
+from jaxrl.run import state as state_module
 from jaxrl.run.runner import compile_chunk
 from jaxrl.run.state import _initial_state
 from tests import tiny
@@ -716,3 +717,129 @@ def test_with_domain_randomization_the_seed_stays_in_the_key():
     assert "seed" not in programs._settings(plain, False, tiny.SAC)["run"]
     assert programs._settings(randomized, False, tiny.SAC)["run"]["seed"] == 0
     assert "seed" in programs._settings(tiny.on_policy(randomize="mass"), True, tiny.PPO)["run"]
+
+
+def _chunk_compiles(monkeypatch) -> list[str]:
+    """From now on: the thread that compiles each chunk (`runner.compile_chunk_lowered`)."""
+    names = []
+    real = runner.compile_chunk_lowered
+
+    def recording(lowered):
+        names.append(threading.current_thread().name)
+        return real(lowered)
+
+    monkeypatch.setattr(runner, "compile_chunk_lowered", recording)
+    return names
+
+
+def test_a_first_run_compiles_its_chunk_beside_its_first_state_and_trains_the_same(
+    store, monkeypatch
+):
+    """`runner.EarlyChunk`: where the chunk is not stored, it compiles on a thread of its own
+    while the first state's programs compile on the calling thread; the run trains as one that
+    compiles the chunk after the first state, or without the store; its stored chunk is the one
+    a re-run then loads (`test_a_rerun_with_other_data_seed...`: keyed as the state is)."""
+    folder, compiles = store
+    begun, waited, alive = threading.Event(), [], []
+    names = _chunk_compiles(monkeypatch)
+    chunk = runner.compile_chunk_lowered
+
+    def after_the_reset_began(lowered):  # a chunk compiled before the reset waits in vain
+        waited.append(begun.wait(timeout=60))
+        return chunk(lowered)
+
+    def reset_begins(lowered):  # the first state's programs: the reset first
+        alive.append(any(t.name == "jaxrl-chunk-compile" for t in threading.enumerate()))
+        begun.set()
+        return state_module.compile_with_cpu_options(lowered, state_module.RUN_ONCE_CPU_OPTIONS)
+
+    monkeypatch.setattr(runner, "compile_chunk_lowered", after_the_reset_began)
+    monkeypatch.setattr(state_module, "_compile_once", reset_begins)
+    rows = _train(tiny.off_policy(), tiny.SAC)
+    assert names == ["jaxrl-chunk-compile"] and waited == [True]
+    assert alive == [True, True], "the reset compiled before the chunk's compile began"
+    assert len(compiles) == 3  # the reset, the rest of the first state, the chunk: once each
+    assert not runner.early_compile_running()
+
+    monkeypatch.setattr(runner, "compile_chunk_lowered", chunk)
+    monkeypatch.setattr(runner.EarlyChunk, "wanted", property(lambda self: False))
+    for entry in folder.iterdir():
+        entry.unlink()
+    assert _train(tiny.off_policy(), tiny.SAC) == rows
+    assert names[1:] == ["MainThread"]
+    monkeypatch.setattr(programs, "folder", lambda: None)  # nothing stored: the same rows
+    assert _train(tiny.off_policy(), tiny.SAC) == rows
+
+
+def test_a_chunk_that_fails_to_compile_on_its_thread_fails_the_run(store, monkeypatch):
+    """The error of the chunk's compile on its own thread is raised by the run, not lost to
+    a second compile on the calling thread; nothing is stored for the chunk."""
+    folder, _ = store
+    real = runner.compile_chunk_lowered
+
+    def failing(lowered):
+        if threading.current_thread().name == "jaxrl-chunk-compile":
+            raise RuntimeError("RESOURCE_EXHAUSTED: out of memory while compiling the chunk")
+        return real(lowered)
+
+    monkeypatch.setattr(runner, "compile_chunk_lowered", failing)
+    with pytest.raises(RuntimeError, match="out of memory while compiling the chunk"):
+        _train(tiny.off_policy(), tiny.SAC)
+    assert not [p for p in folder.iterdir() if p.name.startswith("chunk")]
+
+
+def test_a_compile_watched_for_the_cache_sees_only_its_own_threads_compiles():
+    """`programs._compile_watching_cache`: another thread's compile at the same moment (the
+    chunk's, beside the first state's) is not taken for this one's: a program that compiled
+    nothing here is "memory", never stored; one that compiled here is "xla"."""
+    import numpy as np
+
+    def another_thread_compiles():
+        thread = threading.Thread(
+            target=lambda: jax.jit(lambda x: x * 3.0 + 0.25).lower(np.ones(7, np.float32)).compile()
+        )
+        thread.start()
+        thread.join()
+        return "compiled nothing here"
+
+    _, source, cached = programs._compile_watching_cache(another_thread_compiles)
+    assert (source, cached) == ("memory", None)
+    lowered = jax.jit(lambda x: x * 5.0 - 0.5).lower(np.ones(9, np.float32))
+    assert programs._compile_watching_cache(lowered.compile)[1] == "xla"
+
+
+def test_a_command_whose_first_state_fails_while_its_chunk_compiles_exits_without_waiting(
+    store, monkeypatch
+):
+    """A run that raised before taking the chunk compiling on its thread leaves it running
+    (`runner.early_compile_running`); `cli._ended` then ends a `jaxrl` process at once with its
+    code, instead of waiting minutes for that compile."""
+    from jaxrl import cli
+
+    monkeypatch.setattr(runner, "_LEFT", [])
+    release = threading.Event()
+    real = runner.compile_chunk_lowered
+
+    def slow(lowered):
+        release.wait(timeout=60)
+        return real(lowered)
+
+    def broken(lowered):
+        raise RuntimeError("the reset failed")
+
+    monkeypatch.setattr(runner, "compile_chunk_lowered", slow)
+    monkeypatch.setattr(state_module, "_compile_once", broken)
+    exits = []
+    monkeypatch.setattr(os, "_exit", exits.append)
+    try:
+        with pytest.raises(RuntimeError, match="the reset failed"):
+            _train(tiny.off_policy(), tiny.SAC)
+        assert runner.early_compile_running()
+        assert cli._ended(1, whole_process=False) == 1 and exits == []
+        cli._ended(1, whole_process=True)
+        assert exits == [1]
+    finally:
+        release.set()
+        for early in runner._LEFT:
+            early._thread.join()
+    assert not runner.early_compile_running()

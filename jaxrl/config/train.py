@@ -235,7 +235,10 @@ class TrainConfig:
     and own on a CPU, where stepping num_envs envs costs num_envs / eval_envs times as much,
     and where even at num_envs = eval_envs a shared evaluation's steps cost more than its own
     (FastTD3's preset on CheetahRun at 16 envs: 1.45 s a chunk against 1.15 s, though it
-    compiles in 33 s against 51 s).
+    compiles in 33 s against 51 s). On a GPU shared compiles sooner but runs slower too (one
+    H200, PPO at Playground's CartpoleBalance settings: 37 s and 893k env-steps/s against
+    44 s and 1.09M): it ends sooner for short runs such as Playground's presets (6M steps),
+    own for runs of more than about 35M steps there; pass "own" for long runs.
     Shared needs eval_envs <= num_envs and no domain randomization. Both compute the same
     thing: bit for bit on simple tasks (CartpoleBalance), but on contact-rich MJX tasks
     (CheetahRun) XLA compiles the physics of the two programs with other float32 roundings

@@ -103,3 +103,4 @@ class Plan:
     saved: dict[str, Any] | None
     run_grid: Any  # jaxrl.grid.Grid, or None for a run of one seed
     initial: Callable[[], Any]
+    early: Any = None  # runner.EarlyChunk: the chunk compiling beside the initial state's work

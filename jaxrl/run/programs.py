@@ -340,19 +340,19 @@ def load_or_compile(
             _remember(program_id, kind, path)
             return _Guarded(loaded, running, failed, prefetched)
     lowered = lower()
-    with _PATCHING:  # the two private patches below are process-wide
-        compiled, source, cached = _compile_watching_cache(lambda: compile(lowered))
-        targets = sorted(set(re.findall(r"custom_call @([\w.$]+)", lowered.as_text())))
-        if source == "memory" or (source == "cache" and cached is None):
-            return compiled
-        if failed.exists() or any(not t.startswith(_libraries()) for t in targets):
-            return compiled
-        try:
+    compiled, source, cached = _compile_watching_cache(lambda: compile(lowered))
+    targets = sorted(set(re.findall(r"custom_call @([\w.$]+)", lowered.as_text())))
+    if source == "memory" or (source == "cache" and cached is None):
+        return compiled
+    if failed.exists() or any(not t.startswith(_libraries()) for t in targets):
+        return compiled
+    try:
+        with _PATCHING:  # `_serialize`'s swap of a class of jax's is process-wide
             executable, in_tree, out_tree = _serialize(compiled, cached)
-            trees = pickle.dumps((in_tree, out_tree))
-            blob = pickle.dumps({"executable": executable, "trees": trees, "targets": targets})
-        except Exception:  # noqa: BLE001 - a program XLA cannot serialize is just not stored
-            return compiled
+        trees = pickle.dumps((in_tree, out_tree))
+        blob = pickle.dumps({"executable": executable, "trees": trees, "targets": targets})
+    except Exception:  # noqa: BLE001 - a program XLA cannot serialize is just not stored
+        return compiled
     _write(path, blob)
     _remember(program_id, kind, path)
     return compiled
@@ -432,6 +432,22 @@ def prefetch(program_id: str | None, kind: str) -> None:
     entry = _read(path)
     if entry is not None:
         _PREFETCHED[program_id, kind] = _Prefetch(path, entry)
+
+
+def prefetching(program_id: str | None, kind: str) -> bool:
+    """Whether `prefetch` is loading a stored program of kind `kind` for the run `program_id`
+    (one `load_or_compile` has not taken yet)."""
+    return program_id is not None and (program_id, kind) in _PREFETCHED
+
+
+def stored(program_id: str | None, kind: str, args: tuple) -> bool:
+    """Whether the store holds a program of kind `kind` for `args` of the run `program_id`
+    that has not failed (so `load_or_compile` would load it, not compile it)."""
+    where = folder()
+    if program_id is None or where is None:
+        return False
+    path = where / key(program_id, kind, args)
+    return path.exists() and not path.with_suffix(".failed").exists()
 
 
 def _named(hint: pathlib.Path, kind: str) -> pathlib.Path | None:
@@ -672,10 +688,55 @@ class _Guarded:
 CACHE_HIT = "/jax/compilation_cache/cache_hits"  # the event JAX records on a persistent-cache hit
 
 
-# jaxrl compiles on its main thread; the lock keeps any other caller of `load_or_compile` from
-# meeting the process-wide patches of `_compile_watching_cache` and `_serialize` half-applied.
+# `_serialize` swaps a class of jax's for a moment: the lock keeps two threads' swaps apart.
 _PATCHING = threading.Lock()
 BACKEND_COMPILE = "/jax/core/compile/backend_compile_duration"  # XLA compiled, or the cache gave
+
+# What `_compile_watching_cache` sees, per thread: two programs may compile at once (the chunk
+# on a thread of its own beside the initial state's programs: `runner.EarlyChunk`), and each
+# must see only its own compile's events and cache bytes. So the listeners and the wrapper of
+# the cache's unpacking are installed once per process (`_watch`), and record only into the
+# calling thread's `_WATCHED.seen`, set while that thread compiles.
+_WATCHED = threading.local()
+_INSTALLING = threading.Lock()
+_WATCH_INSTALLED: list[bool] = []
+
+
+def _watch() -> None:
+    """Installs, once per process, jax.monitoring listeners and a wrapper of the persistent
+    cache's `extract_executable_and_time` (jax 0.10's private module) that record into the
+    calling thread's `_WATCHED.seen` while it is set (`_compile_watching_cache`)."""
+    with _INSTALLING:
+        if _WATCH_INSTALLED:
+            return
+        try:
+            from jax._src import compilation_cache
+        except ImportError:
+            compilation_cache = None
+        extract = getattr(compilation_cache, "extract_executable_and_time", None)
+
+        def listen(event: str, **_: Any) -> None:
+            seen = getattr(_WATCHED, "seen", None)
+            if seen is not None and event == CACHE_HIT:
+                seen["hits"].append(event)
+
+        def listen_durations(event: str, *_: Any, **__: Any) -> None:
+            seen = getattr(_WATCHED, "seen", None)
+            if seen is not None and event == BACKEND_COMPILE:
+                seen["compiles"].append(event)
+
+        def reading(entry: bytes) -> Any:
+            out = extract(entry)
+            seen = getattr(_WATCHED, "seen", None)
+            if seen is not None:
+                seen["unpacked"].append(out[0])
+            return out
+
+        jax.monitoring.register_event_listener(listen)
+        jax.monitoring.register_event_duration_secs_listener(listen_durations)
+        if extract is not None:
+            compilation_cache.extract_executable_and_time = reading
+        _WATCH_INSTALLED.append(True)
 
 
 def _compile_watching_cache(compile: Callable[[], Any]) -> tuple[Any, str, bytes | None]:
@@ -688,40 +749,17 @@ def _compile_watching_cache(compile: Callable[[], Any]) -> tuple[Any, str, bytes
     The bytes are read where JAX's cache unpacks an entry (`compilation_cache.
     extract_executable_and_time`, jax 0.10's private module): jax offers no public way to them,
     and without them a program the cache gave could never be stored. Where jax no longer has
-    that function, the program is just not stored."""
-    try:
-        from jax._src import compilation_cache
-    except ImportError:
-        compilation_cache = None
-    hits: list[str] = []
-    compiles: list[str] = []
-    unpacked: list[bytes] = []
-    extract = getattr(compilation_cache, "extract_executable_and_time", None)
-
-    def listen(event: str, **_: Any) -> None:
-        if event == CACHE_HIT:
-            hits.append(event)
-
-    def listen_durations(event: str, *_: Any, **__: Any) -> None:
-        if event == BACKEND_COMPILE:
-            compiles.append(event)
-
-    def reading(entry: bytes) -> Any:
-        out = extract(entry)
-        unpacked.append(out[0])
-        return out
-
-    jax.monitoring.register_event_listener(listen)
-    jax.monitoring.register_event_duration_secs_listener(listen_durations)
-    if extract is not None:
-        compilation_cache.extract_executable_and_time = reading
+    that function, the program is just not stored. Only this thread's compile is seen
+    (`_watch`): jax records a compile's events, and unpacks its cache entry, on the thread
+    that compiles."""
+    _watch()
+    seen = {"hits": [], "compiles": [], "unpacked": []}
+    _WATCHED.seen = seen
     try:
         compiled = compile()
     finally:
-        jax.monitoring.unregister_event_listener(listen)
-        jax.monitoring.unregister_event_duration_listener(listen_durations)
-        if extract is not None:
-            compilation_cache.extract_executable_and_time = extract
+        _WATCHED.seen = None
+    hits, compiles, unpacked = seen["hits"], seen["compiles"], seen["unpacked"]
     source = "cache" if hits else "xla" if compiles else "memory"
     cached = unpacked[0] if hits and len(unpacked) == 1 else None
     return compiled, source, cached

@@ -80,21 +80,121 @@ def _chunk_kind(run_grid) -> str:
     return "chunk" if run_grid is None else "chunk-vmapped"
 
 
+class EarlyChunk:
+    """The chunk compiled on a thread of its own, beside the initial state's programs.
+
+    A run's first chunk waits for two compiles: the initial state's programs (the envs' reset,
+    the agent's and buffer's init) and the chunk's. Only the state's shapes are needed to
+    compile the chunk, and `_initial_state` has them before it compiles anything of its own, so
+    it hands them to `start`: the chunk is traced and lowered there, on the calling thread (jax
+    traces on one thread at a time here), then compiled by XLA on a thread of its own, which
+    holds no lock of Python's while it compiles, while the calling thread compiles and runs the
+    initial state's programs. `Runner` then `take`s it. On one H200, `fast_td3_playground` on
+    CheetahRun: the chunk's XLA compile 45 to 49 s, the initial state's 16 to 18 s
+    (benchmarks/README.md).
+
+    Used for one device and no actor/learner split (`prefetching_chunk`), and only where the
+    chunk will compile: not where the store of compiled programs holds it or `prefetch` is
+    loading it (a load takes seconds, not worth a second thread; `wanted`)."""
+
+    def __init__(self, trainer, run_grid):
+        self.trainer, self.run_grid, self.kind = trainer, run_grid, _chunk_kind(run_grid)
+        self._thread: threading.Thread | None = None
+        self._args: tuple | None = None
+        self._result: Any = None
+        self._error: BaseException | None = None
+        self.taken = False
+
+    @property
+    def wanted(self) -> bool:
+        """Whether the state's shapes are worth finding before its programs compile: not where
+        `prefetch` is loading a stored chunk for this run."""
+        return not programs.prefetching(self.trainer.program_id, self.kind)
+
+    def start(self, shapes) -> None:
+        """Lowers the chunk for a state of `shapes` (placed on the default device, as the
+        initial state will be) and starts its compile on a thread of its own, unless it is not
+        `wanted` or the store holds it."""
+        if not self.wanted or self._thread is not None:
+            return
+        if jax.config.jax_default_device is not None or jax.process_count() > 1:
+            return  # where the state will be placed is not known here: compiled after it
+        device = jax.sharding.SingleDeviceSharding(jax.devices()[0])
+        like = jax.tree.map(
+            lambda x: jax.ShapeDtypeStruct(
+                x.shape, x.dtype, weak_type=x.weak_type, sharding=device
+            ),
+            shapes,
+        )
+        args = (like,)
+        if programs.stored(self.trainer.program_id, self.kind, args):
+            return
+        lowered = jax.jit(chunk_program(self.trainer, self.run_grid), donate_argnums=0).lower(like)
+        self._args = args
+        self._thread = threading.Thread(
+            target=self._compile, args=(lowered,), name="jaxrl-chunk-compile"
+        )
+        self._thread.start()
+
+    def _compile(self, lowered) -> None:
+        try:
+            self._result = programs.load_or_compile(
+                self.trainer.program_id, self.kind, self._args, lambda: lowered,
+                compile_chunk_lowered,
+            )  # fmt: skip
+        except BaseException as error:  # noqa: BLE001 - raised again on the thread that takes it
+            self._error = error
+
+    def take(self, state) -> Any:
+        """The chunk compiled for a state like `state`, once its compile is done (its error
+        raised here); None where none was started, or `state` is placed or shaped otherwise
+        (then compiled as usual)."""
+        if self._thread is None or self.taken:
+            return None
+        self._thread.join()  # interrupted here (Ctrl-C), it is left running: `_LEFT`
+        self.taken = True
+        if programs.key("", self.kind, (state,)) != programs.key("", self.kind, self._args):
+            return None
+        if self._error is not None:
+            raise self._error
+        return self._result
+
+    def running(self) -> bool:
+        """Whether its compile still runs for a run that never took it."""
+        return self._thread is not None and not self.taken and self._thread.is_alive()
+
+
+# The compiles `prefetching_chunk` started for runs that left it without taking them (they
+# raised before): `cli._ended` ends a `jaxrl` process at once rather than wait for them.
+_LEFT: list[EarlyChunk] = []
+
+
+def early_compile_running() -> bool:
+    """Whether a chunk's compile (`EarlyChunk`) still runs for a run that never took it."""
+    return any(early.running() for early in _LEFT)
+
+
 @contextlib.contextmanager
 def prefetching_chunk(trainer, run_grid):
-    """Starts loading the chunk program that the last run of `trainer`'s settings used, where
-    the store of compiled programs has it, beside the work before `compile_chunk` asks for it
+    """Readies the chunk program beside the initial state's work. Where the store of compiled
+    programs has the chunk that the last run of `trainer`'s settings used, starts loading it
     (`programs.prefetch`); on leaving, drops it if the run never asked for it (it raised
-    before, or a resume found nothing left to train)."""
+    before, or a resume found nothing left to train). Yields an `EarlyChunk` (one device, no
+    actor/learner split) for `_initial_state` to start and the runner to take, else None."""
     kind = _chunk_kind(run_grid)
+    early = None
     if trainer.compile_chunk is None:
         programs.prefetch(trainer.program_id, kind)
+        if trainer.data.mesh is None:
+            early = EarlyChunk(trainer, run_grid)
     else:  # its programs are its own: a load `prefetch_early` started is not for it
         programs.drop_early()
     try:
-        yield
+        yield early
     finally:
         programs.drop_prefetched(trainer.program_id, kind)
+        if early is not None and early.running():
+            _LEFT.append(early)
 
 
 class Runner:
@@ -166,7 +266,8 @@ class Runner:
         """Compiles the chunk program, writes config.json, opens the progress display, the
         loggers and the checkpoint manager."""
         plan, config = self.plan, self.config
-        self.chunk = compile_chunk(plan.trainer, plan.state, plan.run_grid)
+        early = plan.early.take(plan.state) if plan.early is not None else None
+        self.chunk = early or compile_chunk(plan.trainer, plan.state, plan.run_grid)
         self.compile_seconds = time.perf_counter() - plan.start
         # Over several processes (jaxrl.sharding.initialize_distributed) every one computes the
         # same rows; process 0 alone reports and writes them, all take part in checkpoints.

@@ -44,9 +44,13 @@ def _members(trainer, agent_config: Any, run_grid: grid.Grid | None) -> list | N
     return members
 
 
-def _initial_state(trainer, run_grid: grid.Grid | None, members: list | None = None):
+def _initial_state(
+    trainer, run_grid: grid.Grid | None, members: list | None = None, early: Any = None
+):
     """The run's first state: of `config.seed`, or of every member stacked (vmapped init of
-    each setting's seeds, setting-major), placed on the run's devices (`_shardings`)."""
+    each setting's seeds, setting-major), placed on the run's devices (`_shardings`).
+    `early` (`runner.EarlyChunk`): handed the state's shapes as soon as they are known, before
+    its programs compile, so that the chunk can compile beside them."""
     if run_grid is None:
         init, key = trainer.init, jax.random.PRNGKey(trainer.config.seed)
     else:
@@ -60,7 +64,7 @@ def _initial_state(trainer, run_grid: grid.Grid | None, members: list | None = N
             return jax.tree.map(lambda *xs: jnp.concatenate(xs), *states)
 
     if trainer.program_id is not None and trainer.reset is not None:
-        return _stored_initial_state(trainer, run_grid, init, key)
+        return _stored_initial_state(trainer, run_grid, init, key, early)
 
     # Traced once: its shapes for the memory check, then lowered as it is (an eval_shape first
     # would trace the init a second time, part of a re-run's compile clock).
@@ -69,6 +73,8 @@ def _initial_state(trainer, run_grid: grid.Grid | None, members: list | None = N
     if shapes is None:  # a jax whose Traced has no out_info: its shapes from a second trace
         shapes = jax.eval_shape(init, key)
     check_memory(shapes, _devices(trainer))  # before anything of it is allocated
+    if early is not None:
+        early.start(shapes)
     if trainer.place is not None:  # an actor/learner split: parts on different devices
         return trainer.place(run_once(traced, key))
     if trainer.data.mesh is None:  # the default device
@@ -77,20 +83,33 @@ def _initial_state(trainer, run_grid: grid.Grid | None, members: list | None = N
     return run_once(jax.jit(init, out_shardings=shardings), key)
 
 
-def _stored_initial_state(trainer, run_grid, init, key):
+def _stored_initial_state(trainer, run_grid, init, key, early=None):
     """`_initial_state`'s state, as two programs: the training envs' reset (`Trainer.reset`),
     free of the run's settings and so kept in the store of compiled programs
     (`jaxrl.run.programs`) for a re-run with other ones, then the rest of `init`, given the
-    reset's states. The same state as `init` in one program gives."""
+    reset's states. The same state as `init` in one program gives. Where `early` wants the
+    state's shapes first (the chunk will compile: `EarlyChunk.wanted`), the reset is lowered
+    before it is compiled or loaded, and its shapes taken from that."""
     reset = trainer.reset if run_grid is None else jax.vmap(trainer.reset)
     kind = "reset" if run_grid is None else "reset-vmapped"
+    rest = jax.jit(lambda k, e: init(k, env_state=e))
+    if early is not None and early.wanted:
+        lowered = jax.jit(reset).lower(key)
+        # The whole state's shapes for the memory check before either program allocates
+        # anything, and for the chunk's compile, which starts before the reset's.
+        traced = rest.trace(key, lowered.out_info)
+        check_memory(traced.out_info, _devices(trainer))
+        early.start(traced.out_info)
+        compiled = programs.load_or_compile(
+            trainer.program_id, kind, (key,), lambda: lowered, _compile_once
+        )
+        return _compile_once(traced.lower())(key, compiled(key))
     compiled = programs.load_or_compile(
         trainer.program_id, kind, (key,), lambda: jax.jit(reset).lower(key), _compile_once
     )
-    env_shapes = compiled.out_info
     # Traced against the reset's shapes: the whole state's shapes for the memory check
     # before either program allocates anything.
-    traced = jax.jit(lambda k, e: init(k, env_state=e)).trace(key, env_shapes)
+    traced = rest.trace(key, compiled.out_info)
     check_memory(traced.out_info, _devices(trainer))
     return _compile_once(traced.lower())(key, compiled(key))
 
