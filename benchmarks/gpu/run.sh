@@ -11,6 +11,9 @@
 #   bash benchmarks/gpu/run.sh scale 1 480           (jaxrl scale at Playground's SAC scale)
 #   bash benchmarks/gpu/run.sh gpu-split 1 200       (PPO's time split, shared and own
 #       evaluation, Brax beside, the update alone: about 9 minutes of an H200)
+#   bash benchmarks/gpu/run.sh xla-flags 1 120       (PPO's update alone, `speed/ppo` of
+#       gpu-split, once per XLA_FLAGS setting below: XLA's defaults, command buffers (CUDA
+#       graphs) for while loops, no autotuning; about 45 s each; records carry xla_flags)
 set -uo pipefail
 suite=${1:?suite}; jobs=${2:-1}; timeout=${3:-540}; shift 3 || true
 out=${OUT:-/tmp/out}
@@ -30,6 +33,15 @@ export PYTHONPATH="$site:$PWD" PYTHONUNBUFFERED=1 MUJOCO_GL=egl
         python3 -m jaxrl.benchmarks.rerun sac_dmc ppo_dmc fast_td3_playground \
             --env playground/CheetahRun --steps 65536 --libraries cusolver,cublas \
             --timeout "$timeout" --out "$out/rerun-gpu.jsonl" "$@"
+    elif [ "$suite" = xla-flags ]; then  # issue 39: is PPO's update bound by launches?
+        [ $# -gt 0 ] || set -- --only speed/ppo
+        i=0
+        for flags in "" "--xla_gpu_enable_command_buffer=+WHILE" "--xla_gpu_autotune_level=0"; do
+            i=$((i + 1))
+            echo "XLA_FLAGS=$flags"
+            XLA_FLAGS="$flags" python3 -m jaxrl.cli bench --suite "${XLA_SUITE:-gpu-split}" \
+                --jobs "$jobs" --timeout "$timeout" --out "$out/xla-flags-$i.jsonl" "$@"
+        done
     elif [ "$suite" = scale ]; then  # issue 40: a grid at Playground's SAC scale (128 envs,
         # batch 512), stopped at the timeout; the fit then takes the runs there are
         timeout "$timeout" python3 -m jaxrl.cli scale --algo sac --env playground/ReacherEasy \
