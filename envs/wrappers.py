@@ -186,13 +186,21 @@ class VmapWrapper(Wrapper):
         super().__init__(env)
         require_positive("num_envs", num_envs)
         self.num_envs = num_envs
+        # Jitted once here, so that jit's cache keeps one trace per input shapes, which every
+        # program and every place in one that resets these envs shares: the initial state's
+        # reset, the chunk's auto-reset and its shared evaluation's restarts. MJX CheetahRun's
+        # reset (a forward pass and 200 settling steps, batched) was about a third of
+        # `fast_td3_playground`'s chunk trace, traced there twice and once more for the initial
+        # state. XLA inlines the call. (The step, traced once per program anyway, gained
+        # nothing measurable from the same: docs/DESIGN.md.)
+        self._reset_each = jax.jit(jax.vmap(env.reset))
 
     def reset(self, key: jax.Array):
         return self.reset_each(jax.random.split(key, self.num_envs))
 
     def reset_each(self, keys: jax.Array):
         """One reset per env, env i's from `keys[i]` (`reset(key)` splits `key` into them)."""
-        return jax.vmap(self.env.reset)(keys)
+        return self._reset_each(keys)
 
     def step(self, state, action: jax.Array):
         return jax.vmap(self.env.step)(state, action)

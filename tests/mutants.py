@@ -660,6 +660,15 @@ MUTANTS = [
         "tests/loops/test_shared_eval.py",
     ),
     m(
+        "env-reset-traced-per-use",
+        "envs/wrappers.py",
+        "        self._reset_each = jax.jit(jax.vmap(env.reset))",
+        "        self._reset_each = jax.vmap(env.reset)",
+        "the batched reset is traced again at every use (the chunk's auto-reset, its shared "
+        "evaluation's restarts), not taken from the initial state's trace",
+        "tests/loops/test_shared_eval.py",
+    ),
+    m(
         "shared-eval-trips-write-replay",
         "jaxrl/loops/offpolicy.py",
         "    buffer = replay.add(state.buffer, transition, training)",

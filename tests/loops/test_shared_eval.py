@@ -62,14 +62,28 @@ def trainer_for(mode: str, algo: str = "sac", env=None, **overrides):
 def test_a_shared_chunk_holds_the_step_and_reset_once(algo, mode, copies):
     trainer, env = trainer_for(mode, algo)
     state = jax.eval_shape(trainer.init, jax.random.PRNGKey(0))
+    jax.clear_caches()  # the chunk's own traces, none taken from the init's (below)
     env.traced.update(step=0, reset=0)
     jax.jit(trainer.chunk).trace(state)
     assert env.traced == {"step": copies, "reset": copies}
 
 
+@pytest.mark.parametrize("mode, resets", [("own", 1), ("shared", 0)])
+def test_the_chunk_reuses_the_initial_states_trace_of_the_training_envs_reset(mode, resets):
+    """`envs.wrappers.VmapWrapper` jits its batched reset and step once, so jit's cache keeps
+    their traces: the chunk's auto-reset (and the shared evaluation's restarts) reuse the trace
+    the initial state's program made; only the own evaluation envs' reset is traced anew."""
+    trainer, env = trainer_for(mode)
+    state = jax.eval_shape(trainer.init, jax.random.PRNGKey(0))
+    env.traced.update(step=0, reset=0)
+    jax.jit(trainer.chunk).trace(state)
+    assert env.traced == {"step": 2 if mode == "own" else 1, "reset": resets}
+
+
 def test_auto_keeps_the_own_eval_envs_on_a_cpu():
     assert jax.default_backend() == "cpu"
     trainer, env = trainer_for("auto")
+    jax.clear_caches()
     env.traced.update(step=0, reset=0)
     jax.jit(trainer.chunk).trace(jax.eval_shape(trainer.init, jax.random.PRNGKey(0)))
     assert env.traced["step"] == 2
