@@ -90,7 +90,7 @@ class EarlyChunk:
     traces on one thread at a time here), then compiled by XLA on a thread of its own, which
     holds no lock of Python's while it compiles, while the calling thread compiles and runs the
     initial state's programs. `Runner` then `take`s it. On one H200, `fast_td3_playground` on
-    CheetahRun: the chunk's XLA compile 45 to 49 s, the initial state's 16 to 18 s
+    CheetahRun: the chunk's XLA compile 45 to 49 s, the initial state's 17 to 19 s
     (benchmarks/README.md).
 
     Used for one device and no actor/learner split (`prefetching_chunk`), and only where the
@@ -266,8 +266,9 @@ class Runner:
         """Compiles the chunk program, writes config.json, opens the progress display, the
         loggers and the checkpoint manager."""
         plan, config = self.plan, self.config
-        early = plan.early.take(plan.state) if plan.early is not None else None
-        self.chunk = early or compile_chunk(plan.trainer, plan.state, plan.run_grid)
+        self.chunk = plan.early.take(plan.state) if plan.early is not None else None
+        if self.chunk is None:
+            self.chunk = compile_chunk(plan.trainer, plan.state, plan.run_grid)
         self.compile_seconds = time.perf_counter() - plan.start
         # Over several processes (jaxrl.sharding.initialize_distributed) every one computes the
         # same rows; process 0 alone reports and writes them, all take part in checkpoints.
