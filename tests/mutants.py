@@ -2062,7 +2062,7 @@ MUTANTS = [
     m(
         "store-early-chunk-left-forgotten",
         "jaxrl/run/runner.py",
-        "            _LEFT.append(early)",
+        "            _LEFT[:] = [*(left for left in _LEFT if left.running()), early]",
         "            pass",
         "a chunk left compiling by a failed run is not known to be running, so the process "
         "waits for it at exit",

@@ -194,7 +194,7 @@ def prefetching_chunk(trainer, run_grid):
     finally:
         programs.drop_prefetched(trainer.program_id, kind)
         if early is not None and early.running():
-            _LEFT.append(early)
+            _LEFT[:] = [*(left for left in _LEFT if left.running()), early]  # none kept once done
 
 
 class Runner:
