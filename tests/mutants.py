@@ -2040,13 +2040,15 @@ MUTANTS = [
     m(
         "store-early-chunk-after-reset",
         "jaxrl/run/state.py",
+        "    if early is not None:\n"
         "        early.start(traced.out_info)\n"
-        "        compiled = programs.load_or_compile(\n"
-        "            trainer.program_id, kind, (key,), lambda: lowered, _compile_once\n"
-        "        )\n",
-        "        compiled = programs.load_or_compile(\n"
-        "            trainer.program_id, kind, (key,), lambda: lowered, _compile_once\n"
-        "        )\n"
+        "    if compiled is None:\n"
+        "        compiled = programs.load_or_compile(trainer.program_id, kind, (key,), lower, "
+        "_compile_once)\n",
+        "    if compiled is None:\n"
+        "        compiled = programs.load_or_compile(trainer.program_id, kind, (key,), lower, "
+        "_compile_once)\n"
+        "    if early is not None:\n"
         "        early.start(traced.out_info)\n",
         "the chunk starts compiling only after the reset's compile, which it no longer overlaps",
         STORE,

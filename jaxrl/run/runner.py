@@ -46,7 +46,6 @@ def compile_chunk(trainer, state, run_grid) -> Any:
     """The chunk program, compiled for `state` (vmapped over a grid's members)."""
     if trainer.compile_chunk is not None:  # several programs (jaxrl.loops.split)
         return trainer.compile_chunk(state)
-    program = chunk_program(trainer, run_grid)
     placed = {}
     if trainer.data.mesh is not None:  # the state keeps its shardings; metrics replicated
         placed["out_shardings"] = (
@@ -57,9 +56,14 @@ def compile_chunk(trainer, state, run_grid) -> Any:
         trainer.program_id,
         _chunk_kind(run_grid),
         (state,),
-        lambda: jax.jit(program, donate_argnums=0, **placed).lower(state),
+        lambda: _lower_chunk(trainer, run_grid, state, **placed),
         compile_chunk_lowered,
     )
+
+
+def _lower_chunk(trainer, run_grid, state, **placed) -> Any:
+    """The chunk program lowered for `state` (its buffers donated to the next state)."""
+    return jax.jit(chunk_program(trainer, run_grid), donate_argnums=0, **placed).lower(state)
 
 
 # XLA:CPU's copy insertion by region analysis: without it, a conditional whose branch passes an
@@ -101,6 +105,7 @@ class EarlyChunk:
         self.trainer, self.run_grid, self.kind = trainer, run_grid, _chunk_kind(run_grid)
         self._thread: threading.Thread | None = None
         self._args: tuple | None = None
+        self._key: str | None = None  # the store's key of `_args`, less the run's id
         self._result: Any = None
         self._error: BaseException | None = None
         self.taken = False
@@ -129,8 +134,8 @@ class EarlyChunk:
         args = (like,)
         if programs.stored(self.trainer.program_id, self.kind, args):
             return
-        lowered = jax.jit(chunk_program(self.trainer, self.run_grid), donate_argnums=0).lower(like)
-        self._args = args
+        lowered = _lower_chunk(self.trainer, self.run_grid, like)
+        self._args, self._key = args, programs.key("", self.kind, args)
         self._thread = threading.Thread(
             target=self._compile, args=(lowered,), name="jaxrl-chunk-compile"
         )
@@ -153,7 +158,7 @@ class EarlyChunk:
             return None
         self._thread.join()  # interrupted here (Ctrl-C), it is left running: `_LEFT`
         self.taken = True
-        if programs.key("", self.kind, (state,)) != programs.key("", self.kind, self._args):
+        if programs.key("", self.kind, (state,)) != self._key:
             return None
         if self._error is not None:
             raise self._error

@@ -92,25 +92,22 @@ def _stored_initial_state(trainer, run_grid, init, key, early=None):
     before it is compiled or loaded, and its shapes taken from that."""
     reset = trainer.reset if run_grid is None else jax.vmap(trainer.reset)
     kind = "reset" if run_grid is None else "reset-vmapped"
-    rest = jax.jit(lambda k, e: init(k, env_state=e))
-    if early is not None and early.wanted:
-        lowered = jax.jit(reset).lower(key)
-        # The whole state's shapes for the memory check before either program allocates
-        # anything, and for the chunk's compile, which starts before the reset's.
-        traced = rest.trace(key, lowered.out_info)
-        check_memory(traced.out_info, _devices(trainer))
-        early.start(traced.out_info)
-        compiled = programs.load_or_compile(
-            trainer.program_id, kind, (key,), lambda: lowered, _compile_once
-        )
-        return _compile_once(traced.lower())(key, compiled(key))
-    compiled = programs.load_or_compile(
-        trainer.program_id, kind, (key,), lambda: jax.jit(reset).lower(key), _compile_once
-    )
+    lower, compiled = (lambda: jax.jit(reset).lower(key)), None
+    if early is not None and early.wanted:  # the reset's shapes before its compile
+        lowered = lower()
+        lower, env_shapes = (lambda: lowered), lowered.out_info
+    else:
+        compiled = programs.load_or_compile(trainer.program_id, kind, (key,), lower, _compile_once)
+        env_shapes = compiled.out_info
     # Traced against the reset's shapes: the whole state's shapes for the memory check
-    # before either program allocates anything.
-    traced = rest.trace(key, compiled.out_info)
+    # before either program allocates anything, and for the chunk's compile, which then
+    # starts before the reset's (`early`).
+    traced = jax.jit(lambda k, e: init(k, env_state=e)).trace(key, env_shapes)
     check_memory(traced.out_info, _devices(trainer))
+    if early is not None:
+        early.start(traced.out_info)
+    if compiled is None:
+        compiled = programs.load_or_compile(trainer.program_id, kind, (key,), lower, _compile_once)
     return _compile_once(traced.lower())(key, compiled(key))
 
 
