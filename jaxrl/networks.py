@@ -19,16 +19,17 @@ ACTIVATIONS = {"relu": nn.relu, "swish": nn.swish}
 
 
 def dense_precision(matmul_precision: str) -> Any:
-    """The `precision` of the networks' Dense layers: None (XLA's default, float32) for
+    """The `precision` of the networks' float32 Dense layers: None (XLA's default, float32) for
     "float32", and for "bfloat16" JAX's BF16_BF16_F32 dot algorithm: each product's operands
     rounded to bfloat16, the sums kept and returned in float32, forward and backward passes
-    alike (the mixed precision of GPU trainers such as FastTD3's, on tensor cores). A dot
-    algorithm rather than bfloat16 activations (flax's `dtype`): activations, LayerNorm,
-    BatchRenorm, parameters, optimiser states and losses all stay float32.
+    alike. A dot algorithm rather than bfloat16 activations: activations, LayerNorm,
+    BatchRenorm, parameters, optimiser states and losses all stay float32. With "mixed" the
+    hidden layers compute in bfloat16 (`dense`) and only the output layers take this
+    algorithm.
 
-    Where the program is traced for a CPU, "bfloat16" is float32 too: XLA:CPU ignores the
-    algorithm in most products and refuses it in some (a 1x1 result: "Algorithm not supported
-    by the ElementalIrEmitter"), so it could only fail there, never speed anything up."""
+    Where the program is traced for a CPU, the algorithm is float32 too: XLA:CPU ignores it in
+    most products and refuses it in some (a 1x1 result: "Algorithm not supported by the
+    ElementalIrEmitter"), so it could only fail there, never speed anything up."""
     check_matmul_precision(matmul_precision)
     if matmul_precision == "float32" or _platform() == "cpu":
         return None
@@ -43,11 +44,29 @@ KERNEL_INITS = {
 }
 
 
-def dense(width: int, matmul_precision: str, kernel_init: str = "lecun_normal") -> nn.Dense:
-    """A Dense layer of `width` outputs computing at `matmul_precision` (`dense_precision`),
-    its kernel drawn by `kernel_init` (KERNEL_INITS): every network's layers are made here."""
+def dense(
+    width: int,
+    matmul_precision: str,
+    kernel_init: str = "lecun_normal",
+    output: bool = False,
+    zero: bool = False,
+) -> nn.Dense:
+    """A Dense layer of `width` outputs computing at `matmul_precision`, its kernel drawn by
+    `kernel_init` (KERNEL_INITS; `zero`: all zeros): every network's layers are made here.
+
+    "float32" and "bfloat16": float32 inputs and outputs, products by `dense_precision`.
+    "mixed" (automatic mixed precision, as PyTorch's autocast gives FastTD3): a hidden layer
+    (`output` false) casts its input, kernel and bias to bfloat16 and returns bfloat16, so its
+    activation and the backward pass's elementwise work move half the bytes, and its product is
+    a bfloat16 one (summed in float32 by GPUs' tensor cores); an `output` layer returns float32
+    (values, logits, means and log-stds keep float32's resolution), its products rounding the
+    operands to bfloat16 as "bfloat16" does. Parameters, optimiser states and losses stay
+    float32 in every mode: the gradients reach the float32 parameters through the casts."""
+    init = nn.initializers.zeros if zero else KERNEL_INITS[kernel_init]
+    if matmul_precision == "mixed" and not output:
+        return nn.Dense(width, dtype=jnp.bfloat16, kernel_init=init)
     return nn.Dense(
-        width, precision=dense_precision(matmul_precision), kernel_init=KERNEL_INITS[kernel_init]
+        width, dtype=jnp.float32, precision=dense_precision(matmul_precision), kernel_init=init
     )
 
 
@@ -91,14 +110,9 @@ class MLP(nn.Module):
             x = ACTIVATIONS[self.activation](x)
             if self.layer_norm and self.norm_after_relu:
                 x = nn.LayerNorm()(x)
-        if self.out is not None and self.zero_out:
-            x = nn.Dense(
-                self.out,
-                precision=dense_precision(self.matmul_precision),
-                kernel_init=nn.initializers.zeros,
-            )(x)
-        elif self.out is not None:
-            x = dense(self.out, self.matmul_precision, self.kernel_init)(x)
+        if self.out is not None:
+            out = dense(self.out, self.matmul_precision, self.kernel_init, True, self.zero_out)
+            x = out(x)
         return x
 
     def _residual(self, x: jax.Array) -> jax.Array:
@@ -110,7 +124,7 @@ class MLP(nn.Module):
             y = dense(4 * width, self.matmul_precision)(nn.LayerNorm()(x))
             x = x + dense(width, self.matmul_precision)(nn.relu(y))
         x = nn.LayerNorm()(x)
-        return dense(self.out, self.matmul_precision)(x) if self.out is not None else x
+        return dense(self.out, self.matmul_precision, output=True)(x) if self.out is not None else x
 
 
 class QNetwork(nn.Module):
@@ -318,7 +332,7 @@ class BRNMLP(nn.Module):
         x = norm()(x)
         for width in self.hidden:
             x = nn.relu(norm()(dense(width, self.matmul_precision)(x)))
-        return dense(self.out, self.matmul_precision)(x)
+        return dense(self.out, self.matmul_precision, output=True)(x)
 
 
 class BRNQEnsemble(nn.Module):

@@ -206,12 +206,17 @@ def losses(config: PPOConfig = PPOConfig()) -> Losses:
         batch = dict(batch)
         bootstrap_obs = batch.pop("bootstrap_obs", None)
         batch = jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), batch)  # time first: [H, B]
-        values = value(params, batch.get("value_obs", batch["obs"]))
+        # One pass of the value network over every observation it reads (a gradient step's
+        # largest work, so one set of kernels instead of two on a GPU): Brax's compute_ppo_loss
+        # makes two calls, whose rows these are.
+        value_obs = batch.get("value_obs", batch["obs"])
         if bootstrap_obs is not None:  # Brax: V(s_{t+1}) from the next row, V(s'_H) at the end
-            last = value(params, bootstrap_obs)
-            next_values = jnp.concatenate([values[1:], last[None]])
+            both = value(params, jnp.concatenate([value_obs, bootstrap_obs[None]]))
+            values, next_values = both[:-1], both[1:]
         else:  # every step bootstraps from the observation it reached
-            next_values = value(params, batch["next_value_obs"])
+            steps = value_obs.shape[0]
+            both = value(params, jnp.concatenate([value_obs, batch["next_value_obs"]]))
+            values, next_values = both[:steps], both[steps:]
         advantage, target = gae(
             hp["reward_scale"] * batch["reward"],
             values,

@@ -213,6 +213,36 @@ def test_each_brax_option_matters(slip):
     assert abs(float(total) - float(brax_total)) > 1e-3
 
 
+def test_in_loss_advantages_with_truncation_bootstrap_by_hand():
+    """advantage_in_loss with jaxrl's truncation ("bootstrap", GAE's advantage): every step
+    bootstraps from V of the observation it truly reached (a truncated one too, a terminated
+    one not), and nothing flows back across an ending. The value loss against a numpy GAE over
+    each unroll, with the values computed by hand from the same parameters."""
+    _, _, normalizer, data, params, batch = _setup()
+    config = dataclasses.replace(
+        CONFIG, truncation="bootstrap", advantage_estimator="gae", normalize_advantages=False
+    )
+    # The observations the steps truly reached (Brax's rollouts keep the next episode's first
+    # one instead at an ending): made here apart from Brax's next_observation.
+    reached = np.asarray(data.next_observation) + 0.5
+    batch = {k: v for k, v in batch.items() if k != "bootstrap_obs"}
+    batch["next_value_obs"] = running_statistics.normalize(jnp.asarray(reached), normalizer)
+    _, metrics = ppo.losses(config).unroll(params, batch, jax.random.PRNGKey(3), HP, ACT)
+
+    b = ref.to64(batch)
+    value = ref.value_mlp(ref.to64(params["value"]), b["obs"], "swish")  # [B, H]
+    next_value = ref.value_mlp(ref.to64(params["value"]), b["next_value_obs"], "swish")
+    advantage, running = np.zeros((B, H)), np.zeros(B)
+    for t in reversed(range(H)):
+        delta = REWARD_SCALE * b["reward"][:, t] - value[:, t]
+        delta += GAMMA * (1.0 - b["terminated"][:, t]) * next_value[:, t]
+        running = delta + GAMMA * LAMBDA * (1.0 - b["done"][:, t]) * running
+        advantage[:, t] = running
+    # target = A + V, so the value loss is half the mean squared advantage.
+    np.testing.assert_allclose(metrics["value_loss"], 0.5 * (advantage**2).mean(), rtol=1e-5)
+    np.testing.assert_allclose(metrics["value_mean"], value.mean(), rtol=1e-5, atol=1e-6)
+
+
 def test_advantages_in_the_loss_follow_the_value_parameters():
     """The targets move with the value parameters the loss is given (Brax), where the
     once-per-rollout update would keep the ones from before the update."""

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 from jaxrl.config.choices import Choices, check_choices
 
-MATMUL_PRECISIONS = ("float32", "bfloat16")
+MATMUL_PRECISIONS = ("float32", "bfloat16", "mixed")
 """The agents' `matmul_precision` choices (`networks.dense_precision`)."""
 
 KERNEL_INIT_NAMES = ("lecun_normal", "lecun_uniform")
@@ -38,10 +38,14 @@ class NetworkSettings:
     critic_hidden: tuple[int, ...] = (256, 256)
     """Hidden-layer widths of each critic network."""
     matmul_precision: Annotated[str, Choices(MATMUL_PRECISIONS)] = "float32"
-    """Network matmuls: "float32", or "bfloat16" (bf16 operands, float32 sums; GPU only).
-    With "bfloat16" every product's operands are rounded to bfloat16 and summed in float32, in
-    the backward pass too (tensor-core speed on GPUs); on a CPU it computes in float32.
-    Parameters, optimiser states, norms and losses stay float32 (`networks.dense_precision`)."""
+    """Network arithmetic: "float32", "bfloat16" (bf16 products, float32 activations; GPU
+    only) or "mixed" (bf16 hidden activations). With "bfloat16" every product's operands are
+    rounded to bfloat16 and summed in float32, in the backward pass too (tensor-core speed on
+    GPUs); on a CPU it computes in float32. With "mixed" (PyTorch's autocast, as FastTD3 and
+    FastSAC train) the hidden layers also keep their outputs, and so the activations and the
+    backward pass's elementwise work, in bfloat16, half the memory traffic; output layers
+    return float32. It computes so on a CPU too (slower there). Parameters, optimiser states,
+    norms and losses stay float32 in every mode (`networks.dense`)."""
 
 
 @dataclasses.dataclass(frozen=True)
