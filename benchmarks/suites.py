@@ -773,6 +773,31 @@ def _gpu_split() -> list[Case]:
     return [ppo, own, brax, *profiles, dataclasses.replace(ppo, system="speed")]
 
 
+# Issue 39's third GPU question (2026-11-28): is the PPO update bound by the bytes its
+# elementwise work moves? "bfloat16" (bf16 products, float32 activations) did not speed it up
+# on the H200; "mixed" keeps the hidden activations in bfloat16 too (`networks.dense`). The
+# update alone in float32, bfloat16 and mixed (PPO and FastTD3: `speed` cases, about 45 s
+# each), then the PPO run in float32 and mixed beside Brax's, and mixed over 3 seeds for its
+# learning (float32's 3 seeds are gpu-parity's). About 8 minutes of an H200, one case at a
+# time (`--jobs 1`).
+MIXED = ("--matmul-precision", "mixed")
+
+
+def _gpu_mixed() -> list[Case]:
+    ppo, brax = _gpu_speed_ppo()
+    fast_td3 = jaxrl_case("fast_td3", "playground/CheetahRun", "fast_td3_playground", 0.0)
+    speeds = []
+    for case in (ppo, fast_td3):
+        speed = dataclasses.replace(case, system="speed")
+        speeds += [
+            speed,
+            dataclasses.replace(speed, options=speed.options + BF16, label="bf16"),
+            dataclasses.replace(speed, options=speed.options + MIXED, label="mixed"),
+        ]
+    mixed = dataclasses.replace(ppo, options=ppo.options + MIXED, label="mixed")
+    return speeds + [ppo, mixed, brax, dataclasses.replace(mixed, seeds=3)]
+
+
 SUITES = {
     "smoke": _smoke,
     "cpu": _cpu,
@@ -787,4 +812,5 @@ SUITES = {
     "parity_dmc_ppo_more": _parity_dmc_ppo_more,
     "gpu-speed": _gpu_speed,
     "gpu-split": _gpu_split,
+    "gpu-mixed": _gpu_mixed,
 }

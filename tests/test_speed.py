@@ -109,3 +109,6 @@ def test_a_speed_case_records_and_reports_its_update_against_the_matmul_peak():
     names = [c.name for c in SUITES["gpu-speed"]()]
     assert "speed/ppo+bf16/playground/CartpoleBalance/2048/s0" in names
     assert "brax/ppo/playground/CartpoleBalance/2048/s0" in names
+    mixed = [c.name for c in SUITES["gpu-mixed"]()]
+    assert "speed/ppo+mixed/playground/CartpoleBalance/2048/s0" in mixed
+    assert "jaxrl/ppo+mixed/playground/CartpoleBalance/2048/seeds3" in mixed

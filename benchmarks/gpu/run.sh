@@ -11,6 +11,9 @@
 #   bash benchmarks/gpu/run.sh scale 1 480           (jaxrl scale at Playground's SAC scale)
 #   bash benchmarks/gpu/run.sh gpu-split 1 200       (PPO's time split, shared and own
 #       evaluation, Brax beside, the update alone: about 9 minutes of an H200)
+#   bash benchmarks/gpu/run.sh gpu-mixed 1 150       (mixed precision: the PPO and FastTD3
+#       updates alone in float32, bfloat16 and mixed; PPO runs in float32 and mixed beside
+#       Brax, mixed over 3 seeds; about 8 minutes of an H200)
 #   bash benchmarks/gpu/run.sh xla-flags 1 120       (PPO's update alone, `speed/ppo` of
 #       gpu-split, once per XLA_FLAGS setting below: XLA's defaults, command buffers (CUDA
 #       graphs) for while loops, no autotuning; about 45 s each; records carry xla_flags)
