@@ -263,7 +263,9 @@ def test_policy_saves_to_one_small_file_that_loads_without_the_run(
     shutil.rmtree(tmp_path / "run")
     loaded = jaxrl.load_policy(path)
     np.testing.assert_array_equal(loaded(obs), expected)
-    np.testing.assert_array_equal(loaded(obs[2]), expected[2])
+    # One observation is a product of one row, which XLA:CPU may compute with another kernel
+    # than the batch's: a float32 ulp apart on some CPUs (an Intel Xeon here, 2026-11-28).
+    np.testing.assert_allclose(loaded(obs[2]), expected[2], rtol=1e-6, atol=1e-6)
     assert (loaded.config, loaded.agent_config) == (policy.config, policy.agent_config)
     assert loaded.env_steps == 256 and loaded.obs_stats.count > 0
     params = sum(x.size * 4 for x in jax.tree.leaves(loaded.agent_state))
