@@ -43,9 +43,11 @@ def one_line(record: dict) -> str:
 
 def speed_line(record: dict) -> str:
     """An update's cost and rate against the device's measured matmul peak in the precision
-    it ran (bfloat16 where --matmul-precision bfloat16), and the env count its state fits."""
+    it ran (bfloat16 where --matmul-precision bfloat16 or mixed), and the env count its state
+    fits."""
     speed = record["speed"]
-    dtype = "bfloat16" if "bfloat16" in record.get("config", ()) else "float32"
+    config = record.get("config", ())
+    dtype = "bfloat16" if "bfloat16" in config or "mixed" in config else "float32"
     peak = record["matmul_peak"][dtype]["flops_per_second"]
     rate = speed["flops_per_second"]
     fits = record["memory_estimate"]["largest_num_envs"]

@@ -487,8 +487,8 @@ MUTANTS = [
     m(
         "ppo-in-loss-bootstrap-from-own-row",
         "jaxrl/agents/ppo.py",
-        "values, next_values = both[:-1], both[1:]",
-        "values, next_values = both[:-1], jnp.concatenate([both[1:-1], both[-2:-1]])",
+        "next_values = jnp.concatenate([values[1:], last[None]])",
+        "next_values = jnp.concatenate([values[1:], values[-1:]])",
         "an unroll's last step bootstraps from its own value, not its next observation's",
         BRAX_PPO,
     ),
@@ -1622,7 +1622,8 @@ MUTANTS = [
     m(
         "bf16-output-layer-float32",
         "jaxrl/networks.py",
-        "            out = dense(self.out, self.matmul_precision, self.kernel_init, True, self.zero_out)",
+        "            out = dense(self.out, self.matmul_precision, self.kernel_init, "
+        "True, self.zero_out)",
         "            out = nn.Dense(self.out, kernel_init=KERNEL_INITS[self.kernel_init])",
         "--matmul-precision bfloat16 leaves every MLP's output layer in float32",
         PRECISION,
@@ -1648,19 +1649,20 @@ MUTANTS = [
     m(
         "mixed-output-layer-bfloat16",
         "jaxrl/networks.py",
-        "            out = dense(self.out, self.matmul_precision, self.kernel_init, True, self.zero_out)",
-        "            out = dense(self.out, self.matmul_precision, self.kernel_init, False, self.zero_out)",
+        "            out = dense(self.out, self.matmul_precision, self.kernel_init, "
+        "True, self.zero_out)",
+        "            out = dense(self.out, self.matmul_precision, self.kernel_init, "
+        "False, self.zero_out)",
         "--matmul-precision mixed returns every MLP's output (values, logits, means) in bfloat16",
         PRECISION,
     ),
     m(
         "ppo-in-loss-bootstrap-values-shifted",
         "jaxrl/agents/ppo.py",
-        "            values, next_values = both[:steps], both[steps:]",
-        "            values, next_values = both[:steps], both[:steps]",
+        '            next_values = value(params, batch["next_value_obs"])',
+        "            next_values = values",
         "truncation 'bootstrap' with the advantage in the loss: each step bootstraps from its own "
         "value, not from its next observation's",
-        "tests/agents/test_ppo_update_reference.py",
         BRAX_PPO,
     ),
     # jaxrl plot / render / TensorBoard (issue 38).

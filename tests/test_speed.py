@@ -105,6 +105,9 @@ def test_a_speed_case_records_and_reports_its_update_against_the_matmul_peak():
     assert record["memory_estimate"]["largest_num_envs"] > 1000
     line = report.one_line(record)
     assert "GFLOP" in line and "of the float32 matmul peak" in line
+    for precision in ("bfloat16", "mixed"):  # bfloat16 products: against that peak
+        config = [*record["config"], "--matmul-precision", precision]
+        assert "of the bfloat16 matmul peak" in report.speed_line({**record, "config": config})
     assert report.speeds([record])[0] == "### Updates against the hardware"
     names = [c.name for c in SUITES["gpu-speed"]()]
     assert "speed/ppo+bf16/playground/CartpoleBalance/2048/s0" in names
