@@ -173,6 +173,8 @@ PRESETS["fast_td3_inverted_pendulum"] = {
 # apart) but never clips: returns at gamma 0.97 and DM Control's rewards in [0, 1] lie in
 # [0, 33.3], where [-10, 10] (its setting for the locomotion tasks, this preset's before
 # issue 36) clipped every value above 10, i.e. any policy earning more than 0.3 per step.
+# FastTD3 trains under bfloat16 autocast (its amp default): `--matmul-precision mixed` on a
+# GPU; float32 here, since presets run on CPUs too, where mixed is slower.
 PRESETS["fast_td3_playground"] = {
     "algo": "fast_td3",
     "train": {
