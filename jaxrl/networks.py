@@ -79,7 +79,8 @@ class MLP(nn.Module):
     """Dense layers with ReLU (or `activation`); each hidden layer is Dense -> [Dropout] ->
     [LayerNorm] -> ReLU (DroQ's order), or with `norm_after_relu` Dense -> [Dropout] -> ReLU ->
     [LayerNorm] (the order of Brax's MLP). Dropout is active only when `train` is true and a
-    "dropout" rng is given."""
+    "dropout" rng is given. The `out` layer returns float32 at every matmul_precision; with
+    "mixed" and no `out`, the MLP returns its last hidden layer's bfloat16 activations."""
 
     hidden: Sequence[int]
     out: int | None = None
