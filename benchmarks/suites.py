@@ -740,18 +740,27 @@ def _gpu_speed_ppo() -> tuple[Case, Case]:
     return ppo, brax_case("ppo", env, peer, 0.0, steps, evals + 1)
 
 
+def _variant(case: Case, label: str, options: tuple[str, ...]) -> Case:
+    """`case` with `options` added, named apart by `label`."""
+    return dataclasses.replace(case, options=case.options + options, label=label)
+
+
+def _speed_cases(case: Case, *variants: tuple[str, tuple[str, ...]]) -> list[Case]:
+    """The update alone at `case`'s settings (a `speed` case), then once per (label, options)
+    variant."""
+    speed = dataclasses.replace(case, system="speed")
+    return [speed] + [_variant(speed, label, options) for label, options in variants]
+
+
 def _gpu_speed() -> list[Case]:
     ppo, brax = _gpu_speed_ppo()
-    ppo_bf16 = dataclasses.replace(ppo, options=ppo.options + BF16, label="bf16")
+    ppo_bf16 = _variant(ppo, "bf16", BF16)
     sac_settings = playground_sac("CartpoleBalance")
     sac_steps = 200_704
     sac = Case("jaxrl", "sac", ppo.env, sac_settings["num_envs"], 0.0, sac_steps,
                options=sac_parity_flags(sac_settings, sac_steps))  # fmt: skip
     fast_td3 = jaxrl_case("fast_td3", "playground/CheetahRun", "fast_td3_playground", 0.0)
-    speeds = []
-    for case in (ppo, sac, fast_td3):
-        speed = dataclasses.replace(case, system="speed")
-        speeds += [speed, dataclasses.replace(speed, options=speed.options + BF16, label="bf16")]
+    speeds = [c for case in (ppo, sac, fast_td3) for c in _speed_cases(case, ("bf16", BF16))]
     return speeds + [ppo, ppo_bf16, brax, dataclasses.replace(ppo_bf16, seeds=3)]
 
 
@@ -767,7 +776,7 @@ OWN_EVAL = ("--eval-simulator", "own")
 
 def _gpu_split() -> list[Case]:
     ppo, brax = _gpu_speed_ppo()
-    own = dataclasses.replace(ppo, options=ppo.options + OWN_EVAL, label="own-eval")
+    own = _variant(ppo, "own-eval", OWN_EVAL)
     profiles = [profile_case(case) for case in (ppo, own)]
     # The update alone, against gpu-speed's 570 ms before its advantage loop was written out.
     return [ppo, own, brax, *profiles, dataclasses.replace(ppo, system="speed")]
@@ -788,18 +797,10 @@ def _gpu_mixed() -> list[Case]:
     three precisions, PPO's runs beside Brax's, mixed's seeds, then FastTD3's updates."""
     ppo, brax = _gpu_speed_ppo()
     fast_td3 = jaxrl_case("fast_td3", "playground/CheetahRun", "fast_td3_playground", 0.0)
-
-    def speeds(case: Case) -> list[Case]:
-        speed = dataclasses.replace(case, system="speed")
-        return [
-            speed,
-            dataclasses.replace(speed, options=speed.options + BF16, label="bf16"),
-            dataclasses.replace(speed, options=speed.options + MIXED, label="mixed"),
-        ]
-
-    mixed = dataclasses.replace(ppo, options=ppo.options + MIXED, label="mixed")
+    precisions = (("bf16", BF16), ("mixed", MIXED))
+    mixed = _variant(ppo, "mixed", MIXED)
     runs = [ppo, mixed, brax, dataclasses.replace(mixed, seeds=3)]
-    return speeds(ppo) + runs + speeds(fast_td3)
+    return _speed_cases(ppo, *precisions) + runs + _speed_cases(fast_td3, *precisions)
 
 
 SUITES = {
