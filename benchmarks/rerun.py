@@ -8,16 +8,18 @@ Per preset: the first run (its programs compiled, and kept in the store of compi
 `jaxrl.run.programs`), then `--reruns` re-runs with other seeds (loaded from the store where it
 kept them, the chunk on a thread of its own beside the first state: `programs.prefetch`; with
 `--unprefetched`, each followed by the same re-run with the store's hints removed, so its chunk
-loads after the first state, as without the prefetch), and, with `--libraries`, one more with
-`JAXRL_PROGRAM_STORE_LIBRARIES` set to those, for programs that call those libraries (MJX on a
-GPU calls cuSOLVER; the store keeps only programs whose libraries it knows to be ready, so there
-the runs before it show the trace-and-cache path). With `--from-cache`, two runs more after the
-store's folder is emptied (as a change to jaxrl's source leaves JAX's cache valid and the
-store's keys stale): "from_cache", whose programs come from JAX's cache and are stored from its
-entries' bytes, then "from_store", which loads them. `--train-args` adds `jaxrl train` options
-to every run. One JSON line per preset: each run's compile clock and whole process's wall-clock
-seconds (imports and training included), the store's entries after it, the device, and any run's
-error. `--timeout` bounds each run, so a slow preset still leaves the others.
+loads after the first state, as without the prefetch), and, with `--libraries`, two more with
+`JAXRL_PROGRAM_STORE_LIBRARIES` set to those (the first stores, the second loads), for programs
+that call those libraries (MJX on a GPU calls cuSOLVER; the store keeps only programs whose
+libraries it knows to be ready, so there the runs before it show the trace-and-cache path).
+With `--from-cache`, two runs more after the store's folder is emptied (as a change to jaxrl's
+source leaves JAX's cache valid and the store's keys stale): "from_cache", whose programs come
+from JAX's cache and are stored from its entries' bytes, then "from_store", which loads them.
+`--train-args` adds `jaxrl train` options to every run. One JSON line per preset: each run's
+compile clock and whole process's wall-clock seconds (imports and training included), the
+store's entries after it, what the store did with each of its programs and why
+(`JAXRL_PROGRAM_STORE_LOG`), the device, and any run's error. `--timeout` bounds each run, so a
+slow preset still leaves the others.
 """
 
 from __future__ import annotations
@@ -34,8 +36,10 @@ import time
 
 
 def _run(argv: list[str], cache: pathlib.Path, out: pathlib.Path, env: dict, timeout: float):
-    """(compile clock, the process's wall-clock seconds, error) of one `jaxrl train` process."""
-    env = {**os.environ, **env, "JAXRL_CACHE_DIR": str(cache)}
+    """(compile clock, the process's wall-clock seconds, error) of one `jaxrl train` process,
+    which notes what the store did with each program in `out`.store.jsonl (`_store_log`)."""
+    log = {"JAXRL_PROGRAM_STORE_LOG": str(out.with_suffix(".store.jsonl"))}
+    env = {**os.environ, **env, **log, "JAXRL_CACHE_DIR": str(cache)}
     command = [sys.executable, "-m", "jaxrl.cli", "train", *argv, "--out", str(out), "--quiet"]
     start = time.perf_counter()
     try:
@@ -71,11 +75,12 @@ def measure(
         if unprefetched:  # the same re-run, its chunk loaded after the first state
             runs.append((f"unprefetched{suffix}", ["--seed", str(i)], {}, "last-*"))
     lib_env = {"JAXRL_PROGRAM_STORE_LIBRARIES": libraries} if libraries else {}
-    if libraries:
-        runs.append(("rerun_libraries", ["--seed", "2"], lib_env, None))
+    if libraries:  # the first stores what the cache gives, the second loads it
+        runs += [("rerun_libraries", ["--seed", "2"], lib_env, None),
+                 ("rerun_libraries_2", ["--seed", "3"], lib_env, None)]  # fmt: skip
     if from_cache:  # the store emptied first, then two runs over JAX's cache
-        runs += [("from_cache", ["--seed", "3"], lib_env, "*"),
-                 ("from_store", ["--seed", "4"], lib_env, None)]  # fmt: skip
+        runs += [("from_cache", ["--seed", "4"], lib_env, "*"),
+                 ("from_store", ["--seed", "5"], lib_env, None)]  # fmt: skip
     record = {"preset": preset, "env": env, "steps": steps, "libraries": libraries}
     record["device"] = str(jax.devices()[0].device_kind)
     with tempfile.TemporaryDirectory() as folder:
@@ -93,10 +98,19 @@ def measure(
                 p.name.split("-")[0] for p in store.glob("*")
                 if "." not in p.name and not p.name.startswith("last-")  # the hints
             ) if store.exists() else []  # fmt: skip
+            record[f"{name}_store_log"] = _store_log(pathlib.Path(folder) / f"{name}.store.jsonl")
             if error:
                 record[f"{name}_error"] = error
                 break
     return record
+
+
+def _store_log(path: pathlib.Path) -> list[dict]:
+    """What the store did with each of a run's programs (`jaxrl.run.programs.note`): loaded,
+    stored, or why not (on a GPU, the libraries a program calls, say)."""
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -262,7 +262,7 @@ def _make_trainer(
         programs.remember_observation_size(base, config)
     trainer = make_train(config, agent, base, randomization_fn)
     if env is not None or randomization_fn is not None:
-        return trainer
+        return programs.noted(trainer, "run", "off: an env or randomization of the caller's")
     return trainer._replace(program_id=programs.identity(trainer, agent_config))
 
 

@@ -482,11 +482,22 @@ def test_rerun_script_records_a_first_run_and_re_runs_over_one_store(tmp_path, m
     assert record["env"] == "classic/pendulum" and record["device"]
     # After the store is emptied, the programs from JAX's cache are stored again and loaded.
     names = ("first", "rerun", "unprefetched", "rerun_2", "unprefetched_2", "rerun_libraries",
-             "from_cache", "from_store")  # fmt: skip
+             "rerun_libraries_2", "from_cache", "from_store")  # fmt: skip
     for name in names:
         assert record[f"{name}_compile_seconds"] > 0 and f"{name}_error" not in record
         assert record[f"{name}_wall_seconds"] > record[f"{name}_compile_seconds"]
         assert record[f"{name}_stored"] == ["chunk", "reset"]
+
+    # Each run's log says what the store did with each program: the first run and the run
+    # over JAX's cache stored them (the chunk from the cache's bytes there; the reset compiles
+    # in under JAX's 1 s minimum, so its cache does not keep it), the others loaded.
+    def outcomes(name):
+        return {(n["kind"], n["outcome"], n.get("source")) for n in record[f"{name}_store_log"]}
+
+    assert outcomes("first") == {("chunk", "stored", "xla"), ("reset", "stored", "xla")}
+    assert outcomes("from_cache") == {("chunk", "stored", "cache"), ("reset", "stored", "xla")}
+    for name in ("rerun", "unprefetched", "rerun_libraries", "rerun_libraries_2", "from_store"):
+        assert outcomes(name) == {("chunk", "loaded", None), ("reset", "loaded", None)}
     assert record["train_args"] == "--num-envs 4"
     bad = rerun.measure("no_such_preset", "classic/pendulum", 512, "", 60)
     assert bad["first_compile_seconds"] is None and "no_such_preset" in bad["first_error"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import importlib
+import json
 import os
 import pathlib
 import subprocess
@@ -403,6 +404,8 @@ def test_no_program_is_stored_for_an_env_object_or_with_the_store_off(store, mon
     folder, _ = store
     from jaxrl import envs
 
+    log = folder.parent / "store.jsonl"
+    monkeypatch.setenv("JAXRL_PROGRAM_STORE_LOG", str(log))
     driver.train(
         tiny.off_policy(),
         tiny.SAC,
@@ -411,6 +414,8 @@ def test_no_program_is_stored_for_an_env_object_or_with_the_store_off(store, mon
         env=envs.make("classic/pendulum"),
     )
     assert not folder.exists()
+    (note,) = [json.loads(line) for line in log.read_text().splitlines()]
+    assert note == {"kind": "run", "outcome": "off: an env or randomization of the caller's"}
     monkeypatch.undo()
     monkeypatch.setenv("JAXRL_PROGRAM_STORE", "0")
     assert programs.folder() is None
@@ -694,8 +699,11 @@ def test_a_program_calling_an_unknown_library_is_not_stored(tmp_path, monkeypatc
     may be called by a stored program: here a host callback, whose pointers a loaded program
     could not hold. (Its Python function cannot be pickled either, so this case has two
     guards; XLA:CPU offers no other library call to test the first alone: cuSOLVER's are
-    GPU-only, `benchmarks/rerun.py`.) The same program without it is stored."""
+    GPU-only, `benchmarks/rerun.py`.) The same program without it is stored. The store's log
+    (JAXRL_PROGRAM_STORE_LOG) names the call that kept it out."""
     monkeypatch.setattr(programs, "folder", lambda: tmp_path)
+    log = tmp_path / "store.jsonl"
+    monkeypatch.setenv("JAXRL_PROGRAM_STORE_LOG", str(log))
     x = jax.numpy.ones(4)
     shape = jax.ShapeDtypeStruct((4,), x.dtype)
     calling = jax.jit(lambda v: jax.pure_callback(lambda a: a * 2, shape, v) + 1)
@@ -707,6 +715,12 @@ def test_a_program_calling_an_unknown_library_is_not_stored(tmp_path, monkeypatc
     plain = jax.jit(lambda v: v * 2 + 1)
     programs.load_or_compile("t", "plain", (x,), lambda: plain.lower(x))
     assert list(tmp_path.glob("plain-*"))
+    calling_note, plain_note = [json.loads(line) for line in log.read_text().splitlines()]
+    assert calling_note["kind"] == "calling"
+    assert calling_note["outcome"] == "not stored: it calls libraries"
+    assert calling_note["calls"] and all("callback" in t for t in calling_note["calls"])
+    assert (plain_note["kind"], plain_note["outcome"], plain_note["source"]) == (
+        "plain", "stored", "xla")  # fmt: skip
 
 
 def test_with_domain_randomization_the_seed_stays_in_the_key():

@@ -23,7 +23,8 @@ Used only where all of that is known: runs from the registry's envs and algorith
 object or randomization function handed to `train`, nor an env whose code has no file), on one
 device of one process, and with the compilation cache on. JAXRL_PROGRAM_STORE=0 turns it off
 alone. The store lives beside the cache's own entries (`<cache dir>/jaxrl-programs`); deleting
-that folder empties it. It also keeps the observation size of the registry's Brax and
+that folder empties it; JAXRL_PROGRAM_STORE_LOG=FILE appends to FILE why each program was or
+was not stored (`note`). It also keeps the observation size of the registry's Brax and
 Playground envs, which they read off a trace of their reset (`remember_observation_size`), and
 per run key and kind a hint naming the entry last stored or loaded (`last-KIND-...`), from
 which a run starts loading its chunk on a thread of its own before it asks for it (`prefetch`),
@@ -200,12 +201,14 @@ def identity(trainer: Any, agent_config: Any) -> str | None:
     None where the store is not used for it: it is off, the run has more than one device or
     process, its chunk is several programs (an actor/learner split), or its env's code has no
     file to key it by (`_sources`)."""
-    if folder() is None or jax.process_count() > 1 or jax.device_count() > 1:
-        return None
+    if folder() is None:
+        return noted(None, "run", "off: JAX's cache is off or JAXRL_PROGRAM_STORE=0")
+    if jax.process_count() > 1 or jax.device_count() > 1:
+        return noted(None, "run", "off: more than one device or process")
     if trainer.compile_chunk is not None or trainer.place is not None:
-        return None
+        return noted(None, "run", "off: an actor/learner split's several programs")
     if trainer.data.mesh is not None:
-        return None
+        return noted(None, "run", "off: a run over a device mesh")
     device = jax.devices()[0]
     parts = {
         "store": STORE_VERSION,
@@ -217,7 +220,7 @@ def identity(trainer: Any, agent_config: Any) -> str | None:
         "sources": _sources(trainer.config, agent_config, trainer.env),
     }
     if parts["sources"] is None:
-        return None
+        return noted(None, "run", "off: an env or config module has no file to key it by")
     return _digest(parts)
 
 
@@ -338,24 +341,51 @@ def load_or_compile(
         if loaded is not None:
             running.touch()
             _remember(program_id, kind, path)
+            note(kind, "loaded", prefetched=prefetched)
             return _Guarded(loaded, running, failed, prefetched)
     lowered = lower()
     compiled, source, cached = _compile_watching_cache(lambda: compile(lowered))
     targets = sorted(set(re.findall(r"custom_call @([\w.$]+)", lowered.as_text())))
-    if source == "memory" or (source == "cache" and cached is None):
-        return compiled
-    if failed.exists() or any(not t.startswith(_libraries()) for t in targets):
-        return compiled
+    unknown = [t for t in targets if not t.startswith(_libraries())]
+    if source == "memory":
+        return noted(compiled, kind, "not stored: compiled earlier in this process")
+    if source == "cache" and cached is None:
+        return noted(compiled, kind, "not stored: JAX's cache gave it, its bytes not to be had")
+    if failed.exists():
+        return noted(compiled, kind, "not stored: its entry failed before")
+    if unknown:
+        return noted(compiled, kind, "not stored: it calls libraries", calls=unknown)
     try:
         with _PATCHING:  # `_serialize`'s swap of a class of jax's is process-wide
             executable, in_tree, out_tree = _serialize(compiled, cached)
         trees = pickle.dumps((in_tree, out_tree))
         blob = pickle.dumps({"executable": executable, "trees": trees, "targets": targets})
-    except Exception:  # noqa: BLE001 - a program XLA cannot serialize is just not stored
-        return compiled
+    except Exception as error:  # noqa: BLE001 - a program XLA cannot serialize is not stored
+        return noted(compiled, kind, "not stored: not serializable", error=repr(error)[:300])
     _write(path, blob)
     _remember(program_id, kind, path)
-    return compiled
+    return noted(compiled, kind, "stored", source=source, bytes=len(blob))
+
+
+def note(kind: str, outcome: str, **details: Any) -> None:
+    """Appends what the store did with a program (or a run) as one JSON line to the file
+    JAXRL_PROGRAM_STORE_LOG names, where it names one: how a machine where nothing is stored
+    (a GPU's, `benchmarks/rerun.py`) says why. Nothing is written without it."""
+    log = os.environ.get("JAXRL_PROGRAM_STORE_LOG")
+    if not log:
+        return
+    line = json.dumps({"kind": kind, "outcome": outcome, **details}, default=str)
+    try:
+        with open(log, "a") as file:
+            file.write(line + "\n")
+    except OSError:  # a log that cannot be written never stops a run
+        pass
+
+
+def noted(value: Any, kind: str, outcome: str, **details: Any) -> Any:
+    """`value`, once `note` has noted `outcome`."""
+    note(kind, outcome, **details)
+    return value
 
 
 def _last(program_id: str, kind: str) -> pathlib.Path:
