@@ -51,11 +51,20 @@ def speed_line(record: dict) -> str:
     peak = record["matmul_peak"][dtype]["flops_per_second"]
     rate = speed["flops_per_second"]
     fits = record["memory_estimate"]["largest_num_envs"]
+    kernels = ""
+    if speed.get("kernels_per_update"):  # records from before kernels were counted have none
+        kernels = (
+            f"; {speed['kernels_per_update']:,} kernels, "
+            f"{speed['seconds_per_kernel'] * 1e6:,.2f} us each"
+        )
+        inner = speed.get("heaviest_inner_loop")
+        if inner:
+            kernels += f" ({inner['kernels_per_trip']:,} per trip of its inner loop)"
     return (
         f"update {speed['flops_per_update'] / 1e9:,.1f} GFLOP in "
         f"{speed['seconds_per_update'] * 1e3:,.1f} ms: {rate / 1e12:.2f} TFLOP/s, "
-        f"{rate / peak:.1%} of the {dtype} matmul peak ({peak / 1e12:.1f} TFLOP/s); "
-        f"state and batch fit {fits:,} envs in 60 GB"
+        f"{rate / peak:.1%} of the {dtype} matmul peak ({peak / 1e12:.1f} TFLOP/s)"
+        f"{kernels}; state and batch fit {fits:,} envs in 60 GB"
     )
 
 

@@ -10,6 +10,10 @@ and how many envs fit in a device's memory.
   the fraction of its matmul peak is the figure the issue asks for. Elementwise work is left out.
 - `update_speed(trainer)`: one agent update compiled alone at the run's sizes, on made-up but
   well-formed data: its product FLOPs, seconds, FLOP/s, and XLA's memory figures.
+- `kernel_counts(hlo_text)`: the kernels a compiled program launches per call, from XLA's
+  optimised HLO: its fusions, library calls and unfused ops, loop bodies times their trip
+  counts. An update whose time divided by its kernels is a few microseconds is bound by the
+  kernels' number, not their work.
 - `matmul_peak(dtype)`: the dense product rate this device reaches on one large square product,
   the yardstick the update's FLOP/s is divided by (measured, not a datasheet figure: the same
   card's sustained rate depends on clocks and power).
@@ -22,7 +26,9 @@ and how many envs fit in a device's memory.
 
 from __future__ import annotations
 
+import functools
 import math
+import re
 import time
 from collections.abc import Callable
 from typing import Any
@@ -87,6 +93,122 @@ def matmul_flops(fn: Callable, *args) -> dict:
     return {"flops": flops, "while_loops": whiles}
 
 
+# Instructions of an optimised HLO computation that launch no kernel of their own.
+_FREE = {"parameter", "constant", "get-tuple-element", "tuple", "bitcast", "while", "conditional",
+         "call", "after-all", "opt-barrier", "partition-id", "replica-id", "add-dependency",
+         "domain", "copy-done", "async-done", "send-done", "recv-done", "all-reduce-done",
+         "all-gather-done", "collective-permute-done"}  # fmt: skip
+_COMPUTATION = re.compile(r"^(?:ENTRY )?%?([\w.\-]+) \(.*\{$")
+_OPCODE = re.compile(r"^\s*(?:ROOT )?%?[\w.\-]+ = .*? ([a-z][a-z0-9\-]*)\(")
+
+
+def kernel_counts(hlo_text: str) -> dict:
+    """Kernels a compiled program launches per call, read from its optimised HLO
+    (`compiled.as_text()`): every instruction of the entry computation, of loop bodies and
+    conditions, of conditional branches and of called computations that is not free (`_FREE`:
+    parameters, tuples, bitcasts, control flow itself) counts one (a fusion or a library call
+    is one kernel; what it calls is not descended into); a while loop counts its body and
+    condition times its known trip count (once where XLA knows none: "unknown_trips"); a
+    conditional its costliest branch. Returns {"per_call", "loops": [{"body", "trips",
+    "kernels_per_trip"}] (kernels_per_trip counting what nested loops run too), "unknown_trips"}.
+    An estimate: XLA:GPU may run some as command buffers (CUDA graphs), and a fusion's kernel
+    count can differ; but it counts the same way for two programs on one backend.
+
+    Written here rather than taken from a library: jax and XLA report a program's FLOPs and
+    bytes (`cost_analysis`, loop bodies once), not its kernels."""
+    computations: dict[str, list[str]] = {}
+    entry, current = None, None
+    for line in hlo_text.splitlines():
+        match = _COMPUTATION.match(line)
+        if match:
+            current = match.group(1)
+            computations[current] = []
+            if line.startswith("ENTRY"):
+                entry = current
+        elif line.startswith("}"):
+            current = None
+        elif current is not None:
+            computations[current].append(line)
+    loops: dict[str, dict] = {}  # by body
+    calls: dict[str, list[tuple[str, int]]] = {}  # computation -> (callee, times per call)
+    unknown = [0]
+
+    @functools.cache
+    def count(name: str) -> int:
+        total, callees = 0, []
+        for line in computations.get(name, ()):
+            opcode = _OPCODE.match(line)
+            if opcode is None:
+                continue
+            op = opcode.group(1)
+            if op == "while":
+                body = re.search(r"body=%?([\w.\-]+)", line).group(1)
+                condition = re.search(r"condition=%?([\w.\-]+)", line).group(1)
+                trips = re.search(r'"known_trip_count":\{"n":"(\d+)"', line)
+                if trips is None:
+                    unknown[0] += 1
+                n = int(trips.group(1)) if trips else 1
+                per_trip = count(body) + count(condition)
+                loops[body] = {"body": body, "trips": n if trips else None,
+                               "kernels_per_trip": per_trip}  # fmt: skip
+                callees += [(body, n), (condition, n)]
+                total += n * per_trip
+            elif op == "conditional":
+                names = re.search(r"branch_computations=\{([^}]*)\}", line)
+                branches = (
+                    [b.strip().lstrip("%") for b in names.group(1).split(",")]
+                    if names
+                    else re.findall(r"(?:true|false)_computation=%?([\w.\-]+)", line)
+                )
+                total += max((count(b) for b in branches), default=0)
+                callees += [(b, 1) for b in branches]
+            elif op == "call":
+                callee = re.search(r"to_apply=%?([\w.\-]+)", line).group(1)
+                total += count(callee)
+                callees.append((callee, 1))
+            elif op not in _FREE:
+                total += 1
+        calls[name] = callees
+        return total
+
+    per_call = count(entry) if entry is not None else 0
+    # Trips per call of each loop's body: its own trips times those of the loops around it.
+    runs: dict[str, int] = {}
+
+    def spread(name: str, times: int) -> None:
+        runs[name] = runs.get(name, 0) + times
+        for callee, n in calls.get(name, ()):
+            spread(callee, times * n)
+
+    if entry is not None:
+        spread(entry, 1)
+    found = []
+    for body, loop in loops.items():
+        inner = any(other in _reachable(body, calls) for other in loops if other != body)
+        found.append({**loop, "trips_per_call": runs.get(body, 0), "innermost": not inner})
+    return {"per_call": per_call, "loops": found, "unknown_trips": unknown[0]}
+
+
+def _reachable(name: str, calls: dict[str, list[tuple[str, int]]]) -> set[str]:
+    """The computations `name` runs, directly or through others (`kernel_counts`)."""
+    seen, stack = set(), [name]
+    while stack:
+        for callee, _ in calls.get(stack.pop(), ()):
+            if callee not in seen:
+                seen.add(callee)
+                stack.append(callee)
+    return seen
+
+
+def heaviest_inner_loop(kernels: dict) -> dict | None:
+    """Of `kernel_counts`' loops that hold no other, the one launching the most kernels per call
+    (trips per call times kernels per trip): PPO's gradient step, an off-policy chunk's env step."""
+    inner = [loop for loop in kernels["loops"] if loop["innermost"]]
+    return max(
+        inner, key=lambda loop: loop["trips_per_call"] * loop["kernels_per_trip"], default=None
+    )
+
+
 def matmul_peak(dtype: str = "bfloat16", n: int | None = None, repeats: int = 5) -> dict:
     """FLOP/s of one n x n x n product in `dtype` (float32 sums), after a warm-up call; n
     defaults to 8192 on accelerators, 1024 on a CPU."""
@@ -128,12 +250,16 @@ def update_speed(trainer, seed: int = 0, repeats: int = 5) -> dict:
     jax.block_until_ready(step())
     seconds = _median_seconds(step, repeats)
     memory = compiled.memory_analysis()
+    kernels = kernel_counts(compiled.as_text())
     return {
         "compile_seconds": compile_seconds,
         "flops_per_update": counted["flops"],
         "while_loops": counted["while_loops"],
         "seconds_per_update": seconds,
         "flops_per_second": counted["flops"] / seconds,
+        "kernels_per_update": kernels["per_call"],
+        "heaviest_inner_loop": heaviest_inner_loop(kernels),  # PPO's: one gradient step
+        "seconds_per_kernel": seconds / kernels["per_call"] if kernels["per_call"] else None,
         "temp_bytes": getattr(memory, "temp_size_in_bytes", None),
         "argument_bytes": getattr(memory, "argument_size_in_bytes", None),
     }

@@ -69,6 +69,56 @@ def test_a_cond_counts_its_costlier_branch_and_a_while_loop_is_flagged():
     assert speed.matmul_flops(loop, a) == {"flops": 2 * (2 * 4 * 6 * 5), "while_loops": 1}
 
 
+def _nested_scans(inner: int, outer: int) -> dict:
+    def f(x):
+        def step(c, _):
+            def inner_step(c, _):
+                return jnp.tanh(c @ c) + 1, c.sum()
+
+            c, sums = jax.lax.scan(inner_step, c, None, length=inner)
+            return c, sums.sum()
+
+        return jax.lax.scan(step, x, None, length=outer)
+
+    return speed.kernel_counts(jax.jit(f).lower(jnp.ones((8, 8))).compile().as_text())
+
+
+def test_kernels_count_loop_bodies_times_their_trips():
+    """One more inner trip adds the inner body's kernels once per outer trip; one more outer
+    trip adds a whole outer body; the inner loop is the heaviest that holds no other, run
+    inner x outer times per call."""
+    base, longer_inner, longer_outer = (
+        _nested_scans(4, 3),
+        _nested_scans(5, 3),
+        _nested_scans(4, 4),
+    )
+    inner = speed.heaviest_inner_loop(base)
+    (outer,) = [loop for loop in base["loops"] if not loop["innermost"]]
+    assert (inner["trips"], inner["trips_per_call"], outer["trips"]) == (4, 12, 3)
+    assert inner["kernels_per_trip"] > 1 and base["unknown_trips"] == 0
+    assert outer["kernels_per_trip"] > 4 * inner["kernels_per_trip"]
+    assert longer_inner["per_call"] - base["per_call"] == 3 * inner["kernels_per_trip"]
+    assert longer_outer["per_call"] - base["per_call"] == outer["kernels_per_trip"]
+    assert base["per_call"] > 3 * outer["kernels_per_trip"]
+
+
+def test_kernels_take_a_conds_costlier_branch_and_leave_fusions_whole():
+    x = jnp.ones((8, 8))
+    cheap = speed.kernel_counts(jax.jit(lambda v: jnp.tanh(v) + 1).lower(x).compile().as_text())
+    assert cheap["per_call"] == 1  # tanh and add in one fusion
+
+    def branches(flag, v):
+        return jax.lax.cond(flag, lambda: jnp.tanh(v @ v) @ v, lambda: v + 1)
+
+    both = jax.jit(branches).lower(True, x).compile().as_text()
+    costly = jax.jit(lambda v: jnp.tanh(v @ v) @ v).lower(x).compile().as_text()
+    assert (
+        speed.kernel_counts(both)["per_call"]
+        >= speed.kernel_counts(costly)["per_call"]
+        > cheap["per_call"]
+    )
+
+
 def _trainer(*flags):
     train_config, agent_config, _ = resolve.build_configs([*PENDULUM, *flags])
     return make_train(train_config, agents.get(train_config.algo).make(agent_config))
@@ -105,6 +155,10 @@ def test_a_speed_case_records_and_reports_its_update_against_the_matmul_peak():
     assert record["memory_estimate"]["largest_num_envs"] > 1000
     line = report.one_line(record)
     assert "GFLOP" in line and "of the float32 matmul peak" in line
+    kernels = record["speed"]["kernels_per_update"]
+    assert kernels > 0 and f"{kernels:,} kernels" in line
+    seconds = record["speed"]["seconds_per_update"]
+    assert record["speed"]["seconds_per_kernel"] == pytest.approx(seconds / kernels)
     for precision in ("bfloat16", "mixed"):  # bfloat16 products: against that peak
         config = [*record["config"], "--matmul-precision", precision]
         assert "of the bfloat16 matmul peak" in report.speed_line({**record, "config": config})
@@ -115,3 +169,4 @@ def test_a_speed_case_records_and_reports_its_update_against_the_matmul_peak():
     mixed = [c.name for c in SUITES["gpu-mixed"]()]
     assert "speed/ppo+mixed/playground/CartpoleBalance/2048/s0" in mixed
     assert "jaxrl/ppo+mixed/playground/CartpoleBalance/2048/seeds3" in mixed
+    assert "jaxrl/ppo+mixed+own-eval/playground/CartpoleBalance/2048/s0" in mixed
