@@ -816,8 +816,8 @@ MUTANTS = [
     m(
         "store-keeps-in-memory-programs",
         "jaxrl/run/programs.py",
-        'if source == "memory" or (source == "cache" and cached is None):',
-        'if source == "cache" and cached is None:',
+        '    if source == "memory":\n        return noted(',
+        '    if source == "memory" and False:\n        return noted(',
         "a program jax's in-process cache gave is stored re-serialised (without its code)",
         "tests/test_compile_cache.py",
     ),
@@ -1831,6 +1831,30 @@ MUTANTS = [
         "tests/test_speed.py",
     ),
     m(
+        "kernels-loop-body-once",
+        "benchmarks/speed.py",
+        "                total += n * per_trip",
+        "                total += per_trip",
+        "a loop's kernels counted once per call, not once per trip",
+        "tests/test_speed.py",
+    ),
+    m(
+        "kernels-cond-sums-branches",
+        "benchmarks/speed.py",
+        "                total += max((count(b) for b in branches), default=0)",
+        "                total += sum(count(b) for b in branches)",
+        "a conditional's kernels counted as both its branches run",
+        "tests/test_speed.py",
+    ),
+    m(
+        "kernels-outer-trips-ignored",
+        "benchmarks/speed.py",
+        "            spread(callee, times * n)",
+        "            spread(callee, n)",
+        "an inner loop's trips per call leave out the trips of the loops around it",
+        "tests/test_speed.py",
+    ),
+    m(
         "shares-not-checked",
         "jaxrl/sharding.py",
         "        if value is not None and value % count:",
@@ -1952,8 +1976,8 @@ MUTANTS = [
     m(
         "store-prefetch-hint-kept-on-load",
         "jaxrl/run/programs.py",
-        "            _remember(program_id, kind, path)\n            return _Guarded(",
-        "            return _Guarded(",
+        '            _remember(program_id, kind, path)\n            note(kind, "loaded"',
+        '            note(kind, "loaded"',
         "a loaded entry is not remembered as the run's last: after a run of other shapes every "
         "re-run prefetches the wrong program",
         STORE,

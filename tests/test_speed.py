@@ -104,19 +104,22 @@ def test_kernels_count_loop_bodies_times_their_trips():
 
 def test_kernels_take_a_conds_costlier_branch_and_leave_fusions_whole():
     x = jnp.ones((8, 8))
-    cheap = speed.kernel_counts(jax.jit(lambda v: jnp.tanh(v) + 1).lower(x).compile().as_text())
-    assert cheap["per_call"] == 1  # tanh and add in one fusion
 
-    def branches(flag, v):
-        return jax.lax.cond(flag, lambda: jnp.tanh(v @ v) @ v, lambda: v + 1)
+    def kernels(fn, *args):
+        return speed.kernel_counts(jax.jit(fn).lower(*args).compile().as_text())["per_call"]
 
-    both = jax.jit(branches).lower(True, x).compile().as_text()
-    costly = jax.jit(lambda v: jnp.tanh(v @ v) @ v).lower(x).compile().as_text()
-    assert (
-        speed.kernel_counts(both)["per_call"]
-        >= speed.kernel_counts(costly)["per_call"]
-        > cheap["per_call"]
-    )
+    assert kernels(lambda v: jnp.tanh(v) + 1, x) == 1  # tanh and add in one fusion
+
+    def costly(v):
+        return jnp.tanh(v @ v) @ v
+
+    def cond(other):
+        return kernels(lambda f, v: jax.lax.cond(f, lambda: costly(v), lambda: other(v)), True, x)
+
+    # The costlier branch counts, whatever the other one costs below it.
+    cheap, dearer = (lambda v: v + 1), (lambda v: jnp.tanh(v @ v))
+    assert kernels(cheap, x) < kernels(dearer, x) < kernels(costly, x)
+    assert cond(cheap) == cond(dearer) >= kernels(costly, x)
 
 
 def _trainer(*flags):
