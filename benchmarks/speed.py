@@ -26,6 +26,7 @@ and how many envs fit in a device's memory.
 
 from __future__ import annotations
 
+import collections
 import functools
 import math
 import re
@@ -110,7 +111,9 @@ def kernel_counts(hlo_text: str) -> dict:
     is one kernel; what it calls is not descended into); a while loop counts its body and
     condition times its known trip count (once where XLA knows none: "unknown_trips"); a
     conditional its costliest branch. Returns {"per_call", "loops": [{"body", "trips",
-    "kernels_per_trip"}] (kernels_per_trip counting what nested loops run too), "unknown_trips"}.
+    "kernels_per_trip", "sources"}] (kernels_per_trip counting what nested loops run too;
+    sources: the body's own commonest kernels by the last two parts of their jax op names, e.g.
+    "Dense_3/dot_general"), "unknown_trips"}.
     An estimate: XLA:GPU may run some as command buffers (CUDA graphs), and a fusion's kernel
     count can differ; but it counts the same way for two programs on one backend.
 
@@ -131,6 +134,7 @@ def kernel_counts(hlo_text: str) -> dict:
             computations[current].append(line)
     loops: dict[str, dict] = {}  # by body
     calls: dict[str, list[tuple[str, int]]] = {}  # computation -> (callee, times per call)
+    sources: dict[str, collections.Counter] = {}  # computation -> its kernels' op names
     unknown = [0]
 
     @functools.cache
@@ -168,6 +172,9 @@ def kernel_counts(hlo_text: str) -> dict:
                 callees.append((callee, 1))
             elif op not in _FREE:
                 total += 1
+                source = re.search(r'op_name="([^"]*)"', line)
+                path = source.group(1).split("/") if source else ["?"]
+                sources.setdefault(name, collections.Counter())["/".join(path[-2:])] += 1
         calls[name] = callees
         return total
 
@@ -185,7 +192,10 @@ def kernel_counts(hlo_text: str) -> dict:
     found = []
     for body, loop in loops.items():
         inner = any(other in _reachable(body, calls) for other in loops if other != body)
-        found.append({**loop, "trips_per_call": runs.get(body, 0), "innermost": not inner})
+        common = sources.get(body, collections.Counter()).most_common(12)
+        found.append(
+            {**loop, "trips_per_call": runs.get(body, 0), "innermost": not inner, "sources": common}
+        )
     return {"per_call": per_call, "loops": found, "unknown_trips": unknown[0]}
 
 

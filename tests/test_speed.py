@@ -96,6 +96,9 @@ def test_kernels_count_loop_bodies_times_their_trips():
     (outer,) = [loop for loop in base["loops"] if not loop["innermost"]]
     assert (inner["trips"], inner["trips_per_call"], outer["trips"]) == (4, 12, 3)
     assert inner["kernels_per_trip"] > 1 and base["unknown_trips"] == 0
+    sources = dict(inner["sources"])  # the inner body's own kernels, by jax op name
+    assert any(name.endswith("dot_general") for name in sources)
+    assert sum(sources.values()) < inner["kernels_per_trip"]  # the condition's are not its own
     assert outer["kernels_per_trip"] > 4 * inner["kernels_per_trip"]
     assert longer_inner["per_call"] - base["per_call"] == 3 * inner["kernels_per_trip"]
     assert longer_outer["per_call"] - base["per_call"] == outer["kernels_per_trip"]
