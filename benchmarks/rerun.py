@@ -9,9 +9,11 @@ Per preset: the first run (its programs compiled, and kept in the store of compi
 kept them, the chunk on a thread of its own beside the first state: `programs.prefetch`; with
 `--unprefetched`, each followed by the same re-run with the store's hints removed, so its chunk
 loads after the first state, as without the prefetch), and, with `--libraries`, two more with
-`JAXRL_PROGRAM_STORE_LIBRARIES` set to those (the first stores, the second loads), for programs
-that call those libraries (MJX on a GPU calls cuSOLVER; the store keeps only programs whose
-libraries it knows to be ready, so there the runs before it show the trace-and-cache path).
+`JAXRL_PROGRAM_STORE_LIBRARIES` set to those (the first stores, the second loads), and two more
+such over a second, empty cache folder (the program stored then is XLA's, not JAX's cache's),
+for programs that call those libraries (MJX on a GPU calls cuSOLVER; the store keeps only
+programs whose libraries it knows to be ready, so there the runs before it show the
+trace-and-cache path).
 With `--from-cache`, two runs more after the store's folder is emptied (as a change to jaxrl's
 source leaves JAX's cache valid and the store's keys stale): "from_cache", whose programs come
 from JAX's cache and are stored from its entries' bytes, then "from_store", which loads them.
@@ -67,26 +69,30 @@ def measure(
 
     argv = ["--preset", preset, "--env", env, "--steps", str(steps), "--eval-every", str(steps)]
     argv += extra
-    # (name, more options, environment, what is removed from the store before it)
-    runs = [("first", [], {}, None)]
+    # (name, more options, environment, what is removed from the store before it, the cache
+    # folder: "cache", or "fresh" for a second one that starts empty)
+    runs = [("first", [], {}, None, "cache")]
     for i in range(1, reruns + 1):
         suffix = f"_{i}" if i > 1 else ""
-        runs.append((f"rerun{suffix}", ["--seed", str(i)], {}, None))
+        runs.append((f"rerun{suffix}", ["--seed", str(i)], {}, None, "cache"))
         if unprefetched:  # the same re-run, its chunk loaded after the first state
-            runs.append((f"unprefetched{suffix}", ["--seed", str(i)], {}, "last-*"))
+            runs.append((f"unprefetched{suffix}", ["--seed", str(i)], {}, "last-*", "cache"))
     lib_env = {"JAXRL_PROGRAM_STORE_LIBRARIES": libraries} if libraries else {}
-    if libraries:  # the first stores what the cache gives, the second loads it
-        runs += [("rerun_libraries", ["--seed", "2"], lib_env, None),
-                 ("rerun_libraries_2", ["--seed", "3"], lib_env, None)]  # fmt: skip
+    if libraries:  # the first stores what JAX's cache gives, the second loads it; then the
+        # same over an empty cache folder, so that the program stored is XLA's own
+        runs += [("rerun_libraries", ["--seed", "2"], lib_env, None, "cache"),
+                 ("rerun_libraries_2", ["--seed", "3"], lib_env, None, "cache"),
+                 ("fresh_libraries", [], lib_env, None, "fresh"),
+                 ("fresh_libraries_2", ["--seed", "1"], lib_env, None, "fresh")]  # fmt: skip
     if from_cache:  # the store emptied first, then two runs over JAX's cache
-        runs += [("from_cache", ["--seed", "4"], lib_env, "*"),
-                 ("from_store", ["--seed", "5"], lib_env, None)]  # fmt: skip
+        runs += [("from_cache", ["--seed", "4"], lib_env, "*", "cache"),
+                 ("from_store", ["--seed", "5"], lib_env, None, "cache")]  # fmt: skip
     record = {"preset": preset, "env": env, "steps": steps, "libraries": libraries}
     record["device"] = str(jax.devices()[0].device_kind)
     with tempfile.TemporaryDirectory() as folder:
-        cache = pathlib.Path(folder) / "cache"
-        store = cache / "jaxrl-programs"
-        for name, more, env_vars, removed in runs:
+        for name, more, env_vars, removed, cache_name in runs:
+            cache = pathlib.Path(folder) / cache_name
+            store = cache / "jaxrl-programs"
             for path in store.glob(removed) if removed else ():
                 path.unlink()
             clock, wall, error = _run(

@@ -482,7 +482,8 @@ def test_rerun_script_records_a_first_run_and_re_runs_over_one_store(tmp_path, m
     assert record["env"] == "classic/pendulum" and record["device"]
     # After the store is emptied, the programs from JAX's cache are stored again and loaded.
     names = ("first", "rerun", "unprefetched", "rerun_2", "unprefetched_2", "rerun_libraries",
-             "rerun_libraries_2", "from_cache", "from_store")  # fmt: skip
+             "rerun_libraries_2", "fresh_libraries", "fresh_libraries_2", "from_cache",
+             "from_store")  # fmt: skip
     for name in names:
         assert record[f"{name}_compile_seconds"] > 0 and f"{name}_error" not in record
         assert record[f"{name}_wall_seconds"] > record[f"{name}_compile_seconds"]
@@ -494,9 +495,12 @@ def test_rerun_script_records_a_first_run_and_re_runs_over_one_store(tmp_path, m
     def outcomes(name):
         return {(n["kind"], n["outcome"], n.get("source")) for n in record[f"{name}_store_log"]}
 
-    assert outcomes("first") == {("chunk", "stored", "xla"), ("reset", "stored", "xla")}
+    for name in ("first", "fresh_libraries"):
+        assert outcomes(name) == {("chunk", "stored", "xla"), ("reset", "stored", "xla")}
     assert outcomes("from_cache") == {("chunk", "stored", "cache"), ("reset", "stored", "xla")}
-    for name in ("rerun", "unprefetched", "rerun_libraries", "rerun_libraries_2", "from_store"):
+    loading = ("rerun", "unprefetched", "rerun_libraries", "rerun_libraries_2",
+               "fresh_libraries_2", "from_store")  # fmt: skip
+    for name in loading:
         assert outcomes(name) == {("chunk", "loaded", None), ("reset", "loaded", None)}
     assert record["train_args"] == "--num-envs 4"
     bad = rerun.measure("no_such_preset", "classic/pendulum", 512, "", 60)
