@@ -5,7 +5,9 @@
 # $OUT (the device tool brings that folder back).
 #   bash benchmarks/gpu/run.sh SUITE JOBS TIMEOUT_PER_CASE [more jaxrl bench flags]
 #   bash benchmarks/gpu/run.sh compile-chunk 1 540   (benchmarks/compile_chunk.py, all at once)
-#   bash benchmarks/gpu/run.sh rerun 1 150           (benchmarks/rerun.py, 150 s per run)
+#   bash benchmarks/gpu/run.sh rerun 1 150           (benchmarks/rerun.py, 150 s per run;
+#       about 4 minutes per preset on an H200: two first runs, four re-runs; RERUN_PRESETS
+#       picks the presets, by default fast_td3_playground sac_dmc ppo_dmc)
 #   bash benchmarks/gpu/run.sh rerun 1 150 --from-cache   (and, per preset, two runs more:
 #       programs stored from JAX's cache's bytes, then loaded; a few minutes more in all)
 #   bash benchmarks/gpu/run.sh scale 1 480           (jaxrl scale at Playground's SAC scale)
@@ -34,7 +36,8 @@ export PYTHONPATH="$site:$PWD" PYTHONUNBUFFERED=1 MUJOCO_GL=egl
         timeout "$timeout" python3 -m jaxrl.benchmarks.compile_chunk sac_dmc fast_td3_playground \
             ppo_dmc --init --out "$out/compile-chunk-gpu.jsonl" "$@"
     elif [ "$suite" = rerun ]; then  # issue 39: first runs and re-runs, the store on GPU
-        python3 -m jaxrl.benchmarks.rerun sac_dmc ppo_dmc fast_td3_playground \
+        # shellcheck disable=SC2086  # the presets are words
+        python3 -m jaxrl.benchmarks.rerun ${RERUN_PRESETS:-fast_td3_playground sac_dmc ppo_dmc} \
             --env playground/CheetahRun --steps 65536 --libraries cusolver,cublas \
             --timeout "$timeout" --out "$out/rerun-gpu.jsonl" "$@"
     elif [ "$suite" = xla-flags ]; then  # issue 39: is PPO's update bound by launches?
