@@ -797,15 +797,17 @@ MIXED = ("--matmul-precision", "mixed")
 
 def _gpu_mixed() -> list[Case]:
     """Most telling first, so that a call cut short keeps them: PPO's update alone in the
-    three precisions, PPO's runs beside Brax's (mixed also with its own evaluation), mixed's
-    seeds, then FastTD3's updates."""
+    three precisions and mixed with the parallel advantage scan, PPO's runs beside Brax's (mixed
+    also with its own evaluation), mixed's seeds, then FastTD3's updates."""
     ppo, brax = _gpu_speed_ppo()
     fast_td3 = jaxrl_case("fast_td3", "playground/CheetahRun", "fast_td3_playground", 0.0)
     precisions = (("bf16", BF16), ("mixed", MIXED))
     mixed = _variant(ppo, "mixed", MIXED)
     own = _variant(ppo, "mixed+own-eval", MIXED + OWN_EVAL)
     runs = [ppo, mixed, brax, own, dataclasses.replace(mixed, seeds=3)]
-    return _speed_cases(ppo, *precisions) + runs + _speed_cases(fast_td3, *precisions)
+    # Fewer kernels per gradient step: the advantage recursion as a parallel scan.
+    parallel = ("mixed+assoc", MIXED + ("--gae-scan", "associative"))
+    return _speed_cases(ppo, *precisions, parallel) + runs + _speed_cases(fast_td3, *precisions)
 
 
 SUITES = {

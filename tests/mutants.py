@@ -1831,6 +1831,14 @@ MUTANTS = [
         "tests/test_speed.py",
     ),
     m(
+        "gae-associative-compose-swapped",
+        "jaxrl/agents/ppo.py",
+        "        return earlier_decay * later_decay, earlier_delta + earlier_decay * later_delta",
+        "        return earlier_decay * later_decay, later_delta + later_decay * earlier_delta",
+        "the parallel advantage scan composes its steps in the wrong order",
+        "tests/agents/test_ppo.py",
+    ),
+    m(
         "kernels-loop-body-once",
         "benchmarks/speed.py",
         "                total += n * per_trip",

@@ -176,3 +176,4 @@ def test_a_speed_case_records_and_reports_its_update_against_the_matmul_peak():
     assert "speed/ppo+mixed/playground/CartpoleBalance/2048/s0" in mixed
     assert "jaxrl/ppo+mixed/playground/CartpoleBalance/2048/seeds3" in mixed
     assert "jaxrl/ppo+mixed+own-eval/playground/CartpoleBalance/2048/s0" in mixed
+    assert "speed/ppo+mixed+assoc/playground/CartpoleBalance/2048/s0" in mixed

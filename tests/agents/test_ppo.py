@@ -11,7 +11,8 @@ from jaxrl.agents import ppo, sac
 from jaxrl.types import Rollout
 
 
-def test_gae_by_hand_with_a_termination_and_a_truncation():
+@pytest.mark.parametrize("scan", ["sequential", "associative"])
+def test_gae_by_hand_with_a_termination_and_a_truncation(scan):
     # One env, 5 steps, gamma 0.9, lambda 0.5. Step 1 terminates (no bootstrap); step 3 is
     # truncated by the time limit: it bootstraps from V(final obs) = 3.0, but no advantage
     # flows back into it from step 4, which belongs to the next episode.
@@ -24,6 +25,7 @@ def test_gae_by_hand_with_a_termination_and_a_truncation():
         done=col(0.0, 1.0, 0.0, 1.0, 0.0),
         discount=col(0.9, 0.9, 0.9, 0.9, 0.9),
         lam=0.5,
+        scan=scan,
     )
     # deltas: 1 + .9 - .5 = 1.4; 0 - 1 = -1; 1 + .36 - .2 = 1.16; 2 + 2.7 - .4 = 4.3;
     #         1 + .72 - .6 = 1.12
@@ -63,6 +65,48 @@ def test_gae_over_an_unroll_has_no_loop_and_is_the_loops_result_bit_for_bit():
         ppo.GAE_UNROLL_MAX = looped
     for a, b in zip(got, want, strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+def _gae_by_numpy(reward, value, next_value, terminated, done, discount, lam, horizon):
+    """GAE step by step in float64, with the horizon's restarts (an independent reference)."""
+    reward, value, next_value, terminated, done, discount = (
+        np.asarray(a, np.float64) for a in (reward, value, next_value, terminated, done, discount)
+    )
+    advantage = np.zeros_like(reward)
+    following = np.zeros_like(reward[0])
+    for t in reversed(range(len(reward))):
+        cut = np.maximum(done[t], float(horizon and (t + 1) % horizon == 0))
+        delta = reward[t] + discount[t] * (1 - terminated[t]) * next_value[t] - value[t]
+        following = delta + discount[t] * lam * (1 - cut) * following
+        advantage[t] = following
+    return advantage, advantage + value
+
+
+@pytest.mark.parametrize("steps,horizon", [(30, 0), (30, 10), (480, 30)])
+def test_the_associative_scan_is_gae_by_numpy_to_float_tolerance(steps, horizon):
+    """The parallel scan's advantages and targets over rows that terminate, are truncated and
+    neither, with and without the horizon's restarts, long rollouts too, against a float64
+    loop; and the sequential recursion's to float32 tolerance."""
+    envs = 64
+    keys = jax.random.split(jax.random.PRNGKey(7), 5)
+    value = jax.random.normal(keys[0], (steps, envs))
+    done = (jax.random.uniform(keys[1], (steps, envs)) < 0.05).astype(jnp.float32)
+    terminated = done * (jax.random.uniform(keys[2], (steps, envs)) < 0.5)
+    reward = jax.random.normal(keys[3], (steps, envs))
+    next_value = value * 0.7 + jax.random.normal(keys[4], (steps, envs))
+    discount = jnp.full((steps, envs), 0.995)
+    args = (reward, value, next_value, terminated, done, discount, 0.95, horizon)
+    parallel = jax.jit(lambda *a: ppo.gae(*a, scan="associative"), static_argnums=7)(*args)
+    sequential = jax.jit(lambda *a: ppo.gae(*a), static_argnums=7)(*args)
+    want = _gae_by_numpy(*args)
+    assert min(float(terminated.sum()), float((done - terminated).sum())) > 0
+    for got, seq, ref in zip(parallel, sequential, want, strict=True):
+        np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-4)
+        np.testing.assert_allclose(got, seq, rtol=1e-5, atol=1e-4)
+    if horizon:  # nothing flows back across a horizon boundary
+        a = np.asarray(parallel[0])
+        delta = np.asarray(reward + discount * (1 - terminated) * next_value - value)
+        np.testing.assert_allclose(a[horizon - 1], delta[horizon - 1], rtol=1e-6, atol=1e-6)
 
 
 def test_clipped_surrogate_by_hand():

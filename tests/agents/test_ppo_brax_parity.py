@@ -167,14 +167,17 @@ def _brax_loss(nets, normalizer, data, key):
     return loss
 
 
-def test_loss_and_gradients_match_brax_compute_ppo_loss():
+@pytest.mark.parametrize("gae_scan", ["sequential", "associative"])
+def test_loss_and_gradients_match_brax_compute_ppo_loss(gae_scan):
+    """Also with the advantage recursion as a parallel scan (`gae_scan`), a speed choice that
+    sums in another order: Brax's loss to the same tolerance."""
     nets, brax_params, normalizer, data, params, batch = _setup()
     key = jax.random.PRNGKey(42)
     (brax_total, brax_metrics), brax_grads = jax.value_and_grad(
         _brax_loss(nets, normalizer, data, key), has_aux=True
     )(brax_params)
 
-    loss = ppo.losses(CONFIG).unroll
+    loss = ppo.losses(dataclasses.replace(CONFIG, gae_scan=gae_scan)).unroll
     (total, metrics), grads = jax.value_and_grad(loss, has_aux=True)(params, batch, key, HP, ACT)
 
     # The batch exercises the clip on both sides and advantages of both signs.

@@ -13,6 +13,7 @@ from jaxrl.errors import ConfigError
 LR_SCHEDULES = ("constant", "linear")
 ADVANTAGE_ESTIMATORS = ("gae", "vtrace")
 TRUNCATIONS = ("bootstrap", "mask")
+GAE_SCANS = ("sequential", "associative")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,6 +53,12 @@ class PPOConfig(InitSettings):
     gae_horizon: int = 0
     """Steps after which the advantage recursion restarts, bootstrapping from V there; 0: never.
     Brax computes it per unroll of unroll_length steps; 0 runs it over the whole rollout."""
+    gae_scan: Annotated[str, Choices(GAE_SCANS)] = "sequential"
+    """How the advantage recursion runs: "sequential", step by step as Brax's loop does (bit
+    for bit its numbers), or "associative", a log-depth parallel scan
+    (`jax.lax.associative_scan`): fewer, wider kernels (for a 30-step unroll on a CPU, 9
+    instead of 31), the same numbers to float tolerance. A speed choice for GPUs, where PPO's update may be
+    bound by its kernels' number (benchmarks/README.md); not yet measured there."""
     truncation: Annotated[str, Choices(TRUNCATIONS)] = "bootstrap"
     """How a truncated step (the time limit) enters the advantages. "bootstrap": from V of the
     observation it reached (`Rollout.next_obs`). "mask" (Brax's PPO, whose rollouts keep only
