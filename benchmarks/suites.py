@@ -791,7 +791,7 @@ def _gpu_split() -> list[Case]:
 # took a quarter off PPO's update, but the run reached only 0.81x Brax's rate, its rollout and
 # shared evaluation weighing as much as the update; so mixed with the evaluation's own
 # simulator (`gpu-split` found it 0.2 s an iteration cheaper in float32) follows Brax's run.
-# About 9 minutes of an H200, one case at a time (`--jobs 1`).
+# About 10 minutes of an H200, one case at a time (`--jobs 1`).
 MIXED = ("--matmul-precision", "mixed")
 
 

@@ -16,7 +16,7 @@
 #   bash benchmarks/gpu/run.sh gpu-mixed 1 150       (mixed precision: the PPO and FastTD3
 #       updates alone in float32, bfloat16 and mixed, with their kernel counts; PPO runs in
 #       float32 and mixed beside Brax, mixed with its own evaluation, mixed over 3 seeds;
-#       about 9 minutes of an H200)
+#       about 10 minutes of an H200)
 #   bash benchmarks/gpu/run.sh xla-flags 1 120       (PPO's update alone, `speed/ppo` of
 #       gpu-split, once per XLA_FLAGS setting below: XLA's defaults, command buffers (CUDA
 #       graphs) for while loops, no autotuning; about 45 s each; records carry xla_flags)
