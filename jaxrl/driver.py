@@ -90,9 +90,9 @@ def configure_compile_cache(enabled: bool = True, path: str | os.PathLike | None
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 1.0)
 
 
-def parse_seeds(spec: str | int | Any) -> tuple[int, ...]:
-    """`--seeds` as seeds: a count N (seeds 0..N-1) or a comma-separated list of distinct
-    seeds >= 0. Raises ConfigError naming the input."""
+def parse_seeds(spec: str | int | Any, first: int = 0) -> tuple[int, ...]:
+    """`--seeds` as seeds: a count N (seeds first..first+N-1, `first` being --seed) or a
+    comma-separated list of distinct seeds >= 0. Raises ConfigError naming the input."""
     if isinstance(spec, int) and not isinstance(spec, bool):
         parts = [str(spec)]
     elif isinstance(spec, str):
@@ -101,14 +101,15 @@ def parse_seeds(spec: str | int | Any) -> tuple[int, ...]:
         parts = [str(s) for s in spec]
     if not all(p.isdigit() for p in parts):
         raise ConfigError(
-            f"--seeds {spec!r}: give a count (--seeds 8: seeds 0 to 7) or seeds joined by "
+            f"--seeds {spec!r}: give a count (--seeds 8: 8 seeds from --seed, 0 to 7 by "
+            "default) or seeds joined by "
             "commas (--seeds 0,3,7), each an integer >= 0"
         )
     if len(parts) == 1 and not isinstance(spec, list | tuple):
         count = int(parts[0])
         if count < 1:
             raise ConfigError(f"--seeds {spec!r}: the count of seeds must be >= 1")
-        return tuple(range(count))
+        return tuple(range(first, first + count))
     seeds = tuple(int(p) for p in parts)
     if len(set(seeds)) != len(seeds):
         raise ConfigError(f"--seeds {spec!r}: a seed is listed twice")
@@ -272,7 +273,7 @@ def _run_grid(config: TrainConfig, agent_config: Any, seeds: Any, vmap: Any, ran
     if seeds is None and vmap is None:
         return config, None
     run_grid = grid.Grid(
-        parse_seeds(seeds) if seeds is not None else (config.seed,),
+        parse_seeds(seeds, config.seed) if seeds is not None else (config.seed,),
         grid.parse_vmap(vmap, config, agent_config),
     )
     _check_seeds(config, run_grid, randomization_fn)

@@ -1831,6 +1831,14 @@ MUTANTS = [
         "tests/test_speed.py",
     ),
     m(
+        "seeds-count-ignores-seed",
+        "jaxrl/driver.py",
+        "        return tuple(range(first, first + count))",
+        "        return tuple(range(count))",
+        "--seed 3 --seeds 3 trains seeds 0, 1, 2: the --seed silently dropped",
+        "tests/test_runs.py",
+    ),
+    m(
         "gae-associative-compose-swapped",
         "jaxrl/agents/ppo.py",
         "        return earlier_decay * later_decay, earlier_delta + earlier_decay * later_delta",

@@ -569,6 +569,17 @@ def test_seeds_are_a_count_or_a_list(spec, expected):
         assert driver.parse_seeds(spec) == expected
 
 
+def test_a_count_of_seeds_starts_at_seed_and_a_list_stays_as_given():
+    """`--seed 3 --seeds 3` trains seeds 3, 4 and 5 (it used to train 0, 1, 2, the --seed
+    silently dropped); a list names its seeds whatever --seed says."""
+    config = tiny.off_policy(seed=3)
+    three, grid_ = driver._run_grid(config, tiny.SAC, "3", None, None)
+    assert grid_.seeds == (3, 4, 5) and three.seed == 3
+    _, listed = driver._run_grid(config, tiny.SAC, "0,7", None, None)
+    assert listed.seeds == (0, 7)
+    assert driver.parse_seeds(2, first=5) == (5, 6)
+
+
 @pytest.mark.parametrize(
     "flags,message",
     [

@@ -536,9 +536,10 @@ class TrainOptions:
     max_rollbacks: int = 3
     """With --on-nan rollback: stop after this many rollbacks in one process."""
     seeds: str | None = None
-    """Train several seeds in one compiled program: a count (8: seeds 0-7) or a list (0,3,7).
+    """Train several seeds in one compiled program: a count from --seed (8: seeds 0-7;
+    --seed 3 --seeds 3: seeds 3, 4, 5) or a list (0,3,7, which --seed does not move).
     Each seed's metrics go to RUN/seed_<seed>/; the run's rows give their mean, IQM and 95%
-    bootstrap interval. --seed is then ignored."""
+    bootstrap interval."""
     vmap: Annotated[tuple[str, ...], tyro.conf.UseAppendAction] = ()
     """A settings grid trained in the same one program: NAME=V1,V2 (repeatable; the product of
     all, times --seeds). Tied fields, A+B=V1,V2 (e.g. actor_lr+critic_lr), are one axis: each
