@@ -57,8 +57,9 @@ class PPOConfig(InitSettings):
     """How the advantage recursion runs: "sequential", step by step as Brax's loop does (bit
     for bit its numbers), or "associative", a log-depth parallel scan
     (`jax.lax.associative_scan`): fewer, wider kernels (for a 30-step unroll on a CPU, 9
-    instead of 31), the same numbers to float tolerance. A speed choice for GPUs, where PPO's
-    update may be bound by its kernels' number (benchmarks/README.md); not yet measured there."""
+    instead of 31), the same numbers to float tolerance. A speed experiment for GPUs, where
+    PPO's update may be bound by its kernels' number; not measured there yet, and on a CPU it
+    learned worse over 12 seeds of ppo_cartpole_balance, unexplained (benchmarks/README.md)."""
     truncation: Annotated[str, Choices(TRUNCATIONS)] = "bootstrap"
     """How a truncated step (the time limit) enters the advantages. "bootstrap": from V of the
     observation it reached (`Rollout.next_obs`). "mask" (Brax's PPO, whose rollouts keep only
