@@ -314,24 +314,28 @@ def main(argv: list[str] | None = None) -> int:
         ctrl_c.done = True
         prefix = f"jaxrl {command}" if command else "jaxrl"
         print(f"{prefix}: interrupted; nothing saved since the last checkpoint.", file=sys.stderr)
-        return _ended(130, whole_process)
+        return _ended(130, whole_process, interrupted=True)
     finally:
         ctrl_c.uninstall()
 
 
-def _ended(code: int, whole_process: bool) -> int:
+def _ended(code: int, whole_process: bool, interrupted: bool = False) -> int:
     """`code`; but in a `jaxrl` process of its own, the process ends here, at once, where the
     chunk that `programs.prefetch_early` started loading is still loading for a run that never
     took it (the command stopped first: bad input, an --out folder in use, Ctrl-C during the
     imports), or where a chunk still compiles beside a first state that failed or was
     interrupted (`runner.EarlyChunk`). Python would wait for that load (up to 3 s) or compile
     (up to minutes) before exiting; and a run that never took its chunk has written nothing
-    to flush."""
+    to flush. Likewise after a Ctrl-C that main caught (`interrupted`), once the exception has
+    unwound every `with` and `finally` on its way: Python's shutdown restores SIGINT's default
+    action, so a redelivery the watchdog had already sent killed the process by the signal
+    (exit -2), and one landing in native code at exit aborted it (-6), once in 24 Ctrl-Cs
+    during start-up here."""
     programs = sys.modules.get("jaxrl.run.programs")
     runner = sys.modules.get("jaxrl.run.runner")
     loading = programs is not None and programs.early_load_running()
     compiling = runner is not None and runner.early_compile_running()
-    if whole_process and (loading or compiling):
+    if whole_process and (loading or compiling or interrupted):
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)

@@ -1831,6 +1831,14 @@ MUTANTS = [
         "tests/test_speed.py",
     ),
     m(
+        "ctrl-c-exit-through-python-shutdown",
+        "jaxrl/cli.py",
+        "    if whole_process and (loading or compiling or interrupted):",
+        "    if whole_process and (loading or compiling):",
+        "a caught Ctrl-C exits through Python's shutdown, where a redelivered SIGINT kills it",
+        "tests/test_startup.py",
+    ),
+    m(
         "seeds-count-ignores-seed",
         "jaxrl/driver.py",
         "        return tuple(range(first, first + count))",

@@ -217,3 +217,29 @@ def test_a_ctrl_c_that_python_swallows_is_raised_again():
     assert done.stderr.strip().splitlines() == [
         "jaxrl train: interrupted; nothing saved since the last checkpoint."
     ]
+
+
+def test_a_caught_ctrl_c_ends_the_process_at_once_without_pythons_shutdown(tmp_path):
+    """Once main has caught a Ctrl-C and the exception has unwound, the console script ends
+    the process with os._exit(130): Python's shutdown (atexit hooks, then SIGINT's default
+    action restored) is where a redelivered signal killed it (-2) or a native one aborted it
+    (-6), about once in 24 Ctrl-Cs during start-up. Here an atexit hook that would write a file
+    stands for that shutdown: it must never run."""
+    marker = tmp_path / "shutdown-ran"
+    code = (
+        "import atexit, pathlib, sys\n"
+        "from jaxrl import cli\n"
+        f"atexit.register(lambda: pathlib.Path({str(marker)!r}).write_text('ran'))\n"
+        "def interrupted(argv):\n"
+        "    raise KeyboardInterrupt\n"
+        "cli._main = interrupted\n"
+        "sys.argv = ['jaxrl', 'train']\n"
+        "sys.exit(cli.main())\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 130, done.stderr
+    assert "interrupted" in done.stderr and "Traceback" not in done.stderr
+    assert not marker.exists()
