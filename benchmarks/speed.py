@@ -212,7 +212,9 @@ def _reachable(name: str, calls: dict[str, list[tuple[str, int]]]) -> set[str]:
 
 def heaviest_inner_loop(kernels: dict) -> dict | None:
     """Of `kernel_counts`' loops that hold no other, the one launching the most kernels per call
-    (trips per call times kernels per trip): PPO's gradient step, an off-policy chunk's env step."""
+    (trips per call times kernels per trip): on a GPU, PPO's gradient step. On a CPU it is a
+    loop inside that step (jax rolls threefry's rounds into a 5-trip loop there), so there
+    `loops` holds the gradient step itself (the loop of num_minibatches trips)."""
     inner = [loop for loop in kernels["loops"] if loop["innermost"]]
     return max(
         inner, key=lambda loop: loop["trips_per_call"] * loop["kernels_per_trip"], default=None
@@ -268,7 +270,7 @@ def update_speed(trainer, seed: int = 0, repeats: int = 5) -> dict:
         "seconds_per_update": seconds,
         "flops_per_second": counted["flops"] / seconds,
         "kernels_per_update": kernels["per_call"],
-        "heaviest_inner_loop": heaviest_inner_loop(kernels),  # PPO's: one gradient step
+        "heaviest_inner_loop": heaviest_inner_loop(kernels),  # PPO's on a GPU: a gradient step
         "seconds_per_kernel": seconds / kernels["per_call"] if kernels["per_call"] else None,
         "temp_bytes": getattr(memory, "temp_size_in_bytes", None),
         "argument_bytes": getattr(memory, "argument_size_in_bytes", None),
