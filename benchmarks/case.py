@@ -214,6 +214,26 @@ def run_speed(case: Case) -> dict:
     }
 
 
+def run_brax_speed(case: Case) -> dict:
+    """Brax's PPO update alone at a `brax` case's settings (`speed.brax_ppo_update_speed`),
+    beside jaxrl's `speed` case at the same settings: the peer's side of issue 39's question
+    whether jaxrl's update, not its loop, is where it loses time to Brax's."""
+    from jaxrl import envs
+    from jaxrl.benchmarks import speed
+
+    if case.algo != "ppo":
+        raise ValueError(f"brax-speed times Brax's PPO update only, not {case.algo!r}")
+    env = envs.make(case.env)
+    settings = dict(case.peer)
+    return {
+        "speed": speed.brax_ppo_update_speed(
+            settings, env.observation_size, env.action_size, case.seed
+        ),
+        "matmul_peak": {d: speed.matmul_peak(d) for d in ("bfloat16", "float32")},
+        "peer_settings": settings,
+    }
+
+
 def run_jaxrl(case: Case) -> tuple[list[dict], float, dict]:
     from jaxrl import driver
     from jaxrl.config import resolve
@@ -268,6 +288,8 @@ def run(case: Case) -> dict:
         record.update(run_profile(case))
     elif case.system == "speed":
         record.update(run_speed(case))
+    elif case.system == "brax-speed":
+        record.update(run_brax_speed(case))
     else:
         clock = CompileClock(log=sys.stderr)
         if case.system == "jaxrl":

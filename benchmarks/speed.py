@@ -10,6 +10,9 @@ and how many envs fit in a device's memory.
   the fraction of its matmul peak is the figure the issue asks for. Elementwise work is left out.
 - `update_speed(trainer)`: one agent update compiled alone at the run's sizes, on made-up but
   well-formed data: its product FLOPs, seconds, FLOP/s, and XLA's memory figures.
+- `brax_ppo_update_speed(settings, ...)`: the same for Brax's PPO update at Brax's settings
+  (`brax_ppo_update`: its own loss, gradients and optimiser in its training step's loops), the
+  peer's side of the question whether jaxrl's update or the rest of its loop is behind Brax's.
 - `kernel_counts(hlo_text)`: the kernels a compiled program launches per call, from XLA's
   optimised HLO: its fusions, library calls and unfused ops, loop bodies times their trip
   counts. An update whose time divided by its kernels is a few microseconds is bound by the
@@ -246,12 +249,16 @@ def update_speed(trainer, seed: int = 0, repeats: int = 5) -> dict:
     """One update of `trainer`'s agent, compiled alone at the run's sizes: compile seconds,
     product FLOPs (`matmul_flops`), median seconds over `repeats` calls (each on the state the
     last one returned), FLOP/s, and XLA's memory figures of the program."""
-    agent = trainer.agent
     key = jax.random.PRNGKey(seed)
     state, data = _agent_state_and_data(trainer, key)
-    counted = matmul_flops(agent.update, state, data, key)
+    return _timed_update(trainer.agent.update, state, data, key, repeats)
+
+
+def _timed_update(update: Callable, state: Any, data: Any, key: jax.Array, repeats: int) -> dict:
+    """`update(state, data, key) -> (state, metrics)` compiled alone and timed (`update_speed`)."""
+    counted = matmul_flops(update, state, data, key)
     tick = time.perf_counter()
-    compiled = jax.jit(agent.update).lower(state, data, key).compile()
+    compiled = jax.jit(update).lower(state, data, key).compile()
     compile_seconds = time.perf_counter() - tick
     carry = [compiled(state, data, key)[0]]
 
@@ -275,6 +282,116 @@ def update_speed(trainer, seed: int = 0, repeats: int = 5) -> dict:
         "temp_bytes": getattr(memory, "temp_size_in_bytes", None),
         "argument_bytes": getattr(memory, "argument_size_in_bytes", None),
     }
+
+
+def brax_ppo_update(settings: dict, obs_size: int, action_size: int, seed: int = 0):
+    """Brax's PPO update, as one of its `ppo.train`'s training steps runs it after the rollout:
+    the normaliser's update, then `num_updates_per_batch` epochs of `num_minibatches` gradient
+    steps through Brax's own networks, `compute_ppo_loss`, `gradients.loss_and_pgrad` and Adam
+    (clipped where `max_grad_norm` is set). Returns `(update, state, data, key)` for
+    `_timed_update`: `update(state, data, key)`, state (normaliser, optimiser state, parameters),
+    and a rollout of Brax's layout, [batch_size x num_minibatches, unroll_length], random but
+    well formed (no episode ends, as `learning_data`'s). `sgd_step` and `minibatch_step` are
+    closures inside Brax's train(), so they are written out here as Brax 0.14 writes them
+    (`brax/training/agents/ppo/train.py`; the adaptive-KL schedule and pixel augmentation left
+    out); everything else is Brax's own code."""
+    import optax
+    from brax.training import gradients
+    from brax.training import types as brax_types
+    from brax.training.acme import running_statistics, specs
+    from brax.training.agents.ppo import losses
+    from brax.training.agents.ppo import networks as ppo_networks
+
+    sizes = {k: tuple(settings[k]) for k in ("policy_hidden_layer_sizes",
+             "value_hidden_layer_sizes") if k in settings}  # fmt: skip
+    network = ppo_networks.make_ppo_networks(
+        obs_size, action_size, preprocess_observations_fn=running_statistics.normalize, **sizes
+    )
+    optimizer = optax.adam(learning_rate=settings.get("learning_rate", 1e-4))
+    if settings.get("max_grad_norm") is not None:
+        optimizer = optax.chain(optax.clip_by_global_norm(settings["max_grad_norm"]), optimizer)
+    loss_fn = functools.partial(
+        losses.compute_ppo_loss,
+        ppo_network=network,
+        entropy_cost=settings.get("entropy_cost", 1e-4),
+        discounting=settings.get("discounting", 0.9),
+        reward_scaling=settings.get("reward_scaling", 1.0),
+        gae_lambda=settings.get("gae_lambda", 0.95),
+        clipping_epsilon=settings.get("clipping_epsilon", 0.3),
+        normalize_advantage=settings.get("normalize_advantage", True),
+        vf_coefficient=settings.get("vf_loss_coefficient", 0.5),
+    )
+    loss_and_pgrad = gradients.loss_and_pgrad(loss_fn, pmap_axis_name=None, has_aux=True)
+    minibatches, epochs = settings["num_minibatches"], settings["num_updates_per_batch"]
+
+    def minibatch_step(carry, data, normalizer_params):
+        optimizer_state, params, key = carry
+        key, key_loss = jax.random.split(key)
+        (_, metrics), grads = loss_and_pgrad(params, normalizer_params, data, key_loss)
+        params_update, optimizer_state = optimizer.update(grads, optimizer_state)
+        return (optimizer_state, optax.apply_updates(params, params_update), key), metrics
+
+    def sgd_step(carry, _, data, normalizer_params):
+        optimizer_state, params, key = carry
+        key, key_perm, key_grad = jax.random.split(key, 3)
+
+        def convert_data(x):
+            x = jax.random.permutation(key_perm, x)
+            return jnp.reshape(x, (minibatches, -1) + x.shape[1:])
+
+        (optimizer_state, params, _), metrics = jax.lax.scan(
+            functools.partial(minibatch_step, normalizer_params=normalizer_params),
+            (optimizer_state, params, key_grad),
+            jax.tree.map(convert_data, data),
+            length=minibatches,
+        )
+        return (optimizer_state, params, key), metrics
+
+    def update(state, data, key):
+        normalizer, optimizer_state, params = state
+        normalizer = running_statistics.update(normalizer, data.observation)
+        step = functools.partial(sgd_step, data=data, normalizer_params=normalizer)
+        (optimizer_state, params, _), metrics = jax.lax.scan(
+            step, (optimizer_state, params, key), (), length=epochs
+        )
+        return (normalizer, optimizer_state, params), metrics
+
+    key = jax.random.PRNGKey(seed)
+    keys = jax.random.split(key, 6)
+    params = losses.PPONetworkParams(
+        policy=network.policy_network.init(keys[0]), value=network.value_network.init(keys[1])
+    )
+    normalizer = running_statistics.init_state(specs.Array((obs_size,), jnp.float32))
+    rows, steps = settings["batch_size"] * minibatches, settings["unroll_length"]
+    obs = jax.random.normal(keys[2], (rows, steps, obs_size))
+    logits = jax.random.normal(keys[3], (rows, steps, 2 * action_size))
+    distribution = network.parametric_action_distribution
+    raw_action = distribution.sample_no_postprocessing(logits, keys[4])
+    zeros = jnp.zeros((rows, steps))
+    data = brax_types.Transition(
+        observation=obs,
+        action=jnp.tanh(raw_action),
+        reward=jax.random.normal(keys[5], (rows, steps)),
+        discount=zeros + 1.0,
+        next_observation=obs,
+        extras={
+            "state_extras": {"truncation": zeros},
+            "policy_extras": {
+                "raw_action": raw_action,
+                "log_prob": distribution.log_prob(logits, raw_action),
+                "distribution_params": logits,
+            },
+        },
+    )
+    return update, (normalizer, optimizer.init(params), params), data, key
+
+
+def brax_ppo_update_speed(settings: dict, obs_size: int, action_size: int, seed: int = 0,
+                          repeats: int = 5) -> dict:  # fmt: skip
+    """Brax's PPO update (`brax_ppo_update`) compiled alone and timed as `update_speed` times
+    jaxrl's: the peer's side of the update's speed at the same settings."""
+    update, state, data, key = brax_ppo_update(settings, obs_size, action_size, seed)
+    return _timed_update(update, state, data, key, repeats)
 
 
 def tree_bytes(tree: Any) -> int:

@@ -4,7 +4,8 @@ return threshold that counts as solved.
 Systems: "jaxrl" (an algorithm with its preset), "brax" (Brax's own `sac` or `ppo` trainer
 with the hyperparameters its docs or MuJoCo Playground give), "limit" (the simulator with
 random actions, no learning), "profile" (where a jaxrl preset's compile and run time goes,
-`benchmarks.profile`).
+`benchmarks.profile`), "speed" (a jaxrl update alone, `benchmarks.speed`) and "brax-speed"
+(Brax's PPO update alone).
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ PENDULUM, INVERTED_PENDULUM = -250.0, 900.0
 
 @dataclasses.dataclass(frozen=True)
 class Case:
-    system: str  # "jaxrl", "brax", "limit", "profile" or "speed" (`benchmarks.speed`)
+    # "jaxrl", "brax", "limit", "profile", "speed" (jaxrl's update alone, `benchmarks.speed`) or
+    # "brax-speed" (Brax's PPO update alone at a brax case's settings)
+    system: str
     algo: str  # jaxrl algorithm, Brax trainer ("sac", "ppo"), or "random" for the limit
     env: str
     num_envs: int
@@ -797,8 +800,9 @@ MIXED = ("--matmul-precision", "mixed")
 
 def _gpu_mixed() -> list[Case]:
     """Most telling first, so that a call cut short keeps them: PPO's update alone in the
-    three precisions and mixed with the parallel advantage scan, PPO's runs beside Brax's (mixed
-    also with its own evaluation), mixed's seeds, then FastTD3's updates."""
+    three precisions and mixed with the parallel advantage scan, Brax's PPO update alone,
+    PPO's runs beside Brax's (mixed also with its own evaluation), mixed's seeds, then
+    FastTD3's updates."""
     ppo, brax = _gpu_speed_ppo()
     fast_td3 = jaxrl_case("fast_td3", "playground/CheetahRun", "fast_td3_playground", 0.0)
     precisions = (("bf16", BF16), ("mixed", MIXED))
@@ -807,7 +811,12 @@ def _gpu_mixed() -> list[Case]:
     runs = [ppo, mixed, brax, own, dataclasses.replace(mixed, seeds=3)]
     # Fewer kernels per gradient step: the advantage recursion as a parallel scan.
     parallel = ("mixed+assoc", MIXED + ("--gae-scan", "associative"))
-    return _speed_cases(ppo, *precisions, parallel) + runs + _speed_cases(fast_td3, *precisions)
+    # Brax's own update alone at the same settings: is jaxrl's update, or its loop, behind?
+    updates = [
+        *_speed_cases(ppo, *precisions, parallel),
+        dataclasses.replace(brax, system="brax-speed"),
+    ]
+    return updates + runs + _speed_cases(fast_td3, *precisions)
 
 
 SUITES = {

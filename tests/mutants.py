@@ -2219,6 +2219,22 @@ MUTANTS = [
         "a hint that is not text stops the run instead of being ignored",
         STORE,
     ),
+    m(
+        "brax-speed-update-normaliser-stale",
+        "benchmarks/speed.py",
+        "        normalizer = running_statistics.update(normalizer, data.observation)",
+        "        normalizer = normalizer",
+        "the timed Brax update leaves out its training step's normaliser update",
+        BRAX_PPO,
+    ),
+    m(
+        "brax-speed-update-shuffles-with-the-gradient-key",
+        "benchmarks/speed.py",
+        "            x = jax.random.permutation(key_perm, x)",
+        "            x = jax.random.permutation(key_grad, x)",
+        "the timed Brax update shuffles its unrolls with another key than Brax's",
+        BRAX_PPO,
+    ),
 ]
 
 

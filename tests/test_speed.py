@@ -177,3 +177,29 @@ def test_a_speed_case_records_and_reports_its_update_against_the_matmul_peak():
     assert "jaxrl/ppo+mixed/playground/CartpoleBalance/2048/seeds3" in mixed
     assert "jaxrl/ppo+mixed+own-eval/playground/CartpoleBalance/2048/s0" in mixed
     assert "speed/ppo+mixed+assoc/playground/CartpoleBalance/2048/s0" in mixed
+
+
+def test_braxs_ppo_update_is_timed_on_the_same_products_as_jaxrls():
+    """A `brax-speed` case times Brax's PPO update alone (`speed.brax_ppo_update`; that it is
+    Brax's training step less the rollout is test_ppo_brax_parity's). At the same settings
+    its products are jaxrl's with the parity flags, FLOP for FLOP, so the two times compare the
+    same arithmetic; the report names it Brax's."""
+    from jaxrl.benchmarks import case, report
+    from jaxrl.benchmarks.suites import SUITES, Case, brax_case, ppo_parity_flags
+
+    settings = {"num_envs": 4, "batch_size": 4, "num_minibatches": 2, "unroll_length": 5,
+                "num_updates_per_batch": 2, "learning_rate": 1e-3, "entropy_cost": 1e-2,
+                "discounting": 0.97, "reward_scaling": 1.0, "normalize_observations": True,
+                "episode_length": 100, "action_repeat": 1}  # fmt: skip
+    env, steps = "brax/inverted_pendulum", 4 * 2 * 5
+    peer = dataclasses.replace(brax_case("ppo", env, settings, 0.0, steps, 1), system="brax-speed")
+    ours = Case("speed", "ppo", env, 4, 0.0, steps, options=ppo_parity_flags(settings, steps, 1))
+    brax, jaxrl = case.run(peer), case.run(ours)
+    assert brax["speed"]["flops_per_update"] == jaxrl["speed"]["flops_per_update"] > 0
+    assert brax["speed"]["seconds_per_update"] > 0 and brax["speed"]["kernels_per_update"] > 0
+    assert "of the float32 matmul peak" in report.one_line(brax)
+    assert "envs in 60 GB" not in report.one_line(brax)  # no jaxrl state to size
+    lines = report.speeds([jaxrl, brax])
+    assert any(line.startswith("- Brax's ppo on brax/inverted_pendulum") for line in lines)
+    mixed = [c.name for c in SUITES["gpu-mixed"]()]
+    assert "brax-speed/ppo/playground/CartpoleBalance/2048/s0" in mixed

@@ -14,7 +14,8 @@
 #   bash benchmarks/gpu/run.sh gpu-split 1 200       (PPO's time split, shared and own
 #       evaluation, Brax beside, the update alone: about 9 minutes of an H200)
 #   bash benchmarks/gpu/run.sh gpu-mixed 1 150       (mixed precision: the PPO and FastTD3
-#       updates alone in float32, bfloat16 and mixed, with their kernel counts; PPO runs in
+#       updates alone in float32, bfloat16 and mixed, with their kernel counts, and Brax's
+#       PPO update alone (brax-speed/ppo); PPO runs in
 #       float32 and mixed beside Brax, mixed with its own evaluation, mixed over 3 seeds;
 #       about 10 minutes of an H200)
 #   bash benchmarks/gpu/run.sh xla-flags 1 120       (PPO's update alone, `speed/ppo` of

@@ -448,3 +448,26 @@ def test_one_update_matches_a_whole_brax_training_step(monkeypatch):
         ):
             assert np.abs(np.asarray(exp) - np.asarray(before)).max() > 1e-4  # it learned
             np.testing.assert_allclose(got, exp, rtol=1e-4, atol=2e-6, err_msg=part)
+
+    # The benchmarks' Brax update alone (`speed.brax_ppo_update`, timed beside jaxrl's update
+    # by the `brax-speed` cases) is Brax's training step less its rollout: on the data and key
+    # of that step, from the same start, it ends where Brax's train() ended.
+    from jaxrl.benchmarks import speed
+
+    settings = {"policy_hidden_layer_sizes": CONFIG.actor_hidden, "batch_size": batch_size,
+                "value_hidden_layer_sizes": CONFIG.critic_hidden, "unroll_length": unroll,
+                "num_minibatches": minibatches, "num_updates_per_batch": epochs,
+                "learning_rate": lr, "entropy_cost": ENTROPY, "discounting": gamma,
+                "gae_lambda": lam, "reward_scaling": scale, "clipping_epsilon": CLIP}  # fmt: skip
+    update, (_, adam, _), _, _ = speed.brax_ppo_update(settings, OBS, ACT)
+    # Brax's layout: [unrolls, T, N] to [unrolls x N, T], as its training step reshapes it.
+    brax_data = jax.tree.map(
+        lambda *x: np.swapaxes(np.stack(x), 1, 2).reshape((-1, unroll) + x[0].shape[2:]),
+        *unrolls,
+    )
+    start = (start_normalizer, adam, brax_losses.PPONetworkParams(start_policy, start_value))
+    (normalizer, _, after), _ = jax.jit(update)(start, brax_data, key_sgd)
+    np.testing.assert_allclose(normalizer.mean, brax_normalizer.mean, rtol=1e-6, atol=1e-7)
+    for got, exp in zip(jax.tree.leaves((after.policy, after.value)),
+                        jax.tree.leaves((brax_policy, brax_value)), strict=True):  # fmt: skip
+        np.testing.assert_allclose(got, exp, rtol=1e-5, atol=1e-7)
