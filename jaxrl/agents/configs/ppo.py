@@ -58,8 +58,9 @@ class PPOConfig(InitSettings):
     for bit its numbers), or "associative", a log-depth parallel scan
     (`jax.lax.associative_scan`): fewer, wider kernels (for a 30-step unroll on a CPU, 9
     instead of 31), the same numbers to float tolerance. A speed experiment for GPUs, where
-    PPO's update may be bound by its kernels' number; not measured there yet, and on a CPU it
-    learned worse over 12 seeds of ppo_cartpole_balance, unexplained (benchmarks/README.md)."""
+    PPO's update may be bound by its kernels' number; not measured there yet. Its final
+    returns on ppo_cartpole_balance (CPU, 21 seeds) were lower, as often as with the rewards
+    moved by one rounding: PPO amplifies rounding there (benchmarks/README.md)."""
     truncation: Annotated[str, Choices(TRUNCATIONS)] = "bootstrap"
     """How a truncated step (the time limit) enters the advantages. "bootstrap": from V of the
     observation it reached (`Rollout.next_obs`). "mask" (Brax's PPO, whose rollouts keep only
