@@ -297,7 +297,37 @@ def speeds(records: list[dict]) -> list[str]:
     for r in sorted(done, key=lambda r: (r["env"], r["algo"], r["system"])):
         who = "Brax's " if r["system"] == "brax-speed" else ""
         lines.append(f"- {who}{r['algo']} on {r['env']} ({r['num_envs']} envs): {speed_line(r)}.")
-    return lines + [""]
+    return lines + [""] + against_brax_update(done)
+
+
+def against_brax_update(records: list[dict]) -> list[str]:
+    """Each jaxrl update's time over Brax's (a `brax-speed` record at the same task and env
+    count, in the same run), with their kernels per update: whether jaxrl's update, or the rest
+    of its loop, is what stands between it and Brax's rate."""
+    lines = []
+    for brax in (r for r in records if r["system"] == "brax-speed"):
+        theirs = brax["speed"]
+        for r in records:
+            if r["system"] != "speed" or (r["env"], r["num_envs"], r["algo"].split("+")[0]) != (
+                brax["env"],
+                brax["num_envs"],
+                brax["algo"],
+            ):
+                continue
+            ours = r["speed"]
+            ratio = ours["seconds_per_update"] / theirs["seconds_per_update"]
+            kernels = ""
+            if ours.get("kernels_per_update") and theirs.get("kernels_per_update"):
+                kernels = (
+                    f", {ours['kernels_per_update']:,} kernels against "
+                    f"{theirs['kernels_per_update']:,}"
+                )
+            lines.append(
+                f"- jaxrl's {r['algo']} update on {r['env']}: {ratio:.2f}x Brax's time "
+                f"({ours['seconds_per_update'] * 1e3:,.1f} against "
+                f"{theirs['seconds_per_update'] * 1e3:,.1f} ms{kernels})."
+            )
+    return lines + [""] if lines else []
 
 
 PIECES = ("init", "env_step", "evaluate", "update")

@@ -2235,6 +2235,14 @@ MUTANTS = [
         "the timed Brax update shuffles its unrolls with another key than Brax's",
         BRAX_PPO,
     ),
+    m(
+        "report-update-ratio-inverted",
+        "benchmarks/report.py",
+        '            ratio = ours["seconds_per_update"] / theirs["seconds_per_update"]',
+        '            ratio = theirs["seconds_per_update"] / ours["seconds_per_update"]',
+        "the report gives Brax's update time over jaxrl's as jaxrl's over Brax's",
+        "tests/test_speed.py",
+    ),
 ]
 
 

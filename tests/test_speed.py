@@ -201,5 +201,17 @@ def test_braxs_ppo_update_is_timed_on_the_same_products_as_jaxrls():
     assert "envs in 60 GB" not in report.one_line(brax)  # no jaxrl state to size
     lines = report.speeds([jaxrl, brax])
     assert any(line.startswith("- Brax's ppo on brax/inverted_pendulum") for line in lines)
+    ratio = jaxrl["speed"]["seconds_per_update"] / brax["speed"]["seconds_per_update"]
+    assert f"- jaxrl's ppo update on brax/inverted_pendulum: {ratio:.2f}x Brax's time" in lines[-2]
+    # A labelled variant is set beside Brax's too; jaxrl's time over Brax's, not the inverse.
+    timed = lambda r, s, k: {**r, "speed": {**r["speed"], "seconds_per_update": s,
+                                            "kernels_per_update": k}}  # fmt: skip
+    variant = timed({**jaxrl, "algo": "ppo+mixed"}, 0.003, 300)
+    assert report.against_brax_update([variant, timed(brax, 0.002, 400)]) == [
+        "- jaxrl's ppo+mixed update on brax/inverted_pendulum: 1.50x Brax's time (3.0 against "
+        "2.0 ms, 300 kernels against 400).",
+        "",
+    ]
+    assert report.against_brax_update([jaxrl]) == []  # no Brax record, no line
     mixed = [c.name for c in SUITES["gpu-mixed"]()]
     assert "brax-speed/ppo/playground/CartpoleBalance/2048/s0" in mixed
