@@ -307,11 +307,11 @@ def against_brax_update(records: list[dict]) -> list[str]:
     lines = []
     for brax in (r for r in records if r["system"] == "brax-speed"):
         theirs = brax["speed"]
+        setting = (brax["env"], brax["num_envs"], brax["algo"])
         for r in records:
-            if r["system"] != "speed" or (r["env"], r["num_envs"], r["algo"].split("+")[0]) != (
-                brax["env"],
-                brax["num_envs"],
-                brax["algo"],
+            if (
+                r["system"] != "speed"
+                or (r["env"], r["num_envs"], r["algo"].split("+")[0]) != setting
             ):
                 continue
             ours = r["speed"]

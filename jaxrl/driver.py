@@ -102,8 +102,7 @@ def parse_seeds(spec: str | int | Any, first: int = 0) -> tuple[int, ...]:
     if not all(p.isdigit() for p in parts):
         raise ConfigError(
             f"--seeds {spec!r}: give a count (--seeds 8: 8 seeds from --seed, 0 to 7 by "
-            "default) or seeds joined by "
-            "commas (--seeds 0,3,7), each an integer >= 0"
+            "default) or seeds joined by commas (--seeds 0,3,7), each an integer >= 0"
         )
     if len(parts) == 1 and not isinstance(spec, list | tuple):
         count = int(parts[0])
