@@ -106,22 +106,29 @@ _COMPUTATION = re.compile(r"^(?:ENTRY )?%?([\w.\-]+) \(.*\{$")
 _OPCODE = re.compile(r"^\s*(?:ROOT )?%?[\w.\-]+ = .*? ([a-z][a-z0-9\-]*)\(")
 
 
-def kernel_counts(hlo_text: str) -> dict:
+def kernel_counts(hlo_text: str, branch: str = "costliest") -> dict:
     """Kernels a compiled program launches per call, read from its optimised HLO
     (`compiled.as_text()`): every instruction of the entry computation, of loop bodies and
     conditions, of conditional branches and of called computations that is not free (`_FREE`:
     parameters, tuples, bitcasts, control flow itself) counts one (a fusion or a library call
     is one kernel; what it calls is not descended into); a while loop counts its body and
     condition times its known trip count (once where XLA knows none: "unknown_trips"); a
-    conditional its costliest branch. Returns {"per_call", "loops": [{"body", "trips",
-    "kernels_per_trip", "sources"}] (kernels_per_trip counting what nested loops run too;
-    sources: the body's own commonest kernels by the last two parts of their jax op names, e.g.
-    "Dense_3/dot_general"), "unknown_trips"}.
+    conditional its costliest branch, or with `branch="cheapest"` its cheapest (an auto-reset's
+    on a step where no env finishes). Returns {"per_call", "copies_per_call", "loops":
+    [{"body", "trips", "kernels_per_trip", "copies_per_trip", "sources", "conditionals"}] (per
+    trip counting what nested loops run too; copies: the `copy` instructions among the
+    kernels, which XLA's copy insertion adds, e.g. for an operand that a conditional's branch
+    passes through; sources: the body's own commonest kernels by the last two parts of their
+    jax op names, e.g. "Dense_3/dot_general"; conditionals: each conditional of the body's
+    own, as its branches' (kernels, copies)), "unknown_trips"}.
     An estimate: XLA:GPU may run some as command buffers (CUDA graphs), and a fusion's kernel
     count can differ; but it counts the same way for two programs on one backend.
 
     Written here rather than taken from a library: jax and XLA report a program's FLOPs and
     bytes (`cost_analysis`, loop bodies once), not its kernels."""
+    if branch not in ("costliest", "cheapest"):
+        raise ValueError(f"branch must be 'costliest' or 'cheapest', not {branch!r}")
+    pick = max if branch == "costliest" else min
     computations: dict[str, list[str]] = {}
     entry, current = None, None
     for line in hlo_text.splitlines():
@@ -138,11 +145,12 @@ def kernel_counts(hlo_text: str) -> dict:
     loops: dict[str, dict] = {}  # by body
     calls: dict[str, list[tuple[str, int]]] = {}  # computation -> (callee, times per call)
     sources: dict[str, collections.Counter] = {}  # computation -> its kernels' op names
+    branches: dict[str, list] = {}  # computation -> its conditionals' (kernels, copies) by branch
     unknown = [0]
 
     @functools.cache
-    def count(name: str) -> int:
-        total, callees = 0, []
+    def count(name: str) -> tuple[int, int]:  # (kernels, copies) per call of `name`
+        total, copies, callees = 0, 0, []
         for line in computations.get(name, ()):
             opcode = _OPCODE.match(line)
             if opcode is None:
@@ -155,33 +163,39 @@ def kernel_counts(hlo_text: str) -> dict:
                 if trips is None:
                     unknown[0] += 1
                 n = int(trips.group(1)) if trips else 1
-                per_trip = count(body) + count(condition)
+                per_trip = [a + b for a, b in zip(count(body), count(condition), strict=True)]
                 loops[body] = {"body": body, "trips": n if trips else None,
-                               "kernels_per_trip": per_trip}  # fmt: skip
+                               "kernels_per_trip": per_trip[0],
+                               "copies_per_trip": per_trip[1]}  # fmt: skip
                 callees += [(body, n), (condition, n)]
-                total += n * per_trip
+                total, copies = total + n * per_trip[0], copies + n * per_trip[1]
             elif op == "conditional":
                 names = re.search(r"branch_computations=\{([^}]*)\}", line)
-                branches = (
+                branch_names = (
                     [b.strip().lstrip("%") for b in names.group(1).split(",")]
                     if names
                     else re.findall(r"(?:true|false)_computation=%?([\w.\-]+)", line)
                 )
-                total += max((count(b) for b in branches), default=0)
-                callees += [(b, 1) for b in branches]
+                options = [count(b) for b in branch_names]
+                branches.setdefault(name, []).append(options)
+                taken = pick(options, default=(0, 0))
+                total, copies = total + taken[0], copies + taken[1]
+                callees += [(b, 1) for b in branch_names]
             elif op == "call":
                 callee = re.search(r"to_apply=%?([\w.\-]+)", line).group(1)
-                total += count(callee)
+                called = count(callee)
+                total, copies = total + called[0], copies + called[1]
                 callees.append((callee, 1))
             elif op not in _FREE:
                 total += 1
+                copies += op == "copy"
                 source = re.search(r'op_name="([^"]*)"', line)
                 path = source.group(1).split("/") if source else ["?"]
                 sources.setdefault(name, collections.Counter())["/".join(path[-2:])] += 1
         calls[name] = callees
-        return total
+        return total, copies
 
-    per_call = count(entry) if entry is not None else 0
+    per_call, copies_per_call = count(entry) if entry is not None else (0, 0)
     # Trips per call of each loop's body: its own trips times those of the loops around it.
     runs: dict[str, int] = {}
 
@@ -197,9 +211,15 @@ def kernel_counts(hlo_text: str) -> dict:
         inner = any(other in _reachable(body, calls) for other in loops if other != body)
         common = sources.get(body, collections.Counter()).most_common(12)
         found.append(
-            {**loop, "trips_per_call": runs.get(body, 0), "innermost": not inner, "sources": common}
+            {**loop, "trips_per_call": runs.get(body, 0), "innermost": not inner, "sources": common,
+             "conditionals": branches.get(body, [])}  # fmt: skip
         )
-    return {"per_call": per_call, "loops": found, "unknown_trips": unknown[0]}
+    return {
+        "per_call": per_call,
+        "copies_per_call": copies_per_call,
+        "loops": found,
+        "unknown_trips": unknown[0],
+    }
 
 
 def _reachable(name: str, calls: dict[str, list[tuple[str, int]]]) -> set[str]:

@@ -41,12 +41,12 @@ from jaxrl.run.resources import (
 )
 from jaxrl.run.rows import TIMING_KEYS, learning_metrics, rounding_note, seed_summary
 from jaxrl.run.runner import execute, prefetching_chunk
-from jaxrl.run.state import RUN_ONCE_CPU_OPTIONS, _initial_state, _members, run_once
+from jaxrl.run.state import RUN_ONCE_OPTIONS, _initial_state, _members, run_once
 
 __all__ = [
     "DEFAULT_CACHE_DIR",
     "ON_NAN",
-    "RUN_ONCE_CPU_OPTIONS",
+    "RUN_ONCE_OPTIONS",
     "TIMING_KEYS",
     "ConfigError",
     "NonFiniteError",

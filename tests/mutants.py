@@ -333,6 +333,41 @@ MUTANTS = [
         BRAX_PPO,
     ),
     m(
+        "ppo-minibatches-left-unroll-first",
+        "jaxrl/agents/ppo.py",
+        "        shuffled = jax.vmap(time_major)(shuffled)",
+        "",
+        "the in-loss minibatches reach the time-first loss as [B, H]: its advantages run over "
+        "the unrolls, not along them",
+        "tests/agents/test_ppo.py",
+        BRAX_PPO,
+    ),
+    m(
+        "ppo-minibatches-swapped-twice",
+        "jaxrl/agents/ppo.py",
+        "            learner.loss_fns.unroll_time_major, params, opt_state, batch, loss_key, hp,",
+        "            learner.loss_fns.unroll, params, opt_state, batch, loss_key, hp,",
+        "the update lays its minibatches out time first and the loss swaps them back",
+        "tests/agents/test_ppo.py",
+        BRAX_PPO,
+    ),
+    m(
+        "kernel-counts-always-costliest",
+        "benchmarks/speed.py",
+        '    pick = max if branch == "costliest" else min',
+        "    pick = max",
+        "kernel_counts ignores branch='cheapest': an auto-reset step is counted with its reset",
+        "tests/test_speed.py",
+    ),
+    m(
+        "kernel-counts-copies-miscounted",
+        "benchmarks/speed.py",
+        '                copies += op == "copy"',
+        '                copies += op == "copy-start"',
+        "kernel_counts counts no copies (XLA:GPU's copy is `copy`, not `copy-start`)",
+        "tests/test_speed.py",
+    ),
+    m(
         "ppo-vtrace-with-lambda",
         "jaxrl/agents/ppo.py",
         "advantage = delta + discount * (1.0 - cut) * following",
@@ -2197,10 +2232,19 @@ MUTANTS = [
     m(
         "chunk-cpu-copies-kept",
         "jaxrl/run/runner.py",
-        "    return compile_with_cpu_options(lowered, CHUNK_CPU_OPTIONS)",
+        "    return compile_with_options(lowered, CHUNK_OPTIONS)",
         "    return lowered.compile()",
         "the CPU chunk is compiled with XLA's default copy insertion: every cond that passes a "
         "state through copies it, every step",
+        STORE,
+    ),
+    m(
+        "chunk-gpu-copies-kept",
+        "jaxrl/run/runner.py",
+        '    "gpu": {"xla_gpu_copy_insertion_use_region_analysis": True},',
+        "",
+        "the GPU chunk is compiled with XLA's default copy insertion: the auto-reset's "
+        "pass-through branch copies every env state leaf on every env step",
         STORE,
     ),
     m(

@@ -58,7 +58,7 @@ def _rows(out: pathlib.Path) -> list[dict]:
 def _programs(cache: pathlib.Path) -> set[str]:
     """The training programs in the cache (`jit_chunk-<key>`). The initial state's program is
     left out: it holds the settings as constants, compiles in about a second with options for
-    speed (`jaxrl.run.state.RUN_ONCE_CPU_OPTIONS`), and is cached only when a loaded machine
+    speed (`jaxrl.run.state.RUN_ONCE_OPTIONS`), and is cached only when a loaded machine
     makes it take longer than JAX's threshold of 1 s."""
     return {path.name for path in cache.iterdir() if path.name.startswith("jit_chunk")}
 

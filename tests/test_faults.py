@@ -496,7 +496,7 @@ def test_the_initial_state_compiles_for_compile_speed_and_falls_back_where_xla_r
             return Lowered()
 
     assert driver.run_once(Jitted(), key) == "compiled with the defaults"
-    assert seen == [driver.RUN_ONCE_CPU_OPTIONS, None]
+    assert seen == [driver.RUN_ONCE_OPTIONS["cpu"], None]
 
     class Failing(Lowered):  # any other failure is the program's own: raised, not retried
         def compile(self, compiler_options=None):
@@ -507,4 +507,4 @@ def test_the_initial_state_compiles_for_compile_speed_and_falls_back_where_xla_r
     Jitted.lower = lambda self, key: Failing()
     with pytest.raises(RuntimeError, match="RESOURCE_EXHAUSTED"):
         driver.run_once(Jitted(), key)
-    assert seen == [driver.RUN_ONCE_CPU_OPTIONS]  # one compile, not a second with defaults
+    assert seen == [driver.RUN_ONCE_OPTIONS["cpu"]]  # one compile, not a second with defaults

@@ -606,7 +606,7 @@ def test_the_stored_chunk_computes_what_the_traced_one_does(store):
 
 
 def test_a_cpu_chunk_copies_nothing_its_conds_pass_through_and_computes_the_same():
-    """`runner.CHUNK_CPU_OPTIONS`: the chunk compiled by `compile_chunk` (XLA:CPU's copy
+    """`runner.CHUNK_OPTIONS`: the chunk compiled by `compile_chunk` (XLA:CPU's copy
     insertion by region analysis) holds fewer copies than XLA's default compile of it (a
     `cond` passing the env states or the agent's state through copied them every step), and
     returns the same state and metrics, bit for bit."""
@@ -624,6 +624,35 @@ def test_a_cpu_chunk_copies_nothing_its_conds_pass_through_and_computes_the_same
     xlas = jax.device_get(plain(_initial_state(trainer, None)))
     for x, y in zip(jax.tree.leaves(ours), jax.tree.leaves(xlas), strict=True):
         np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+
+
+def test_a_gpu_chunk_compiles_with_copy_insertion_by_region_analysis(monkeypatch):
+    """On a GPU the chunk is compiled with XLA:GPU's copy insertion by region analysis (each
+    copy a conditional's pass-through branch makes is a kernel launch there: 72 of PPO's 218
+    per env step at Playground's CartpoleBalance settings, compiled for an H100), and with
+    XLA's defaults where that XLA does not know the option."""
+    seen = []
+
+    class Lowered:
+        def __init__(self, known: bool):
+            self.known = known
+
+        def compile(self, compiler_options=None):
+            seen.append(compiler_options)
+            if compiler_options and not self.known:
+                raise ValueError("No such compile option: 'xla_gpu_copy_insertion_use_region'")
+            return "compiled"
+
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+    assert runner.compile_chunk_lowered(Lowered(True)) == "compiled"
+    assert seen == [{"xla_gpu_copy_insertion_use_region_analysis": True}]
+    seen.clear()
+    assert runner.compile_chunk_lowered(Lowered(False)) == "compiled"
+    assert seen == [{"xla_gpu_copy_insertion_use_region_analysis": True}, None]
+    monkeypatch.setattr(jax, "default_backend", lambda: "tpu")  # none named: XLA's defaults
+    seen.clear()
+    assert runner.compile_chunk_lowered(Lowered(True)) == "compiled"
+    assert seen == [None]
 
 
 def test_an_entry_whose_process_died_running_it_is_dropped_for_good(store):
@@ -765,7 +794,7 @@ def test_a_first_run_compiles_its_chunk_beside_its_first_state_and_trains_the_sa
     def reset_begins(lowered):  # the first state's programs: the reset first
         alive.append(any(t.name == "jaxrl-chunk-compile" for t in threading.enumerate()))
         begun.set()
-        return state_module.compile_with_cpu_options(lowered, state_module.RUN_ONCE_CPU_OPTIONS)
+        return state_module.compile_with_options(lowered, state_module.RUN_ONCE_OPTIONS)
 
     monkeypatch.setattr(runner, "compile_chunk_lowered", after_the_reset_began)
     monkeypatch.setattr(state_module, "_compile_once", reset_begins)

@@ -125,6 +125,76 @@ def test_kernels_take_a_conds_costlier_branch_and_leave_fusions_whole():
     assert cond(cheap) == cond(dearer) >= kernels(costly, x)
 
 
+# A loop of 5 known trips whose body holds a fusion and a conditional: one branch a fusion and
+# a product, the other two copies (a pass-through, as XLA's copy insertion makes them).
+_HLO = """HloModule m
+
+%reset (p: f32[8]) -> f32[8] {
+  %p = f32[8]{0} parameter(0)
+  %f = f32[8]{0} fusion(%p), kind=kLoop, calls=%fused
+  ROOT %d = f32[8]{0} custom-call(%f), custom_call_target="__cublas$gemm"
+}
+
+%keep (q: f32[8]) -> f32[8] {
+  %q = f32[8]{0} parameter(0)
+  %c1 = f32[8]{0} copy(%q)
+  ROOT %c2 = f32[8]{0} copy(%c1)
+}
+
+%body (t: (s32[], f32[8])) -> (s32[], f32[8]) {
+  %t = (s32[], f32[8]{0}) parameter(0)
+  %i = s32[] get-tuple-element(%t), index=0
+  %x = f32[8]{0} get-tuple-element(%t), index=1
+  %g = f32[8]{0} fusion(%x), kind=kLoop, calls=%fused, metadata={op_name="jit(f)/step/tanh"}
+  %b = pred[] fusion(%g), kind=kLoop, calls=%fused2
+  %y = f32[8]{0} conditional(%b, %g, %g), true_computation=%reset, false_computation=%keep
+  ROOT %r = (s32[], f32[8]{0}) tuple(%i, %y)
+}
+
+%cond (u: (s32[], f32[8])) -> pred[] {
+  %u = (s32[], f32[8]{0}) parameter(0)
+  ROOT %lt = pred[] fusion(%u), kind=kLoop, calls=%fused3
+}
+
+ENTRY %main (a: f32[8]) -> f32[8] {
+  %a = f32[8]{0} parameter(0)
+  %z = s32[] constant(0)
+  %s = (s32[], f32[8]{0}) tuple(%z, %a)
+  %w = (s32[], f32[8]{0}) while(%s), condition=%cond, body=%body, backend_config={"known_trip_count":{"n":"5"}}
+  %o = f32[8]{0} get-tuple-element(%w), index=1
+  ROOT %e = f32[8]{0} copy(%o)
+}
+"""
+
+
+def test_kernels_count_copies_and_either_branch_of_a_cond():
+    """Per trip: the body's 2 fusions, the condition's 1, and the branch taken: 2 kernels
+    either way here, a tie that the copies break (the costliest branch is the copying one, the
+    cheapest the other); made unequal, each policy takes its own branch, copies and all."""
+    costliest = speed.kernel_counts(_HLO)
+    cheapest = speed.kernel_counts(_HLO, branch="cheapest")
+    for counts in (costliest, cheapest):
+        (loop,) = counts["loops"]
+        assert (loop["trips"], loop["trips_per_call"], loop["kernels_per_trip"]) == (5, 5, 5)
+        assert counts["per_call"] == 5 * 5 + 1  # and the entry's copy
+        assert loop["sources"] == [("step/tanh", 1), ("?", 1)]
+        assert loop["conditionals"] == [[(2, 0), (2, 2)]]  # (kernels, copies) of each branch
+    assert (costliest["loops"][0]["copies_per_trip"], costliest["copies_per_call"]) == (2, 11)
+    assert (cheapest["loops"][0]["copies_per_trip"], cheapest["copies_per_call"]) == (0, 1)
+    # Made unequal: the reset branch one kernel dearer, so each policy picks its own branch.
+    dearer = _HLO.replace(
+        '  ROOT %d = f32[8]{0} custom-call(%f), custom_call_target="__cublas$gemm"',
+        '  %d = f32[8]{0} custom-call(%f), custom_call_target="__cublas$gemm"\n'
+        "  ROOT %h = f32[8]{0} fusion(%d), kind=kLoop, calls=%fused",
+    )
+    costliest = speed.kernel_counts(dearer)
+    cheapest = speed.kernel_counts(dearer, branch="cheapest")
+    assert (costliest["loops"][0]["kernels_per_trip"], costliest["copies_per_call"]) == (6, 1)
+    assert (cheapest["loops"][0]["kernels_per_trip"], cheapest["copies_per_call"]) == (5, 11)
+    with pytest.raises(ValueError, match="cheapest"):
+        speed.kernel_counts(_HLO, branch="first")
+
+
 def _trainer(*flags):
     train_config, agent_config, _ = resolve.build_configs([*PENDULUM, *flags])
     return make_train(train_config, agents.get(train_config.algo).make(agent_config))

@@ -153,10 +153,13 @@ class Losses(NamedTuple):
     "value_obs". unroll (advantage_in_loss, Brax's compute_ppo_loss): whole unrolls [B, H]
     with "obs", "raw_action", "log_prob", "reward", "terminated", "done", "discount" and the
     next observation the value function bootstraps from: "bootstrap_obs" [B] of each unroll's
-    last step (truncation "mask"), else "next_value_obs" [B, H] of every step."""
+    last step (truncation "mask"), else "next_value_obs" [B, H] of every step.
+    unroll_time_major: the same loss of the same unrolls laid out time first, [H, B]
+    ("bootstrap_obs" still [B]), which the update feeds it (`_update_unrolls`)."""
 
     minibatch: Callable
     unroll: Callable
+    unroll_time_major: Callable
 
 
 class _Networks(NamedTuple):
@@ -224,9 +227,11 @@ def losses(config: PPOConfig = PPOConfig()) -> Losses:
         )
 
     def unroll(params, batch: dict, key: jax.Array, hp: dict, action_size: int):
+        return unroll_time_major(params, time_major(batch), key, hp, action_size)
+
+    def unroll_time_major(params, batch: dict, key: jax.Array, hp: dict, action_size: int):
         batch = dict(batch)
         bootstrap_obs = batch.pop("bootstrap_obs", None)
-        batch = jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), batch)  # time first: [H, B]
         # Two passes of the value network, as Brax's loss makes them. One pass over both would
         # save a GPU some launches but run the backward products over the bootstrap rows too
         # (no gradient reaches them): 2.2% more product FLOPs at Playground's settings.
@@ -254,7 +259,16 @@ def losses(config: PPOConfig = PPOConfig()) -> Losses:
         metrics["value_mean"] = values.mean()
         return total, metrics
 
-    return Losses(minibatch, unroll)
+    return Losses(minibatch, unroll, unroll_time_major)
+
+
+def time_major(unrolls: dict) -> dict:
+    """Unrolls [B, H, ...] (`Losses`' unroll) laid out time first, [H, B, ...], as
+    `Losses.unroll_time_major` reads them ("bootstrap_obs" [B, ...] stays)."""
+    return {
+        name: x if name == "bootstrap_obs" else jnp.swapaxes(x, 0, 1)
+        for name, x in unrolls.items()
+    }
 
 
 def make(config: PPOConfig = PPOConfig()) -> Agent:
@@ -468,7 +482,7 @@ def _update_unrolls(learner: _Learner, state: PPOState, rollout: Rollout, key: j
         params, opt_state, key = carry
         key, loss_key = jax.random.split(key)
         params, opt_state, metrics = learner.gradient_step(
-            learner.loss_fns.unroll, params, opt_state, batch, loss_key, hp,
+            learner.loss_fns.unroll_time_major, params, opt_state, batch, loss_key, hp,
             state.action_size, fraction,
         )  # fmt: skip
         return (params, opt_state, key), metrics
@@ -485,6 +499,13 @@ def _update_unrolls(learner: _Learner, state: PPOState, rollout: Rollout, key: j
             ),
             data,
         )
+        # Each minibatch time first ([H, B], the loss's own order, as Brax's loss swaps its
+        # batch), laid out so in memory here, once per epoch, where it is gathered anyway: fed
+        # [B, H] and swapped inside the loss, XLA:GPU kept the losses' [H, B] arrays in the
+        # data's [B, H] order and transposed the value network's 256-wide activations to and
+        # from it, some 20 transposes of 31 MB per gradient step at Playground's settings
+        # (`benchmarks/gpu_kernels.py`, compiled for an H100).
+        shuffled = jax.vmap(time_major)(shuffled)
         (params, opt_state, _), metrics = jax.lax.scan(
             minibatch_step, (params, opt_state, grad_key), shuffled
         )
@@ -504,5 +525,6 @@ __all__ = [
     "gae",
     "losses",
     "make",
+    "time_major",
     "value_loss",
 ]

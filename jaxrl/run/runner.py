@@ -25,7 +25,7 @@ from jaxrl.run.health import NonFiniteError, _roll_back, chunk_problem, stop_mes
 from jaxrl.run.plan import Plan, RunResult
 from jaxrl.run.resources import _shardings
 from jaxrl.run.rows import _grid_row, _row, _without_seeds, rounding_note
-from jaxrl.run.state import compile_with_cpu_options
+from jaxrl.run.state import compile_with_options
 
 
 def execute(plan: Plan) -> RunResult:
@@ -66,18 +66,26 @@ def _lower_chunk(trainer, run_grid, state, **placed) -> Any:
     return jax.jit(chunk_program(trainer, run_grid), donate_argnums=0, **placed).lower(state)
 
 
-# XLA:CPU's copy insertion by region analysis: without it, a conditional whose branch passes an
-# operand through unchanged copies it every time (the auto-reset's `cond` copied the env states
-# on every env step, `learn_if`'s skipping branch the agent's state: FastTD3's 25 MB, 3 ms a
-# copy). With it, `fast_td3_playground`'s chunk (CheetahRun, 16 envs) ran in 1.1 s instead of
-# 1.9 s, and 1.5 s instead of 4.5 to 5.1 s with `eval_simulator="shared"`; the computation and
-# its numbers are the same (tests/test_program_store.py). Off by default in XLA:CPU.
-CHUNK_CPU_OPTIONS = {"xla_cpu_copy_insertion_use_region_analysis": True}
+# XLA's copy insertion by region analysis, on CPU and on GPU: without it, a conditional whose
+# branch passes an operand through unchanged copies it every time (the auto-reset's `cond`
+# copied the env states on every env step, `learn_if`'s skipping branch the agent's state:
+# FastTD3's 25 MB, 3 ms a copy on CPU). With it, `fast_td3_playground`'s chunk (CheetahRun, 16
+# envs) ran in 1.1 s instead of 1.9 s on this CPU, and 1.5 s instead of 4.5 to 5.1 s with
+# `eval_simulator="shared"`; the computation and its numbers are the same
+# (tests/test_program_store.py). On a GPU each copy is a kernel of its own: PPO's chunk at
+# Playground's CartpoleBalance settings, compiled for an H100 (`benchmarks/gpu_kernels.py`,
+# no GPU needed), launched 218 kernels per env step, 104 of them copies (the auto-reset's
+# pass-through branch copies the 65 leaves of the env states), against 146 and 32 with the
+# option; Brax's rollout launches 149. Off by default in XLA.
+CHUNK_OPTIONS = {
+    "cpu": {"xla_cpu_copy_insertion_use_region_analysis": True},
+    "gpu": {"xla_gpu_copy_insertion_use_region_analysis": True},
+}
 
 
 def compile_chunk_lowered(lowered) -> Any:
-    """`lowered` (a chunk) compiled, with `CHUNK_CPU_OPTIONS` on CPU where XLA knows them."""
-    return compile_with_cpu_options(lowered, CHUNK_CPU_OPTIONS)
+    """`lowered` (a chunk) compiled with `CHUNK_OPTIONS` for its backend, where XLA knows them."""
+    return compile_with_options(lowered, CHUNK_OPTIONS)
 
 
 def _chunk_kind(run_grid) -> str:

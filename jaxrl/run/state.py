@@ -112,14 +112,16 @@ def _stored_initial_state(trainer, run_grid, init, key, early=None):
 
 
 def _compile_once(lowered):
-    """`lowered` compiled with `RUN_ONCE_CPU_OPTIONS` on CPU (see `run_once`)."""
-    return compile_with_cpu_options(lowered, RUN_ONCE_CPU_OPTIONS)
+    """`lowered` compiled with `RUN_ONCE_OPTIONS` (see `run_once`)."""
+    return compile_with_options(lowered, RUN_ONCE_OPTIONS)
 
 
-def compile_with_cpu_options(lowered, options: dict):
-    """`lowered` compiled with the XLA:CPU compile `options` on CPU; with XLA's defaults
-    elsewhere, or where this XLA does not know the options."""
-    if jax.default_backend() == "cpu":
+def compile_with_options(lowered, by_backend: dict[str, dict]):
+    """`lowered` compiled with the XLA compile options `by_backend` holds for the backend it
+    runs on (`jax.default_backend()`: "cpu", "gpu", ...); with XLA's defaults on a backend it
+    holds none for, or where this XLA does not know the options."""
+    options = by_backend.get(jax.default_backend())
+    if options:
         try:
             return lowered.compile(compiler_options=options)
         except Exception as error:  # an XLA without these options: its defaults, below
@@ -133,11 +135,13 @@ def compile_with_cpu_options(lowered, options: dict):
 # init program (MJX reset, agent and buffer init) then compiles in 1.8 s instead of 5.2 s and
 # runs in 28 ms instead of 17 ms. The chunk program keeps XLA's defaults: these options slow
 # its training steps by a third.
-RUN_ONCE_CPU_OPTIONS = {"xla_cpu_use_fusion_emitters": False, "xla_backend_optimization_level": 0}
+RUN_ONCE_OPTIONS = {
+    "cpu": {"xla_cpu_use_fusion_emitters": False, "xla_backend_optimization_level": 0}
+}
 
 
 def run_once(jitted, *args):
-    """Calls `jitted(*args)`, compiled with `RUN_ONCE_CPU_OPTIONS` on CPU; with XLA's defaults
+    """Calls `jitted(*args)`, compiled with `RUN_ONCE_OPTIONS` on CPU; with XLA's defaults
     elsewhere, or where this XLA does not know the options. `jitted` may be traced already
     (`jax.jit(f).trace(*args)`), then lowered as it is."""
     lowered = jitted.lower() if isinstance(jitted, jax.stages.Traced) else jitted.lower(*args)

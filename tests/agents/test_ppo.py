@@ -2,6 +2,7 @@
 
 import chex
 import jax
+import jax.extend
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -179,6 +180,66 @@ def test_explore_act_update_shapes_and_log_probs():
     chex.assert_trees_all_equal_shapes_and_dtypes(new_state.params, state.params)
     moved = jax.tree.map(lambda a, b: bool(jnp.any(a != b)), new_state.params, state.params)
     assert all(jax.tree.leaves(moved))
+
+
+def _scans(jaxpr):
+    """Every scan equation of `jaxpr`, nested ones included."""
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name == "scan":
+            yield eqn
+        for sub in jax.extend.core.jaxprs_in_params(eqn.params):
+            yield from _scans(sub)
+
+
+def _transposes(jaxpr):
+    """The operand shapes of every transpose in `jaxpr`, nested ones included."""
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name == "transpose":
+            yield eqn.invars[0].aval.shape
+        for sub in jax.extend.core.jaxprs_in_params(eqn.params):
+            yield from _transposes(sub)
+
+
+def test_in_loss_minibatches_reach_the_loss_time_first_with_no_transpose_inside():
+    """With the advantage in the loss the update lays each epoch's shuffled unrolls out time
+    first, [minibatches, H, B], where it gathers them: the loss (`Losses.unroll_time_major`)
+    then transposes nothing in its gradient steps. Swapped inside the loss instead, XLA:GPU
+    transposed the value network's activations to and from the data's order, some 20 copies of
+    31 MB per gradient step at Playground's settings (benchmarks/gpu_kernels.py)."""
+    horizon, minibatches, steps, envs = 4, 2, 8, 6  # 12 unrolls of 4 steps, 6 per minibatch
+    config = ppo.PPOConfig(
+        actor_hidden=(8,), critic_hidden=(8,), num_minibatches=minibatches,
+        advantage_in_loss=True, gae_horizon=horizon, truncation="mask",
+    )  # fmt: skip
+    agent = ppo.make(config)
+    state = agent.init(jax.random.PRNGKey(0), 3, 2)
+    rollout = _rollout(jax.random.PRNGKey(1), steps=steps, envs=envs)
+    jaxpr = jax.make_jaxpr(agent.update)(state, rollout, jax.random.PRNGKey(2)).jaxpr
+    (step,) = [eqn for eqn in _scans(jaxpr) if eqn.params["length"] == minibatches]
+    unrolls = steps // horizon * envs // minibatches
+    xs = step.invars[step.params["num_consts"] + step.params["num_carry"] :]
+    xs = [v.aval.shape for v in xs]
+    assert (minibatches, horizon, unrolls, 3) in xs  # obs [M, H, B, obs]
+    assert (minibatches, unrolls, 3) in xs  # bootstrap_obs [M, B, obs]
+    assert not any(shape[:2] in ((horizon, unrolls), (unrolls, horizon)) for shape in
+                   _transposes(step.params["jaxpr"].jaxpr))  # fmt: skip
+    # The same loss as the [B, H] entry's (`Losses.unroll`, Brax's layout).
+    losses = ppo.losses(config)
+    batch = {
+        "obs": jax.random.normal(jax.random.PRNGKey(3), (unrolls, horizon, 3)),
+        "raw_action": jax.random.normal(jax.random.PRNGKey(4), (unrolls, horizon, 2)),
+        "log_prob": jnp.zeros((unrolls, horizon)),
+        "reward": jax.random.normal(jax.random.PRNGKey(5), (unrolls, horizon)),
+        "terminated": jnp.zeros((unrolls, horizon)),
+        "done": jnp.zeros((unrolls, horizon)).at[1, 2].set(1.0),
+        "discount": jnp.full((unrolls, horizon), 0.99),
+        "bootstrap_obs": jax.random.normal(jax.random.PRNGKey(6), (unrolls, 3)),
+    }
+    args = (jax.random.PRNGKey(7), state.hp, 2)
+    chex.assert_trees_all_equal(
+        losses.unroll(state.params, batch, *args),
+        losses.unroll_time_major(state.params, ppo.time_major(batch), *args),
+    )
 
 
 def test_linear_schedule_stops_at_the_end_of_the_run():
