@@ -267,10 +267,27 @@ def _brax_rollout(env_name: str, num_envs: int, settings: dict):
     return rollout, (params, state, key)
 
 
+def _commit() -> str | None:
+    """The checkout's commit, "+" marking uncommitted changes; None outside a git checkout."""
+    import pathlib
+    import subprocess
+
+    here = pathlib.Path(__file__).resolve().parent
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=here,
+                              capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                               cwd=here, capture_output=True, text=True).stdout.strip()  # fmt: skip
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return head + ("+" if dirty else "")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("cases", nargs="*", help=f"of {', '.join(CASES)} (default: all)")
     parser.add_argument("--out", help="append the records to this JSONL file")
+    parser.add_argument("--label", help="a note kept in each record (what the code is)")
     args = parser.parse_args(argv)
     unknown = [name for name in args.cases if name not in CASES]
     if unknown:
@@ -287,7 +304,9 @@ def main(argv: list[str] | None = None) -> int:
 
     for name in args.cases or CASES:
         for record in measure(name, sharding):
-            record.update(target="H100 (deviceless)", jax=jax.__version__, machine=machine())
+            record.update(target="H100 (deviceless)", commit=_commit(), machine=machine())
+            if args.label:
+                record["label"] = args.label
             line = json.dumps(record)
             print(line, flush=True)
             if args.out:
