@@ -108,12 +108,22 @@ def shapes_on(tree: Any, sharding) -> Any:
     return jax.tree.map(like, tree)
 
 
-def compile_text(fn, args: tuple, sharding, options: dict | None = None) -> str:
-    """The optimised HLO of `fn(*args)` compiled for `sharding`'s device, with XLA `options`."""
+HLO_FOLDER: str | None = None  # where `compile_text` also writes each program (--hlo)
+
+
+def compile_text(fn, args: tuple, sharding, options: dict | None = None, name: str = "") -> str:
+    """The optimised HLO of `fn(*args)` compiled for `sharding`'s device, with XLA `options`
+    (written to HLO_FOLDER/name.hlo.txt too where HLO_FOLDER is set)."""
+    import os
+
     import jax
 
     lowered = jax.jit(fn).lower(*shapes_on(args, sharding))
-    return lowered.compile(compiler_options=options).as_text()
+    text = lowered.compile(compiler_options=options).as_text()
+    if HLO_FOLDER:
+        with open(os.path.join(HLO_FOLDER, f"{name or 'program'}.hlo.txt"), "w") as out:
+            out.write(text)
+    return text
 
 
 def _loop(counts: dict, trips: int | None = None) -> dict | None:
@@ -186,7 +196,7 @@ def measure(name: str, sharding) -> list[dict]:
         trainer = _jaxrl_trainer(ppo, extra)
         key = jax.random.PRNGKey(0)
         state, data = speed._agent_state_and_data(trainer, key)
-        text = compile_text(trainer.agent.update, (state, data, key), sharding)
+        text = compile_text(trainer.agent.update, (state, data, key), sharding, name=name)
         record(name, text, settings["num_minibatches"])
     elif name == "brax-ppo-update":
         from jaxrl import envs
@@ -195,11 +205,11 @@ def measure(name: str, sharding) -> list[dict]:
         update, state, data, key = speed.brax_ppo_update(
             settings, env.observation_size, env.action_size
         )
-        text = compile_text(update, (state, data, key), sharding)
+        text = compile_text(update, (state, data, key), sharding, name=name)
         record(name, text, settings["num_minibatches"])
     elif name == "brax-ppo-rollout":
         fn, args = _brax_rollout(ppo.env, ppo.num_envs, settings)
-        record(name, compile_text(fn, args, sharding), settings["unroll_length"])
+        record(name, compile_text(fn, args, sharding, name=name), settings["unroll_length"])
     else:  # a chunk, with XLA's defaults and with jaxrl's options
         if name.startswith("fast_td3"):
             from jaxrl.benchmarks.suites import jaxrl_case
@@ -212,7 +222,7 @@ def measure(name: str, sharding) -> list[dict]:
         state = jax.eval_shape(trainer.init, jax.random.PRNGKey(0))
         for label, options in (("xla-defaults", None), ("chunk-options", runner.CHUNK_OPTIONS)):
             gpu = options["gpu"] if options else None
-            text = compile_text(trainer.chunk, (state,), sharding, gpu)
+            text = compile_text(trainer.chunk, (state,), sharding, gpu, name=f"{name}-{label}")
             record(name, text, None, options=label, compile_options=gpu)
     for item in records:
         item["compile_seconds"] = round(time.perf_counter() - tick, 1)
@@ -274,10 +284,14 @@ def _commit() -> str | None:
 
     here = pathlib.Path(__file__).resolve().parent
     try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=here,
-                              capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
-                               cwd=here, capture_output=True, text=True).stdout.strip()  # fmt: skip
+
+        def git(*words: str) -> str:
+            done = subprocess.run(["git", *words], cwd=here, capture_output=True, text=True)
+            done.check_returncode()
+            return done.stdout.strip()
+
+        head = git("rev-parse", "--short", "HEAD")
+        dirty = git("status", "--porcelain", "--untracked-files=no")
     except (OSError, subprocess.CalledProcessError):
         return None
     return head + ("+" if dirty else "")
@@ -288,18 +302,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("cases", nargs="*", help=f"of {', '.join(CASES)} (default: all)")
     parser.add_argument("--out", help="append the records to this JSONL file")
     parser.add_argument("--label", help="a note kept in each record (what the code is)")
+    parser.add_argument("--hlo", help="also write each program's optimised HLO to this folder")
     args = parser.parse_args(argv)
+    global HLO_FOLDER
+    HLO_FOLDER = args.hlo
     unknown = [name for name in args.cases if name not in CASES]
     if unknown:
-        print(f"error: no such case {', '.join(unknown)}; cases: {', '.join(CASES)}", file=sys.stderr)
+        names = ", ".join(CASES)
+        print(f"error: no such case {', '.join(unknown)}; cases: {names}", file=sys.stderr)
         return 2
     try:
         sharding = gpu_target()
     except NoCudaPlugin as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    import jax
-
     from jaxrl.benchmarks.case import machine
 
     for name in args.cases or CASES:

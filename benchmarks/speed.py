@@ -211,8 +211,13 @@ def kernel_counts(hlo_text: str, branch: str = "costliest") -> dict:
         inner = any(other in _reachable(body, calls) for other in loops if other != body)
         common = sources.get(body, collections.Counter()).most_common(12)
         found.append(
-            {**loop, "trips_per_call": runs.get(body, 0), "innermost": not inner, "sources": common,
-             "conditionals": branches.get(body, [])}  # fmt: skip
+            {
+                **loop,
+                "trips_per_call": runs.get(body, 0),
+                "innermost": not inner,
+                "sources": common,
+                "conditionals": branches.get(body, []),
+            }
         )
     return {
         "per_call": per_call,

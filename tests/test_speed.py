@@ -141,7 +141,7 @@ _HLO = """HloModule m
   ROOT %c2 = f32[8]{0} copy(%c1)
 }
 
-%body (t: (s32[], f32[8])) -> (s32[], f32[8]) {
+%bd (t: (s32[], f32[8])) -> (s32[], f32[8]) {
   %t = (s32[], f32[8]{0}) parameter(0)
   %i = s32[] get-tuple-element(%t), index=0
   %x = f32[8]{0} get-tuple-element(%t), index=1
@@ -151,7 +151,7 @@ _HLO = """HloModule m
   ROOT %r = (s32[], f32[8]{0}) tuple(%i, %y)
 }
 
-%cond (u: (s32[], f32[8])) -> pred[] {
+%cn (u: (s32[], f32[8])) -> pred[] {
   %u = (s32[], f32[8]{0}) parameter(0)
   ROOT %lt = pred[] fusion(%u), kind=kLoop, calls=%fused3
 }
@@ -160,7 +160,7 @@ ENTRY %main (a: f32[8]) -> f32[8] {
   %a = f32[8]{0} parameter(0)
   %z = s32[] constant(0)
   %s = (s32[], f32[8]{0}) tuple(%z, %a)
-  %w = (s32[], f32[8]{0}) while(%s), condition=%cond, body=%body, backend_config={"known_trip_count":{"n":"5"}}
+  %w = (s32[],f32[8]) while(%s),condition=%cn,body=%bd,backend_config={"known_trip_count":{"n":"5"}}
   %o = f32[8]{0} get-tuple-element(%w), index=1
   ROOT %e = f32[8]{0} copy(%o)
 }

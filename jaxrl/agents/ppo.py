@@ -266,8 +266,7 @@ def time_major(unrolls: dict) -> dict:
     """Unrolls [B, H, ...] (`Losses`' unroll) laid out time first, [H, B, ...], as
     `Losses.unroll_time_major` reads them ("bootstrap_obs" [B, ...] stays)."""
     return {
-        name: x if name == "bootstrap_obs" else jnp.swapaxes(x, 0, 1)
-        for name, x in unrolls.items()
+        name: x if name == "bootstrap_obs" else jnp.swapaxes(x, 0, 1) for name, x in unrolls.items()
     }
 
 
