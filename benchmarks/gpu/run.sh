@@ -18,6 +18,10 @@
 #       PPO update alone (brax-speed/ppo); PPO runs in
 #       float32 and mixed beside Brax, mixed with its own evaluation, mixed over 3 seeds;
 #       about 10 minutes of an H200)
+#   bash benchmarks/gpu/run.sh checks 1 120          (tests of GPU-only paths, run as plain
+#       functions (no pytest on the machine): the chunk's copy insertion by region analysis
+#       keeps its numbers bit for bit on the GPU, PPO's time-first minibatches match Brax's
+#       loss; about 2 minutes)
 #   bash benchmarks/gpu/run.sh xla-flags 1 120       (PPO's update alone, `speed/ppo` of
 #       gpu-split, once per XLA_FLAGS setting below: XLA's defaults, command buffers (CUDA
 #       graphs) for while loops, no autotuning; about 45 s each; records carry xla_flags)
@@ -41,6 +45,18 @@ export PYTHONPATH="$site:$PWD" PYTHONUNBUFFERED=1 MUJOCO_GL=egl
         python3 -m jaxrl.benchmarks.rerun ${RERUN_PRESETS:-fast_td3_playground sac_dmc ppo_dmc} \
             --env playground/CheetahRun --steps 65536 --libraries cusolver,cublas \
             --timeout "$timeout" --out "$out/rerun-gpu.jsonl" "$@"
+    elif [ "$suite" = checks ]; then  # issue 39: what the CPU suite cannot check on a GPU
+        timeout "$timeout" python3 -c "
+import tests.test_program_store as store, tests.agents.test_ppo as ppo
+import tests.agents.test_ppo_brax_parity as parity
+for test, args in (
+    (store.test_a_cpu_chunk_copies_nothing_its_conds_pass_through_and_computes_the_same, ()),
+    (ppo.test_in_loss_minibatches_reach_the_loss_time_first_with_no_transpose_inside, ()),
+    (parity.test_loss_and_gradients_match_brax_compute_ppo_loss, ('sequential',)),
+    (parity.test_unrolls_are_shuffled_as_brax_shuffles_them, ()),
+):
+    test(*args); print('passed', test.__name__, flush=True)
+" "$@"
     elif [ "$suite" = xla-flags ]; then  # issue 39: is PPO's update bound by launches?
         [ $# -gt 0 ] || set -- --only speed/ppo
         i=0
