@@ -537,3 +537,25 @@ def test_a_timed_out_case_keeps_where_its_time_went(tmp_path, monkeypatch):
     error = records[0]["error"].splitlines()
     assert error == [*written, "timed out after 215 s"]
     assert lines[-1].endswith("failed: timed out after 215 s")
+
+
+def test_gpu_kernels_says_what_it_lacks_and_exits_2(tmp_path):
+    """`python -m jaxrl.benchmarks.gpu_kernels` without jax's CUDA plugin (as in the suite's
+    venv) or with a case it does not know: a message naming the problem, exit code 2, no
+    traceback, nothing written."""
+    import importlib.util
+    import subprocess
+    import sys
+
+    out = tmp_path / "kernels.jsonl"
+    cases = [(["ppo-update", "no-such"], "no such case no-such; cases: ppo-update,")]
+    if importlib.util.find_spec("jax_plugins") is None:  # with the plugin it would compile
+        cases.append((["ppo-update"], "needs jax's CUDA plugin: pip install 'jax[cuda12]=="))
+    for args, message in cases:
+        done = subprocess.run(
+            [sys.executable, "-m", "jaxrl.benchmarks.gpu_kernels", *args, "--out", str(out)],
+            capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert done.returncode == 2, done.stderr
+        assert message in done.stderr and "Traceback" not in done.stderr
+        assert not out.exists()
