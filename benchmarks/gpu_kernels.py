@@ -316,18 +316,17 @@ def main(argv: list[str] | None = None) -> int:
     except NoCudaPlugin as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    from jaxrl.benchmarks.case import machine
+    from jaxrl.benchmarks.case import append_records, machine
 
     for name in args.cases or CASES:
-        for record in measure(name, sharding):
+        records = measure(name, sharding)
+        for record in records:
             record.update(target="H100 (deviceless)", commit=_commit(), machine=machine())
             if args.label:
                 record["label"] = args.label
-            line = json.dumps(record)
-            print(line, flush=True)
-            if args.out:
-                with open(args.out, "a") as out:
-                    out.write(line + "\n")
+            print(json.dumps(record), flush=True)
+        if args.out:
+            append_records(args.out, records)
     return 0
 
 
