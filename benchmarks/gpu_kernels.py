@@ -16,7 +16,8 @@ kernel count is the same). One JSON line per case:
 
 - `ppo-update`, `ppo-update+mixed`, `brax-ppo-update`: one update (`speed.update_speed`'s and
   `speed.brax_ppo_update`'s programs); its loop is the gradient step (num_minibatches trips).
-- `ppo-chunk-own`, `ppo-chunk-shared`, `fast_td3-chunk-own`: a chunk; its loop is the env
+- `ppo-chunk-own`, `ppo-chunk-shared`, `fast_td3-chunk-own` (`+unroll2`: with
+  `--unroll-updates 2`): a chunk; its loop is the env
   step (`_loop`), its kernels per trip with each conditional's cheapest branch (for the
   auto-reset, a step where no env finishes) and with its costliest, and each of its own
   conditionals' branches as (kernels, copies).
@@ -63,15 +64,14 @@ runtime_version { major: 12 minor: 8 patch: 0 }
 device_description_str: "NVIDIA H100 80GB HBM3"
 """
 
-CASES = (
-    "ppo-update",
-    "ppo-update+mixed",
-    "brax-ppo-update",
-    "ppo-chunk-own",
-    "ppo-chunk-shared",
-    "brax-ppo-rollout",
-    "fast_td3-chunk-own",
-)
+# The chunks: (algorithm, eval_simulator, more `jaxrl train` flags) by case name.
+CHUNKS = {
+    "ppo-chunk-own": ("ppo", "own", ()),
+    "ppo-chunk-shared": ("ppo", "shared", ()),
+    "fast_td3-chunk-own": ("fast_td3", "own", ()),
+    "fast_td3-chunk-own+unroll2": ("fast_td3", "own", ("--unroll-updates", "2")),
+}
+CASES = ("ppo-update", "ppo-update+mixed", "brax-ppo-update", "brax-ppo-rollout", *CHUNKS)
 
 
 class NoCudaPlugin(RuntimeError):
@@ -211,14 +211,14 @@ def measure(name: str, sharding) -> list[dict]:
         fn, args = _brax_rollout(ppo.env, ppo.num_envs, settings)
         record(name, compile_text(fn, args, sharding, name=name), settings["unroll_length"])
     else:  # a chunk, with XLA's defaults and with jaxrl's options
-        if name.startswith("fast_td3"):
+        algo, mode, flags = CHUNKS[name]
+        if algo == "fast_td3":
             from jaxrl.benchmarks.suites import jaxrl_case
 
             case = jaxrl_case("fast_td3", "playground/CheetahRun", "fast_td3_playground", 0.0)
         else:
             case = ppo
-        mode = name.rsplit("-", 1)[1]
-        trainer = _jaxrl_trainer(case, ("--eval-simulator", mode))
+        trainer = _jaxrl_trainer(case, ("--eval-simulator", mode, *flags))
         state = jax.eval_shape(trainer.init, jax.random.PRNGKey(0))
         for label, options in (("xla-defaults", None), ("chunk-options", runner.CHUNK_OPTIONS)):
             gpu = options["gpu"] if options else None

@@ -126,6 +126,7 @@ def test_flags_override_preset_and_reach_both_configs():
         ),
         (["train", "--eval-simulator", "shared", "--randomize", "mass"], "physics --randomize"),
         (["train", "--updates-per-step", "0"], "updates_per_step must be a positive integer"),
+        (["train", "--unroll-updates", "0"], "unroll_updates must be a positive integer"),
         (["train", "--actor-hidden", "0"], "actor_hidden must be a non-empty list of positive"),
         (["train", "--num-envs", "abc"], "--num-envs"),
         (["train", "--algo", "ppo", "--num-minibatches", "0"], "num_minibatches must be >= 1"),

@@ -109,6 +109,7 @@ SECTIONS: dict[str, Section] = {
             "total_steps",
             "num_envs",
             "updates_per_step",
+            "unroll_updates",
             "batch_size",
             "buffer_size",
             "replay_obs_dtype",
@@ -209,6 +210,15 @@ class TrainConfig:
     """Gradient updates per loop iteration, i.e. per step of all num_envs envs (off-policy only).
     The classic single-env update-to-data ratio is updates_per_step / num_envs: the default,
     8 updates per iteration of 16 envs, is UTD 0.5, which learns pendulum in ~10k env steps."""
+    unroll_updates: int = 1
+    """Of an iteration's updates_per_step updates, how many each trip of their loop runs
+    written out (`jax.lax.scan`'s unroll; updates_per_step: no loop; off-policy only). The
+    same updates, to float rounding (XLA fuses the written-out program its own way); a speed
+    choice for GPUs, where XLA copies the agent's whole state on every
+    trip of that loop: `fast_td3_playground` on CheetahRun compiled for an H100 launched 483
+    kernels per learning env step in its updates, 207 of them copies, and 259 with 1 copy
+    written out (unroll_updates 2, benchmarks/README.md). The update is then compiled that
+    many times over, so the first compile takes longer. Not timed on a GPU yet."""
     buffer_size: int = 1_000_000
     """Replay buffer capacity in transitions (off-policy only).
     Rounded down to a multiple of num_envs, so row i + num_envs is the same env's next step."""
@@ -335,7 +345,8 @@ class TrainConfig:
         """The run's length and the replay's sizes, each on its own, then, once the algorithm
         is named and learns off-policy, against each other: the buffer holds a batch, a step of
         every env and n_step of them, and updates start before the run ends."""
-        for name in ("total_steps", "num_envs", "batch_size", "updates_per_step", "buffer_size"):
+        for name in ("total_steps", "num_envs", "batch_size", "updates_per_step", "buffer_size",
+                     "unroll_updates"):  # fmt: skip
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise ConfigError(f"{name} must be a positive integer, got {value!r}")

@@ -186,7 +186,9 @@ def make_learn(config: TrainConfig, agent: Agent, data) -> Callable:
         def one_update(agent_state, xs):
             return agent.update(agent_state, *xs)
 
-        agent_state, metrics = jax.lax.scan(one_update, agent_state, (batches, keys))
+        agent_state, metrics = jax.lax.scan(
+            one_update, agent_state, (batches, keys), unroll=config.unroll_updates
+        )
         return agent_state, jax.tree.map(jnp.mean, metrics)
 
     return learn
