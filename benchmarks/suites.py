@@ -819,6 +819,18 @@ def _gpu_mixed() -> list[Case]:
     return updates + runs + _speed_cases(fast_td3, *precisions)
 
 
+# Issue 39, FastTD3 on a GPU: counted without one (benchmarks/gpu_kernels.py), XLA:GPU copies
+# the agent's state on every trip of the loop over an iteration's updates (207 of the learning
+# branch's 483 kernels per env step); written out (--unroll-updates 2) 259 kernels, 1 copy,
+# but the update is compiled twice. The preset on CheetahRun for 1,003,520 env steps, both
+# ways, one case at a time: compile and env-steps/s (about 4 minutes of an H200).
+def _gpu_unroll() -> list[Case]:
+    fast_td3 = jaxrl_case(
+        "fast_td3", "playground/CheetahRun", "fast_td3_playground", 0.0, total_steps=1_003_520
+    )
+    return [fast_td3, _variant(fast_td3, "unroll2", ("--unroll-updates", "2"))]
+
+
 SUITES = {
     "smoke": _smoke,
     "cpu": _cpu,
@@ -834,4 +846,5 @@ SUITES = {
     "gpu-speed": _gpu_speed,
     "gpu-split": _gpu_split,
     "gpu-mixed": _gpu_mixed,
+    "gpu-unroll": _gpu_unroll,
 }

@@ -18,6 +18,9 @@
 #       PPO update alone (brax-speed/ppo); PPO runs in
 #       float32 and mixed beside Brax, mixed with its own evaluation, mixed over 3 seeds;
 #       about 10 minutes of an H200)
+#   bash benchmarks/gpu/run.sh gpu-unroll 1 200      (FastTD3's preset on CheetahRun with its
+#       updates in their loop and written out, --unroll-updates 2: compile and env-steps/s;
+#       about 4 minutes of an H200)
 #   bash benchmarks/gpu/run.sh checks 1 120          (tests of GPU-only paths, run as plain
 #       functions (no pytest on the machine): the chunk's copy insertion by region analysis
 #       keeps its numbers bit for bit on the GPU, PPO's time-first minibatches match Brax's
