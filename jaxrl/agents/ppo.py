@@ -502,8 +502,8 @@ def _update_unrolls(learner: _Learner, state: PPOState, rollout: Rollout, key: j
         # batch), laid out so in memory here, once per epoch, where it is gathered anyway: fed
         # [B, H] and swapped inside the loss, XLA:GPU kept the losses' [H, B] arrays in the
         # data's [B, H] order and transposed the value network's 256-wide activations to and
-        # from it, some 20 transposes of 31 MB per gradient step at Playground's settings
-        # (`benchmarks/gpu_kernels.py`, compiled for an H100).
+        # from it: 20 transposes per gradient step at Playground's settings, 13 of them of
+        # 31 MB (`benchmarks/gpu_kernels.py`, compiled for an H100).
         shuffled = jax.vmap(time_major)(shuffled)
         (params, opt_state, _), metrics = jax.lax.scan(
             minibatch_step, (params, opt_state, grad_key), shuffled

@@ -212,13 +212,14 @@ class TrainConfig:
     8 updates per iteration of 16 envs, is UTD 0.5, which learns pendulum in ~10k env steps."""
     unroll_updates: int = 1
     """Of an iteration's updates_per_step updates, how many each trip of their loop runs
-    written out (`jax.lax.scan`'s unroll; updates_per_step: no loop; off-policy only). The
-    same updates, to float rounding (XLA fuses the written-out program its own way); a speed
-    choice for GPUs, where XLA copies the agent's whole state on every
-    trip of that loop: `fast_td3_playground` on CheetahRun compiled for an H100 launched 483
-    kernels per learning env step in its updates, 207 of them copies, and 259 with 1 copy
-    written out (unroll_updates 2, benchmarks/README.md). The update is then compiled that
-    many times over, so the first compile takes longer. Not timed on a GPU yet."""
+    written out (`jax.lax.scan`'s unroll; updates_per_step: no loop). Off-policy, one-program
+    loop only (an actor/learner split's learners keep their loop). The same updates, to float
+    rounding (XLA fuses the written-out program its own way); a speed choice for GPUs, where
+    XLA copies the agent's whole state on every trip of that loop: `fast_td3_playground` on
+    CheetahRun compiled for an H100 launched 483 kernels per learning env step in its updates,
+    207 of them copies, and 259 with 1 copy written out (unroll_updates 2,
+    benchmarks/README.md). The update is then compiled that many times over, so the first
+    compile takes longer. Not timed on a GPU yet."""
     buffer_size: int = 1_000_000
     """Replay buffer capacity in transitions (off-policy only).
     Rounded down to a multiple of num_envs, so row i + num_envs is the same env's next step."""
