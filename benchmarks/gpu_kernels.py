@@ -23,6 +23,9 @@ kernel count is the same). One JSON line per case:
   conditionals' branches as (kernels, copies).
 - `brax-ppo-rollout`: Brax's rollout of one training step (`acting.generate_unroll` through
   Playground's `wrap_for_brax_training`, num_minibatches x batch_size / num_envs unrolls).
+
+Each record's `compile_seconds` is its case's whole time (building the trainer and, for a
+chunk, both of its compiles), not one program's compile.
 """
 
 from __future__ import annotations
@@ -155,7 +158,7 @@ def summarise(text: str, loop_trips: int | None = None) -> dict:
             "loop": _loop(counts, loop_trips),
         }
     out["conditionals"] = text.count(" conditional(")
-    out["unknown_trip_loops"] = speed.kernel_counts(text)["unknown_trips"]
+    out["unknown_trip_loops"] = counts["unknown_trips"]  # the same whichever branch
     return out
 
 
@@ -283,13 +286,13 @@ def _commit() -> str | None:
     import subprocess
 
     here = pathlib.Path(__file__).resolve().parent
+
+    def git(*words: str) -> str:
+        done = subprocess.run(["git", *words], cwd=here, capture_output=True, text=True)
+        done.check_returncode()
+        return done.stdout.strip()
+
     try:
-
-        def git(*words: str) -> str:
-            done = subprocess.run(["git", *words], cwd=here, capture_output=True, text=True)
-            done.check_returncode()
-            return done.stdout.strip()
-
         head = git("rev-parse", "--short", "HEAD")
         dirty = git("status", "--porcelain", "--untracked-files=no")
     except (OSError, subprocess.CalledProcessError):

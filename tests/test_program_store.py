@@ -629,7 +629,7 @@ def test_a_cpu_chunk_copies_nothing_its_conds_pass_through_and_computes_the_same
 
 def test_a_gpu_chunk_compiles_with_copy_insertion_by_region_analysis(monkeypatch):
     """On a GPU the chunk is compiled with XLA:GPU's copy insertion by region analysis (each
-    copy a conditional's pass-through branch makes is a kernel launch there: 72 of PPO's 218
+    copy a conditional's pass-through branch makes is a kernel launch there: 72 of PPO's 219
     per env step at Playground's CartpoleBalance settings, compiled for an H100), and with
     XLA's defaults where that XLA does not know the option."""
     seen = []

@@ -74,9 +74,9 @@ def _lower_chunk(trainer, run_grid, state, **placed) -> Any:
 # `eval_simulator="shared"`; the computation and its numbers are the same
 # (tests/test_program_store.py). On a GPU each copy is a kernel of its own: PPO's chunk at
 # Playground's CartpoleBalance settings, compiled for an H100 (`benchmarks/gpu_kernels.py`,
-# no GPU needed), launched 218 kernels per env step, 104 of them copies (the auto-reset's
-# pass-through branch copies the 65 leaves of the env states), against 146 and 32 with the
-# option; Brax's rollout launches 149. Off by default in XLA.
+# no GPU needed), launched 219 kernels per env step, 104 of them copies (the auto-reset's
+# pass-through branch copies the 65 leaves of the env states), against 147 and 32 with the
+# option; Brax's rollout launches 150. Off by default in XLA.
 CHUNK_OPTIONS = {
     "cpu": {"xla_cpu_copy_insertion_use_region_analysis": True},
     "gpu": {"xla_gpu_copy_insertion_use_region_analysis": True},
