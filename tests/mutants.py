@@ -376,6 +376,32 @@ MUTANTS = [
         "tests/loops/test_offpolicy.py",
     ),
     m(
+        "learn-if-learning-branch-first",
+        "jaxrl/loops/base.py",
+        "    return jax.lax.cond(ready, run, skip, *args)",
+        "    return jax.lax.switch(jnp.where(ready, 0, 1), (run, skip), *args)",
+        "learn_if's learning branch is the conditional's first: XLA copies the agent state's "
+        "leaves on every update of the iteration's loop",
+        "tests/loops/test_offpolicy.py",
+    ),
+    m(
+        "q-ensemble-inputs-shared",
+        "jaxrl/networks.py",
+        "            in_axes=(0, 0, None),",
+        "            in_axes=None,",
+        "the critics share their inputs (in_axes=None): the first layer's product is unbatched "
+        "on its input and XLA transposes its activations",
+        "tests/agents/test_redq_droq.py",
+    ),
+    m(
+        "q-ensemble-inputs-not-broadcast",
+        "jaxrl/networks.py",
+        "        return critics(each(obs), each(action), train)",
+        "        return critics(obs, action, train)",
+        "the inputs are not broadcast along the ensemble axis (each critic would see a slice)",
+        "tests/agents/test_redq_droq.py",
+    ),
+    m(
         "ppo-vtrace-with-lambda",
         "jaxrl/agents/ppo.py",
         "advantage = delta + discount * (1.0 - cut) * following",

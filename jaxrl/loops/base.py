@@ -341,11 +341,18 @@ def skip_learning(learn: Callable, *args) -> tuple[Any, dict]:
 
 def learn_if(ready: jax.Array, learn: Callable, *args) -> tuple[Any, dict]:
     """`learn(*args)` where `ready`, else `skip_learning`'s agent state as it is with zero
-    metrics, as `lax.cond(ready, learn, skip)` would, with `learn` traced once: the skipping
-    branch takes the metrics' shapes from the learning branch's trace (`lax.switch` traces its
-    branches in order, the learning one first), and traces `learn` again (`jax.eval_shape`)
-    only where that order does not hold. The update is most of the chunk's trace: a second one
-    cost about a quarter of a re-run's compile clock (issue 39)."""
+    metrics: `lax.cond(ready, learn, skip)`, with `learn` traced once. `lax.cond` traces its
+    true branch first, so the skipping branch takes the metrics' shapes from the learning
+    branch's trace, and traces `learn` again (`jax.eval_shape`) only where that order does not
+    hold. The update is most of the chunk's trace: a second one cost about a quarter of a
+    re-run's compile clock (issue 39).
+
+    The skipping branch is the conditional's first (`lax.cond` places its false branch
+    first): with the learning branch first (a `lax.switch` on (learn, skip), as before), XLA
+    copied the leaves of the agent's state into both operands of every conditional inside the
+    learning branch's loop of updates, on every update (FastTD3's policy-delay cond: 102 copies
+    per update, on this CPU and compiled for an H100, where they were 102 of the 228 kernels
+    an update launched); tests/loops/test_offpolicy.py counts them."""
     traced = []
 
     def run(*a):
@@ -358,7 +365,7 @@ def learn_if(ready: jax.Array, learn: Callable, *args) -> tuple[Any, dict]:
             return skip_learning(learn, *a)
         return a[0], jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), traced[-1])
 
-    return jax.lax.switch(jnp.where(ready, 0, 1), (run, skip), *args)
+    return jax.lax.cond(ready, run, skip, *args)
 
 
 NONFINITE = "nonfinite_"

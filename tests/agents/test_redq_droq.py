@@ -45,6 +45,34 @@ def test_vmapped_ensemble_equals_critics_evaluated_one_by_one():
     assert np.unique(np.round(np.asarray(together[:, 0]), 5)).size == 5  # independent inits
 
 
+def test_every_product_of_the_ensemble_is_batched_over_its_critics_on_both_sides():
+    """The critics take their inputs along the ensemble axis (`QEnsemble`): every layer's
+    product, the first included, and the weight gradients' are batched dots with the ensemble
+    axis on both operands. Shared inputs gave the first layer an unbatched input, and XLA then
+    transposed its [E, B, H] activations in both passes."""
+    ensemble = QEnsemble((16, 8), num_critics=3)
+    obs, action = jnp.ones((5, 4)), jnp.zeros((5, 2))
+    params = ensemble.init(jax.random.PRNGKey(0), obs, action)
+
+    def loss(params, action):
+        return jnp.sum(ensemble.apply(params, obs, action) ** 2)
+
+    jaxpr = jax.make_jaxpr(jax.grad(loss, argnums=(0, 1)))(params, action).jaxpr
+    products = [e for e in _equations(jaxpr) if e.primitive.name == "dot_general"]
+    assert len(products) == 3 + 3 + 2 + 1  # forward; kernels' gradients; hidden, input grads
+    for eqn in products:
+        (_, (lhs_batch, rhs_batch)) = eqn.params["dimension_numbers"]
+        assert len(lhs_batch) == len(rhs_batch) == 1, eqn
+
+
+def _equations(jaxpr):
+    """Every equation of `jaxpr`, nested ones included."""
+    for eqn in jaxpr.eqns:
+        yield eqn
+        for sub in jax.extend.core.jaxprs_in_params(eqn.params):
+            yield from _equations(sub)
+
+
 def test_droq_dropout_is_active_only_in_training():
     config = droq.DroQConfig()
     assert config.critic_dropout == 0.01 and config.critic_layer_norm and config.num_critics == 2
