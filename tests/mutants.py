@@ -387,10 +387,48 @@ MUTANTS = [
     m(
         "q-ensemble-inputs-shared",
         "jaxrl/networks.py",
-        "            in_axes=(0, 0, None),",
-        "            in_axes=None,",
-        "the critics share their inputs (in_axes=None): the first layer's product is unbatched "
-        "on its input and XLA transposes its activations",
+        (
+            "            in_axes=(0, 0, None),\n"
+            "            out_axes=0,\n"
+            "            axis_size=self.num_critics,\n"
+            "        )\n"
+            "        critics = ensemble(\n"
+            "            self.hidden,\n"
+            "            self.layer_norm,\n"
+            "            self.dropout,\n"
+            "            self.outputs,\n"
+            "            self.residual,\n"
+            "            self.norm_after_relu,\n"
+            "            self.matmul_precision,\n"
+            "            self.kernel_init,\n"
+            "            self.activation,\n"
+            '            name="critics",\n'
+            "        )\n"
+            "        each = functools.partial(_along_ensemble, size=self.num_critics)\n"
+            "        return critics(each(obs), each(action), train)\n"
+        ),
+        (
+            "            in_axes=None,\n"
+            "            out_axes=0,\n"
+            "            axis_size=self.num_critics,\n"
+            "        )\n"
+            "        critics = ensemble(\n"
+            "            self.hidden,\n"
+            "            self.layer_norm,\n"
+            "            self.dropout,\n"
+            "            self.outputs,\n"
+            "            self.residual,\n"
+            "            self.norm_after_relu,\n"
+            "            self.matmul_precision,\n"
+            "            self.kernel_init,\n"
+            "            self.activation,\n"
+            '            name="critics",\n'
+            "        )\n"
+            "        each = functools.partial(_along_ensemble, size=self.num_critics)\n"
+            "        return critics(obs, action, train)\n"
+        ),
+        "the critics share their inputs (in_axes=None, no broadcast), as before: the first "
+        "layer's product is unbatched on its input and XLA transposes its activations",
         "tests/agents/test_redq_droq.py",
     ),
     m(

@@ -348,11 +348,14 @@ def learn_if(ready: jax.Array, learn: Callable, *args) -> tuple[Any, dict]:
     re-run's compile clock (issue 39).
 
     The skipping branch is the conditional's first (`lax.cond` places its false branch
-    first): with the learning branch first (a `lax.switch` on (learn, skip), as before), XLA
-    copied the leaves of the agent's state into both operands of every conditional inside the
-    learning branch's loop of updates, on every update (FastTD3's policy-delay cond: 102 copies
-    per update, on this CPU and compiled for an H100, where they were 102 of the 228 kernels
-    an update launched); tests/loops/test_offpolicy.py counts them."""
+    first). With the learning branch first (a `lax.switch` on (learn, skip), as before), XLA
+    copied the leaves of the agent's state on every update of the iteration's loop: on this
+    CPU 44 to 82 copies more per update in the chunks of the pendulum presets (TD3's, SAC's,
+    FastTD3's), the same numbers either way; tests/loops/test_offpolicy.py counts them.
+    XLA:GPU still copies the agent's state on every update of that loop in a chunk
+    (`fast_td3_playground` compiled for an H100: 102 of 228 kernels per update either way,
+    though not in `learn_if` compiled alone); `TrainConfig.unroll_updates` removes those.
+    """
     traced = []
 
     def run(*a):

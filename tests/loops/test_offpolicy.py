@@ -264,10 +264,9 @@ def test_updates_written_out_give_the_same_numbers_and_no_loop_over_them():
 def test_the_learning_branch_copies_no_state_on_each_update():
     """`learn_if`: an iteration's loop of updates, inside the learning branch, holds about as
     many copies per update as the same loop compiled alone, and computes the same. XLA copied
-    the leaves of the agent's state into both operands of TD3's policy-delay cond on every
-    update when the learning branch was the conditional's first (a switch on (learn, skip):
-    102 of the 228 kernels of FastTD3's update compiled for an H100); `lax.cond` places its
-    false branch, the skipping one, first."""
+    the leaves of the agent's state on every update (58 copies more per update here, around
+    TD3's policy-delay cond) when the learning branch was the conditional's first (a switch
+    on (learn, skip)); `lax.cond` places its false branch, the skipping one, first."""
     from jaxrl.benchmarks import speed
     from jaxrl.loops import offpolicy
     from jaxrl.loops.base import learn_if
