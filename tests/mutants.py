@@ -79,6 +79,28 @@ PROPERTIES = "tests/test_properties.py"
 FAULTS = "tests/test_faults.py"
 STARTUP = "tests/test_startup.py"
 
+# QEnsemble.__call__ from its vmap's in_axes to its return (the mutant below reverts both ends)
+_Q_ENSEMBLE_CALL = (
+    "            in_axes=(0, 0, None),\n"
+    "            out_axes=0,\n"
+    "            axis_size=self.num_critics,\n"
+    "        )\n"
+    "        critics = ensemble(\n"
+    "            self.hidden,\n"
+    "            self.layer_norm,\n"
+    "            self.dropout,\n"
+    "            self.outputs,\n"
+    "            self.residual,\n"
+    "            self.norm_after_relu,\n"
+    "            self.matmul_precision,\n"
+    "            self.kernel_init,\n"
+    "            self.activation,\n"
+    '            name="critics",\n'
+    "        )\n"
+    "        each = functools.partial(_along_ensemble, size=self.num_critics)\n"
+    "        return critics(each(obs), each(action), train)\n"
+)
+
 MUTANTS = [
     # --- Agents. ---------------------------------------------------------------------------
     m(
@@ -376,56 +398,11 @@ MUTANTS = [
         "tests/loops/test_offpolicy.py",
     ),
     m(
-        "learn-if-learning-branch-first",
-        "jaxrl/loops/base.py",
-        "    return jax.lax.cond(ready, run, skip, *args)",
-        "    return jax.lax.switch(jnp.where(ready, 0, 1), (run, skip), *args)",
-        "learn_if's learning branch is the conditional's first: XLA copies the agent state's "
-        "leaves on every update of the iteration's loop",
-        "tests/loops/test_offpolicy.py",
-    ),
-    m(
         "q-ensemble-inputs-shared",
         "jaxrl/networks.py",
-        (
-            "            in_axes=(0, 0, None),\n"
-            "            out_axes=0,\n"
-            "            axis_size=self.num_critics,\n"
-            "        )\n"
-            "        critics = ensemble(\n"
-            "            self.hidden,\n"
-            "            self.layer_norm,\n"
-            "            self.dropout,\n"
-            "            self.outputs,\n"
-            "            self.residual,\n"
-            "            self.norm_after_relu,\n"
-            "            self.matmul_precision,\n"
-            "            self.kernel_init,\n"
-            "            self.activation,\n"
-            '            name="critics",\n'
-            "        )\n"
-            "        each = functools.partial(_along_ensemble, size=self.num_critics)\n"
-            "        return critics(each(obs), each(action), train)\n"
-        ),
-        (
-            "            in_axes=None,\n"
-            "            out_axes=0,\n"
-            "            axis_size=self.num_critics,\n"
-            "        )\n"
-            "        critics = ensemble(\n"
-            "            self.hidden,\n"
-            "            self.layer_norm,\n"
-            "            self.dropout,\n"
-            "            self.outputs,\n"
-            "            self.residual,\n"
-            "            self.norm_after_relu,\n"
-            "            self.matmul_precision,\n"
-            "            self.kernel_init,\n"
-            "            self.activation,\n"
-            '            name="critics",\n'
-            "        )\n"
-            "        each = functools.partial(_along_ensemble, size=self.num_critics)\n"
-            "        return critics(obs, action, train)\n"
+        _Q_ENSEMBLE_CALL,
+        _Q_ENSEMBLE_CALL.replace("in_axes=(0, 0, None)", "in_axes=None").replace(
+            "critics(each(obs), each(action), train)", "critics(obs, action, train)"
         ),
         "the critics share their inputs (in_axes=None, no broadcast), as before: the first "
         "layer's product is unbatched on its input and XLA transposes its activations",

@@ -341,21 +341,11 @@ def skip_learning(learn: Callable, *args) -> tuple[Any, dict]:
 
 def learn_if(ready: jax.Array, learn: Callable, *args) -> tuple[Any, dict]:
     """`learn(*args)` where `ready`, else `skip_learning`'s agent state as it is with zero
-    metrics: `lax.cond(ready, learn, skip)`, with `learn` traced once. `lax.cond` traces its
-    true branch first, so the skipping branch takes the metrics' shapes from the learning
-    branch's trace, and traces `learn` again (`jax.eval_shape`) only where that order does not
-    hold. The update is most of the chunk's trace: a second one cost about a quarter of a
-    re-run's compile clock (issue 39).
-
-    The skipping branch is the conditional's first (`lax.cond` places its false branch
-    first). With the learning branch first (a `lax.switch` on (learn, skip), as before), XLA
-    copied the leaves of the agent's state on every update of the iteration's loop: on this
-    CPU 44 to 82 copies more per update in the chunks of the pendulum presets (TD3's, SAC's,
-    FastTD3's), the same numbers either way; tests/loops/test_offpolicy.py counts them.
-    XLA:GPU still copies the agent's state on every update of that loop in a chunk
-    (`fast_td3_playground` compiled for an H100: 102 of 228 kernels per update either way,
-    though not in `learn_if` compiled alone); `TrainConfig.unroll_updates` removes those.
-    """
+    metrics, as `lax.cond(ready, learn, skip)` would, with `learn` traced once: the skipping
+    branch takes the metrics' shapes from the learning branch's trace (`lax.switch` traces its
+    branches in order, the learning one first), and traces `learn` again (`jax.eval_shape`)
+    only where that order does not hold. The update is most of the chunk's trace: a second one
+    cost about a quarter of a re-run's compile clock (issue 39)."""
     traced = []
 
     def run(*a):
@@ -368,7 +358,7 @@ def learn_if(ready: jax.Array, learn: Callable, *args) -> tuple[Any, dict]:
             return skip_learning(learn, *a)
         return a[0], jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), traced[-1])
 
-    return jax.lax.cond(ready, run, skip, *args)
+    return jax.lax.switch(jnp.where(ready, 0, 1), (run, skip), *args)
 
 
 NONFINITE = "nonfinite_"

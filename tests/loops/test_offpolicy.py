@@ -6,7 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxrl import agents, checkpoint, driver, sac
+from jaxrl import checkpoint, driver, sac
 from jaxrl.config import ConfigError
 from jaxrl.loops import make_train
 from tests import tiny
@@ -259,39 +259,3 @@ def test_updates_written_out_give_the_same_numbers_and_no_loop_over_them():
         trainer = make_train(tiny.off_policy(unroll_updates=2), sac.make(tiny.SAC))
         jax.eval_shape(trainer.chunk, jax.eval_shape(trainer.init, jax.random.PRNGKey(0)))
     assert 2 in seen
-
-
-def test_the_learning_branch_copies_no_state_on_each_update():
-    """`learn_if`: an iteration's loop of updates, inside the learning branch, holds about as
-    many copies per update as the same loop compiled alone, and computes the same. XLA copied
-    the leaves of the agent's state on every update (58 copies more per update here, around
-    TD3's policy-delay cond) when the learning branch was the conditional's first (a switch
-    on (learn, skip)); `lax.cond` places its false branch, the skipping one, first."""
-    from jaxrl.benchmarks import speed
-    from jaxrl.loops import offpolicy
-    from jaxrl.loops.base import learn_if
-    from jaxrl.run.runner import CHUNK_OPTIONS
-
-    agent_config = tiny.agent("td3")
-    assert agent_config.policy_delay == 2  # the update holds the cond
-    trainer = make_train(tiny.run("td3"), agents.get("td3").make(agent_config))
-    config = trainer.config
-    learn = offpolicy.make_learn(config, trainer.agent, trainer.data)
-    state = jax.jit(trainer.init)(jax.random.PRNGKey(0))
-    args = (state.agent, state.buffer, state.obs_stats, jax.random.PRNGKey(1), state.hp["gamma"])
-
-    def per_update(fn):
-        lowered = jax.jit(fn).lower(jnp.bool_(True), *args)  # ready traced: a real switch
-        compiled = lowered.compile(compiler_options=CHUNK_OPTIONS["cpu"])
-        loops = speed.kernel_counts(compiled.as_text())["loops"]
-        (loop,) = [loop for loop in loops if loop["trips"] == config.updates_per_step]
-        return compiled, loop["copies_per_trip"]
-
-    alone, copies = per_update(lambda ready, *a: learn(*a))
-    branch, copies_in_branch = per_update(lambda ready, *a: learn_if(ready, learn, *a))
-    assert " conditional(" in branch.as_text()
-    # The switch with the learning branch first copied 58 more per update here; XLA still
-    # copies 2 small arrays more (the critics' output layer, [2, 16, 1] and [2, 1]).
-    assert copies_in_branch <= copies + 2
-    ours, theirs = branch(jnp.bool_(True), *args), alone(jnp.bool_(True), *args)
-    chex.assert_trees_all_equal(jax.device_get(ours), jax.device_get(theirs))
