@@ -2,7 +2,6 @@
 
 import chex
 import jax
-import jax.extend
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -10,6 +9,7 @@ import pytest
 import jaxrl
 from jaxrl.agents import ppo, sac
 from jaxrl.types import Rollout
+from tests.jaxprs import equations
 
 
 @pytest.mark.parametrize("scan", ["sequential", "associative"])
@@ -182,24 +182,6 @@ def test_explore_act_update_shapes_and_log_probs():
     assert all(jax.tree.leaves(moved))
 
 
-def _scans(jaxpr):
-    """Every scan equation of `jaxpr`, nested ones included."""
-    for eqn in jaxpr.eqns:
-        if eqn.primitive.name == "scan":
-            yield eqn
-        for sub in jax.extend.core.jaxprs_in_params(eqn.params):
-            yield from _scans(sub)
-
-
-def _transposes(jaxpr):
-    """The operand shapes of every transpose in `jaxpr`, nested ones included."""
-    for eqn in jaxpr.eqns:
-        if eqn.primitive.name == "transpose":
-            yield eqn.invars[0].aval.shape
-        for sub in jax.extend.core.jaxprs_in_params(eqn.params):
-            yield from _transposes(sub)
-
-
 def test_in_loss_minibatches_reach_the_loss_time_first_with_no_transpose_inside():
     """With the advantage in the loss the update lays each epoch's shuffled unrolls out time
     first, [minibatches, H, B], where it gathers them: the loss (`Losses.unroll_time_major`)
@@ -215,14 +197,22 @@ def test_in_loss_minibatches_reach_the_loss_time_first_with_no_transpose_inside(
     state = agent.init(jax.random.PRNGKey(0), 3, 2)
     rollout = _rollout(jax.random.PRNGKey(1), steps=steps, envs=envs)
     jaxpr = jax.make_jaxpr(agent.update)(state, rollout, jax.random.PRNGKey(2)).jaxpr
-    (step,) = [eqn for eqn in _scans(jaxpr) if eqn.params["length"] == minibatches]
+    (step,) = [
+        eqn
+        for eqn in equations(jaxpr)
+        if eqn.primitive.name == "scan" and eqn.params["length"] == minibatches
+    ]
     unrolls = steps // horizon * envs // minibatches
     xs = step.invars[step.params["num_consts"] + step.params["num_carry"] :]
     xs = [v.aval.shape for v in xs]
     assert (minibatches, horizon, unrolls, 3) in xs  # obs [M, H, B, obs]
     assert (minibatches, unrolls, 3) in xs  # bootstrap_obs [M, B, obs]
-    assert not any(shape[:2] in ((horizon, unrolls), (unrolls, horizon)) for shape in
-                   _transposes(step.params["jaxpr"].jaxpr))  # fmt: skip
+    transposed = [
+        eqn.invars[0].aval.shape
+        for eqn in equations(step.params["jaxpr"].jaxpr)
+        if eqn.primitive.name == "transpose"
+    ]
+    assert not any(shape[:2] in ((horizon, unrolls), (unrolls, horizon)) for shape in transposed)
     # The same loss as the [B, H] entry's (`Losses.unroll`, Brax's layout).
     losses = ppo.losses(config)
     batch = {

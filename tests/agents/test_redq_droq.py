@@ -7,6 +7,7 @@ import pytest
 from jaxrl import agents, heads
 from jaxrl.agents import droq, redq, sac, sac_family
 from jaxrl.networks import QEnsemble, QNetwork
+from tests.jaxprs import equations
 
 
 def test_redq_target_is_min_over_a_random_subset_of_two():
@@ -58,19 +59,11 @@ def test_every_product_of_the_ensemble_is_batched_over_its_critics_on_both_sides
         return jnp.sum(ensemble.apply(params, obs, action) ** 2)
 
     jaxpr = jax.make_jaxpr(jax.grad(loss, argnums=(0, 1)))(params, action).jaxpr
-    products = [e for e in _equations(jaxpr) if e.primitive.name == "dot_general"]
+    products = [e for e in equations(jaxpr) if e.primitive.name == "dot_general"]
     assert len(products) == 3 + 3 + 2 + 1  # forward; kernels' gradients; hidden, input grads
     for eqn in products:
         (_, (lhs_batch, rhs_batch)) = eqn.params["dimension_numbers"]
         assert len(lhs_batch) == len(rhs_batch) == 1, eqn
-
-
-def _equations(jaxpr):
-    """Every equation of `jaxpr`, nested ones included."""
-    for eqn in jaxpr.eqns:
-        yield eqn
-        for sub in jax.extend.core.jaxprs_in_params(eqn.params):
-            yield from _equations(sub)
 
 
 def test_droq_dropout_is_active_only_in_training():
