@@ -145,8 +145,10 @@ def _loop(counts: dict, trips: int | None = None) -> dict | None:
     return {key: loop[key] for key in keep} | {"sources": loop["sources"][:8]}
 
 
-def summarise(text: str, loop_trips: int | None = None) -> dict:
-    """Kernels per call and of the named loop (`_loop`), both branch policies."""
+def summarise(text: str, loop_trips: int | None = None, update_trips: int | None = None) -> dict:
+    """Kernels per call and of the named loop (`_loop`), both branch policies; for a chunk
+    (`update_trips`), also its loop of updates (off-policy: an iteration's updates; PPO: an
+    epoch's minibatches), where XLA:GPU may copy the agent's state on every trip."""
     from jaxrl.benchmarks import speed
 
     out = {}
@@ -157,6 +159,8 @@ def summarise(text: str, loop_trips: int | None = None) -> dict:
             "copies_per_call": counts["copies_per_call"],
             "loop": _loop(counts, loop_trips),
         }
+        if update_trips is not None:
+            out[branch]["update_loop"] = _loop(counts, update_trips)
     out["conditionals"] = text.count(" conditional(")
     out["unknown_trip_loops"] = counts["unknown_trips"]  # the same whichever branch
     return out
@@ -190,8 +194,8 @@ def measure(name: str, sharding) -> list[dict]:
     ppo, settings = _ppo_settings()
     records = []
 
-    def record(label: str, text: str, loop_trips: int | None, **extra) -> None:
-        records.append({"case": label, **summarise(text, loop_trips), **extra})
+    def record(label: str, text: str, loop_trips: int | None, update_trips=None, **extra) -> None:
+        records.append({"case": label, **summarise(text, loop_trips, update_trips), **extra})
 
     tick = time.perf_counter()
     if name.startswith("ppo-update"):
@@ -223,10 +227,14 @@ def measure(name: str, sharding) -> list[dict]:
             case = ppo
         trainer = _jaxrl_trainer(case, ("--eval-simulator", mode, *flags))
         state = jax.eval_shape(trainer.init, jax.random.PRNGKey(0))
+        if algo == "ppo":
+            updates = settings["num_minibatches"]
+        else:
+            updates = trainer.config.updates_per_step
         for label, options in (("xla-defaults", None), ("chunk-options", runner.CHUNK_OPTIONS)):
             gpu = options["gpu"] if options else None
             text = compile_text(trainer.chunk, (state,), sharding, gpu, name=f"{name}-{label}")
-            record(name, text, None, options=label, compile_options=gpu)
+            record(name, text, None, updates, options=label, compile_options=gpu)
     for item in records:
         item["compile_seconds"] = round(time.perf_counter() - tick, 1)
     return records

@@ -769,10 +769,38 @@ MUTANTS = [
         "tests/loops/test_shared_eval.py",
     ),
     m(
+        "learn-conditioned-around-the-loop",
+        "jaxrl/loops/offpolicy.py",
+        "        agent_state, update_metrics = parts.learn(*args, ready=ready)\n",
+        "        agent_state, update_metrics = learn_if(ready, parts.learn, *args)\n",
+        "the condition to learn wraps the iteration's loop of updates again (XLA:GPU then copies "
+        "the agent's state on every update)",
+        "tests/loops/test_offpolicy.py",
+    ),
+    m(
+        "learn-ignores-ready",
+        "jaxrl/loops/offpolicy.py",
+        "        agent_state, update_metrics = parts.learn(*args, ready=ready)\n",
+        "        agent_state, update_metrics = parts.learn(*args)\n",
+        "the updates run in every iteration, from a buffer that is not ready (the warm-up's)",
+        "tests/loops/test_offpolicy.py",
+    ),
+    m(
+        "shared-learn-conditioned-around-the-loop",
+        "jaxrl/loops/offpolicy.py",
+        "        agent_state, update_metrics = "
+        "parts.learn(*args, ready=ready, training=training)\n",
+        "        learn = functools.partial(parts.learn, ready=ready)\n"
+        "        agent_state, update_metrics = learn_if(training, learn, *args)\n",
+        "the shared chunk's training condition wraps the iteration's loop of updates again",
+        "tests/loops/test_offpolicy.py",
+    ),
+    m(
         "shared-eval-trips-update-under-vmap",
         "jaxrl/loops/offpolicy.py",
-        "        agent_state, update_metrics = learn_if(training, learn, *args)\n",
-        "        agent_state, update_metrics = learn_if(training & ready, parts.learn, *args)\n",
+        "        agent_state, update_metrics = "
+        "parts.learn(*args, ready=ready, training=training)\n",
+        "        agent_state, update_metrics = parts.learn(*args, ready=training & ready)\n",
         "under vmap the shared chunk's evaluation trips run the update (a select, not a cond)",
         "tests/loops/test_shared_eval.py",
     ),

@@ -73,8 +73,9 @@ class Parts(NamedTuple):
     learning_starts), step every env, update the observation statistics, redraw the noise
     scales of envs whose episode ended ("uniform")."""
     learn: Callable
-    """learn(agent_state, buffer, obs_stats, key, gamma) -> (agent_state, metrics): one
-    iteration's `updates_per_step` updates from one gather of the buffer."""
+    """learn(agent_state, buffer, obs_stats, key, gamma, ready=None, training=None) ->
+    (agent_state, metrics): one iteration's `updates_per_step` updates from one gather of the
+    buffer; each only where `ready` (and `training`) hold, where given (`make_learn`)."""
     ready: Callable[[replay.ReplayBuffer], jax.Array]
     """Whether the buffer holds enough rows to learn from (learning_starts, a batch, n-step)."""
 
@@ -169,10 +170,20 @@ def sample(config: TrainConfig, data, buffer, key, gamma) -> Batch:
 
 def make_learn(config: TrainConfig, agent: Agent, data) -> Callable:
     """`Parts.learn`: one gather of the buffer, normalised with the statistics given, then
-    `updates_per_step` agent updates in a scan; their metrics averaged."""
+    `updates_per_step` agent updates in a scan; their metrics averaged. With `ready` (and
+    `training`), each update runs where they hold (`learn_if`), else leaves the state as it
+    is with zero metrics: the condition inside each update, not around the loop of updates.
+    XLA:GPU copied every leaf of the agent's state on every update when that loop sat inside
+    a conditional inside the chunk's loop. Compiled for an H100 (benchmarks/README.md), kernels
+    per update: `fast_td3_playground` 209, 102 of them copies, against 115 and none (107
+    with no condition at all); `sac_dmc` 157 and 67 against 103 and none (90). The gather then runs where no update does
+    (the warm-up's iterations, a shared evaluation's trips): one gather of the rows the
+    iteration's updates would take. `training` (the shared chunk's; the same for every member
+    of a grid) stays a real conditional under vmap where a batched `ready` turns into a
+    select, so an evaluation trip never runs the updates."""
     observe = make_observe(config)
 
-    def learn(agent_state, buffer, stats, key, gamma):
+    def learn(agent_state, buffer, stats, key, gamma, ready=None, training=None):
         sample_key, update_key = jax.random.split(key)
         # One gather for all updates of this iteration, sliced per update inside the scan.
         batches = data.split(sample(config, data, buffer, sample_key, gamma), axis=1)
@@ -186,6 +197,10 @@ def make_learn(config: TrainConfig, agent: Agent, data) -> Callable:
         def one_update(agent_state, xs):
             return agent.update(agent_state, *xs)
 
+        if ready is not None:
+            one_update = functools.partial(learn_if, ready, one_update)
+        if training is not None:
+            one_update = functools.partial(learn_if, training, one_update)
         agent_state, metrics = jax.lax.scan(
             one_update, agent_state, (batches, keys), unroll=config.unroll_updates
         )
@@ -299,12 +314,11 @@ def _learned(config, parts: Parts, state: OffPolicyState, collected, learn_key, 
     args = (state.agent, buffer, stats, learn_key, state.hp["gamma"])
     ready = parts.ready(buffer)
     if training is None:
-        agent_state, update_metrics = learn_if(ready, parts.learn, *args)
+        agent_state, update_metrics = parts.learn(*args, ready=ready)
     else:  # `training` comes from the trip's index, the same for every seed under vmap, so
         # the evaluation's trips skip the update for real (a batched `ready` turns learn_if's
         # switch into a select, which would run it on every trip)
-        learn = functools.partial(learn_if, ready, parts.learn)
-        agent_state, update_metrics = learn_if(training, learn, *args)
+        agent_state, update_metrics = parts.learn(*args, ready=ready, training=training)
         ready = training & ready
     metrics = {**update_metrics, "updated": ready.astype(jnp.float32), **episodes}
     acting_agent = state.acting_agent

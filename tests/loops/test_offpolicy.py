@@ -6,7 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxrl import checkpoint, driver, sac
+from jaxrl import agents, checkpoint, driver, sac
 from jaxrl.config import ConfigError
 from jaxrl.loops import make_train
 from tests import tiny
@@ -228,6 +228,63 @@ def test_learn_if_traces_the_update_once_and_skips_it_with_zero_metrics():
     np.testing.assert_array_equal(zeros["loss"], np.zeros(3))
     assert zeros["count"].dtype == jnp.int32 and int(zeros["count"]) == 0
     assert len(traces) == 1
+
+
+def test_the_loop_of_updates_sits_in_no_conditional_and_copies_no_state():
+    """`make_learn`: the condition to learn (`ready`, and a shared chunk's `training`) is
+    taken inside each update, not around the iteration's loop of updates. XLA:GPU copied
+    every leaf of the agent's state on every update when that loop sat inside a conditional
+    inside the chunk's loop (102 of the 228 kernels of `fast_td3_playground`'s update,
+    compiled for an H100; benchmarks/README.md). So in both chunks' programs no scan of the
+    updates has a cond around it; on this CPU the loop with its conditions copies less per
+    update than with the condition around it, nearer the bare loop's count; an update that
+    runs computes what the bare loop computes, and one that does not leaves the state as it
+    was with zero metrics."""
+    from jaxrl.benchmarks import speed
+    from jaxrl.loops import offpolicy
+    from jaxrl.loops.base import learn_if
+    from jaxrl.run.runner import CHUNK_OPTIONS
+    from tests import jaxprs
+
+    agent_config = tiny.agent("td3")
+    assert agent_config.policy_delay == 2  # the update holds a cond of its own
+    for mode in ("own", "shared"):
+        config = tiny.run("td3", eval_simulator=mode, eval_envs=4)
+        trainer = make_train(config, agents.get("td3").make(agent_config))
+        state = jax.eval_shape(trainer.init, jax.random.PRNGKey(0))
+        jaxpr = jax.make_jaxpr(trainer.chunk)(state).jaxpr
+        loops = [
+            within
+            for eqn, within in jaxprs.equations_within(jaxpr)
+            if eqn.primitive.name == "scan" and eqn.params["length"] == config.updates_per_step
+        ]
+        assert loops and not any("cond" in within for within in loops), (mode, loops)
+
+    trainer = make_train(tiny.run("td3"), agents.get("td3").make(agent_config))
+    config = trainer.config
+    learn = offpolicy.make_learn(config, trainer.agent, trainer.data)
+    state, _ = jax.jit(trainer.chunk)(jax.jit(trainer.init)(jax.random.PRNGKey(0)))
+    args = (state.agent, state.buffer, state.obs_stats, jax.random.PRNGKey(1), state.hp["gamma"])
+
+    def per_update(fn):
+        lowered = jax.jit(fn).lower(jnp.bool_(True), *args)  # ready traced: a real cond
+        compiled = lowered.compile(compiler_options=CHUNK_OPTIONS["cpu"])
+        loops = speed.kernel_counts(compiled.as_text())["loops"]
+        (loop,) = [loop for loop in loops if loop["trips"] == config.updates_per_step]
+        return compiled, loop["copies_per_trip"]
+
+    bare, copies = per_update(lambda ready, *a: learn(*a))
+    conditioned, copies_conditioned = per_update(lambda ready, *a: learn(*a, ready=ready))
+    _, copies_around = per_update(lambda ready, *a: learn_if(ready, learn, *a))
+    assert " conditional(" in conditioned.as_text()
+    # Per update here: 47 copies bare, 62 with the condition inside, 105 around the loop
+    # (compiled for an H100, benchmarks/README.md: none inside, 102 around).
+    assert copies_conditioned - copies <= (copies_around - copies) // 2
+    ours, theirs = conditioned(jnp.bool_(True), *args), bare(jnp.bool_(True), *args)
+    chex.assert_trees_all_equal(jax.device_get(ours), jax.device_get(theirs))
+    held, zeros = jax.device_get(conditioned(jnp.bool_(False), *args))
+    chex.assert_trees_all_equal(held, jax.device_get(state.agent))
+    assert zeros and all(not np.any(x) for x in jax.tree.leaves(zeros))
 
 
 def test_updates_written_out_give_the_same_numbers_and_no_loop_over_them():

@@ -165,7 +165,14 @@ def _run_jaxrl(brax: dict, monkeypatch, **slip) -> dict:
     def next_update_keys():
         return next(update_keys, unused)
 
+    first_end = brax["draws"][0][2]  # the rows Brax had filled at its first training step
+
     def next_draw(low, high):
+        # The loop gathers in every iteration and updates only where the buffer is ready
+        # (`offpolicy.make_learn`): a draw from fewer rows than Brax's first feeds no update,
+        # unless a slip makes it (then its rows, zeros, are not Brax's).
+        if int(high) < first_end:
+            return np.zeros((1, BATCH * UPDATES), np.int32)
         ranges.append((int(low), int(high)))
         rows, _, _ = next(draws, (np.zeros(BATCH * UPDATES, np.int32), 0, 0))
         return rows.astype(np.int32).reshape(1, -1)
