@@ -13,7 +13,10 @@ generator, so these tests compare what users get:
 
 import os
 
-from tests import conftest
+# The suite's faster-compiling code generator, which tests/conftest.py sets on the jaxlibs where
+# it was checked; defined here, so that the tests using `users` import without conftest's
+# session settings (benchmarks/gpu/run.sh's `checks` calls some as plain functions).
+FAST_COMPILE_FLAG = "--xla_cpu_use_fusion_emitters=false"
 
 
 def users() -> dict:
@@ -23,6 +26,6 @@ def users() -> dict:
 
     if jax.default_backend() != "cpu":
         return {}
-    if conftest.FAST_COMPILE_FLAG not in os.environ.get("XLA_FLAGS", "").split():
+    if FAST_COMPILE_FLAG not in os.environ.get("XLA_FLAGS", "").split():
         return {}
     return {"xla_cpu_use_fusion_emitters": True}

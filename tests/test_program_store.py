@@ -608,7 +608,7 @@ def test_the_stored_chunk_computes_what_the_traced_one_does(store):
         np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
 
 
-def test_a_cpu_chunk_copies_nothing_its_conds_pass_through_and_computes_the_same(monkeypatch):
+def test_a_cpu_chunk_copies_nothing_its_conds_pass_through_and_computes_the_same():
     """`runner.CHUNK_OPTIONS`: the chunk compiled by `compile_chunk` (XLA's copy insertion by
     region analysis) holds fewer copies than XLA's default compile of it (a `cond` passing the
     env states or the agent's state through copied them every step), and returns the same
@@ -621,12 +621,15 @@ def test_a_cpu_chunk_copies_nothing_its_conds_pass_through_and_computes_the_same
     assert backend in runner.CHUNK_OPTIONS
     generator = codegen.users()
     options = {**runner.CHUNK_OPTIONS[backend], **generator}
-    monkeypatch.setitem(runner.CHUNK_OPTIONS, backend, options)
     trainer = make_train(tiny.off_policy(), agents.get("sac").make(tiny.SAC))
     state = _initial_state(trainer, None)
     lowered = jax.jit(trainer.chunk, donate_argnums=0).lower(state)
     plain = lowered.compile(compiler_options=generator)
-    chunk = compile_chunk(trainer, state, None)
+    # A context, not the fixture: benchmarks/gpu/run.sh's `checks` calls this test as a plain
+    # function on a GPU machine, where pytest does not run.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setitem(runner.CHUNK_OPTIONS, backend, options)
+        chunk = compile_chunk(trainer, state, None)
 
     def copies(compiled) -> int:
         return compiled.as_text().count(" copy(")
