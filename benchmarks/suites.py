@@ -819,11 +819,13 @@ def _gpu_mixed() -> list[Case]:
     return updates + runs + _speed_cases(fast_td3, *precisions)
 
 
-# Issue 39, FastTD3 on a GPU: counted without one (benchmarks/gpu_kernels.py), XLA:GPU copies
-# the agent's state on every trip of the loop over an iteration's updates (207 of the learning
-# branch's 483 kernels per env step); written out (--unroll-updates 2) 259 kernels, 1 copy,
-# but the update is compiled twice. The preset on CheetahRun for 1,003,520 env steps, both
-# ways, one case at a time: compile and env-steps/s (about 4 minutes of an H200).
+# Issue 39, FastTD3 on a GPU: counted without one (benchmarks/gpu_kernels.py), XLA:GPU copied
+# the agent's state on every trip of the loop over an iteration's updates while a conditional
+# held that loop (207 of the learning branch's 483 kernels per env step); written out
+# (--unroll-updates 2) 259 kernels, 1 copy, but the update compiled twice. Since 4aba609 the
+# condition sits inside each update, and the loop's learning trip is 134 kernels, no copies.
+# The preset on CheetahRun for 1,003,520 env steps, both ways, one case at a time: compile and
+# env-steps/s (about 4 minutes of an H200).
 def _gpu_unroll() -> list[Case]:
     fast_td3 = jaxrl_case(
         "fast_td3", "playground/CheetahRun", "fast_td3_playground", 0.0, total_steps=1_003_520
