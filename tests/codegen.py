@@ -22,7 +22,7 @@ FAST_COMPILE_FLAG = "--xla_cpu_use_fusion_emitters=false"
 def users() -> dict:
     """Compile options that give this compile XLA's own code generator: none where the suite
     did not change it (another jaxlib, another backend, or XLA_FLAGS set by hand)."""
-    import jax
+    import jax  # here, not above: conftest imports this module before JAX may be imported
 
     if jax.default_backend() != "cpu":
         return {}

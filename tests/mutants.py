@@ -79,6 +79,11 @@ PROPERTIES = "tests/test_properties.py"
 FAULTS = "tests/test_faults.py"
 STARTUP = "tests/test_startup.py"
 
+# offpolicy._learned's call of the iteration's updates, each under its conditions
+_LEARN_CALL = (
+    "    agent_state, update_metrics = parts.learn(*args, ready=ready, training=training)\n"
+)
+
 # QEnsemble.__call__ from its vmap's in_axes to its return (the mutant below reverts both ends)
 _Q_ENSEMBLE_CALL = (
     "            in_axes=(0, 0, None),\n"
@@ -771,8 +776,9 @@ MUTANTS = [
     m(
         "learn-conditioned-around-the-loop",
         "jaxrl/loops/offpolicy.py",
-        "        agent_state, update_metrics = parts.learn(*args, ready=ready)\n",
-        "        agent_state, update_metrics = learn_if(ready, parts.learn, *args)\n",
+        _LEARN_CALL,
+        "    learn = functools.partial(parts.learn, training=training)\n"
+        "    agent_state, update_metrics = learn_if(ready, learn, *args)\n",
         "the condition to learn wraps the iteration's loop of updates again (XLA:GPU then copies "
         "the agent's state on every update)",
         "tests/loops/test_offpolicy.py",
@@ -780,27 +786,28 @@ MUTANTS = [
     m(
         "learn-ignores-ready",
         "jaxrl/loops/offpolicy.py",
-        "        agent_state, update_metrics = parts.learn(*args, ready=ready)\n",
-        "        agent_state, update_metrics = parts.learn(*args)\n",
+        _LEARN_CALL,
+        "    agent_state, update_metrics = parts.learn(*args, training=training)\n",
         "the updates run in every iteration, from a buffer that is not ready (the warm-up's)",
         "tests/loops/test_offpolicy.py",
     ),
     m(
         "shared-learn-conditioned-around-the-loop",
         "jaxrl/loops/offpolicy.py",
-        "        agent_state, update_metrics = "
-        "parts.learn(*args, ready=ready, training=training)\n",
-        "        learn = functools.partial(parts.learn, ready=ready)\n"
-        "        agent_state, update_metrics = learn_if(training, learn, *args)\n",
+        _LEARN_CALL,
+        "    learn = functools.partial(parts.learn, ready=ready)\n"
+        "    agent_state, update_metrics = (\n"
+        "        learn(*args) if training is None else learn_if(training, learn, *args)\n"
+        "    )\n",
         "the shared chunk's training condition wraps the iteration's loop of updates again",
         "tests/loops/test_offpolicy.py",
     ),
     m(
         "shared-eval-trips-update-under-vmap",
         "jaxrl/loops/offpolicy.py",
-        "        agent_state, update_metrics = "
-        "parts.learn(*args, ready=ready, training=training)\n",
-        "        agent_state, update_metrics = parts.learn(*args, ready=training & ready)\n",
+        _LEARN_CALL,
+        "    both = ready if training is None else training & ready\n"
+        "    agent_state, update_metrics = parts.learn(*args, ready=both)\n",
         "under vmap the shared chunk's evaluation trips run the update (a select, not a cond)",
         "tests/loops/test_shared_eval.py",
     ),

@@ -314,12 +314,11 @@ def _learned(config, parts: Parts, state: OffPolicyState, collected, learn_key, 
     buffer = replay.add(state.buffer, transition, training)
     args = (state.agent, buffer, stats, learn_key, state.hp["gamma"])
     ready = parts.ready(buffer)
-    if training is None:
-        agent_state, update_metrics = parts.learn(*args, ready=ready)
-    else:  # `training` comes from the trip's index, the same for every seed under vmap, so
-        # the evaluation's trips skip the update for real (a batched `ready` turns learn_if's
-        # switch into a select, which would run it on every trip)
-        agent_state, update_metrics = parts.learn(*args, ready=ready, training=training)
+    # `training` comes from the trip's index, the same for every seed under vmap, so the
+    # evaluation's trips skip the update for real (a batched `ready` turns learn_if's switch
+    # into a select, which would run it on every trip)
+    agent_state, update_metrics = parts.learn(*args, ready=ready, training=training)
+    if training is not None:
         ready = training & ready
     metrics = {**update_metrics, "updated": ready.astype(jnp.float32), **episodes}
     acting_agent = state.acting_agent
