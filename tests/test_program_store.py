@@ -32,19 +32,28 @@ from jaxrl.run.state import _initial_state
 from tests import codegen, tiny
 
 
+@pytest.fixture(scope="session")
+def jax_cache(tmp_path_factory) -> pathlib.Path:
+    """One folder of JAX's persistent cache for this worker's store tests."""
+    return tmp_path_factory.mktemp("jax-cache")
+
+
 @pytest.fixture
-def store(tmp_path, monkeypatch):
-    """The store on, over tmp_path/store; `compiles` counts the programs XLA is asked for."""
+def store(tmp_path, monkeypatch, jax_cache):
+    """The store on, over tmp_path/store; `compiles` counts the programs XLA is asked for.
+
+    JAX's persistent cache is on over one folder for these tests (`driver.train`'s default
+    turns it on; its folder moved here): the tests run the same tiny programs again and again,
+    and a program it gives is stored from its entry's bytes (`programs._serialize`). The first
+    test of a worker's session compiles with XLA and stores what XLA gave; tests/
+    test_compile_cache.py and benchmarks/rerun.py's test check both sources in new processes.
+    JAX decides once per process whether it uses its cache: reset_cache makes it decide again."""
     folder = tmp_path / "store"
     monkeypatch.setattr(programs, "folder", lambda: folder)
-    # JAX's persistent cache off (the runs below pass compile_cache=False too): a program it
-    # gave would not be stored (tests/test_compile_cache.py checks that case). JAX decides
-    # once per process whether it uses its cache, and another test of this worker may have
-    # turned it on: reset_cache makes it decide again.
+    monkeypatch.setattr(driver, "DEFAULT_CACHE_DIR", jax_cache)
     from jax._src import compilation_cache
 
-    was = jax.config.jax_enable_compilation_cache
-    jax.config.update("jax_enable_compilation_cache", False)
+    was = jax.config.jax_enable_compilation_cache, jax.config.jax_compilation_cache_dir
     compilation_cache.reset_cache()
     compiles = []
     real = jax.stages.Lowered.compile
@@ -55,14 +64,13 @@ def store(tmp_path, monkeypatch):
 
     monkeypatch.setattr(jax.stages.Lowered, "compile", counting)
     yield folder, compiles
-    jax.config.update("jax_enable_compilation_cache", was)
+    jax.config.update("jax_enable_compilation_cache", was[0])
+    jax.config.update("jax_compilation_cache_dir", was[1])
     compilation_cache.reset_cache()
 
 
 def _train(config, agent_config):
-    return driver.learning_metrics(
-        driver.train(config, agent_config, progress=None, compile_cache=False).history
-    )
+    return driver.learning_metrics(driver.train(config, agent_config, progress=None).history)
 
 
 def test_a_rerun_with_other_data_seed_and_steps_loads_its_programs_and_trains_the_same(
@@ -178,8 +186,7 @@ def test_a_prefetched_chunk_of_other_shapes_is_dropped_and_the_hint_follows_the_
     its own, which the hint then names for the next run."""
 
     def grid(seeds: int) -> list:
-        run = driver.train(tiny.off_policy(), tiny.SAC, progress=None, compile_cache=False,
-                           seeds=seeds)  # fmt: skip
+        run = driver.train(tiny.off_policy(), tiny.SAC, progress=None, seeds=seeds)  # fmt: skip
         return driver.learning_metrics(run.history)
 
     two = grid(2)
@@ -216,10 +223,10 @@ def test_nothing_is_prefetched_from_a_bad_hint_or_a_failed_entry_nor_kept_unaske
 
     chunk.with_suffix(".failed").unlink()
     out = tmp_path / "run"
-    driver.train(tiny.off_policy(), tiny.SAC, out, progress=None, compile_cache=False)
+    driver.train(tiny.off_policy(), tiny.SAC, out, progress=None)
     events.clear()
     with pytest.raises(driver.ResumeError, match="complete"):
-        driver.resume(out, progress=None, compile_cache=False)
+        driver.resume(out, progress=None)
     assert _on_prefetch_thread(events) == 1 and not programs._PREFETCHED
 
 
@@ -410,7 +417,6 @@ def test_no_program_is_stored_for_an_env_object_or_with_the_store_off(store, mon
         tiny.off_policy(),
         tiny.SAC,
         progress=None,
-        compile_cache=False,
         env=envs.make("classic/pendulum"),
     )
     assert not folder.exists()
@@ -717,7 +723,7 @@ def test_a_run_of_more_seeds_compiles_its_own(store):
     folder, compiles = store
     for seeds in (2, 3):
         compiles.clear()
-        driver.train(tiny.off_policy(), tiny.SAC, progress=None, compile_cache=False, seeds=seeds)
+        driver.train(tiny.off_policy(), tiny.SAC, progress=None, seeds=seeds)
         assert len(compiles) == 3
     assert len(list(folder.glob("chunk-*"))) == 2
 
@@ -728,11 +734,10 @@ def test_a_resumed_run_loads_its_programs_and_ends_as_one_that_never_stopped(
     folder, compiles = store
     whole = _train(tiny.off_policy(total_steps=384), tiny.SAC)
     out = tmp_path / "run"
-    driver.train(tiny.off_policy(total_steps=128), tiny.SAC, out, progress=None,
-                 compile_cache=False)  # fmt: skip
+    driver.train(tiny.off_policy(total_steps=128), tiny.SAC, out, progress=None)
     compiles.clear()
     given, _ = _watch_loads(monkeypatch)
-    resumed = driver.resume(out, total_steps=384, progress=None, compile_cache=False)
+    resumed = driver.resume(out, total_steps=384, progress=None)
     assert len(compiles) == 1  # the rest of the first state (restored over)
     assert given == [("reset", False), ("chunk", True)]  # its chunk prefetched too
     assert driver.learning_metrics(resumed.history) == whole
