@@ -186,7 +186,7 @@ def test_a_prefetched_chunk_of_other_shapes_is_dropped_and_the_hint_follows_the_
     its own, which the hint then names for the next run."""
 
     def grid(seeds: int) -> list:
-        run = driver.train(tiny.off_policy(), tiny.SAC, progress=None, seeds=seeds)  # fmt: skip
+        run = driver.train(tiny.off_policy(), tiny.SAC, progress=None, seeds=seeds)
         return driver.learning_metrics(run.history)
 
     two = grid(2)
