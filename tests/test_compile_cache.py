@@ -179,3 +179,28 @@ def test_only_programs_compiled_or_read_from_jaxs_cache_are_stored(tmp_path):
     assert [run[1::3] for run in runs] == [["Compiled"], ["Compiled", "Compiled"],
                                            ["_Guarded", "_Guarded"]]  # fmt: skip
     assert len({value for run in runs for value in run[2::3]}) == 1  # the same numbers
+
+
+def test_turning_the_cache_on_keeps_jaxs_own_threshold_of_what_it_keeps():
+    """`driver.configure_compile_cache` leaves which programs are kept to JAX's setting (a
+    second by default; the suite's conftest keeps those over 0.1 s, a user may set
+    JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS), and turns the cache on over the folder given."""
+    import jax
+
+    from jaxrl import driver
+
+    was = (
+        jax.config.jax_enable_compilation_cache,
+        jax.config.jax_compilation_cache_dir,
+        jax.config.jax_persistent_cache_min_compile_time_secs,
+    )
+    try:
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.25)
+        driver.configure_compile_cache(path=was[1] or driver.DEFAULT_CACHE_DIR)
+        assert jax.config.jax_persistent_cache_min_compile_time_secs == 0.25
+        assert jax.config.jax_enable_compilation_cache
+        assert jax.config.jax_compilation_cache_dir == str(was[1] or driver.DEFAULT_CACHE_DIR)
+    finally:
+        jax.config.update("jax_enable_compilation_cache", was[0])
+        jax.config.update("jax_compilation_cache_dir", was[1])
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", was[2])
