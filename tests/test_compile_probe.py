@@ -25,6 +25,7 @@ def test_the_probe_records_each_compile_and_the_report_sums_them(tmp_path):
     (tmp_path / "test_two.py").write_text(TWO_PROGRAMS)
     probe = tmp_path / "probe"
     env = {**os.environ, "JAXRL_PROBE_DIR": str(probe), "PYTHONPATH": str(ROOT)}
+    env.pop("PYTEST_XDIST_WORKER", None)  # this test's worker, which names the file otherwise
     args = ["-p", "tests.compile_probe", "-p", "no:cacheprovider", "-n", "0", "-q"]
     done = subprocess.run(
         [sys.executable, "-m", "pytest", str(tmp_path / "test_two.py"), *args, "-c", "/dev/null"],
