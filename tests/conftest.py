@@ -56,13 +56,14 @@ SUITE_CACHE_MIN_COMPILE_SECONDS = 0.1
 
 
 def _suite_compile_cache() -> None:
-    import pathlib
-
+    if os.environ.get("JAXRL_COMPILE_CACHE", "1") == "0":  # off, as for `jaxrl train`
+        return
     import jax
 
-    default = pathlib.Path.home() / ".cache" / "jaxrl" / "xla"  # programs.default_cache_dir()
+    from jaxrl.run.programs import default_cache_dir
+
     jax.config.update("jax_enable_compilation_cache", True)
-    jax.config.update("jax_compilation_cache_dir", os.environ.get("JAXRL_CACHE_DIR", str(default)))
+    jax.config.update("jax_compilation_cache_dir", str(default_cache_dir()))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", SUITE_CACHE_MIN_COMPILE_SECONDS)
 
 
