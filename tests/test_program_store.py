@@ -101,8 +101,10 @@ def test_a_rerun_with_other_data_seed_and_steps_loads_its_programs_and_trains_th
         (tiny.off_policy(batch_size=8), tiny.SAC),  # the program's shapes stay the same
         (tiny.off_policy(), dataclasses.replace(tiny.SAC, temperature_loss="alpha")),
         (tiny.off_policy(num_envs=8, eval_envs=2), tiny.SAC),
+        # Fewer steps, so fewer iterations per chunk (25 instead of 32): another loop length.
+        (tiny.off_policy(total_steps=200), tiny.SAC),
     ],
-    ids=["batch-size", "agent-setting", "env-count"],
+    ids=["batch-size", "agent-setting", "env-count", "chunk-length"],
 )
 def test_a_run_that_changes_the_program_compiles_its_own(store, run, agent_config, monkeypatch):
     folder, compiles = store

@@ -66,9 +66,11 @@ STORE_VERSION = 2  # 2: the executable's bytes and its trees apart (`_read`)
 FOLDER = "jaxrl-programs"
 # Settings that never reach a chunk program: the seed is the state's key (but with domain
 # randomization, whose physics are drawn from it when the envs are built: `_settings`); the
-# off-policy loop reads the step count only to know how many chunks to run (the on-policy
-# loop's schedules read it, so there it stays in the key). tests/test_program_store.py lowers
-# the chunks both ways to hold this true.
+# off-policy loop reads the step count only to know how many chunks to run and how long each
+# is, and the key holds that length, `iterations_per_chunk`, itself (256 steps in chunks of 32
+# iterations and 200 steps in chunks of 25 are two programs; 256 and 512 are one). The
+# on-policy loop's schedules read the step count, so there it stays in the key.
+# tests/test_program_store.py lowers the chunks both ways to hold this true.
 FREE_FIELDS = {"off-policy": ("seed", "total_steps"), "on-policy": ("seed",)}
 PACKAGES = ("jax", "jaxlib", "numpy", "scipy", "ml_dtypes", "flax", "optax", "chex", "brax",
             "mujoco", "mujoco-mjx", "playground", "orbax-checkpoint")  # fmt: skip
@@ -188,6 +190,8 @@ def _settings(config: Any, on_policy: bool, agent_config: Any) -> dict:
         for name, value in dataclasses.asdict(config).items()
         if name not in type(config).ARRAY_FIELDS and name not in free
     }
+    # The chunk's loop length, which the step count sets with eval_every (`FREE_FIELDS`).
+    run["iterations_per_chunk"] = config.iterations_per_chunk
     agent = {}
     if agent_config is not None:
         data = set(getattr(type(agent_config), "ARRAY_FIELDS", ()))
