@@ -593,6 +593,7 @@ def test_a_count_of_seeds_starts_at_seed_and_a_list_stays_as_given():
         (["--vmap", "tau=0.5,2"], "tau must be in (0, 1]"),
         (["--vmap", "actor_lr"], "NAME=V1,V2"),
         (["--algo", "td3", "--vmap", "weight_decay=0,0.1"], "changes the program"),
+        (["--algo", "ppo", "--vmap", "max_grad_norm=0,0.5"], "changes the program"),
     ],
 )
 def test_bad_seeds_or_vmap_fail_before_compiling_and_write_nothing(

@@ -330,19 +330,21 @@ def make(config: PPOConfig = PPOConfig()) -> Agent:
 def _optimizer(config: PPOConfig) -> optax.GradientTransformation:
     """Adam after global gradient-norm clipping (none when max_grad_norm is 0). Learning rate
     and clip in the optimiser state (data); a linear schedule scales the updates by the run's
-    remaining fraction (`_Learner.gradient_step`), so it can follow the run's progress."""
+    remaining fraction (`_Learner.gradient_step`), so it can follow the run's progress.
 
-    def chain(learning_rate, max_grad_norm):
-        return optax.chain(
-            optax.clip_by_global_norm(max_grad_norm)
-            if config.max_grad_norm > 0
-            else optax.identity(),
-            optax.adam(learning_rate),
+    Without clipping the state holds no max_grad_norm: whether the program clips is static, so
+    the two states differ in structure, which a vmapped grid refuses to mix and the store of
+    compiled programs keys on. (With one structure, a member or a re-run at 0 ran the clipping
+    program, which clipped every gradient to zero.)"""
+
+    def chain(learning_rate, max_grad_norm=None):
+        clip = (
+            optax.identity() if max_grad_norm is None else optax.clip_by_global_norm(max_grad_norm)
         )
+        return optax.chain(clip, optax.adam(learning_rate))
 
-    return optax.inject_hyperparams(chain)(
-        learning_rate=config.learning_rate, max_grad_norm=config.max_grad_norm
-    )
+    clip = {"max_grad_norm": config.max_grad_norm} if config.max_grad_norm > 0 else {}
+    return optax.inject_hyperparams(chain)(learning_rate=config.learning_rate, **clip)
 
 
 class _Learner(NamedTuple):

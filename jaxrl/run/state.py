@@ -37,8 +37,9 @@ def _members(trainer, agent_config: Any, run_grid: grid.Grid | None) -> list | N
         ):
             raise ConfigError(
                 f"--vmap setting {grid.Grid.label(setting)} changes the program (its state "
-                "differs in structure, e.g. AdamW's weight decay against none), so it cannot "
-                "train inside one program with the others; use jaxrl sweep for it"
+                "differs in structure, e.g. AdamW's weight decay against none, or PPO's "
+                "gradient clipping against none), so it cannot train inside one program with "
+                "the others; use jaxrl sweep for it"
             )
         members.append(member)
     return members

@@ -129,6 +129,34 @@ def test_a_setting_is_state_not_program(name, field):
     )
 
 
+@pytest.mark.parametrize(("name", "field"), CASES, ids=[f"{n}-{f}" for n, f in CASES])
+def test_a_zero_that_changes_the_program_changes_the_state_too(name, field):
+    """A setting at zero may leave a mechanism out of the program (AdamW's decay, PPO's
+    gradient clipping), but then the state must differ in structure from a nonzero one's: a
+    vmapped grid refuses to mix the two by their structure (`jaxrl.run.state._members`), and
+    the store of compiled programs keys on it (`jaxrl.run.programs`). A clipping program
+    given a zero clipped every gradient to zero: a grid member or a re-run at 0 learned
+    nothing."""
+    base = _config(name)
+    nonzero = base if getattr(base, field) else dataclasses.replace(base, **{field: 0.1})
+    try:
+        zero = dataclasses.replace(base, **{field: 0.0})
+    except ValueError:  # zero is refused for this field
+        return
+    make = agents.get(name).make
+    agent_a, agent_b = make(nonzero), make(zero)
+    key = jax.random.PRNGKey(0)
+    state_a, state_b = agent_a.init(key, OBS, ACT), agent_b.init(key, OBS, ACT)
+    if jax.tree.structure(state_a) != jax.tree.structure(state_b):
+        return
+    batch = _inputs(agent_a.on_policy)
+    _assert_same_program(
+        _program(agent_a.update, state_a, batch, key),
+        _program(agent_b.update, state_a, batch, key),
+        f"{name} update with {field} at 0 and not, in states of one structure",
+    )
+
+
 LOOP_CASES = [
     ("sac", {"exploration": "uniform"}),
     ("pql", {"n_step": 3}),

@@ -14,6 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from optax import ScaleByAdamState
 
 from jaxrl.agents import ppo
 from jaxrl.types import Rollout
@@ -242,8 +243,21 @@ def test_update_matches_numpy_reference(case):
     grad = ref.finite_difference_grad(lambda q: loss(q, rows, step_key)[0], params)
     grad_norm = np.sqrt(sum((g**2).sum() for g in jax.tree.leaves(grad)))
     np.testing.assert_allclose(metrics["grad_norm"], grad_norm, rtol=1e-4)
+    clip = 1.0
     if config.max_grad_norm > 0:
         assert grad_norm > 10 * config.max_grad_norm  # clipping is active
+        clip = config.max_grad_norm / grad_norm
+    # Adam's first moment after its first step is (1 - b1) times the gradient it was given: the
+    # reference gradient, scaled to max_grad_norm where clipping is on. (Adam's first step,
+    # -lr sign(g), cannot show a clip, which scales every entry alike.)
+    (adam,) = [
+        s
+        for s in jax.tree.leaves(new.opt_state, is_leaf=lambda x: isinstance(x, ScaleByAdamState))
+        if isinstance(s, ScaleByAdamState)
+    ]
+    scale = 0.1 * clip * max(float(np.abs(g).max()) for g in jax.tree.leaves(grad))
+    for mu, g in zip(jax.tree.leaves(ref.to64(adam.mu)), jax.tree.leaves(grad), strict=True):
+        np.testing.assert_allclose(mu, 0.1 * clip * g, rtol=1e-3, atol=1e-4 * scale)
     lr = config.learning_rate * ((1.0 - progress) if config.lr_schedule == "linear" else 1.0)
     # Every parameter, policy and value, takes Adam's first step along the reference gradient.
     ref.assert_adam_first_step(state.params, new.params, grad, lr)

@@ -85,7 +85,8 @@ class PPOConfig(InitSettings):
 
     # Data, not program: these live in the agent state (the learning rate and the gradient-norm
     # clip in the optimiser state), so settings that differ only in them train together under
-    # vmap. Whether gradients are clipped at all (max_grad_norm > 0) is static.
+    # vmap. Whether gradients are clipped at all (max_grad_norm > 0) is static, and shows in
+    # the state's structure (no clip in it without clipping), so a grid cannot mix the two.
     ARRAY_FIELDS: ClassVar[tuple[str, ...]] = (
         "learning_rate",
         "clip_epsilon",
