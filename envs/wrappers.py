@@ -155,7 +155,11 @@ class EpisodeWrapper(Wrapper):
         )
 
     def step(self, state, action: jax.Array):
-        stepped = self.env.step(state, action)
+        # Every step starts from done = 0, as Brax's and Playground's auto-reset wrappers start
+        # it: after an auto-reset the state holds the finished transition's done = 1, which an
+        # env whose step never sets done (docs/API.md's example) would otherwise keep, ending
+        # every later episode after one step.
+        stepped = self.env.step(state.replace(done=jnp.zeros_like(state.done)), action)
         length = state.info["episode_length"] + 1
         terminated = jnp.asarray(stepped.done, jnp.float32)
         truncated = (1.0 - terminated) * (length >= self.episode_length)

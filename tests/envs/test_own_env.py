@@ -126,6 +126,30 @@ def test_wrappers_apply_to_a_registered_env(registered):
     np.testing.assert_array_equal(ended, 1.0)
 
 
+class CarriesDone(Reach):
+    """Reach written as docs/API.md's example is: its step leaves `done` as it found it."""
+
+    def step(self, state, action):
+        x = state.pipeline_state + self.speed * jnp.clip(action[0], -1.0, 1.0)
+        return state.replace(pipeline_state=x, obs=self._obs(x), reward=-jnp.abs(x))
+
+
+def test_an_env_whose_step_keeps_done_runs_whole_episodes_after_a_reset():
+    """Each step starts from done = 0, as Brax's and Playground's auto-reset wrappers make it:
+    the state an auto-reset returns carries the finished transition's done = 1, which an env
+    that never sets done kept, so every episode after the first ended after one step."""
+    env = envs.wrap(CarriesDone(), 2, episode_length=5)
+    state = env.reset(jax.random.PRNGKey(0))
+    step = jax.jit(env.step)
+    dones = []
+    for _ in range(12):
+        state = step(state, jnp.zeros((2, 1)))
+        dones.append(np.asarray(state.done))
+        if dones[-1].any():
+            np.testing.assert_array_equal(state.info["finished_length"], 5)
+    np.testing.assert_array_equal(np.nonzero(np.stack(dones)[:, 0])[0], [4, 9])
+
+
 def _config(**kw):
     settings = dict(
         env="testlab/Reach",
