@@ -499,18 +499,43 @@ def test_the_step_count_shapes_the_on_policy_chunk_so_stays_in_its_key():
 
 
 def test_the_key_follows_the_source_of_the_users_env_modules(tmp_path, monkeypatch):
+    """A user's module in the key, and the code it imports: the modules loaded from its folder
+    (a script's helpers), every file of its package, and the same for a module installed in a
+    site-packages folder (no version of it is in the key, so its source is)."""
     module = tmp_path / "store_probe_module.py"
-    module.write_text("SCALE = 1.0\n")
+    module.write_text("import store_probe_helper\n\nSCALE = 1.0\n")
+    helper = tmp_path / "store_probe_helper.py"
+    helper.write_text("REWARD = 1.0\n")
+    package = tmp_path / "store_probe_pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "tasks.py").write_text("from store_probe_pkg import rewards\n")
+    rewards = package / "rewards.py"
+    rewards.write_text("REWARD = 1.0\n")
+    installed = tmp_path / "site-packages"
+    installed.mkdir()
+    lab = installed / "store_probe_lab.py"
+    lab.write_text("REWARD = 1.0\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    importlib.import_module("store_probe_module")
-    config = dataclasses.replace(tiny.off_policy(), env_imports=("store_probe_module",))
+    monkeypatch.syspath_prepend(str(installed))
+    names = ("store_probe_module", "store_probe_helper", "store_probe_pkg",
+             "store_probe_pkg.tasks", "store_probe_pkg.rewards", "store_probe_lab")  # fmt: skip
     try:
-        before = programs._sources(config, tiny.SAC)
-        assert programs._sources(tiny.off_policy(), tiny.SAC) != before
-        module.write_text("SCALE = 2.0\n")
-        assert programs._sources(config, tiny.SAC) != before
+        for imports, edited in (
+            ("store_probe_module", module),
+            ("store_probe_module", helper),
+            ("store_probe_pkg.tasks", rewards),
+            ("store_probe_lab", lab),
+        ):
+            importlib.import_module(imports)
+            config = dataclasses.replace(tiny.off_policy(), env_imports=(imports,))
+            before = programs._sources(config, tiny.SAC)
+            assert programs._sources(tiny.off_policy(), tiny.SAC) != before
+            edited.write_text(edited.read_text().replace("1.0", "2.0"))
+            assert programs._sources(config, tiny.SAC) != before, f"{edited.name} not keyed"
     finally:
-        sys.modules.pop("store_probe_module", None)
+        for name in names:
+            sys.modules.pop(name, None)
 
 
 def test_the_key_follows_the_code_of_a_registered_env_outside_env_imports(

@@ -105,9 +105,9 @@ def _sources(config: Any, agent_config: Any, env: Any = None) -> str | None:
     (its envs included), of each package of PACKAGES that is not an installed release (an
     editable or source checkout; a release is keyed by its version), and of the user's modules
     (`config.env_imports`, an agent config's own module, and the modules of `env`'s classes and
-    of its registered factory: `_env_modules`). About 150 files, 30 ms. None where one of the
-    user's modules has no file to read (an env defined in a notebook): its code cannot be
-    keyed, so nothing of the run is stored."""
+    of its registered factory: `_env_modules`) with the code they import (`_user_files`).
+    About 150 files, 30 ms. None where one of the user's modules has no file to read (an env
+    defined in a notebook): its code cannot be keyed, so nothing of the run is stored."""
     folders = [_package_folder("jaxrl"), _package_folder("jaxrl.envs")]
     for name in _IMPORT_NAMES:
         folder = _package_folder(name)
@@ -119,18 +119,52 @@ def _sources(config: Any, agent_config: Any, env: Any = None) -> str | None:
         modules.append(type(agent_config).__module__)
     modules += _env_modules(config, env)
     for name in dict.fromkeys(modules):
-        file = getattr(sys.modules.get(name), "__file__", None)
-        if file is None:
+        found = _user_files(name)
+        if found is None:
             return None
-        if not _released(pathlib.Path(file)):
-            files.append(pathlib.Path(file))
+        files += found
     digest = hashlib.sha256()
-    for path in files:
+    for path in dict.fromkeys(files):
         try:
             digest.update(str(path).encode() + b"\0" + path.read_bytes() + b"\0")
         except OSError:
             continue
     return digest.hexdigest()
+
+
+def _user_files(name: str) -> list[pathlib.Path] | None:
+    """The files of the user's module `name` for the key, with the code it may import from them:
+    in a package, every file of its top-level package (a task importing its rewards' module);
+    a module of its own (a script, `__main__`), it and the modules loaded from its folder (the
+    script's helpers beside it). An installed module too, unless its package's version is in
+    the key already (PACKAGES, keyed by version) or its source is (jaxrl's). None where it has
+    no file (a notebook's): its code cannot be keyed."""
+    module = sys.modules.get(name)
+    file = getattr(module, "__file__", None)
+    if file is None:
+        return None
+    top = name.partition(".")[0]
+    if top in ("jaxrl", *_IMPORT_NAMES, *_VERSIONED_IMPORTS):
+        return []
+    path = pathlib.Path(file)
+    if top != name or hasattr(module, "__path__"):
+        folder = _package_folder(top)
+        if folder is not None:
+            return sorted(folder.rglob("*.py"))
+    beside = {path}
+    for other in list(sys.modules.values()):
+        other_file = getattr(other, "__file__", None)
+        if (
+            other_file
+            and other_file.endswith(".py")
+            and pathlib.Path(other_file).parent == path.parent
+        ):
+            beside.add(pathlib.Path(other_file))
+    return sorted(beside)
+
+
+# The import names of PACKAGES not in _IMPORT_NAMES: keyed by their versions alone.
+_VERSIONED_IMPORTS = ("jax", "jaxlib", "numpy", "scipy", "ml_dtypes", "orbax", "mujoco_mjx")
 
 
 def _released(path: pathlib.Path) -> bool:
