@@ -289,6 +289,10 @@ COMMANDS = {
 }
 
 
+# The commands that write checkpoints (a run, a sweep's runs, a scale grid's programs).
+SAVING_COMMANDS = ("train", "sweep", "scale")
+
+
 def main(argv: list[str] | None = None) -> int:
     """The `jaxrl` console script (pyproject.toml's [project.scripts]). Ctrl-C at any point
     ends it with one line on stderr and exit 130, never a traceback: the heavy imports happen
@@ -313,7 +317,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         ctrl_c.done = True
         prefix = f"jaxrl {command}" if command else "jaxrl"
-        print(f"{prefix}: interrupted; nothing saved since the last checkpoint.", file=sys.stderr)
+        saves = command in SAVING_COMMANDS  # eval, render, plot, list: they save nothing
+        what = "; nothing saved since its last checkpoint, if it has one" if saves else ""
+        print(f"{prefix}: interrupted{what}.", file=sys.stderr)
         return _ended(130, whole_process, interrupted=True)
     finally:
         ctrl_c.uninstall()

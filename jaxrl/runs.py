@@ -30,7 +30,8 @@ class RunError(JaxrlError, ValueError):
 def read_config_json(run_dir: str | os.PathLike) -> dict:
     path = pathlib.Path(run_dir)
     if not path.is_dir():
-        raise RunError(f"{path} is not a run folder (no such folder)")
+        what = "a file, not a folder" if path.exists() else "no such folder"
+        raise RunError(f"{path} is not a run folder ({what})")
     config_file = path / "config.json"
     if not config_file.is_file():
         raise RunError(f"{path} is not a run folder: it has no config.json")

@@ -150,6 +150,7 @@ def test_flags_override_preset_and_reach_both_configs():
         (["train", "--out", "{tmp}/held"], "held already holds a run (metrics.jsonl)"),
         (["train", "--out", "{tmp}/afile/run"], "afile/run cannot be made: "),
         (["train", "--resume", "{tmp}/nowhere"], "nowhere is not a run folder (no such folder)"),
+        (["train", "--resume", "{tmp}/afile"], "afile is not a run folder (a file, not a folder)"),
         (["train", "--resume", "{tmp}/held", "--num-envs", "8"], "--num-envs cannot change on"),
         (["train", "--config", "{tmp}/nowhere"], "--config {tmp}/nowhere: no such file"),
         (["eval", "{tmp}/held"], "held is not a run folder: it has no config.json"),

@@ -215,7 +215,7 @@ def test_a_ctrl_c_that_python_swallows_is_raised_again():
     assert time.perf_counter() - start < 15, "the Ctrl-C was lost: the command ran to its end"
     assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr, done.stderr
     assert done.stderr.strip().splitlines() == [
-        "jaxrl train: interrupted; nothing saved since the last checkpoint."
+        "jaxrl train: interrupted; nothing saved since its last checkpoint, if it has one."
     ]
 
 

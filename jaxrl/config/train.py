@@ -524,7 +524,8 @@ class TrainOptions:
     config: str | None = None
     """Start from a saved run's config.json (or its run folder); flags override it."""
     resume: str | None = None
-    """Continue the run in this folder from its newest checkpoint (only --steps may change)."""
+    """Continue the run in this folder from its newest checkpoint (only --steps and
+    --devices may change)."""
     out: str | None = None
     """Run folder (default: runs/ALGO-ENV-sSEED-TIME); it must not hold a run already."""
     env_option: Annotated[tuple[str, ...], tyro.conf.UseAppendAction] = ()
