@@ -1417,8 +1417,8 @@ MUTANTS = [
     m(
         "hp-ppo-learning-rate-a-constant",
         "jaxrl/agents/ppo.py",
-        "optax.adam(learning_rate),",
-        "optax.adam(config.learning_rate),",
+        "optax.adam(learning_rate))",
+        "optax.adam(config.learning_rate))",
         "PPO's Adam takes the config's learning rate, not the injected one",
         HYPER,
     ),
@@ -2033,6 +2033,68 @@ MUTANTS = [
         STORE,
     ),
     m(
+        "store-chunk-length-free",
+        "jaxrl/run/programs.py",
+        '    run["iterations_per_chunk"] = config.iterations_per_chunk\n',
+        "",
+        "the off-policy key leaves out the chunk's length: a re-run of fewer steps per chunk "
+        "loads the longer chunk",
+        STORE,
+    ),
+    m(
+        "episode-step-keeps-done",
+        "envs/wrappers.py",
+        "stepped = self.env.step(state.replace(done=jnp.zeros_like(state.done)), action)",
+        "stepped = self.env.step(state, action)",
+        "the env steps from the auto-reset's done = 1: an env that never sets done ends every "
+        "episode after the first one after one step",
+        OWN_ENV,
+    ),
+    m(
+        "ppo-clip-injected-when-off",
+        "jaxrl/agents/ppo.py",
+        'clip = {"max_grad_norm": config.max_grad_norm} if config.max_grad_norm > 0 else {}',
+        'clip = {"max_grad_norm": config.max_grad_norm}',
+        "PPO without clipping (max_grad_norm 0) still clips, to a norm of zero",
+        PPO_REF,
+        HYPER,
+    ),
+    m(
+        "ppo-clip-state-without-clip",
+        "jaxrl/agents/ppo.py",
+        "optax.identity() if max_grad_norm is None else optax.clip_by_global_norm(",
+        "optax.identity() if True else optax.clip_by_global_norm(",
+        "PPO never clips, though max_grad_norm > 0 is in its state",
+        PPO_REF,
+    ),
+    m(
+        "store-user-helpers-unkeyed",
+        "jaxrl/run/programs.py",
+        "            beside.add(pathlib.Path(other_file))",
+        "            pass",
+        "a user's module is keyed without the helper modules it imports from beside it: an "
+        "edit of the helper's reward loads the program traced from the old one",
+        STORE,
+    ),
+    m(
+        "store-write-failure-stops-the-run",
+        "jaxrl/run/programs.py",
+        "    except OSError as error:\n        if temporary is not None:",
+        "    except ZeroDivisionError as error:\n        if temporary is not None:",
+        "a store entry that cannot be written (a full disk) ends a run that compiled fine",
+        STORE,
+    ),
+    m(
+        "store-marked-running-at-load",
+        "jaxrl/run/programs.py",
+        "        if loaded is not None:\n            _remember(program_id, kind, path)",
+        "        if loaded is not None:\n            running.touch()\n"
+        "            _remember(program_id, kind, path)",
+        "an entry is marked running when loaded: a run stopped before its first call (Ctrl-C "
+        "while its first state builds) has its entry dropped for good",
+        STORE,
+    ),
+    m(
         "store-lapack-uninitialised",
         "jaxrl/run/programs.py",
         '    if jax.default_backend() == "cpu":\n        jax.jit(jnp.linalg.cholesky)',
@@ -2052,7 +2114,7 @@ MUTANTS = [
     m(
         "store-crash-not-remembered",
         "jaxrl/run/programs.py",
-        "            running.touch()\n",
+        "            _touch(self._running)\n",
         "            pass\n",
         "a process that dies in a loaded program leaves no trace: the next run loads it again",
         STORE,
@@ -2077,8 +2139,8 @@ MUTANTS = [
     m(
         "store-key-fileless-env",
         "jaxrl/run/programs.py",
-        "        if file is None:\n            return None\n",
-        "        if file is None:\n            continue\n",
+        "    if file is None:\n        return None\n    top = ",
+        "    if file is None:\n        return []\n    top = ",
         "an env defined where it has no file (a notebook) is stored under a key blind to its code",
         STORE,
     ),

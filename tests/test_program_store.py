@@ -13,6 +13,7 @@ import importlib
 import json
 import os
 import pathlib
+import socket
 import subprocess
 import sys
 import threading
@@ -703,6 +704,22 @@ def test_a_gpu_chunk_compiles_with_copy_insertion_by_region_analysis(monkeypatch
     assert seen == [None]
 
 
+def test_a_store_that_cannot_be_written_leaves_the_run_to_train_unstored(store, monkeypatch):
+    """A full disk (or a folder not writable) under the store: the run trains as with the
+    store off and stores nothing; the store is a cache, never a reason to stop a run."""
+    folder, _ = store
+    monkeypatch.setattr(programs, "folder", lambda: None)
+    unstored = _train(tiny.off_policy(), tiny.SAC)
+    monkeypatch.setattr(programs, "folder", lambda: folder)
+
+    def full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(programs.tempfile, "NamedTemporaryFile", full)
+    assert _train(tiny.off_policy(), tiny.SAC) == unstored
+    assert not [p for p in folder.rglob("*") if p.is_file() and ".running-" not in p.name]
+
+
 def test_an_entry_whose_process_died_running_it_is_dropped_for_good(store):
     """A `.running` file left by a process that died in the entry's first call (e.g. a crash
     inside XLA): the next run drops the entry, marks its key failed and compiles its own,
@@ -711,18 +728,22 @@ def test_an_entry_whose_process_died_running_it_is_dropped_for_good(store):
     folder, compiles = store
     rows = _train(tiny.off_policy(), tiny.SAC)
     (chunk,) = folder.glob("chunk-*")
-    # Loaded and never called, as by a process that died in its first call ...
+    # Loaded and never called, as by a process stopped before its first chunk (Ctrl-C while
+    # its first state was built): no mark, since it did not die running the program.
     trainer = make_train(tiny.off_policy(), agents.get("sac").make(tiny.SAC))
     trainer = trainer._replace(program_id=programs.identity(trainer, tiny.SAC))
-    compile_chunk(trainer, _initial_state(trainer, None), None)
-    (marker,) = folder.glob("chunk-*.running-*")
-    assert marker.name.endswith(f"-{os.getpid()}")
+    loaded = compile_chunk(trainer, _initial_state(trainer, None), None)
+    assert isinstance(loaded, programs._Guarded)
+    assert not list(folder.glob("chunk-*.running-*"))
+    # A first call under way (this process's, alive, as a sweep's other run) is no death.
+    marker = chunk.with_name(f"{chunk.name}.running-{socket.gethostname()}-{os.getpid()}")
+    marker.touch()
     compiles.clear()
-    assert _train(tiny.off_policy(), tiny.SAC) == rows  # ... this one, alive: loaded again
+    assert _train(tiny.off_policy(), tiny.SAC) == rows  # loaded again
     assert len(compiles) == 1 and chunk.exists()
+    assert not marker.exists()  # the same process's name: its call cleared it
     gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                           capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
-    assert not marker.exists()  # the same process's, cleared after its call
     pathlib.Path(str(marker).rpartition("-")[0] + f"-{gone}").touch()  # ... a process gone
     for _ in range(2):
         compiles.clear()

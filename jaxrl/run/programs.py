@@ -291,12 +291,31 @@ def remember_observation_size(env: Any, config: Any) -> None:
     _write(path, pickle.dumps(env.observation_size))
 
 
-def _write(path: pathlib.Path, blob: bytes) -> None:
-    """`blob` at `path`, whole or not at all (a concurrent run reads a whole entry or none)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile(dir=path.parent, delete=False, suffix=".tmp") as file:
-        file.write(blob)
-    os.replace(file.name, path)
+def _write(path: pathlib.Path, blob: bytes) -> bool:
+    """`blob` at `path`, whole or not at all (a concurrent run reads a whole entry or none);
+    False where it cannot be written (a full disk, a folder not writable): the store is a
+    cache, and a run that compiled its program goes on without storing it."""
+    temporary = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path.parent, delete=False, suffix=".tmp") as file:
+            temporary = file.name
+            file.write(blob)
+        os.replace(file.name, path)
+        return True
+    except OSError as error:
+        if temporary is not None:
+            pathlib.Path(temporary).unlink(missing_ok=True)
+        note(path.name.partition("-")[0], "not written", error=repr(error)[:300])
+        return False
+
+
+def _touch(path: pathlib.Path) -> None:
+    """Makes the marker file `path`, where it can be made (`_write`)."""
+    try:
+        path.touch()
+    except OSError as error:
+        note(path.name.partition("-")[0], "not marked", error=repr(error)[:300])
 
 
 def key(program_id: str, kind: str, args: tuple) -> str:
@@ -368,7 +387,7 @@ def load_or_compile(
     running = path.with_name(f"{path.name}.running-{socket.gethostname()}-{os.getpid()}")
     failed = path.with_suffix(".failed")
     if _died_running(path):  # never again under this key
-        failed.touch()
+        _touch(failed)
         path.unlink(missing_ok=True)
     pending = _PREFETCHED.pop((program_id, kind), None)
     if path.exists() and not failed.exists():
@@ -377,7 +396,6 @@ def load_or_compile(
         if loaded is None:
             loaded = _load(path)
         if loaded is not None:
-            running.touch()
             _remember(program_id, kind, path)
             note(kind, "loaded", prefetched=prefetched)
             return _Guarded(loaded, running, failed, prefetched)
@@ -400,7 +418,8 @@ def load_or_compile(
         blob = pickle.dumps({"executable": executable, "trees": trees, "targets": targets})
     except Exception as error:  # noqa: BLE001 - a program XLA cannot serialize is not stored
         return noted(compiled, kind, "not stored: not serializable", error=repr(error)[:300])
-    _write(path, blob)
+    if not _write(path, blob):
+        return noted(compiled, kind, "not stored: its file could not be written")
     _remember(program_id, kind, path)
     return noted(compiled, kind, "stored", source=source, bytes=len(blob))
 
@@ -723,10 +742,12 @@ def _initialize_lapack() -> None:
 
 
 class _Guarded:
-    """A loaded program whose first call is waited for: until it has run, a `running` file
-    names this machine and process, and a later process that finds it with that process gone
-    (it died in the call, e.g. of a crash inside XLA) marks the entry `failed` and compiles its
-    own (`_died_running`). A first call that raises marks it too."""
+    """A loaded program whose first call is waited for: while it runs, a `running` file names
+    this machine and process, and a later process that finds it with that process gone (it
+    died in the call, e.g. of a crash inside XLA) marks the entry `failed` and compiles its
+    own (`_died_running`). A first call that raises marks it too. The file is made at the
+    call, not at the load: a process that ends between the two (Ctrl-C while its first state
+    is built, an error in the run's set-up) did not die running the program."""
 
     def __init__(
         self, compiled: Any, running: pathlib.Path, failed: pathlib.Path, prefetched: bool = False
@@ -738,11 +759,12 @@ class _Guarded:
         if self._running is None:
             return self._compiled(*args)
         try:
+            _touch(self._running)
             out = jax.block_until_ready(self._compiled(*args))
         except (KeyboardInterrupt, SystemExit):
             raise
         except BaseException:
-            self._failed.touch()
+            _touch(self._failed)
             raise
         finally:
             self._running.unlink(missing_ok=True)
