@@ -349,26 +349,16 @@ class TrainConfig:
         for name in ("total_steps", "num_envs", "batch_size", "updates_per_step", "buffer_size",
                      "unroll_updates"):  # fmt: skip
             value = getattr(self, name)
-            if not isinstance(value, int) or value < 1:
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigError(f"{name} must be a positive integer, got {value!r}")
-        if self.eval_simulator == "shared" and self.eval_envs > self.num_envs:
-            raise ConfigError(
-                f"eval_simulator 'shared' steps the evaluation in the {self.num_envs} training "
-                f"envs, fewer than eval_envs ({self.eval_envs}): lower eval_envs, or use "
-                "eval_simulator 'own'"
-            )
-        if self.eval_simulator == "shared" and self.randomize:
-            raise ConfigError(
-                f"eval_simulator 'shared' steps the evaluation in the training envs, whose "
-                f"physics --randomize {self.randomize} randomizes: use eval_simulator 'own'"
-            )
         if self.buffer_size > INT32_MAX:
             raise ConfigError(
                 f"buffer_size {self.buffer_size:,} is beyond what the replay buffer indexes "
                 f"(rows are int32: at most {INT32_MAX:,}); lower buffer_size."
             )
-        if self.learning_starts < 0:
-            raise ConfigError(f"learning_starts must be >= 0, got {self.learning_starts}")
+        starts = self.learning_starts
+        if isinstance(starts, bool) or not isinstance(starts, int) or starts < 0:
+            raise ConfigError(f"learning_starts must be an integer >= 0, got {starts!r}")
         if not 0 <= self.gamma <= 1:
             raise ConfigError(f"gamma must be in [0, 1], got {self.gamma}")
         if self.n_step is not None and self.n_step < 1:
@@ -422,8 +412,19 @@ class TrainConfig:
     def _check_evaluation(self) -> None:
         for name in ("eval_every", "eval_envs"):
             value = getattr(self, name)
-            if not isinstance(value, int) or value < 1:
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+        if self.eval_simulator == "shared" and self.eval_envs > self.num_envs:
+            raise ConfigError(
+                f"eval_simulator 'shared' steps the evaluation in the {self.num_envs} training "
+                f"envs, fewer than eval_envs ({self.eval_envs}): lower eval_envs, or use "
+                "eval_simulator 'own'"
+            )
+        if self.eval_simulator == "shared" and self.randomize:
+            raise ConfigError(
+                f"eval_simulator 'shared' steps the evaluation in the training envs, whose "
+                f"physics --randomize {self.randomize} randomizes: use eval_simulator 'own'"
+            )
 
     def _check_normalisation(self) -> None:
         if not self.obs_clip >= 0:

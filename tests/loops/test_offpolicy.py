@@ -119,6 +119,9 @@ def test_non_finite_training_stops_with_a_clear_error(tmp_path):
         ({"num_envs": 1024}, "num_envs 1024 exceeds buffer_size"),
         ({"learning_starts": 256}, "no gradient update would ever run"),
         ({"episode_length": 0}, "episode_length must be a positive integer"),
+        ({"num_envs": True}, "num_envs must be a positive integer, got True"),
+        ({"learning_starts": 1.5}, "learning_starts must be an integer >= 0, got 1.5"),
+        ({"eval_envs": "4", "eval_simulator": "shared"}, "eval_envs must be a positive integer"),
     ],
 )
 def test_inconsistent_sizes_fail_before_compilation(overrides, message):
