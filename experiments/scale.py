@@ -110,8 +110,13 @@ class Plan:
         return len(self.lrs) * len(self.seeds)
 
     def cost(self) -> float:
-        """Gradient updates of every member of every program together."""
-        return sum(p.sigma * p.config.total_steps * self.members for p in self.programs)
+        """Gradient updates of every member of every program together: sigma per env step
+        after the warm-up (none before learning_starts); the chunks' rounding up of the steps
+        left out."""
+        return sum(
+            p.sigma * max(p.config.total_steps - p.config.learning_starts, 0) * self.members
+            for p in self.programs
+        )
 
 
 # ---------------------------------------------------------------- checking the grid
@@ -398,7 +403,9 @@ def plan(
     if budget is not None:
         if not budget > 0:
             raise ConfigError(f"--budget must be > 0 gradient updates, got {budget:g}")
-        config = _replace(config, total_steps=max(1, int(budget // cost_per_step)))
+        # The updates run after the warm-up: learning_starts steps, then budget's worth.
+        steps = config.learning_starts + max(1, int(budget // cost_per_step))
+        config = _replace(config, total_steps=steps)
     axis = grid.parse_vmap({lr_field: lrs}, config, agent_config)
     for setting in grid.Grid(tuple(seeds), axis).settings:  # each as its member would take it
         grid.member_configs(setting, config, agent_config)
@@ -731,7 +738,8 @@ FOLDER/scale.json and FOLDER/scale.png. TRAIN FLAGS are jaxrl train's (--preset,
 --algo, --env, --steps, --num-envs, ...) but --seed(s), --vmap, --batch-size, --updates-per-step
 and --resume. UTD = updates_per_step / num_envs. An axis not given is proposed around the base
 config (UTD x 1/4..4, batch x 1/2,1,2, lr x 1/3,1,3); --budget U sets --steps so that the whole
-grid takes U gradient updates. --widths W1,W2,... adds the critic's width as an axis (one program
+grid takes U gradient updates after its warm-up (--steps = --learning-starts + U / the grid's
+updates per env step). --widths W1,W2,... adds the critic's width as an axis (one program
 per (UTD, batch size, width), the critic's hidden sizes scaled so its first layer is W wide):
 each width is fitted on its own, compute in FLOPs from its parameter count, and the report gives
 each width's best batch size per UTD and whether large batches hurt small critics more (TD

@@ -415,8 +415,10 @@ def test_proposed_grid_budget_and_a_program_that_stops_on_a_nan(tmp_path, monkey
     the_plan = scale.plan(train, agent, tmp_path / "grid", target=-1000.0, budget=1e6)
     assert the_plan.utds == (0.25, 0.5, 1.0, 2.0, 4.0)  # UTD 1 (4 updates, 4 envs) x 1/4 .. 4
     assert the_plan.batch_sizes == (128, 256, 512) and the_plan.lrs == (1e-4, 3e-4, 9e-4)
-    assert the_plan.config.total_steps == int(1e6 // (4 * 3 * 3 * 7.75))
-    assert the_plan.cost() <= 1e6 and not (tmp_path / "grid").exists()
+    # The warm-up's steps run no update: the budget's steps come after them.
+    warm_up = the_plan.config.learning_starts
+    assert warm_up > 0 and the_plan.config.total_steps == warm_up + int(1e6 // (4 * 3 * 3 * 7.75))
+    assert 0.99e6 <= the_plan.cost() <= 1e6 and not (tmp_path / "grid").exists()
 
     calls = []
 
