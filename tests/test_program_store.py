@@ -754,14 +754,22 @@ def test_an_entry_whose_process_died_running_it_is_dropped_for_good(store):
 
 
 def test_a_guarded_first_call_that_raises_marks_its_entry_failed(tmp_path):
+    """The `running` file exists during the first call only (a process that dies in it leaves
+    it); a first call that raises marks the entry failed."""
     running, failed = tmp_path / "x.running", tmp_path / "x.failed"
-    running.write_text("1")
     with pytest.raises(ZeroDivisionError):
         programs._Guarded(lambda x: 1 / x, running, failed)(0)
     assert failed.exists() and not running.exists()
-    running.write_text("1")
-    guarded = programs._Guarded(lambda x: x + 1, running, tmp_path / "y.failed")
+    seen = []
+
+    def program(x):
+        seen.append(running.exists())
+        return x + 1
+
+    guarded = programs._Guarded(program, running, tmp_path / "y.failed")
+    assert not running.exists()  # not at the load
     assert guarded(1) == 2 and guarded(2) == 3
+    assert seen == [True, False]  # during the first call, and only then
     assert not running.exists() and not (tmp_path / "y.failed").exists()
 
 
