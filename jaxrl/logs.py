@@ -185,6 +185,12 @@ def start_wandb(project: str, out_path: pathlib.Path, config: dict | None, resum
     )
 
 
+def _remaining(total_steps: int, env_steps: int, rate: float, warming_up: bool) -> float:
+    if warming_up or not rate > 0:
+        return math.inf
+    return (total_steps - env_steps) / rate
+
+
 def _eta(seconds: float) -> str:
     if not math.isfinite(seconds):
         return "?"
@@ -193,10 +199,12 @@ def _eta(seconds: float) -> str:
     return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
 
 
-def progress_line(row: dict, name: str, total_steps: int) -> str:
-    """One chunk as a line: env steps, the last chunk's rate, ETA at that rate, returns."""
+def progress_line(row: dict, name: str, total_steps: int, warming_up: bool = False) -> str:
+    """One chunk as a line: env steps, the last chunk's rate, ETA at that rate, returns.
+    `warming_up`: the chunk ran (some of) an off-policy run's warm-up, random actions and no
+    updates, so its rate says nothing of the rest: no ETA ("?")."""
     rate = row["chunk_env_steps_per_second"]
-    remaining = (total_steps - row["env_steps"]) / rate if rate > 0 else math.inf
+    remaining = _remaining(total_steps, row["env_steps"], rate, warming_up)
     parts = [
         f"[{name}] {row['env_steps']:>9,}/{total_steps:,} steps",
         f"{rate:>8,.0f} env-steps/s",
@@ -220,10 +228,14 @@ class Progress:
         done_steps: int = 0,
         mode: str = "auto",
         printer: Callable[[str], None] = print,
+        warm_up_until: int = 0,
     ):
+        """`warm_up_until`: an off-policy run's learning_starts; a chunk that began before it
+        shows no ETA (`progress_line`)."""
         if mode == "auto":
             mode = "bar" if sys.stderr.isatty() else "lines"
         self.name, self.total_steps, self.mode, self.printer = name, total_steps, mode, printer
+        self.warm_up_until, self._last_steps = warm_up_until, done_steps
         self._bar = None
         if mode == "bar":
             import rich.progress as rp
@@ -249,12 +261,14 @@ class Progress:
             self.printer(text)
 
     def chunk(self, row: dict) -> None:
-        line = progress_line(row, self.name, self.total_steps)
+        warming_up = self._last_steps < self.warm_up_until
+        self._last_steps = row["env_steps"]
+        line = progress_line(row, self.name, self.total_steps, warming_up)
         if self._bar is None:
             self.printer(line)
             return
         rate = row["chunk_env_steps_per_second"]
-        remaining = (self.total_steps - row["env_steps"]) / rate if rate > 0 else math.inf
+        remaining = _remaining(self.total_steps, row["env_steps"], rate, warming_up)
         self._bar.update(
             self._task,
             completed=row["env_steps"],
@@ -270,16 +284,24 @@ class Progress:
 
 
 def make_progress(
-    progress: Any, name: str, total: int, done: int, progress_fn: Callable | None = None
+    progress: Any,
+    name: str,
+    total: int,
+    done: int,
+    progress_fn: Callable | None = None,
+    warm_up_until: int = 0,
 ) -> Any:
     """`progress`: None (silent), "auto" / "bar" / "lines", or a callable taking each line;
-    `progress_fn(env_steps, metrics)` also gets each chunk's row as numbers."""
+    `progress_fn(env_steps, metrics)` also gets each chunk's row as numbers. `warm_up_until`:
+    see `Progress`."""
     if progress is None:
         lines = None
     elif isinstance(progress, str):
-        lines = Progress(name, total, done, mode=progress)
+        lines = Progress(name, total, done, mode=progress, warm_up_until=warm_up_until)
     else:
-        lines = Progress(name, total, done, mode="lines", printer=progress)
+        lines = Progress(
+            name, total, done, mode="lines", printer=progress, warm_up_until=warm_up_until
+        )
     if progress_fn is None:
         return lines
     return _Reporters([r for r in (lines, MetricsCallback(progress_fn)) if r is not None])

@@ -2095,6 +2095,14 @@ MUTANTS = [
         STORE,
     ),
     m(
+        "eta-from-the-warm-up",
+        "jaxrl/logs.py",
+        "        warming_up = self._last_steps < self.warm_up_until\n",
+        "        warming_up = False\n",
+        "a chunk of the off-policy warm-up (random actions, no updates) gives the ETA its rate",
+        RUNS,
+    ),
+    m(
         "store-lapack-uninitialised",
         "jaxrl/run/programs.py",
         '    if jax.default_backend() == "cpu":\n        jax.jit(jnp.linalg.cholesky)',

@@ -301,7 +301,10 @@ class Runner:
         self.train_before = history[-1]["train_seconds"] if history else 0.0
         self.wall_before = history[-1]["wall_seconds"] if history else 0.0
         progress, progress_fn = (plan.progress, plan.progress_fn) if primary else (None, None)
-        self.reporter = logs.make_progress(progress, self.name, total, done, progress_fn)
+        warm_up = 0 if config.on_policy else config.learning_starts  # no ETA before it
+        self.reporter = logs.make_progress(
+            progress, self.name, total, done, progress_fn, warm_up_until=warm_up
+        )
         if self.reporter:
             rounded = rounding_note(config)
             if rounded:
