@@ -142,6 +142,11 @@ SECTIONS: dict[str, Section] = {
 }
 
 
+def _whole(value: Any, least: int) -> bool:
+    """Whether `value` is an integer (a bool is none) of at least `least`."""
+    return not isinstance(value, bool) and isinstance(value, int) and value >= least
+
+
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
     # Data, not program: the loop keeps these in its state (its `hp`), so a settings grid
@@ -327,7 +332,7 @@ class TrainConfig:
         self._check_devices()
 
     def _check_run(self) -> None:
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+        if not _whole(self.seed, 0):
             raise ConfigError(f"seed must be an integer >= 0, got {self.seed!r}")
 
     def _check_env(self) -> None:
@@ -349,7 +354,7 @@ class TrainConfig:
         for name in ("total_steps", "num_envs", "batch_size", "updates_per_step", "buffer_size",
                      "unroll_updates"):  # fmt: skip
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            if not _whole(value, 1):
                 raise ConfigError(f"{name} must be a positive integer, got {value!r}")
         if self.buffer_size > INT32_MAX:
             raise ConfigError(
@@ -357,7 +362,7 @@ class TrainConfig:
                 f"(rows are int32: at most {INT32_MAX:,}); lower buffer_size."
             )
         starts = self.learning_starts
-        if isinstance(starts, bool) or not isinstance(starts, int) or starts < 0:
+        if not _whole(starts, 0):
             raise ConfigError(f"learning_starts must be an integer >= 0, got {starts!r}")
         if not 0 <= self.gamma <= 1:
             raise ConfigError(f"gamma must be in [0, 1], got {self.gamma}")
@@ -412,7 +417,7 @@ class TrainConfig:
     def _check_evaluation(self) -> None:
         for name in ("eval_every", "eval_envs"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            if not _whole(value, 1):
                 raise ConfigError(f"{name} must be a positive integer, got {value!r}")
         if self.eval_simulator == "shared" and self.eval_envs > self.num_envs:
             raise ConfigError(
@@ -433,17 +438,11 @@ class TrainConfig:
     def _check_devices(self) -> None:
         """The counts only: whether num_envs and batch_size divide over the devices is known
         once "all" is counted (jaxrl.sharding.check_shares)."""
-        if self.devices != "all" and (
-            isinstance(self.devices, bool) or not isinstance(self.devices, int) or self.devices < 0
-        ):
+        if self.devices != "all" and not _whole(self.devices, 0):
             raise ConfigError(
                 f'devices must be a count >= 0 (0: no mesh) or "all", got {self.devices!r}'
             )
-        if self.split_every is not None and (
-            isinstance(self.split_every, bool)
-            or not isinstance(self.split_every, int)
-            or self.split_every < 0
-        ):
+        if self.split_every is not None and not _whole(self.split_every, 0):
             raise ConfigError(
                 f"split_every must be an integer >= 0 (0: no actor/learner split), got "
                 f"{self.split_every!r}"

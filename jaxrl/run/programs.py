@@ -163,8 +163,9 @@ def _user_files(name: str) -> list[pathlib.Path] | None:
     return sorted(beside)
 
 
-# The import names of PACKAGES not in _IMPORT_NAMES: keyed by their versions alone.
-_VERSIONED_IMPORTS = ("jax", "jaxlib", "numpy", "scipy", "ml_dtypes", "orbax", "mujoco_mjx")
+# The import names of PACKAGES not in _IMPORT_NAMES (mujoco-mjx imports as mujoco.mjx, under
+# "mujoco"): keyed by their versions alone.
+_VERSIONED_IMPORTS = ("jax", "jaxlib", "numpy", "scipy", "ml_dtypes", "orbax")
 
 
 def _released(path: pathlib.Path) -> bool:
