@@ -50,6 +50,7 @@ from jaxrl.experiments.scale_report import (
     run_name,
     write_report,
 )
+from jaxrl.files import write_atomically
 
 __all__ = ["Budget", "ScaleError", "fit", "main", "plan", "run"]
 
@@ -604,9 +605,7 @@ def train_grid(
 
 
 def _write_json(path: pathlib.Path, value: Any) -> None:
-    temporary = path.with_name(path.name + ".tmp")
-    temporary.write_text(json.dumps(value, indent=2) + "\n")
-    os.replace(temporary, path)
+    write_atomically(path, json.dumps(value, indent=2) + "\n")
 
 
 # ---------------------------------------------------------------- the API

@@ -29,6 +29,7 @@ import numpy as np
 
 from jaxrl.errors import JaxrlError
 from jaxrl.experiments import scale_fit as sf
+from jaxrl.files import write_atomically
 
 GRID_FILE = "scale_grid.json"
 FAILED_FILE = "scale_failed.json"  # in a run folder whose program stopped (NaN): not retried
@@ -594,9 +595,7 @@ def write_report(
     grid with a width axis, NAME.png compares the widths and NAME-width=W.png is each width's
     own figure."""
     path = folder / f"{name}.json"
-    temporary = path.with_name(path.name + ".tmp")
-    temporary.write_text(json.dumps(_public(report), indent=2, default=_json_default) + "\n")
-    os.replace(temporary, path)
+    write_atomically(path, json.dumps(_public(report), indent=2, default=_json_default) + "\n")
     figure = folder / f"{name}.png"
     if "by_width" not in report:
         draw(report, figure)

@@ -1,6 +1,10 @@
 """`jaxrl sweep`: a grid of settings x seeds trained one run after another, one run folder
 each (FOLDER/SETTING/sSEED), every run's config checked before the first trains, then the final
-evaluation returns summarised per setting (summary.md, summary.json, a table)."""
+evaluation returns summarised per setting (summary.md, summary.json, a table).
+
+FOLDER/sweep.json keeps the command line, so `jaxrl sweep --resume FOLDER` goes on with a sweep
+that stopped part-way: a finished run (its summary.json) is read, one under way resumes from its
+newest checkpoint (`driver.resume`), one not begun trains."""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ import itertools
 import json
 import math
 import pathlib
+import sys
 import typing
 from typing import Any
 
@@ -22,6 +27,10 @@ from jaxrl.config.resolve import (
     parse_widths,
     run_options,
 )
+from jaxrl.errors import Interrupted, JaxrlError
+from jaxrl.files import write_atomically
+
+PLAN_FILE = "sweep.json"  # the sweep's command line, for --resume
 
 
 def _grid_value(cls: type, name: str, text: str) -> Any:
@@ -71,47 +80,62 @@ def _setting_label(point: dict[str, Any]) -> str:
     return "-".join(f"{k}={text(v)}" for k, v in point.items()) or "base"
 
 
-def plan_sweep(argv: list[str]) -> tuple[pathlib.Path, list, list[int], TrainOptions] | None:
+def plan_sweep(
+    argv: list[str], *, resuming: bool = False
+) -> tuple[pathlib.Path, list, list[int], TrainOptions] | None:
     """The sweep's folder, its runs (setting, seed, run config, agent config), the seeds and the
-    train options; every run's config checked. None for --help (printed)."""
+    train options; every run's config checked. None for --help (printed). `resuming`: the
+    folder holds this sweep begun (`--resume` re-plans it from its sweep.json), and its runs'
+    folders may hold their runs, finished or not, but no other ones."""
     from jaxrl import driver
 
     parser = argparse.ArgumentParser(prog="jaxrl sweep", add_help=False, allow_abbrev=False)
     parser.add_argument("--grid", action="append", default=[])
-    parser.add_argument("--seeds", default="0")
+    parser.add_argument("--seeds", default=None)
     parser.add_argument("--out", default=None)
+    parser.add_argument("--resume", default=None)
     parser.add_argument("-h", "--help", action="store_true")
     args, rest = parser.parse_known_args(argv)
     if args.help:
         print(
             "usage: jaxrl sweep [TRAIN FLAGS] --grid NAME=V1,V2 [--grid ...] [--seeds 0,1,2] "
-            "[--out FOLDER]\n\nTrains every combination of the grid's values for every seed, "
-            "one after another, one run folder each (FOLDER/SETTING/sSEED), then prints and "
-            "writes (FOLDER/summary.md, summary.json) the final eval return per setting: mean, "
-            "std and each seed's. TRAIN FLAGS are those of jaxrl train (--preset, --algo, "
-            "--env, ...); widths in a grid are written 64x64."
+            "[--out FOLDER]\n       jaxrl sweep --resume FOLDER [--quiet]\n\nTrains every "
+            "combination of the grid's values for every seed, one after another, one run "
+            "folder each (FOLDER/SETTING/sSEED), then prints and writes (FOLDER/summary.md, "
+            "summary.json) the final eval return per setting: mean, std and each seed's. "
+            "TRAIN FLAGS are those of jaxrl train (--preset, --algo, --env, ...); widths in a "
+            "grid are written 64x64. --resume goes on with a sweep that stopped part-way, with "
+            "its own settings: finished runs are kept, the one under way resumes from its "
+            "newest checkpoint, the others train."
         )
         return None
-    if "--resume" in rest:
-        raise ConfigError("jaxrl sweep does not take --resume; resume its runs one by one")
+    if args.resume is not None:
+        return plan_sweep(_saved_argv(args, rest), resuming=True)
+    if any(w == "--resume" or w.startswith("--resume=") for w in rest):
+        raise ConfigError("jaxrl sweep takes --resume FOLDER (the sweep's own folder) alone")
     if any(w == "--seed" or w.startswith("--seed=") for w in rest):
         raise ConfigError(
             "jaxrl sweep takes --seeds 0,1,2 (the seeds of every setting), not --seed"
         )
+    seeds_text = args.seeds if args.seeds is not None else "0"
     try:
-        seeds = [parse_int(s) for s in args.seeds.split(",") if s]
+        seeds = [parse_int(s) for s in seeds_text.split(",") if s]
     except ValueError as error:
         raise ConfigError(f"--seeds: {error}") from None
     if not seeds:
         raise ConfigError("--seeds needs at least one seed, e.g. --seeds 0,1,2")
     if len(set(seeds)) != len(seeds):
-        raise ConfigError(f"--seeds repeats a seed: {args.seeds}")
+        raise ConfigError(f"--seeds repeats a seed: {seeds_text}")
     train, agent, options = build_configs(rest)
     points = parse_grid(args.grid, train, agent)
     out = pathlib.Path(args.out or default_out(train).replace("runs/", "sweeps/", 1))
+    if (out / "summary.json").exists() and (out / PLAN_FILE).exists():
+        if resuming:
+            raise driver.ResumeError(
+                f"{out} is a finished sweep; its summary: {out / 'summary.md'}"
+            )
+        raise driver.RunDirError(f"{out} already holds a finished sweep; pick another --out")
     driver.check_run_dir(out)
-    if (out / "summary.json").exists():
-        raise driver.RunDirError(f"{out} already holds a sweep; pick another --out")
     # Every run's config is built and checked before the first one trains.
     plan = []
     train_fields = {f.name for f in dataclasses.fields(TrainConfig)}
@@ -128,35 +152,148 @@ def plan_sweep(argv: list[str]) -> tuple[pathlib.Path, list, list[int], TrainOpt
             driver.check_setting(config, agent_config)
         except ValueError as error:
             raise ConfigError(f"grid setting {_setting_label(point)}: {error}") from None
-        for seed in seeds:
-            driver.check_run_dir(out / _setting_label(point) / f"s{seed}")
+    begun = [
+        (point, seed)
+        for point, seed, _, _ in plan
+        if (_run_dir(out, point, seed) / "config.json").exists()
+    ]
+    if begun and not resuming:
+        raise driver.RunDirError(
+            f"{out} holds a sweep begun earlier ({len(begun)} of its {len(plan)} runs begun); "
+            f"go on with it: jaxrl sweep --resume {out}, or pick another --out"
+        )
+    for point, seed, _, _ in plan:
+        if (point, seed) in begun:
+            _check_same_run(_run_dir(out, point, seed), point, seed)
+        else:
+            driver.check_run_dir(_run_dir(out, point, seed))
     return out, plan, seeds, options
 
 
+def _run_dir(out: pathlib.Path, point: dict[str, Any], seed: int) -> pathlib.Path:
+    return out / _setting_label(point) / f"s{seed}"
+
+
+def _saved_argv(args: argparse.Namespace, rest: list[str]) -> list[str]:
+    """The command line of the sweep in `args.resume`, from its sweep.json, with --out and (if
+    given now) --quiet; anything else given beside --resume is an error."""
+    others = [w for w in rest if w.startswith("-") and w != "--quiet"]
+    others += [f"--{n}" for n in ("grid", "seeds", "out") if getattr(args, n)]
+    if others:
+        raise ConfigError(
+            f"--resume goes on with the sweep's saved settings; {', '.join(others)} cannot "
+            "change (only --quiet can be given)"
+        )
+    folder = pathlib.Path(args.resume)
+    try:
+        saved = json.loads((folder / PLAN_FILE).read_text())
+        argv = [str(w) for w in saved["argv"]]
+    except FileNotFoundError:
+        what = "no such folder" if not folder.exists() else f"it has no {PLAN_FILE}"
+        raise ConfigError(
+            f"{folder} is not a sweep to resume ({what}; a sweep begun by an earlier jaxrl has "
+            "none: resume its runs one by one with jaxrl train --resume FOLDER/SETTING/sN)"
+        ) from None
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise ConfigError(f"{folder / PLAN_FILE} cannot be read: {error!r}") from None
+    return [*argv, "--out", str(folder), *(["--quiet"] if "--quiet" in rest else [])]
+
+
+def _check_same_run(run_dir: pathlib.Path, point: dict[str, Any], seed: int) -> None:
+    """The run begun in `run_dir` is this sweep's: its seed and its grid values are those
+    planned for that folder."""
+    from jaxrl import runs
+
+    saved = runs.read_config_json(run_dir)
+    values = {**saved.get("agent", {}), **saved.get("train", {})}
+    planned = {"seed": seed, **point}
+    differ = [
+        f"{name} {values.get(name)!r} (the sweep's: {value!r})"
+        for name, value in planned.items()
+        if _json_value(value) != values.get(name)
+    ]
+    if differ:
+        raise JaxrlError(
+            f"{run_dir} holds a run of other settings than the sweep's: {', '.join(differ)}; "
+            "move it away, or resume it alone (jaxrl train --resume)"
+        )
+
+
+def _json_value(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
+
+
 def main(argv: list[str]) -> int:
-    """jaxrl sweep [train flags] --grid NAME=V1,V2 ... --seeds 0,1,2 --out FOLDER"""
+    """jaxrl sweep [train flags] --grid NAME=V1,V2 ... --seeds 0,1,2 --out FOLDER, or
+    jaxrl sweep --resume FOLDER"""
     from jaxrl import driver
+    from jaxrl.version import version
 
     planned = plan_sweep(argv)
     if planned is None:
         return 0
     out, plan, seeds, options = planned
+    if not any(w == "--resume" or w.startswith("--resume=") for w in argv):
+        out.mkdir(parents=True, exist_ok=True)
+        kept = [w for w in _without_out(argv) if w != "--quiet"]
+        write_atomically(out / PLAN_FILE, json.dumps({"argv": kept, "jaxrl": version()}))
     finals: dict[str, list[float]] = {}
+    progress = None if options.quiet else "auto"
     for index, (point, seed, config, agent_config) in enumerate(plan):
         label = _setting_label(point)
-        run_dir = out / label / f"s{seed}"
-        print(f"[sweep {index + 1}/{len(plan)}] {label} seed {seed} -> {run_dir}")
-        result = driver.train(
-            config,
-            agent_config,
-            run_dir,
-            progress=None if options.quiet else "auto",
-            options=run_options(options),
-            compile_cache=options.compile_cache,
-        )
-        finals.setdefault(label, []).append(result.final_eval_return)
+        run_dir = _run_dir(out, point, seed)
+        head = f"[sweep {index + 1}/{len(plan)}] {label} seed {seed}"
+        summary = run_dir / "summary.json"
+        try:
+            if summary.exists():  # finished before a --resume
+                final = json.loads(summary.read_text())["final_eval_return"]
+                print(f"{head}: finished earlier, eval return {final:.2f} ({run_dir})")
+            elif (run_dir / "config.json").exists():  # under way when the sweep stopped
+                print(f"{head} -> {run_dir} (resumed)")
+                final = driver.resume(
+                    run_dir, progress=progress, compile_cache=options.compile_cache
+                ).final_eval_return
+            else:
+                print(f"{head} -> {run_dir}")
+                final = driver.train(
+                    config,
+                    agent_config,
+                    run_dir,
+                    progress=progress,
+                    options=run_options(options),
+                    compile_cache=options.compile_cache,
+                ).final_eval_return
+        except Interrupted as stop:  # Ctrl-C in training: a checkpoint was saved
+            history = stop.result.history if stop.result is not None else []
+            steps = history[-1]["env_steps"] if history else 0
+            raise Interrupted(
+                f"run {index + 1} of {len(plan)} ({run_dir}) interrupted at {steps:,} env "
+                f"steps; checkpoint saved. Continue the sweep with: jaxrl sweep --resume {out}",
+                stop.result,
+            ) from None
+        except KeyboardInterrupt:  # before its first chunk ended
+            print(
+                f"jaxrl sweep: stopped in run {index + 1} of {len(plan)}; continue the sweep "
+                f"with: jaxrl sweep --resume {out}",
+                file=sys.stderr,
+            )
+            raise
+        finals.setdefault(label, []).append(final)
     _write_sweep_summary(out, finals, seeds)
     return 0
+
+
+def _without_out(argv: list[str]) -> list[str]:
+    """`argv` less its --out FOLDER (the sweep's folder, given anew to --resume)."""
+    kept, skip = [], False
+    for word in argv:
+        if skip:
+            skip = False
+        elif word == "--out":
+            skip = True
+        elif not word.startswith("--out="):
+            kept.append(word)
+    return kept
 
 
 def _write_sweep_summary(out: pathlib.Path, finals: dict[str, list[float]], seeds) -> None:
@@ -179,7 +316,7 @@ def _write_sweep_summary(out: pathlib.Path, finals: dict[str, list[float]], seed
             }
         )
     rows.sort(key=lambda r: -r["mean"])
-    (out / "summary.json").write_text(json.dumps(rows, indent=2))
+    write_atomically(out / "summary.json", json.dumps(rows, indent=2))
     lines = ["| setting | mean | std | stderr | per seed |", "| --- | ---: | ---: | ---: | --- |"]
     for r in rows:
         per_seed = ", ".join(f"{v:.1f}" for v in r["returns"])
@@ -187,7 +324,7 @@ def _write_sweep_summary(out: pathlib.Path, finals: dict[str, list[float]], seed
             f"| {r['setting']} | {r['mean']:.2f} | {r['std']:.2f} | {r['stderr']:.2f} "
             f"| {per_seed} |"
         )
-    (out / "summary.md").write_text("\n".join(lines) + "\n")
+    write_atomically(out / "summary.md", "\n".join(lines) + "\n")
     table = Table(title=f"final eval return, seeds {', '.join(map(str, seeds))}")
     for column in ("setting", "mean", "std", "stderr", "per seed"):
         table.add_column(column, justify="left" if column == "setting" else "right")

@@ -1226,6 +1226,50 @@ MUTANTS = [
         "tests/test_help.py",
     ),
     m(
+        "atomic-write-shared-temporary",
+        "jaxrl/files.py",
+        """    with tempfile.NamedTemporaryFile(
+        dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False
+    ) as file:
+        temporary = pathlib.Path(file.name)
+""",
+        "    temporary = path.with_name(path.name + '.tmp')\n",
+        "every writer of a file writes it through PATH.tmp, so two at once move each other's",
+        "tests/test_faults.py",
+    ),
+    m(
+        "atomic-write-leaves-temporary",
+        "jaxrl/files.py",
+        "        temporary.unlink(missing_ok=True)\n",
+        "        pass\n",
+        "a write that fails (a full disk) leaves its temporary file beside the old one",
+        "tests/test_faults.py",
+    ),
+    m(
+        "sweep-resume-trusts-the-folders",
+        "experiments/sweep.py",
+        "            _check_same_run(_run_dir(out, point, seed), point, seed)\n",
+        "            pass\n",
+        "jaxrl sweep --resume goes on with a run folder holding another setting's run",
+        "tests/test_commands.py",
+    ),
+    m(
+        "sweep-resume-trains-the-run-under-way-anew",
+        "experiments/sweep.py",
+        'elif (run_dir / "config.json").exists():  # under way',
+        "elif False:  # under way",
+        "jaxrl sweep --resume starts the interrupted run over instead of resuming it",
+        "tests/test_commands.py",
+    ),
+    m(
+        "sweep-resume-checks-only-the-seed",
+        "experiments/sweep.py",
+        '    planned = {"seed": seed, **point}\n',
+        '    planned = {"seed": seed}\n',
+        "a run folder of another setting (same seed) passes for the sweep's own",
+        "tests/test_commands.py",
+    ),
+    m(
         "sweep-settings-unchecked",
         "experiments/sweep.py",
         "            driver.check_setting(config, agent_config)\n",
@@ -2079,8 +2123,8 @@ MUTANTS = [
     m(
         "store-write-failure-stops-the-run",
         "jaxrl/run/programs.py",
-        "    except OSError as error:\n        if temporary is not None:",
-        "    except ZeroDivisionError as error:\n        if temporary is not None:",
+        "        return True\n    except OSError as error:",
+        "        return True\n    except ZeroDivisionError as error:",
         "a store entry that cannot be written (a full disk) ends a run that compiled fine",
         STORE,
     ),

@@ -136,6 +136,82 @@ def test_sweep_trains_the_grid_and_summarises(capsys, tmp_path):
     assert "actor_lr=0.001" in stdout and (out / "summary.md").exists()
 
 
+def test_a_sweep_stopped_part_way_goes_on_with_resume_to_the_numbers_of_one_never_stopped(
+    capsys, tmp_path, monkeypatch
+):
+    """Ctrl-C in the second of four runs (after its first chunk), then `jaxrl sweep --resume`:
+    the first run is read, not trained again; the second resumes from its checkpoint to the
+    metrics an uninterrupted run of its settings gives; the last two train. The same command
+    again, without --resume, is refused naming --resume; a finished sweep is refused."""
+    from jaxrl import driver
+
+    out = tmp_path / "sweep"
+    argv = [*TINY, "--steps", "768", "--eval-every", "256", "--quiet"]
+    grid = ["--grid", "actor_lr=1e-3,3e-4", "--seeds", "0,1", "--out", str(out)]
+    real, runs = driver.train, []
+
+    def train(config, agent_config, run_dir, **kwargs):
+        runs.append(run_dir)
+        if len(runs) == 2:  # Ctrl-C as the first chunk's row is logged
+            kwargs["progress_fn"] = lambda *_: os.kill(os.getpid(), signal.SIGINT)
+        return real(config, agent_config, run_dir, **kwargs)
+
+    monkeypatch.setattr(driver, "train", train)
+    code, _, err = _run(capsys, "sweep", *argv, *grid)
+    stopped = out / "actor_lr=0.001" / "s1"
+    assert code == 130 and runs == [out / "actor_lr=0.001" / "s0", stopped]
+    assert f"run 2 of 4 ({stopped}) interrupted at 256 env steps" in err
+    assert f"jaxrl sweep --resume {out}" in err
+    assert checkpoint.steps(stopped / "checkpoints") == [256]
+    code, _, err = _run(capsys, "sweep", *argv, *grid)
+    assert code == 2 and "(2 of its 4 runs begun)" in err and f"--resume {out}" in err
+    code, _, err = _run(capsys, "sweep", "--resume", str(out), "--steps", "1024")
+    assert code == 2 and "--steps cannot change" in err
+
+    code, stdout, err = _run(capsys, "sweep", "--resume", str(out), "--quiet")
+    assert code == 0, err
+    assert len(runs) == 4  # the two not begun, trained; the first read, the second resumed
+    assert "[sweep 1/4] actor_lr=0.001 seed 0: finished earlier" in stdout
+    assert f"[sweep 2/4] actor_lr=0.001 seed 1 -> {stopped} (resumed)" in stdout
+    summary = {r["setting"]: r for r in json.loads((out / "summary.json").read_text())}
+    assert sorted(summary) == ["actor_lr=0.0003", "actor_lr=0.001"]
+    whole = tmp_path / "whole"
+    code, _, err = _run(capsys, "train", *argv, "--actor-lr", "1e-3", "--seed", "1",
+                        "--out", str(whole))  # fmt: skip
+    assert code == 0, err
+    metrics = [
+        driver.learning_metrics([json.loads(line) for line in (run / "metrics.jsonl").open()])
+        for run in (stopped, whole)
+    ]
+    assert metrics[0] == metrics[1] and len(metrics[0]) == 3
+    final = json.loads((whole / "summary.json").read_text())["final_eval_return"]
+    assert summary["actor_lr=0.001"]["returns"][1] == final
+    code, _, err = _run(capsys, "sweep", "--resume", str(out))
+    assert code == 2 and "is a finished sweep" in err
+    code, _, err = _run(capsys, "sweep", *argv, *grid)
+    assert code == 2 and "already holds a finished sweep" in err
+    code, _, err = _run(capsys, "sweep", "--resume", str(tmp_path / "whole"))
+    assert code == 2 and "is not a sweep to resume (it has no sweep.json" in err
+
+
+def test_a_sweep_resumed_over_a_run_of_other_settings_is_refused_before_training(capsys, tmp_path):
+    """A run folder of the sweep holding another seed's or setting's run (moved in by hand,
+    another sweep's): --resume names the folder and what differs, and trains nothing."""
+    out = tmp_path / "sweep"
+    argv = [*TINY, "--steps", "256", "--grid", "actor_lr=1e-3,3e-4", "--seeds", "0,1"]
+    out.mkdir()
+    (out / "sweep.json").write_text(json.dumps({"argv": argv}))
+    stray = out / "actor_lr=0.0003" / "s1"
+    stray.mkdir(parents=True)
+    (stray / "config.json").write_text(
+        json.dumps({"train": {"seed": 1}, "agent": {"actor_lr": 0.001}})
+    )
+    code, _, err = _run(capsys, "sweep", "--resume", str(out))
+    assert code == 2 and f"{stray} holds a run of other settings than the sweep's" in err
+    assert "actor_lr 0.001 (the sweep's: 0.0003)" in err and "seed" not in err.split(":")[-1]
+    assert sorted(p.name for p in out.iterdir()) == ["actor_lr=0.0003", "sweep.json"]
+
+
 @pytest.mark.parametrize(
     "argv,message",
     [

@@ -450,6 +450,52 @@ def test_disk_full_while_checkpointing_keeps_the_previous_checkpoint(tmp_path, m
     assert strip(resumed.history) == strip(whole.history)
 
 
+def test_two_writers_of_one_file_each_write_it_whole(tmp_path, monkeypatch):
+    """Two processes writing one file at once (two scale grids' runs, the program store's
+    entries, a run's summary read by `jaxrl plot`): the second writer starts between the
+    first one's write and its rename. Each rename moves a whole file of its own (a temporary
+    name shared by both would be moved by the second, and the first's rename would fail)."""
+    import os
+
+    from jaxrl import files
+
+    path = tmp_path / "summary.json"
+    path.write_text("old")
+    replace = os.replace
+    seen = []
+
+    def interleaved(source, target):
+        seen.append(os.path.basename(source))
+        if len(seen) == 1:  # the other writer, in between
+            assert path.read_text() == "old"
+            files.write_atomically(path, "second")
+            assert path.read_text() == "second"
+        replace(source, target)
+
+    monkeypatch.setattr(files.os, "replace", interleaved)
+    files.write_atomically(path, "first")
+    assert path.read_text() == "first" and len(set(seen)) == 2
+    assert [p.name for p in tmp_path.iterdir()] == ["summary.json"]
+
+
+def test_a_write_that_fails_keeps_the_old_file_and_leaves_no_temporary(tmp_path, monkeypatch):
+    import errno
+
+    from jaxrl import files
+
+    path = tmp_path / "scale.json"
+    path.write_bytes(b"old")
+
+    def full(self, data):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(files.pathlib.Path, "write_bytes", full)
+    with pytest.raises(OSError, match="No space left"):
+        files.write_atomically(path, "new")
+    monkeypatch.undo()
+    assert path.read_bytes() == b"old" and [p.name for p in tmp_path.iterdir()] == ["scale.json"]
+
+
 # -- determinism -----------------------------------------------------------------------------
 
 

@@ -16,6 +16,7 @@ import jax
 
 from jaxrl import checkpoint, grid
 from jaxrl.errors import JaxrlError
+from jaxrl.files import write_atomically
 from jaxrl.version import version
 
 
@@ -156,7 +157,7 @@ def _write_summary(out_path, row, compile_seconds, reached, rollbacks, run_grid)
                 best_setting=row["best_setting"],
                 settings=row["settings"],
             )
-    _write_atomically(out_path / "summary.json", json.dumps(summary, indent=2))
+    write_atomically(out_path / "summary.json", json.dumps(summary, indent=2))
 
 
 def _newest_readable(directory, like, expected: dict, say) -> tuple[int | None, list, Any]:
@@ -189,10 +190,3 @@ def _newest_readable(directory, like, expected: dict, say) -> tuple[int | None, 
             f"the newest: {damaged[0][1]}"
         )
     return None, [], None
-
-
-def _write_atomically(path: pathlib.Path, text: str) -> None:
-    """`path` holds either its old or its new text, never a partial one."""
-    temporary = path.with_name(path.name + ".tmp")
-    temporary.write_text(text)
-    os.replace(temporary, path)

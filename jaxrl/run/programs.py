@@ -52,7 +52,6 @@ import pickle
 import re
 import socket
 import sys
-import tempfile
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -61,6 +60,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.experimental import serialize_executable
+
+from jaxrl.files import write_atomically
 
 STORE_VERSION = 2  # 2: the executable's bytes and its trees apart (`_read`)
 FOLDER = "jaxrl-programs"
@@ -296,17 +297,11 @@ def _write(path: pathlib.Path, blob: bytes) -> bool:
     """`blob` at `path`, whole or not at all (a concurrent run reads a whole entry or none);
     False where it cannot be written (a full disk, a folder not writable): the store is a
     cache, and a run that compiled its program goes on without storing it."""
-    temporary = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=path.parent, delete=False, suffix=".tmp") as file:
-            temporary = file.name
-            file.write(blob)
-        os.replace(file.name, path)
+        write_atomically(path, blob)
         return True
     except OSError as error:
-        if temporary is not None:
-            pathlib.Path(temporary).unlink(missing_ok=True)
         note(path.name.partition("-")[0], "not written", error=repr(error)[:300])
         return False
 

@@ -19,8 +19,9 @@ import jax
 from jaxrl import checkpoint, logs, sharding
 from jaxrl.envs.wrappers import GRID_AXIS
 from jaxrl.errors import Interrupted
+from jaxrl.files import write_atomically
 from jaxrl.run import programs
-from jaxrl.run.folder import _meta, _write_atomically, _write_summary
+from jaxrl.run.folder import _meta, _write_summary
 from jaxrl.run.health import NonFiniteError, _roll_back, chunk_problem, stop_message
 from jaxrl.run.plan import Plan, RunResult
 from jaxrl.run.resources import _shardings
@@ -293,7 +294,7 @@ class Runner:
             out_path.mkdir(parents=True, exist_ok=True)
             if not history:
                 shutil.rmtree(out_path / "tensorboard", ignore_errors=True)  # of a run with no rows
-            _write_atomically(
+            write_atomically(
                 out_path / "config.json", json.dumps(plan.saved, indent=2, default=str)
             )
         total = config.num_chunks * config.env_steps_per_chunk

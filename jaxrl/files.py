@@ -1,0 +1,30 @@
+"""Files written whole or not at all.
+
+A reader (a `jaxrl plot` of a run in progress, a second process sharing the program store or a
+scale grid's folder) sees a file's old content or its new one, never part of it: the bytes go to
+a temporary file of a name no other writer uses, in the same folder, which then replaces the
+file (`os.replace`, atomic within one file system). Ten lines of our own rather than a
+dependency: the standard library has every piece but the combination."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import tempfile
+
+
+def write_atomically(path: str | os.PathLike, data: str | bytes) -> None:
+    """`path` holds `data` (text as UTF-8), or, where writing fails (OSError raised), what it held
+    before; no temporary file is left behind either way."""
+    path = pathlib.Path(path)
+    blob = data.encode() if isinstance(data, str) else data
+    with tempfile.NamedTemporaryFile(
+        dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False
+    ) as file:
+        temporary = pathlib.Path(file.name)
+    try:
+        temporary.write_bytes(blob)
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
