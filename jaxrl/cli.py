@@ -98,10 +98,15 @@ def _done(result) -> None:
         )
     if "best_setting" in last:  # a settings grid: the best setting's mean and summary
         seeds = f" of the best setting {last['best_setting']}{seeds}"
+    # A resumed run: its rows count every process's training; the result, this one's.
+    train = f"train {result.train_seconds:.1f}s"
+    whole = last.get("train_seconds", result.train_seconds)
+    if whole > result.train_seconds + 0.05:
+        train = f"train {whole:.1f}s ({result.train_seconds:.1f}s of it in this process)"
     print(
         f"done: {last['env_steps']:,} env steps, eval return "
         f"{result.final_eval_return:.2f}{seeds}, compile {result.compile_seconds:.1f}s, "
-        f"train {result.train_seconds:.1f}s; run folder {result.out_dir}"
+        f"{train}; run folder {result.out_dir}"
     )
 
 
@@ -260,11 +265,13 @@ def cmd_list(argv: list[str]) -> int:
         raise ConfigError(f"no env family {args.family!r}; families: {', '.join(envs.families())}")
     if args.family is None:
         print("algorithms:")
+        width = max(map(len, agents.ALGORITHMS))
         for name, spec in agents.ALGORITHMS.items():
-            print(f"  {name:<12} {spec.description}")
+            print(f"  {name:<{width}}  {spec.description}")
         print("presets:")
+        width = max(map(len, PRESETS))
         for name, preset in PRESETS.items():
-            print(f"  {name:<24} {preset['algo']} on {preset['train']['env']}")
+            print(f"  {name:<{width}}  {preset['algo']} on {preset['train']['env']}")
     print("environments:")
     for name in envs.list_envs(args.family):
         print(f"  {name}")

@@ -256,9 +256,20 @@ class Progress:
 
     def message(self, text: str) -> None:
         if self._bar is not None:
-            self._bar.console.print(text)
+            self._print(text)
         else:
             self.printer(text)
+
+    def _print(self, text: str) -> None:
+        """`text` above the bar as written: no rich markup, which took a line's "[sac
+        brax/ant]" for a style tag and dropped it."""
+        self._bar.console.print(text, markup=False)
+
+    def status(self, text: str) -> None:
+        """What the run is doing ("compiling", "training"), in the bar's rate column until the
+        first chunk's rate replaces it; lines (one per event) have their messages instead."""
+        if self._bar is not None:
+            self._bar.update(self._task, rate=text)
 
     def chunk(self, row: dict) -> None:
         warming_up = self._last_steps < self.warm_up_until
@@ -276,7 +287,7 @@ class Progress:
             eta=_eta(remaining),
             eval=f"{row['eval_return']:.2f}",
         )
-        self._bar.console.print(line)
+        self._print(line)
 
     def close(self) -> None:
         if self._bar is not None:
@@ -317,6 +328,9 @@ class MetricsCallback:
     def message(self, text: str) -> None:
         pass
 
+    def status(self, text: str) -> None:
+        pass
+
     def chunk(self, row: dict) -> None:
         values = {
             k: float(v)
@@ -338,6 +352,10 @@ class _Reporters:
     def message(self, text: str) -> None:
         for reporter in self.reporters:
             reporter.message(text)
+
+    def status(self, text: str) -> None:
+        for reporter in self.reporters:
+            reporter.status(text)
 
     def chunk(self, row: dict) -> None:
         for reporter in self.reporters:

@@ -1270,6 +1270,33 @@ MUTANTS = [
         "tests/test_commands.py",
     ),
     m(
+        "progress-bar-reads-markup",
+        "jaxrl/logs.py",
+        "self._bar.console.print(text, markup=False)",
+        "self._bar.console.print(text)",
+        "on a terminal, rich takes each line's '[sac brax/ant]' for a style tag and drops it",
+        "tests/test_runs.py",
+    ),
+    m(
+        "progress-silent-while-compiling",
+        "jaxrl/run/runner.py",
+        """            self.reporter.message(
+                f"[{self.name}] compiling (a re-run of these settings loads the stored program)"
+            )
+""",
+        "",
+        "nothing is shown while the program compiles (tens of seconds for an MJX preset)",
+        "tests/test_runs.py",
+    ),
+    m(
+        "resume-done-line-this-process-only",
+        "jaxrl/cli.py",
+        "    if whole > result.train_seconds + 0.05:\n",
+        "    if False:\n",
+        "a resumed run's last line gives only this process's training time as the run's",
+        "tests/test_commands.py",
+    ),
+    m(
         "sweep-settings-unchecked",
         "experiments/sweep.py",
         "            driver.check_setting(config, agent_config)\n",

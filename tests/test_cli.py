@@ -39,6 +39,9 @@ def test_list_prints_algorithms_presets_and_envs(capsys):
     assert code == 0
     for text in ("sac", "sac_pendulum", "classic/pendulum", "brax/ant", "playground/CheetahRun"):
         assert text in out
+    presets = out.split("presets:\n")[1].split("environments:")[0].splitlines()
+    columns = {line.index(" on ") - len(line.split()[1]) for line in presets}
+    assert len(presets) > 20 and len(columns) == 1  # one column, the longest name's too
     code, out, _ = _run(capsys, "list", "classic")
     assert code == 0 and "brax/" not in out and "classic/pendulum" in out
 

@@ -93,6 +93,8 @@ def test_train_resume_and_eval_commands(capsys, tmp_path):
     code, stdout, err = _run(capsys, "train", "--resume", str(out), "--steps", "512", "--quiet")
     assert code == 0, err
     assert checkpoint.steps(out / "checkpoints") == [256, 512]
+    both = json.loads((out / "summary.json").read_text())["train_seconds"]
+    assert f"train {both:.1f}s (" in stdout and "s of it in this process); run folder" in stdout
     code, stdout, _ = _run(capsys, "eval", str(out), "--episodes", "3", "--json")
     assert code == 0
     report = json.loads(stdout)

@@ -14,6 +14,7 @@ import pytest
 import jaxrl
 from jaxrl import checkpoint, driver, envs, logs, runs, sac
 from jaxrl.loops import make_train
+from jaxrl.run.rows import rounding_note
 from tests import tiny
 
 QUIET = dict(progress=None)
@@ -71,7 +72,7 @@ def test_a_resumed_run_s_progress_starts_where_it_stopped(tmp_path, monkeypatch)
     lines = []
     driver.resume(tmp_path / "run", progress=lines.append)
     assert [call[2:4] for call in calls] == [(256, 128)]  # (total, done): the bar starts at 128
-    assert len(lines) == 2 and "256/256 steps" in lines[1]
+    assert len(lines) == 3 and "compiling" in lines[0] and "256/256 steps" in lines[2]
 
 
 def test_extending_a_short_run_equals_the_long_run(tmp_path):
@@ -294,10 +295,21 @@ def test_first_progress_line_says_how_the_run_was_rounded_up():
         "[sac classic/pendulum] 5,000 env steps rounded up to 5,040: 5 evaluation chunks of 63 "
         "loop iterations, each 16 env steps (16 envs)"
     )
-    assert "compiled in" in lines[1]
+    assert lines[1] == (
+        "[sac classic/pendulum] compiling (a re-run of these settings loads the stored program)"
+    )
+    assert "compiled in" in lines[2]
+    one = _sac(total_steps=10, num_envs=16, eval_every=10)
+    assert rounding_note(one) == (
+        "10 env steps rounded up to 16: 1 evaluation chunk of 1 loop iteration, each 16 env "
+        "steps (16 envs)"
+    )
+    assert rounding_note(_sac(total_steps=10, num_envs=64, eval_every=10)).endswith(
+        "each 64 env steps (64 envs); 6.4x the steps asked for"
+    )
     lines.clear()
     driver.train(_sac(total_steps=512), tiny.SAC, progress=lines.append)  # 4 x 128: exact
-    assert "compiled in" in lines[0] and not any("rounded" in line for line in lines)
+    assert "compiled in" in lines[1] and not any("rounded" in line for line in lines)
 
 
 def test_progress_fn_gets_each_chunk_s_row_as_numbers(tmp_path):
@@ -511,11 +523,17 @@ def test_progress_bar_follows_the_chunks(capsys):
     bar = logs.Progress("sac x", 4_000, 1_000, mode="bar")
     task = bar._bar.tasks[0]
     assert task.completed == 1_000 and task.total == 4_000  # a resume starts where it was
+    bar.status("compiling")
+    assert bar._bar.tasks[0].fields["rate"] == "compiling"
+    capsys.readouterr()
+    bar.message("[sac x] compiled in 1.0s")
     bar.chunk(_progress_row(3_000, 250.0, eval_return=12.5))
     task = bar._bar.tasks[0]
     assert task.completed == 3_000 and task.fields["eta"] == "0:04"
     assert task.fields["rate"] == "250 env-steps/s" and task.fields["eval"] == "12.50"
     bar.close()
+    printed = capsys.readouterr().out  # the lines above the bar, the run's name kept
+    assert "[sac x] compiled in 1.0s" in printed and "[sac x]     3,000/4,000 steps" in printed
     assert logs.make_progress(None, "a", 1, 0) is None
 
 

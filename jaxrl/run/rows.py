@@ -167,11 +167,20 @@ def rounding_note(config: TrainConfig) -> str | None:
     if total == config.total_steps:
         return None
     per_iteration = config.env_steps_per_iteration
-    what = f"{config.num_envs} envs" + (
+    what = _count(config.num_envs, "env") + (
         f" x {config.steps_per_iteration} steps" if config.steps_per_iteration > 1 else ""
     )
     return (
-        f"{config.total_steps:,} env steps rounded up to {total:,}: {config.num_chunks} "
-        f"evaluation chunks of {config.iterations_per_chunk} loop iterations, each "
+        f"{config.total_steps:,} env steps rounded up to {total:,}: "
+        f"{_count(config.num_chunks, 'evaluation chunk')} of "
+        f"{_count(config.iterations_per_chunk, 'loop iteration')}, each "
         f"{per_iteration:,} env steps ({what})"
+    ) + (
+        f"; {total / config.total_steps:.1f}x the steps asked for"
+        if total >= 2 * config.total_steps
+        else ""
     )
+
+
+def _count(count: int, word: str) -> str:
+    return f"{count:,} {word}{'' if count == 1 else 's'}"

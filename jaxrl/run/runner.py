@@ -233,7 +233,11 @@ class Runner:
         self.checkpoints = None
 
     def run(self) -> RunResult:
-        self._start()
+        try:
+            self._start()
+        except BaseException:  # a compile that failed or was interrupted: the bar stops
+            self._close()
+            raise
         config, options, stop = self.config, self.options, self.stop
         try:
             with stop:
@@ -280,14 +284,33 @@ class Runner:
         """Compiles the chunk program, writes config.json, opens the progress display, the
         loggers and the checkpoint manager."""
         plan, config = self.plan, self.config
-        self.chunk = plan.early.take(plan.state) if plan.early is not None else None
-        if self.chunk is None:
-            self.chunk = compile_chunk(plan.trainer, plan.state, plan.run_grid)
-        self.compile_seconds = time.perf_counter() - plan.start
         # Over several processes (jaxrl.sharding.initialize_distributed) every one computes the
         # same rows; process 0 alone reports and writes them, all take part in checkpoints.
         self.primary = primary = sharding.is_primary()
         out_path, history = plan.out_path, plan.history
+        total = config.num_chunks * config.env_steps_per_chunk
+        done = history[-1]["env_steps"] if history else 0
+        progress, progress_fn = (plan.progress, plan.progress_fn) if primary else (None, None)
+        warm_up = 0 if config.on_policy else config.learning_starts  # no ETA before it
+        # Opened before the compile, so that its seconds to minutes are not a silent wait.
+        self.reporter = logs.make_progress(
+            progress, self.name, total, done, progress_fn, warm_up_until=warm_up
+        )
+        if self.reporter:
+            rounded = rounding_note(config)
+            if rounded:
+                self.reporter.message(f"[{self.name}] {rounded}")
+            self.reporter.message(
+                f"[{self.name}] compiling (a re-run of these settings loads the stored program)"
+            )
+            self.reporter.status("compiling")
+        self.chunk = plan.early.take(plan.state) if plan.early is not None else None
+        if self.chunk is None:
+            self.chunk = compile_chunk(plan.trainer, plan.state, plan.run_grid)
+        self.compile_seconds = time.perf_counter() - plan.start
+        if self.reporter:
+            self.reporter.message(f"[{self.name}] compiled in {self.compile_seconds:.1f}s")
+            self.reporter.status("training")
         if out_path is not None and primary:
             # Written once the program compiled: input that fails in tracing or compilation
             # leaves no run folder behind (and a resume's new --steps only lands once it can run).
@@ -297,20 +320,8 @@ class Runner:
             write_atomically(
                 out_path / "config.json", json.dumps(plan.saved, indent=2, default=str)
             )
-        total = config.num_chunks * config.env_steps_per_chunk
-        done = history[-1]["env_steps"] if history else 0
         self.train_before = history[-1]["train_seconds"] if history else 0.0
         self.wall_before = history[-1]["wall_seconds"] if history else 0.0
-        progress, progress_fn = (plan.progress, plan.progress_fn) if primary else (None, None)
-        warm_up = 0 if config.on_policy else config.learning_starts  # no ETA before it
-        self.reporter = logs.make_progress(
-            progress, self.name, total, done, progress_fn, warm_up_until=warm_up
-        )
-        if self.reporter:
-            rounded = rounding_note(config)
-            if rounded:
-                self.reporter.message(f"[{self.name}] {rounded}")
-            self.reporter.message(f"[{self.name}] compiled in {self.compile_seconds:.1f}s")
         self.loggers = self._open_loggers(self.history)
         if self.loggers:  # TensorBoard's perf/compile_seconds, at the env steps it starts from
             self.loggers[0].add_scalar("compile_seconds", self.compile_seconds, done)
