@@ -1297,6 +1297,14 @@ MUTANTS = [
         "tests/test_commands.py",
     ),
     m(
+        "store-out-of-memory-fails-the-entry",
+        "jaxrl/run/programs.py",
+        '            if "RESOURCE_EXHAUSTED" not in str(error):\n',
+        "            if True:\n",
+        "a loaded program's first call that ran out of GPU memory bars its entry for good",
+        "tests/test_program_store.py",
+    ),
+    m(
         "sweep-settings-unchecked",
         "experiments/sweep.py",
         "            driver.check_setting(config, agent_config)\n",

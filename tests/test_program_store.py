@@ -755,11 +755,20 @@ def test_an_entry_whose_process_died_running_it_is_dropped_for_good(store):
 
 def test_a_guarded_first_call_that_raises_marks_its_entry_failed(tmp_path):
     """The `running` file exists during the first call only (a process that dies in it leaves
-    it); a first call that raises marks the entry failed."""
+    it); a first call that raises marks the entry failed, but for running out of device
+    memory."""
     running, failed = tmp_path / "x.running", tmp_path / "x.failed"
     with pytest.raises(ZeroDivisionError):
         programs._Guarded(lambda x: 1 / x, running, failed)(0)
     assert failed.exists() and not running.exists()
+    failed.unlink()
+
+    def out_of_memory(x):  # as XLA:GPU raises it: the entry is not to blame
+        raise RuntimeError("RESOURCE_EXHAUSTED: Out of memory while trying to allocate 2.00GiB")
+
+    with pytest.raises(RuntimeError, match="RESOURCE_EXHAUSTED"):
+        programs._Guarded(out_of_memory, running, failed)(0)
+    assert not failed.exists() and not running.exists()
     seen = []
 
     def program(x):

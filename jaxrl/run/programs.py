@@ -741,7 +741,8 @@ class _Guarded:
     """A loaded program whose first call is waited for: while it runs, a `running` file names
     this machine and process, and a later process that finds it with that process gone (it
     died in the call, e.g. of a crash inside XLA) marks the entry `failed` and compiles its
-    own (`_died_running`). A first call that raises marks it too. The file is made at the
+    own (`_died_running`). A first call that raises marks it too, but for running out of
+    device memory (RESOURCE_EXHAUSTED), which says nothing of the entry. The file is made at the
     call, not at the load: a process that ends between the two (Ctrl-C while its first state
     is built, an error in the run's set-up) did not die running the program."""
 
@@ -759,8 +760,12 @@ class _Guarded:
             out = jax.block_until_ready(self._compiled(*args))
         except (KeyboardInterrupt, SystemExit):
             raise
-        except BaseException:
-            _touch(self._failed)
+        except BaseException as error:
+            # Out of device memory (another process holds it, a larger batch beside) is no
+            # fault of the entry: a program compiled afresh would fail alike, and one that
+            # then fits should load again.
+            if "RESOURCE_EXHAUSTED" not in str(error):
+                _touch(self._failed)
             raise
         finally:
             self._running.unlink(missing_ok=True)
