@@ -476,11 +476,12 @@ def make_vec(
     auto_reset: bool = True,
     reset_to_first: bool = False,
     randomization: tuple[Callable, Any] | None = None,
+    joint_limit_actions: bool = False,
     **options,
 ):
     """A batched training env: `num_envs` copies with time limit, episode statistics, action
-    repeat and (optionally) auto-reset and domain randomization (see `wrap`). Sizes default to
-    the task's own."""
+    repeat and (optionally) auto-reset, domain randomization and actions bounded by the joints'
+    limits (see `wrap`), as `jaxrl train` builds them. Sizes default to the task's own."""
     require_positive("num_envs", num_envs)  # before building the (slow) base env
     base = make(name, **options)
     return wrap(
@@ -491,6 +492,7 @@ def make_vec(
         auto_reset=auto_reset,
         reset_to_first=reset_to_first,
         randomization=randomization,
+        joint_limit_actions=joint_limit_actions,
     )
 
 

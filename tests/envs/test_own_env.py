@@ -399,7 +399,8 @@ def test_actions_are_rescaled_to_the_env_bounds(bounds, actions, expected):
 def test_joint_limit_actions_reach_each_joint_s_limits(no_menagerie):
     from jaxrl.envs import robots
 
-    env = envs.make(GO1, menagerie_path=str(_stand_in_menagerie(no_menagerie)))
+    path = str(_stand_in_menagerie(no_menagerie))
+    env = envs.make(GO1, menagerie_path=path)
     low, high = robots.joint_limit_bounds(env, GO1)
     # By hand from the MuJoCo model: Go1's targets are home pose + 0.5 x action, so the
     # actions reaching actuator i's joint limits are (limit - home angle) / 0.5.
@@ -428,6 +429,16 @@ def test_joint_limit_actions_reach_each_joint_s_limits(no_menagerie):
     config = jaxrl.TrainConfig("classic/pendulum", joint_limit_actions=True)
     with pytest.raises(envs.EnvOptionError, match="classic/pendulum does not set motor targets"):
         jaxrl.make_train(config, jaxrl.sac.make())
+    # envs.make_vec, the API's batched env, takes the option as jaxrl train does.
+    with pytest.raises(envs.EnvOptionError, match="does not set motor targets"):
+        envs.make_vec("classic/pendulum", 2, joint_limit_actions=True)
+    batched = envs.make_vec(GO1, 2, joint_limit_actions=True, menagerie_path=path)
+    layers = [batched]
+    while hasattr(layers[-1], "env"):
+        layers.append(layers[-1].env)
+    (bounded,) = [e for e in layers if isinstance(e, envs.wrappers.JointLimitActions)]
+    np.testing.assert_allclose(bounded.low, low)
+    np.testing.assert_allclose(bounded.high, high)
 
 
 def test_robot_check_builds_stand_ins_and_reports_each_task(no_menagerie, monkeypatch, capsys):
