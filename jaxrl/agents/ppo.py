@@ -55,6 +55,7 @@ def gae(
     done: jax.Array,
     discount: jax.Array,
     lam: float,
+    *,
     horizon: int = 0,
     estimator: str = "gae",
     truncation: str = "bootstrap",
@@ -249,10 +250,10 @@ def losses(config: PPOConfig = PPOConfig()) -> Losses:
             batch["done"],
             batch["discount"],
             hp["gae_lambda"],
-            0,
-            config.advantage_estimator,
-            config.truncation,
-            config.gae_scan,
+            horizon=0,
+            estimator=config.advantage_estimator,
+            truncation=config.truncation,
+            scan=config.gae_scan,
         )
         advantage, target = jax.lax.stop_gradient((advantage, target))
         total, metrics = objective(params, batch, values, advantage, target, key, hp, action_size)
@@ -389,10 +390,10 @@ def _step_samples(learner: _Learner, state: PPOState, rollout: Rollout) -> tuple
         rollout.done,
         rollout.discount,
         hp["gae_lambda"],
-        config.gae_horizon,
-        config.advantage_estimator,
-        config.truncation,
-        config.gae_scan,
+        horizon=config.gae_horizon,
+        estimator=config.advantage_estimator,
+        truncation=config.truncation,
+        scan=config.gae_scan,
     )
     flat = {
         "obs": rollout.obs,

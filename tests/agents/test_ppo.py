@@ -1,5 +1,7 @@
 """PPO: GAE, the clipped objective, the value loss and minibatching, by hand; the agent's shapes."""
 
+import functools
+
 import chex
 import jax
 import jax.numpy as jnp
@@ -96,10 +98,11 @@ def test_the_associative_scan_is_gae_by_numpy_to_float_tolerance(steps, horizon)
     reward = jax.random.normal(keys[3], (steps, envs))
     next_value = value * 0.7 + jax.random.normal(keys[4], (steps, envs))
     discount = jnp.full((steps, envs), 0.995)
-    args = (reward, value, next_value, terminated, done, discount, 0.95, horizon)
-    parallel = jax.jit(lambda *a: ppo.gae(*a, scan="associative"), static_argnums=7)(*args)
-    sequential = jax.jit(lambda *a: ppo.gae(*a), static_argnums=7)(*args)
-    want = _gae_by_numpy(*args)
+    args = (reward, value, next_value, terminated, done, discount, 0.95)
+    gae = functools.partial(ppo.gae, horizon=horizon)
+    parallel = jax.jit(lambda *a: gae(*a, scan="associative"))(*args)
+    sequential = jax.jit(gae)(*args)
+    want = _gae_by_numpy(*args, horizon)
     assert min(float(terminated.sum()), float((done - terminated).sum())) > 0
     for got, seq, ref in zip(parallel, sequential, want, strict=True):
         np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-4)
