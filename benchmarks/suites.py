@@ -140,8 +140,7 @@ def _smoke() -> list[Case]:
         brax_case("sac", ip, BRAX_SAC, INVERTED_PENDULUM, 307_200, 60),
         brax_case("ppo", ip, BRAX_PPO_INVERTED_PENDULUM, INVERTED_PENDULUM, 2_000_000, 20),
     ]
-    limits = sorted({(c.env, c.num_envs) for c in cases})
-    return [Case("limit", "random", env, n) for env, n in limits] + cases
+    return _with_limits(cases)
 
 
 # Brax PPO as MuJoCo Playground runs it on the DM Control Suite (docs/ALGORITHMS.md).
@@ -482,16 +481,33 @@ def ppo_parity_flags(
     return tuple(argv)
 
 
+def _greedy_peer(settings: dict, eval_envs: int) -> dict:
+    """Brax's trainer at `settings`, evaluating greedily on `eval_envs` envs, as jaxrl does
+    (Brax's trainers sample their evaluation actions by default)."""
+    return {**settings, "num_eval_envs": eval_envs, "deterministic_eval": True}
+
+
+def ppo_update_steps(settings: dict) -> int:
+    """Env steps of one Brax PPO update at `settings`: batch_size x num_minibatches unrolls of
+    unroll_length steps."""
+    return settings["batch_size"] * settings["num_minibatches"] * settings["unroll_length"]
+
+
+def _parity_case(algo: str, env: str, settings: dict, steps: int, flags, **fields) -> Case:
+    """jaxrl's run of `algo` with the parity `flags` for Brax's `settings`, `steps` long;
+    `fields`: the Case's others (seed, seeds, label)."""
+    return Case("jaxrl", algo, env, settings["num_envs"], total_steps=steps, options=flags,
+                **fields)  # fmt: skip
+
+
 def _sac_parity(tasks: dict, evals: int = PARITY_EVALS) -> list[Case]:
     cases = []
     for env, (settings, steps) in tasks.items():
         settings = settings or playground_sac(env.split("/")[1])
-        peer = {**settings, "num_eval_envs": 128, "deterministic_eval": True}
+        peer = _greedy_peer(settings, 128)
         flags = sac_parity_flags(settings, steps, evals)
         for seed in (0, 1, 2):
-            cases.append(
-                Case("jaxrl", "sac", env, settings["num_envs"], 0.0, steps, seed, options=flags)
-            )
+            cases.append(_parity_case("sac", env, settings, steps, flags, seed=seed))
             cases.append(
                 dataclasses.replace(brax_case("sac", env, peer, 0.0, steps, evals + 1), seed=seed)
             )
@@ -502,16 +518,13 @@ def _ppo_parity(tasks: dict, evals: int = PARITY_EVALS) -> list[Case]:
     cases = []
     for env, (settings, budget) in tasks.items():
         settings = settings or playground_ppo(env.split("/")[1])
-        peer = {**settings, "num_eval_envs": 128, "deterministic_eval": True}
+        peer = _greedy_peer(settings, 128)
         # Whole Brax updates between evaluations, so both systems stop at the same step.
-        per_update = settings["batch_size"] * settings["num_minibatches"]
-        per_update *= settings["unroll_length"] * evals
+        per_update = ppo_update_steps(settings) * evals
         steps = per_update * max(1, round(budget / per_update))
         flags = ppo_parity_flags(settings, steps, evals)
         for seed in (0, 1, 2):
-            cases.append(
-                Case("jaxrl", "ppo", env, settings["num_envs"], 0.0, steps, seed, options=flags)
-            )
+            cases.append(_parity_case("ppo", env, settings, steps, flags, seed=seed))
             cases.append(
                 dataclasses.replace(brax_case("ppo", env, peer, 0.0, steps, evals + 1), seed=seed)
             )
@@ -609,14 +622,13 @@ def _seeded_ppo_parity(
     variants = ((True, ""), (False, "own")) if own else ((True, ""),)
     for env, (updates, evals) in tasks.items():
         settings = {**playground_ppo(env.split("/")[1]), **(scale or {})}
-        per_update = settings["batch_size"] * settings["num_minibatches"]
-        steps = updates * per_update * settings["unroll_length"]
-        peer = {**settings, "num_eval_envs": eval_envs, "deterministic_eval": True}
+        steps = updates * ppo_update_steps(settings)
+        peer = _greedy_peer(settings, eval_envs)
         for brax_mode, label in variants:
             flags = ppo_parity_flags(settings, steps, evals, brax_mode, eval_envs)
             cases.append(
-                Case("jaxrl", "ppo", env, settings["num_envs"], 0.0, steps, first, options=flags,
-                     label=label, seeds=seeds)
+                _parity_case("ppo", env, settings, steps, flags, seed=first, seeds=seeds,
+                             label=label)
             )  # fmt: skip
         brax = brax_case("ppo", env, peer, 0.0, steps, evals + 1)
         cases += [dataclasses.replace(brax, seed=seed) for seed in range(first, first + seeds)]
@@ -631,12 +643,9 @@ def _seeded_sac_parity(
     cases = []
     for env, steps in tasks.items():
         settings = playground_sac(env.split("/")[1])
-        peer = {**settings, "num_eval_envs": eval_envs, "deterministic_eval": True}
+        peer = _greedy_peer(settings, eval_envs)
         flags = sac_parity_flags(settings, steps, evals, eval_envs)
-        cases.append(
-            Case("jaxrl", "sac", env, settings["num_envs"], 0.0, steps, first, options=flags,
-                 seeds=seeds)
-        )  # fmt: skip
+        cases.append(_parity_case("sac", env, settings, steps, flags, seed=first, seeds=seeds))
         brax = brax_case("sac", env, peer, 0.0, steps, evals + 1)
         cases += [dataclasses.replace(brax, seed=seed) for seed in range(first, first + seeds)]
     return cases
@@ -735,11 +744,11 @@ def _gpu_speed_ppo() -> tuple[Case, Case]:
     """jaxrl's PPO with every Brax choice and Brax's PPO, at GPU_SPEED_PPO's settings."""
     env, updates, evals = GPU_SPEED_PPO
     settings = playground_ppo(env.split("/")[1])
-    steps = updates * settings["batch_size"] * settings["num_minibatches"]
-    steps *= settings["unroll_length"]
-    ppo = Case("jaxrl", "ppo", env, settings["num_envs"], 0.0, steps,
-               options=ppo_parity_flags(settings, steps, evals, True, 128))  # fmt: skip
-    peer = {**settings, "num_eval_envs": 128, "deterministic_eval": True}
+    steps = updates * ppo_update_steps(settings)
+    ppo = _parity_case(
+        "ppo", env, settings, steps, ppo_parity_flags(settings, steps, evals, True, 128)
+    )
+    peer = _greedy_peer(settings, 128)
     return ppo, brax_case("ppo", env, peer, 0.0, steps, evals + 1)
 
 
@@ -760,8 +769,8 @@ def _gpu_speed() -> list[Case]:
     ppo_bf16 = _variant(ppo, "bf16", BF16)
     sac_settings = playground_sac("CartpoleBalance")
     sac_steps = 200_704
-    sac = Case("jaxrl", "sac", ppo.env, sac_settings["num_envs"], 0.0, sac_steps,
-               options=sac_parity_flags(sac_settings, sac_steps))  # fmt: skip
+    sac = _parity_case("sac", ppo.env, sac_settings, sac_steps,
+                       sac_parity_flags(sac_settings, sac_steps))  # fmt: skip
     fast_td3 = jaxrl_case("fast_td3", "playground/CheetahRun", "fast_td3_playground", 0.0)
     speeds = [c for case in (ppo, sac, fast_td3) for c in _speed_cases(case, ("bf16", BF16))]
     return speeds + [ppo, ppo_bf16, brax, dataclasses.replace(ppo_bf16, seeds=3)]

@@ -410,40 +410,14 @@ def plan(
     axis = grid.parse_vmap({lr_field: lrs}, config, agent_config)
     for setting in grid.Grid(tuple(seeds), axis).settings:  # each as its member would take it
         grid.member_configs(setting, config, agent_config)
-    programs, runs = [], {}
     out = pathlib.Path(out)
     plan_args = {"config": config, "agent_config": agent_config, "lr_field": lr_field}
     plan_args.update(target=target, lrs=lrs, seeds=seeds, widths=widths)
     # The env, the agent config and the run's sizes, as jaxrl train checks them, once per
     # width (the programs differ only in updates_per_step and batch_size, checked below).
     first = _replace(config, updates_per_step=per_steps[utds[0]], batch_size=int(batch_sizes[0]))
-    sizes = {}  # each width's model size N, for its compute in FLOPs
-    for width, width_config in by_width.items():
-        try:
-            trainer = driver.check_setting(first, width_config)
-        except ValueError as error:
-            raise ConfigError(str(error)) from None
-        if width is not None:
-            sizes[width] = critic_parameters(trainer)
-    for sigma in utds:
-        for batch in batch_sizes:
-            one = _replace(config, updates_per_step=per_steps[sigma], batch_size=int(batch))
-            real = per_steps[sigma] / config.num_envs
-            for width, width_config in by_width.items():
-                name = run_name(real, int(batch), width)
-                runs[name] = {
-                    "utd": real,
-                    "batch_size": int(batch),
-                    "updates_per_step": one.updates_per_step,
-                }
-                if width is not None:
-                    runs[name].update(
-                        width=width,
-                        critic_hidden=list(getattr(width_config, WIDTH_FIELD)),
-                        critic_params=sizes[width],
-                    )
-                programs.append((real, int(batch), name, one, width, width_config))
-    plan_args["runs"] = runs
+    sizes = _checked_widths(first, by_width)
+    programs, plan_args["runs"] = _programs(config, per_steps, batch_sizes, by_width, sizes)
     spec = _check_against_folder(out, _spec(plan_args))
     checked = []
     for real, batch, name, one, width, width_config in programs:
@@ -467,6 +441,48 @@ def plan(
         notes=tuple(notes),
         widths=widths,
     )
+
+
+def _checked_widths(config: TrainConfig, by_width: dict) -> dict[int, int]:
+    """Each width's critic parameter count N (its model size, for its compute in FLOPs), once
+    `config` with the width's agent config passed jaxrl train's checks."""
+    from jaxrl import driver
+
+    sizes = {}
+    for width, width_config in by_width.items():
+        try:
+            trainer = driver.check_setting(config, width_config)
+        except ValueError as error:
+            raise ConfigError(str(error)) from None
+        if width is not None:
+            sizes[width] = critic_parameters(trainer)
+    return sizes
+
+
+def _programs(config: TrainConfig, per_steps: dict, batch_sizes, by_width: dict, sizes: dict):
+    """The grid's programs, (UTD, batch size, name, run config, width, agent config) in the
+    order they train (UTD, then batch size, then width), and the runs as scale_grid.json keeps
+    them, by name."""
+    programs, runs = [], {}
+    for per_step in per_steps.values():
+        for batch in batch_sizes:
+            one = _replace(config, updates_per_step=per_step, batch_size=int(batch))
+            real = per_step / config.num_envs
+            for width, width_config in by_width.items():
+                name = run_name(real, int(batch), width)
+                runs[name] = {
+                    "utd": real,
+                    "batch_size": int(batch),
+                    "updates_per_step": one.updates_per_step,
+                }
+                if width is not None:
+                    runs[name].update(
+                        width=width,
+                        critic_hidden=list(getattr(width_config, WIDTH_FIELD)),
+                        critic_params=sizes[width],
+                    )
+                programs.append((real, int(batch), name, one, width, width_config))
+    return programs, runs
 
 
 def default_lr_field(agent_config: Any) -> tuple[str, str | None]:
@@ -681,9 +697,10 @@ def run(
     options: Any = None,
     compile_cache: bool = True,
     widths: Sequence[int] | None = None,
+    name: str = "scale",
 ) -> dict:
     """Plans (every check first), trains what the folder does not have yet, then fits the
-    grid's runs: `jaxrl scale` from Python. Returns the report (scale.json's content)."""
+    grid's runs: `jaxrl scale` from Python. Returns the report (NAME.json's content)."""
     the_plan = plan(
         config,
         agent_config,
@@ -700,15 +717,33 @@ def run(
     say = print if progress is not None else (lambda line: None)
     for note in the_plan.notes:
         say(f"note: {note}")
-    train_grid(the_plan, progress=progress, options=options, compile_cache=compile_cache, say=say)
+    return _train_and_fit(
+        the_plan,
+        budgets=budgets,
+        bootstrap=bootstrap,
+        model_size=model_size,
+        name=name,
+        progress=progress,
+        options=options,
+        compile_cache=compile_cache,
+        say=say,
+    )
+
+
+def _train_and_fit(the_plan: Plan, *, budgets, bootstrap, model_size, name, say=print,
+                   **training) -> dict:  # fmt: skip
+    """Trains what `the_plan`'s folder lacks (`training`: train_grid's progress, options and
+    compile_cache), then fits the plan's grid: `run`'s and `main`'s end."""
+    train_grid(the_plan, say=say, **training)
     return fit(
         the_plan.out,
-        target=target,
+        target=the_plan.target,
         utds=the_plan.utds,
         batch_sizes=the_plan.batch_sizes,
         budgets=budgets,
         bootstrap=bootstrap,
         model_size=model_size,
+        name=name,
         widths=the_plan.widths,
     )
 
@@ -887,22 +922,15 @@ def main(argv: list[str]) -> int:
     _print_plan(the_plan)
     if args.dry_run:
         return 0
-    train_grid(
+    report = _train_and_fit(
         the_plan,
-        progress=None if options.quiet else "auto",
-        options=run_options(options),
-        compile_cache=options.compile_cache,
-    )
-    report = fit(
-        the_plan.out,
-        target=the_plan.target,
-        utds=the_plan.utds,
-        batch_sizes=the_plan.batch_sizes,
         budgets=budgets,
         bootstrap=args.bootstrap,
         model_size=args.model_size,
         name=args.name,
-        widths=the_plan.widths,
+        progress=None if options.quiet else "auto",
+        options=run_options(options),
+        compile_cache=options.compile_cache,
     )
     return _print_report(report)
 
