@@ -32,6 +32,7 @@ from jaxrl.experiments import scale_fit as sf
 from jaxrl.files import write_atomically
 
 GRID_FILE = "scale_grid.json"
+FLOPS_UNIT = "FLOPs (10 N B per update)"  # compute with a model size N, B the batch size
 FAILED_FILE = "scale_failed.json"  # in a run folder whose program stopped (NaN): not retried
 LEVEL = 0.95  # bootstrap interval level
 
@@ -86,7 +87,7 @@ def read_grid_file(folder: str | os.PathLike) -> dict:
         raise ScaleError(f"{path} cannot be read: {error}") from None
 
 
-def _curves(run: pathlib.Path, member_dirs: list[pathlib.Path]):
+def _curves(member_dirs: list[pathlib.Path]):
     """(steps, returns (seeds, evals), cumulative updates) of one setting's seeds. Rows are keyed
     by env step (a resumed run's repeated rows count once, the last one)."""
     from jaxrl.plot import PlotError, read_metrics
@@ -139,7 +140,7 @@ def read_run(
     members = []
     for setting in run_grid.settings:
         dirs = [run / run_grid.member_dir(setting, seed) for seed in run_grid.seeds]
-        steps, returns, updates = _curves(run, dirs)
+        steps, returns, updates = _curves(dirs)
         members.append(
             Member(
                 sigma=sigma,
@@ -402,7 +403,7 @@ def fit_report(
     best = sf.best_per_sigma(found)
     report: dict[str, Any] = {
         "target": target,
-        "compute_unit": "FLOPs (10 N B per update)" if model_size else "gradient updates",
+        "compute_unit": FLOPS_UNIT if model_size else "gradient updates",
         "model_size": model_size,
         "runs": rows,
         "best": [dataclasses.asdict(b) for b in best],
@@ -433,9 +434,6 @@ def fit_report(
     report["_laws"] = laws  # for the figure; dropped from the JSON
     report["_bootstrap"] = boot
     return report
-
-
-FLOPS_UNIT = "FLOPs (10 N B per update)"
 
 
 def fit_by_width(
