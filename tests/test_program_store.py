@@ -715,7 +715,7 @@ def test_a_store_that_cannot_be_written_leaves_the_run_to_train_unstored(store, 
     def full(*args, **kwargs):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(programs.tempfile, "NamedTemporaryFile", full)
+    monkeypatch.setattr(programs, "write_atomically", full)
     assert _train(tiny.off_policy(), tiny.SAC) == unstored
     assert not [p for p in folder.rglob("*") if p.is_file() and ".running-" not in p.name]
 
