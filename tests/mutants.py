@@ -918,7 +918,7 @@ MUTANTS = [
     ),
     m(
         "store-reserialises-a-cached-program",
-        "jaxrl/run/programs.py",
+        "jaxrl/run/executables.py",
         "    if cached is None:\n        return serialize_executable.serialize(compiled)\n",
         "    if True:\n        return serialize_executable.serialize(compiled)\n",
         "a program JAX's cache gave is stored re-serialised (without its code on XLA:CPU)",
@@ -926,7 +926,7 @@ MUTANTS = [
     ),
     m(
         "store-drops-the-cache-bytes",
-        "jaxrl/run/programs.py",
+        "jaxrl/run/executables.py",
         "cached = unpacked[0] if hits and len(unpacked) == 1 else None",
         "cached = None",
         "a program JAX's cache gave is never stored (every re-run traces it again)",
@@ -2087,7 +2087,7 @@ MUTANTS = [
     # --- The store of compiled programs (issue 39). -------------------------------------------
     m(
         "store-key-without-agent",
-        "jaxrl/run/programs.py",
+        "jaxrl/run/program_key.py",
         "    agent = {}\n    if agent_config is not None:",
         "    agent = {}\n    if agent_config is not None and False:",
         "the agent config left out of the key: a run with another temperature loss loads the "
@@ -2096,7 +2096,7 @@ MUTANTS = [
     ),
     m(
         "store-key-without-shapes",
-        "jaxrl/run/programs.py",
+        "jaxrl/run/program_key.py",
         "    text = json.dumps([program_id, kind, _describe(tree), shapes], default=repr)",
         "    text = json.dumps([program_id, kind, _describe(tree)], default=repr)",
         "the arguments' shapes left out of the key: a run of 3 seeds loads the 2 seeds' program",
@@ -2104,7 +2104,7 @@ MUTANTS = [
     ),
     m(
         "store-steps-free-on-policy",
-        "jaxrl/run/programs.py",
+        "jaxrl/run/program_key.py",
         'FREE_FIELDS = {"off-policy": ("seed", "total_steps"), "on-policy": ("seed",)}',
         'FREE_FIELDS = {"off-policy": ("seed", "total_steps"), "on-policy": ("seed", '
         '"total_steps")}',
@@ -2113,7 +2113,7 @@ MUTANTS = [
     ),
     m(
         "store-chunk-length-free",
-        "jaxrl/run/programs.py",
+        "jaxrl/run/program_key.py",
         '    run["iterations_per_chunk"] = config.iterations_per_chunk\n',
         "",
         "the off-policy key leaves out the chunk's length: a re-run of fewer steps per chunk "
@@ -2148,7 +2148,7 @@ MUTANTS = [
     ),
     m(
         "store-user-helpers-unkeyed",
-        "jaxrl/run/programs.py",
+        "jaxrl/run/program_key.py",
         "            beside.add(pathlib.Path(other_file))",
         "            pass",
         "a user's module is keyed without the helper modules it imports from beside it: an "
@@ -2183,7 +2183,7 @@ MUTANTS = [
     ),
     m(
         "store-lapack-uninitialised",
-        "jaxrl/run/programs.py",
+        "jaxrl/run/executables.py",
         '    if jax.default_backend() == "cpu":\n        jax.jit(jnp.linalg.cholesky)',
         '    if jax.default_backend() == "none":\n        jax.jit(jnp.linalg.cholesky)',
         "a loaded program calls LAPACK before jaxlib has pointed its kernels at it",
@@ -2191,7 +2191,7 @@ MUTANTS = [
     ),
     m(
         "store-seed-free-with-randomization",
-        "jaxrl/run/programs.py",
+        "jaxrl/run/program_key.py",
         "    if config.randomize:  # the envs' physics are drawn from the seed",
         "    if False:  # the envs' physics are drawn from the seed",
         "with domain randomization the seed is left out of the key, though the physics drawn "
@@ -2208,7 +2208,7 @@ MUTANTS = [
     ),
     m(
         "store-key-without-env-class",
-        "jaxrl/run/programs.py",
+        "jaxrl/run/program_key.py",
         "        modules.append(type(layer).__module__)\n",
         "        pass\n",
         "the modules of the env's classes are not keyed: an edit of a user's env class, "
@@ -2217,7 +2217,7 @@ MUTANTS = [
     ),
     m(
         "store-key-without-env-factory",
-        "jaxrl/run/programs.py",
+        "jaxrl/run/program_key.py",
         '        modules.append(getattr(factory, "__module__", None) or "")\n',
         "        pass\n",
         "a registered env's factory module is not keyed",
@@ -2225,7 +2225,7 @@ MUTANTS = [
     ),
     m(
         "store-key-fileless-env",
-        "jaxrl/run/programs.py",
+        "jaxrl/run/program_key.py",
         "    if file is None:\n        return None\n    top = ",
         "    if file is None:\n        return []\n    top = ",
         "an env defined where it has no file (a notebook) is stored under a key blind to its code",
@@ -2233,7 +2233,7 @@ MUTANTS = [
     ),
     m(
         "store-key-skips-exec-classes",
-        "jaxrl/run/programs.py",
+        "jaxrl/run/program_key.py",
         "    return modules  # a class made by exec()",
         '    return [m for m in modules if m != "builtins"]  # a class made by exec()',
         'an env class made by exec() (module "builtins", no file) is left out of the key '
@@ -2417,7 +2417,7 @@ MUTANTS = [
     ),
     m(
         "store-watch-any-thread",
-        "jaxrl/run/programs.py",
+        "jaxrl/run/executables.py",
         "_WATCHED = threading.local()",
         "_WATCHED = lambda: None  # noqa: E731",
         "a compile watched for the cache takes another thread's compile for its own (a program "
@@ -2426,7 +2426,7 @@ MUTANTS = [
     ),
     m(
         "store-load-no-public-fallback",
-        "jaxrl/run/programs.py",
+        "jaxrl/run/executables.py",
         '        program = (entry["executable"], in_tree, out_tree)\n'
         "        return serialize_executable.deserialize_and_load(*program)",
         "        return None",

@@ -127,7 +127,7 @@ print(type(run).__name__, [round(float(v), 5) for v in run(x)])
 def test_a_stored_program_calling_lapack_runs_in_a_new_process(tmp_path):
     """jaxlib points its LAPACK kernels at SciPy's only when a program using them is lowered;
     a program loaded from the store is not lowered, and ran into null pointers (a segmentation
-    fault) until the store initialised them itself (`programs._initialize_lapack`)."""
+    fault) until the store initialised them itself (`executables.initialize_lapack`)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "JAXRL_PROGRAM_STORE": "1"}
     outputs = []
     for _ in range(2):

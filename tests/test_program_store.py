@@ -26,7 +26,7 @@ import pytest
 from jaxrl import agents, driver, envs
 from jaxrl.config import TrainConfig
 from jaxrl.loops import make_train
-from jaxrl.run import programs, runner
+from jaxrl.run import executables, program_key, programs, runner
 from jaxrl.run import state as state_module
 from jaxrl.run.runner import compile_chunk
 from jaxrl.run.state import _initial_state
@@ -45,7 +45,7 @@ def store(tmp_path, monkeypatch, jax_cache):
 
     JAX's persistent cache is on over one folder for these tests (`driver.train`'s default
     turns it on; its folder moved here): the tests run the same tiny programs again and again,
-    and a program it gives is stored from its entry's bytes (`programs._serialize`). The first
+    and a program it gives is stored from its entry's bytes (`executables.serialize`). The first
     test of a worker's session compiles with XLA and stores what XLA gave; tests/
     test_compile_cache.py and benchmarks/rerun.py's test check both sources in new processes.
     JAX decides once per process whether it uses its cache: reset_cache makes it decide again."""
@@ -137,10 +137,10 @@ def _watch_loads(monkeypatch) -> tuple[list, list]:
     """From now on: (kind, whether `programs.prefetch`'s thread loaded it; None where it was
     compiled) of every program `load_or_compile` gives, and in order, each `prefetch` of a
     kind, each ask of `load_or_compile` for a kind and each deserialization (XLA's half of
-    it, `programs._executable`), by its thread."""
+    it, `executables.rebuild`), by its thread."""
     given, events = [], []
     load, prefetch = programs.load_or_compile, programs.prefetch
-    deserialize = programs._executable
+    deserialize = executables.rebuild
 
     def watching(program_id, kind, *args, **kwargs):
         events.append(("ask", kind))
@@ -158,7 +158,7 @@ def _watch_loads(monkeypatch) -> tuple[list, list]:
 
     monkeypatch.setattr(programs, "load_or_compile", watching)
     monkeypatch.setattr(programs, "prefetch", prefetching)
-    monkeypatch.setattr(programs, "_executable", deserializing)
+    monkeypatch.setattr(executables, "rebuild", deserializing)
     return given, events
 
 
@@ -354,7 +354,7 @@ def test_a_command_that_stops_before_taking_its_early_load_exits_without_waiting
     assert cli._ended(2, whole_process=True) == 2 and exits == [2]
 
 
-@pytest.mark.parametrize("half", ["_executable", "_compiled"])
+@pytest.mark.parametrize("half", ["rebuild", "_compiled"])
 def test_where_jaxs_private_loading_differs_the_program_loads_the_public_way(
     store, monkeypatch, half
 ):
@@ -365,7 +365,7 @@ def test_where_jaxs_private_loading_differs_the_program_loads_the_public_way(
     rows = _train(tiny.off_policy(), tiny.SAC)
     given, _ = _watch_loads(monkeypatch)
     public = []
-    load = programs.serialize_executable.deserialize_and_load
+    load = executables.serialize_executable.deserialize_and_load
 
     def loading(*args, **kwargs):
         public.append(threading.current_thread().name)
@@ -374,10 +374,10 @@ def test_where_jaxs_private_loading_differs_the_program_loads_the_public_way(
     def differs(*args, **kwargs):
         if half == "_compiled":
             raise TypeError("Compiled.__init__() takes other arguments")
-        return None  # _executable's answer where the unpickler differs
+        return None  # rebuild's answer where the unpickler differs
 
-    monkeypatch.setattr(programs.serialize_executable, "deserialize_and_load", loading)
-    monkeypatch.setattr(programs, half, differs)
+    monkeypatch.setattr(executables.serialize_executable, "deserialize_and_load", loading)
+    monkeypatch.setattr(executables, half, differs)
     assert _train(tiny.off_policy(), tiny.SAC) == rows
     assert given == [("reset", False), ("chunk", True)]
     assert public == ["MainThread", "MainThread"]  # the reset's and the chunk's
@@ -436,7 +436,8 @@ def _lowered(config: TrainConfig, agent_config) -> tuple[str, str, str]:
     key = jax.random.PRNGKey(config.seed)
     state = jax.eval_shape(trainer.init, key)
     chunk = jax.jit(trainer.chunk).lower(state).as_text()
-    return chunk, jax.jit(trainer.reset).lower(key).as_text(), programs.key("", "chunk", (state,))
+    reset = jax.jit(trainer.reset).lower(key).as_text()
+    return chunk, reset, program_key.key("", "chunk", (state,))
 
 
 def _keyless(config, agent_config, zeros: bool = False) -> tuple[TrainConfig, object, set[str]]:
@@ -449,7 +450,7 @@ def _keyless(config, agent_config, zeros: bool = False) -> tuple[TrainConfig, ob
     for obj in (config, agent_config):
         fields = set(type(obj).ARRAY_FIELDS)
         if isinstance(obj, TrainConfig):
-            fields |= set(programs.FREE_FIELDS[loop])
+            fields |= set(program_key.FREE_FIELDS[loop])
         new = {}
         for name in fields:
             value = getattr(obj, name)
@@ -530,10 +531,10 @@ def test_the_key_follows_the_source_of_the_users_env_modules(tmp_path, monkeypat
         ):
             importlib.import_module(imports)
             config = dataclasses.replace(tiny.off_policy(), env_imports=(imports,))
-            before = programs._sources(config, tiny.SAC)
-            assert programs._sources(tiny.off_policy(), tiny.SAC) != before
+            before = program_key.sources(config, tiny.SAC)
+            assert program_key.sources(tiny.off_policy(), tiny.SAC) != before
             edited.write_text(edited.read_text().replace("1.0", "2.0"))
-            assert programs._sources(config, tiny.SAC) != before, f"{edited.name} not keyed"
+            assert program_key.sources(config, tiny.SAC) != before, f"{edited.name} not keyed"
     finally:
         for name in names:
             sys.modules.pop(name, None)
@@ -842,9 +843,9 @@ def test_with_domain_randomization_the_seed_stays_in_the_key():
     (tests/envs/test_randomization.py), so they are constants of the programs: there a seed
     is a program of its own."""
     plain, randomized = tiny.off_policy(), tiny.off_policy(randomize="mass")
-    assert "seed" not in programs._settings(plain, False, tiny.SAC)["run"]
-    assert programs._settings(randomized, False, tiny.SAC)["run"]["seed"] == 0
-    assert "seed" in programs._settings(tiny.on_policy(randomize="mass"), True, tiny.PPO)["run"]
+    assert "seed" not in program_key.settings(plain, False, tiny.SAC)["run"]
+    assert program_key.settings(randomized, False, tiny.SAC)["run"]["seed"] == 0
+    assert "seed" in program_key.settings(tiny.on_policy(randomize="mass"), True, tiny.PPO)["run"]
 
 
 def _chunk_compiles(monkeypatch) -> list[str]:
@@ -917,7 +918,7 @@ def test_a_chunk_that_fails_to_compile_on_its_thread_fails_the_run(store, monkey
 
 
 def test_a_compile_watched_for_the_cache_sees_only_its_own_threads_compiles():
-    """`programs._compile_watching_cache`: another thread's compile at the same moment (the
+    """`executables.compile_watching_cache`: another thread's compile at the same moment (the
     chunk's, beside the first state's) is not taken for this one's: a program that compiled
     nothing here is "memory", never stored; one that compiled here is "xla"."""
     import numpy as np
@@ -930,10 +931,10 @@ def test_a_compile_watched_for_the_cache_sees_only_its_own_threads_compiles():
         thread.join()
         return "compiled nothing here"
 
-    _, source, cached = programs._compile_watching_cache(another_thread_compiles)
+    _, source, cached = executables.compile_watching_cache(another_thread_compiles)
     assert (source, cached) == ("memory", None)
     lowered = jax.jit(lambda x: x * 5.0 - 0.5).lower(np.ones(9, np.float32))
-    assert programs._compile_watching_cache(lowered.compile)[1] == "xla"
+    assert executables.compile_watching_cache(lowered.compile)[1] == "xla"
 
 
 def test_a_command_whose_first_state_fails_while_its_chunk_compiles_exits_without_waiting(

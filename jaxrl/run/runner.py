@@ -20,7 +20,7 @@ from jaxrl import checkpoint, logs, sharding
 from jaxrl.envs.wrappers import GRID_AXIS
 from jaxrl.errors import Interrupted
 from jaxrl.files import write_atomically
-from jaxrl.run import programs
+from jaxrl.run import program_key, programs
 from jaxrl.run.folder import _meta, _write_summary
 from jaxrl.run.health import NonFiniteError, _roll_back, chunk_problem, stop_message
 from jaxrl.run.plan import Plan, RunResult
@@ -144,7 +144,7 @@ class EarlyChunk:
         if programs.stored(self.trainer.program_id, self.kind, args):
             return
         lowered = _lower_chunk(self.trainer, self.run_grid, like)
-        self._args, self._key = args, programs.key("", self.kind, args)
+        self._args, self._key = args, program_key.key("", self.kind, args)
         self._thread = threading.Thread(
             target=self._compile, args=(lowered,), name="jaxrl-chunk-compile"
         )
@@ -167,7 +167,7 @@ class EarlyChunk:
             return None
         self._thread.join()  # interrupted here (Ctrl-C), it is left running: `_LEFT`
         self.taken = True
-        if programs.key("", self.kind, (state,)) != self._key:
+        if program_key.key("", self.kind, (state,)) != self._key:
             return None
         if self._error is not None:
             raise self._error
