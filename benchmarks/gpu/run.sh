@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# A benchmark suite on a lent GPU machine (no network, no install): the wheels in .whl/ (the
-# list is in benchmarks/README.md, "Learning parity on a GPU") go to a site folder, the checkout is
-# imported from PYTHONPATH, and `jaxrl bench` writes its records, RESULTS.md, plots and log to
-# $OUT (the device tool brings that folder back).
+# A benchmark suite on a lent GPU machine (no network, no install): the wheels in .whl/
+# (benchmarks/gpu/wheels.sh downloads them beforehand, on the CPU machine) go to a site
+# folder, the checkout is imported from PYTHONPATH, and `jaxrl bench` writes its records,
+# RESULTS.md, plots and log to $OUT (the device tool brings that folder back).
 #   bash benchmarks/gpu/run.sh SUITE JOBS TIMEOUT_PER_CASE [more jaxrl bench flags]
 #   bash benchmarks/gpu/run.sh compile-chunk 1 540   (benchmarks/compile_chunk.py, all at once)
 #   bash benchmarks/gpu/run.sh rerun 1 150           (benchmarks/rerun.py, 150 s per run;
@@ -33,6 +33,10 @@ suite=${1:?suite}; jobs=${2:-1}; timeout=${3:-540}; shift 3 || true
 out=${OUT:-/tmp/out}
 mkdir -p "$out"
 site=/tmp/site
+if ! ls .whl/*.whl >/dev/null 2>&1; then
+    echo "no wheels in .whl/: run bash benchmarks/gpu/wheels.sh on the CPU machine, then carry .whl" >&2
+    exit 2
+fi
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
     --target "$site" .whl/*.whl || exit 1
 export PYTHONPATH="$site:$PWD" PYTHONUNBUFFERED=1 MUJOCO_GL=egl
