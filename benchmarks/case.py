@@ -251,18 +251,20 @@ def run_jaxrl(case: Case) -> tuple[list[dict], float, dict]:
     start = time.perf_counter()
 
     def progress(line: str) -> None:
+        print(f"[case] {time.perf_counter() - start:.1f} s: {line}", file=sys.stderr, flush=True)
+
+    def chunk_done(env_steps: int, metrics: dict) -> None:  # each chunk's wall-clock
         stamps.append(time.perf_counter() - start)
-        print(f"[case] {stamps[-1]:.1f} s: {line}", file=sys.stderr, flush=True)
 
     result = driver.train(
         train_config,
         agent_config,
         None,
         progress=progress,
+        progress_fn=chunk_done,
         compile_cache=False,
         seeds=tuple(range(case.seed, case.seed + case.seeds)) if case.seeds else None,
     )
-    # The first progress line reports compilation; one line per chunk follows.
     evals = [
         {
             "env_steps": row["env_steps"],
@@ -274,7 +276,7 @@ def run_jaxrl(case: Case) -> tuple[list[dict], float, dict]:
             # Several seeds (Case.seeds): each one's return; eval_return is their mean.
             **({"eval_returns": row["eval_returns"]} if "eval_returns" in row else {}),
         }
-        for row, t in zip(result.history, stamps[1:], strict=True)
+        for row, t in zip(result.history, stamps, strict=True)
     ]
     updates = sum(row["updates"] for row in result.history)
     extra = {"xla_compile_seconds": result.compile_seconds, "config": argv, "started": start}

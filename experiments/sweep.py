@@ -9,12 +9,13 @@ newest checkpoint (`driver.resume`), one not begun trains."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import itertools
 import json
 import math
+import os
 import pathlib
-import sys
 import typing
 from typing import Any
 
@@ -46,7 +47,10 @@ def _grid_value(cls: type, name: str, text: str) -> Any:
     if kind is int:
         return parse_int(text)
     if kind is float:
-        return float(text)
+        try:
+            return float(text)
+        except ValueError:
+            raise ValueError(f"expected a number, got {text!r}") from None
     if typing.get_origin(kind) is tuple:
         return parse_widths(text)
     return text
@@ -68,7 +72,15 @@ def parse_grid(items: list[str], train: TrainConfig, agent: Any) -> list[dict[st
             raise ConfigError(
                 f"--grid {name}: not a field of the run or {train.algo} config (seeds: --seeds)"
             )
-        parsed = [_grid_value(type(owner), name, v) for v in values.split(",")]
+        if name in (axis[0][0] for axis in axes):
+            raise ConfigError(f"--grid {name} is given twice; give its values once: {name}=V1,V2")
+        try:
+            parsed = [_grid_value(type(owner), name, v) for v in values.split(",")]
+        except ValueError as error:
+            raise ConfigError(f"--grid {name}: {error}") from None
+        repeated = sorted({str(v) for v in parsed if parsed.count(v) > 1})
+        if repeated:
+            raise ConfigError(f"--grid {name} repeats a value: {', '.join(repeated)}")
         axes.append([(name, value) for value in parsed])
     return [dict(point) for point in itertools.product(*axes)]
 
@@ -93,7 +105,7 @@ def plan_sweep(
     parser.add_argument("--grid", action="append", default=[])
     parser.add_argument("--seeds", default=None)
     parser.add_argument("--out", default=None)
-    parser.add_argument("--resume", default=None)
+    parser.add_argument("--resume", action="append", default=None)
     parser.add_argument("-h", "--help", action="store_true")
     args, rest = parser.parse_known_args(argv)
     if args.help:
@@ -110,7 +122,11 @@ def plan_sweep(
         )
         return None
     if args.resume is not None:
-        return plan_sweep(_saved_argv(args, rest), resuming=True)
+        saved_argv, cwd = _saved_argv(args, rest)
+        # Planned from the folder the sweep began in: its relative paths (--config, --import)
+        # name what they named then.
+        with contextlib.chdir(cwd) if cwd.is_dir() else contextlib.nullcontext():
+            return plan_sweep(saved_argv, resuming=True)
     if any(w == "--resume" or w.startswith("--resume=") for w in rest):
         raise ConfigError("jaxrl sweep takes --resume FOLDER (the sweep's own folder) alone")
     if any(w == "--seed" or w.startswith("--seed=") for w in rest):
@@ -129,13 +145,11 @@ def plan_sweep(
     train, agent, options = build_configs(rest)
     points = parse_grid(args.grid, train, agent)
     out = pathlib.Path(args.out or default_out(train).replace("runs/", "sweeps/", 1))
-    if (out / "summary.json").exists() and (out / PLAN_FILE).exists():
-        if resuming:
-            raise driver.ResumeError(
-                f"{out} is a finished sweep; its summary: {out / 'summary.md'}"
-            )
-        raise driver.RunDirError(f"{out} already holds a finished sweep; pick another --out")
-    driver.check_run_dir(out)
+    if (out / PLAN_FILE).exists():  # a sweep's folder: its runs are checked below
+        if (out / "summary.json").exists() and not resuming:
+            raise driver.RunDirError(f"{out} already holds a finished sweep; pick another --out")
+    else:
+        driver.check_run_dir(out)
     # Every run's config is built and checked before the first one trains.
     plan = []
     train_fields = {f.name for f in dataclasses.fields(TrainConfig)}
@@ -174,9 +188,11 @@ def _run_dir(out: pathlib.Path, point: dict[str, Any], seed: int) -> pathlib.Pat
     return out / _setting_label(point) / f"s{seed}"
 
 
-def _saved_argv(args: argparse.Namespace, rest: list[str]) -> list[str]:
-    """The command line of the sweep in `args.resume`, from its sweep.json, with --out and (if
-    given now) --quiet; anything else given beside --resume is an error."""
+def _saved_argv(args: argparse.Namespace, rest: list[str]) -> tuple[list[str], pathlib.Path]:
+    """The command line of the sweep in `args.resume`, from its sweep.json, with --out (the
+    folder, absolute) and (if given now) --quiet, and the folder the sweep began in (this one,
+    for a sweep.json that does not name it); anything else given beside --resume is an
+    error."""
     others = [w for w in rest if w.startswith("-") and w != "--quiet"]
     others += [f"--{n}" for n in ("grid", "seeds", "out") if getattr(args, n)]
     if others:
@@ -184,19 +200,28 @@ def _saved_argv(args: argparse.Namespace, rest: list[str]) -> list[str]:
             f"--resume goes on with the sweep's saved settings; {', '.join(others)} cannot "
             "change (only --quiet can be given)"
         )
-    folder = pathlib.Path(args.resume)
+    if len(args.resume) > 1:
+        raise ConfigError(f"--resume is given twice ({', '.join(args.resume)}); give one sweep")
+    folder = pathlib.Path(args.resume[0])
+    if folder.name == PLAN_FILE and folder.is_file():  # the sweep's file named for its folder
+        folder = folder.parent
+    if not folder.is_dir():
+        what = "no such folder" if not folder.exists() else "a file, not a folder"
+        raise ConfigError(f"--resume {folder}: {what}; give the sweep's folder (--out)")
     try:
         saved = json.loads((folder / PLAN_FILE).read_text())
         argv = [str(w) for w in saved["argv"]]
+        cwd = pathlib.Path(saved.get("cwd") or os.getcwd())
     except FileNotFoundError:
-        what = "no such folder" if not folder.exists() else f"it has no {PLAN_FILE}"
         raise ConfigError(
-            f"{folder} is not a sweep to resume ({what}; a sweep begun by an earlier jaxrl has "
-            "none: resume its runs one by one with jaxrl train --resume FOLDER/SETTING/sN)"
+            f"{folder} is not a sweep to resume: it has no {PLAN_FILE} (a sweep begun by a "
+            "jaxrl before 'jaxrl sweep --resume' has none; resume its runs one by one with "
+            "jaxrl train --resume FOLDER/SETTING/sN)"
         ) from None
     except (OSError, ValueError, KeyError, TypeError) as error:
         raise ConfigError(f"{folder / PLAN_FILE} cannot be read: {error!r}") from None
-    return [*argv, "--out", str(folder), *(["--quiet"] if "--quiet" in rest else [])]
+    quiet = ["--quiet"] if "--quiet" in rest else []
+    return [*argv, "--out", str(folder.resolve()), *quiet], cwd
 
 
 def _check_same_run(run_dir: pathlib.Path, point: dict[str, Any], seed: int) -> None:
@@ -236,48 +261,54 @@ def main(argv: list[str]) -> int:
     if not any(w == "--resume" or w.startswith("--resume=") for w in argv):
         out.mkdir(parents=True, exist_ok=True)
         kept = [w for w in _without_out(argv) if w != "--quiet"]
-        write_atomically(out / PLAN_FILE, json.dumps({"argv": kept, "jaxrl": version()}))
+        saved = {"argv": kept, "cwd": os.getcwd(), "jaxrl": version()}
+        write_atomically(out / PLAN_FILE, json.dumps(saved, indent=2))
     finals: dict[str, list[float]] = {}
     progress = None if options.quiet else "auto"
     for index, (point, seed, config, agent_config) in enumerate(plan):
         label = _setting_label(point)
         run_dir = _run_dir(out, point, seed)
         head = f"[sweep {index + 1}/{len(plan)}] {label} seed {seed}"
+        which = f"run {index + 1} of {len(plan)} ({run_dir})"
+        again = f"continue the sweep with: jaxrl sweep --resume {out}"
         summary = run_dir / "summary.json"
+        result = None
         try:
             if summary.exists():  # finished before a --resume
                 final = json.loads(summary.read_text())["final_eval_return"]
                 print(f"{head}: finished earlier, eval return {final:.2f} ({run_dir})")
             elif (run_dir / "config.json").exists():  # under way when the sweep stopped
                 print(f"{head} -> {run_dir} (resumed)")
-                final = driver.resume(
+                result = driver.resume(
                     run_dir, progress=progress, compile_cache=options.compile_cache
-                ).final_eval_return
+                )
             else:
                 print(f"{head} -> {run_dir}")
-                final = driver.train(
+                result = driver.train(
                     config,
                     agent_config,
                     run_dir,
                     progress=progress,
                     options=run_options(options),
                     compile_cache=options.compile_cache,
-                ).final_eval_return
+                )
         except Interrupted as stop:  # Ctrl-C in training: a checkpoint was saved
             history = stop.result.history if stop.result is not None else []
             steps = history[-1]["env_steps"] if history else 0
             raise Interrupted(
-                f"run {index + 1} of {len(plan)} ({run_dir}) interrupted at {steps:,} env "
-                f"steps; checkpoint saved. Continue the sweep with: jaxrl sweep --resume {out}",
+                f"{which} interrupted at {steps:,} env steps; checkpoint saved. "
+                f"{again[0].upper()}{again[1:]}",
                 stop.result,
             ) from None
-        except KeyboardInterrupt:  # before its first chunk ended
-            print(
-                f"jaxrl sweep: stopped in run {index + 1} of {len(plan)}; continue the sweep "
-                f"with: jaxrl sweep --resume {out}",
-                file=sys.stderr,
-            )
-            raise
+        except KeyboardInterrupt:  # before its first chunk ended: the CLI prints this alone
+            raise KeyboardInterrupt(
+                f"{which} stopped while starting, nothing saved since its last checkpoint, if "
+                f"it has one; {again}"
+            ) from None
+        if result is not None:
+            final = result.final_eval_return
+            if result.interrupted:  # Ctrl-C in its last chunk: it finished, the sweep stops
+                raise Interrupted(f"{which} finished as Ctrl-C came; {again}", result)
         finals.setdefault(label, []).append(final)
     _write_sweep_summary(out, finals, seeds)
     return 0
@@ -297,6 +328,8 @@ def _without_out(argv: list[str]) -> list[str]:
 
 
 def _write_sweep_summary(out: pathlib.Path, finals: dict[str, list[float]], seeds) -> None:
+    """summary.json, summary.md and the table printed: per setting, best mean first, the mean,
+    the sample std and standard error over the seeds (None, "-" in the tables, of one seed)."""
     import numpy as np
     from rich.console import Console
     from rich.table import Table
@@ -304,33 +337,36 @@ def _write_sweep_summary(out: pathlib.Path, finals: dict[str, list[float]], seed
     rows = []
     for label, values in finals.items():
         values_array = np.asarray(values)
-        std = float(values_array.std(ddof=1)) if len(values) > 1 else 0.0
+        std = float(values_array.std(ddof=1)) if len(values) > 1 else None
         rows.append(
             {
                 "setting": label,
                 "mean": float(values_array.mean()),
                 "std": std,
-                "stderr": std / math.sqrt(len(values)),
+                "stderr": None if std is None else std / math.sqrt(len(values)),
                 "returns": [float(v) for v in values],
                 "seeds": list(seeds),
             }
         )
     rows.sort(key=lambda r: -r["mean"])
     write_atomically(out / "summary.json", json.dumps(rows, indent=2))
-    lines = ["| setting | mean | std | stderr | per seed |", "| --- | ---: | ---: | ---: | --- |"]
-    for r in rows:
-        per_seed = ", ".join(f"{v:.1f}" for v in r["returns"])
-        lines.append(
-            f"| {r['setting']} | {r['mean']:.2f} | {r['std']:.2f} | {r['stderr']:.2f} "
-            f"| {per_seed} |"
+    title = f"final eval return, seeds {', '.join(map(str, seeds))}"
+    columns = ("setting", "mean", "std", "stderr", "per seed")
+    cells = [
+        (
+            r["setting"],
+            *("-" if r[k] is None else f"{r[k]:.2f}" for k in ("mean", "std", "stderr")),
+            ", ".join(f"{v:.1f}" for v in r["returns"]),
         )
+        for r in rows
+    ]
+    lines = [title, "", f"| {' | '.join(columns)} |", "| --- | ---: | ---: | ---: | --- |"]
+    lines += [f"| {' | '.join(row)} |" for row in cells]
     write_atomically(out / "summary.md", "\n".join(lines) + "\n")
-    table = Table(title=f"final eval return, seeds {', '.join(map(str, seeds))}")
-    for column in ("setting", "mean", "std", "stderr", "per seed"):
+    table = Table(title=title)
+    for column in columns:
         table.add_column(column, justify="left" if column == "setting" else "right")
-    for r in rows:
-        per_seed = ", ".join(f"{v:.1f}" for v in r["returns"])
-        stats = (f"{r['mean']:.2f}", f"{r['std']:.2f}", f"{r['stderr']:.2f}")
-        table.add_row(r["setting"], *stats, per_seed)
+    for row in cells:
+        table.add_row(*row)
     Console().print(table)
     print(f"summary: {out / 'summary.md'}")

@@ -101,7 +101,7 @@ def _done(result) -> None:
     # A resumed run: its rows count every process's training; the result, this one's.
     train = f"train {result.train_seconds:.1f}s"
     whole = last.get("train_seconds", result.train_seconds)
-    if whole > result.train_seconds + 0.05:
+    if whole > result.train_seconds:  # equal, to the bit, for a run of one process
         train = f"train {whole:.1f}s ({result.train_seconds:.1f}s of it in this process)"
     print(
         f"done: {last['env_steps']:,} env steps, eval return "
@@ -321,13 +321,17 @@ def main(argv: list[str] | None = None) -> int:
         ctrl_c.done = True
         print(f"jaxrl {command}: {stop}", file=sys.stderr)
         return 130
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as stop:
         ctrl_c.done = True
         prefix = f"jaxrl {command}" if command else "jaxrl"
         saves = command in SAVING_COMMANDS  # eval, render, plot, list: they save nothing
         what = "; nothing saved since its last checkpoint, if it has one" if saves else ""
-        print(f"{prefix}: interrupted{what}.", file=sys.stderr)
+        said = stop.args[0] if stop.args and isinstance(stop.args[0], str) else None
+        print(f"{prefix}: {said or f'interrupted{what}.'}", file=sys.stderr)  # a sweep says more
         return _ended(130, whole_process, interrupted=True)
+    except BrokenPipeError:  # the reader of the output left (jaxrl list | head): no traceback
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nor at exit's flush
+        return _ended(141, whole_process)  # 128 + SIGPIPE, as a shell reports it
     finally:
         ctrl_c.uninstall()
 

@@ -351,6 +351,9 @@ def resume(
     run_grid = grid.Grid.from_json(saved)
     members = _members(trainer, agent_config, run_grid)
     say = None if progress is None else progress if callable(progress) else print
+    if say and total_steps is not None and total != total_steps:
+        say(f"{out_path}: --steps {total_steps:,} rounded up to {total:,}, whole chunks of "
+            f"{per_chunk:,} env steps")  # fmt: skip
     start = time.perf_counter()
     with prefetching_chunk(trainer, run_grid) as early:
         like = _initial_state(trainer, run_grid, members, early)
@@ -390,11 +393,17 @@ def _saved_settings(saved, out_path, total_steps, devices, wandb, env, randomiza
     per_chunk = int(saved["env_info"]["env_steps_per_chunk"])
     if total_steps is not None:
         done = max(checkpoint.steps(out_path / "checkpoints"), default=0)
+        chunks = -(-total_steps // per_chunk)
+        if total_steps < done and chunks * per_chunk == done:
+            raise ResumeError(
+                f"{out_path} is complete ({done:,} env steps; --steps {total_steps:,} rounds up "
+                f"to that, in whole chunks of {per_chunk:,}); pass --steps N (N > {done:,}) to "
+                "train it further."
+            )
         if total_steps < done:
             raise ResumeError(
                 f"--steps {total_steps:,} is below the {done:,} env steps the run has done."
             )
-        chunks = -(-total_steps // per_chunk)
         # Same chunk length, more (or fewer) chunks: see TrainConfig.iterations_per_chunk.
         config = dataclasses.replace(config, total_steps=chunks * per_chunk, eval_every=per_chunk)
     if devices is not None:

@@ -331,3 +331,43 @@ def test_every_error_jaxrl_raises_derives_from_one_base():
     ]
     assert not strays, f"not JaxrlErrors: {strays}"
     assert issubclass(errors["jaxrl.envs.registry.UnknownEnvError"], ValueError)
+
+
+def test_output_cut_short_by_its_reader_ends_without_a_traceback():
+    """`jaxrl list | head -1`: the pipe's reader leaves after a line; jaxrl ends quietly with
+    the shell's code for it (141), not a BrokenPipeError traceback."""
+    import subprocess
+    import sys
+
+    process = subprocess.Popen(
+        [sys.executable, "-m", "jaxrl.cli", "list"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        bufsize=0,
+    )
+    assert process.stdout.readline() == b"algorithms:\n"
+    process.stdout.close()
+    err = process.stderr.read().decode()
+    assert process.wait(timeout=60) == 141 and "Traceback" not in err, err
+
+
+def test_an_interrupt_that_says_more_is_printed_as_one_line(monkeypatch, capsys):
+    """A KeyboardInterrupt carrying a message (a sweep's, naming `jaxrl sweep --resume`) is
+    that one line; a bare one, the generic line."""
+
+    def stopped(argv):
+        raise KeyboardInterrupt("run 2 of 4 stopped; continue the sweep with: jaxrl sweep ...")
+
+    monkeypatch.setitem(cli.COMMANDS, "sweep", (stopped, "sweep"))
+    assert cli.main(["sweep"]) == 130
+    err = capsys.readouterr().err
+    assert err == "jaxrl sweep: run 2 of 4 stopped; continue the sweep with: jaxrl sweep ...\n"
+
+    def bare(argv):
+        raise KeyboardInterrupt
+
+    monkeypatch.setitem(cli.COMMANDS, "sweep", (bare, "sweep"))
+    assert cli.main(["sweep"]) == 130
+    assert capsys.readouterr().err == (
+        "jaxrl sweep: interrupted; nothing saved since its last checkpoint, if it has one.\n"
+    )

@@ -1,5 +1,6 @@
 """The run commands end to end through the CLI: train, Ctrl-C, resume, eval, sweep."""
 
+import dataclasses
 import json
 import os
 import signal
@@ -188,12 +189,77 @@ def test_a_sweep_stopped_part_way_goes_on_with_resume_to_the_numbers_of_one_neve
     assert metrics[0] == metrics[1] and len(metrics[0]) == 3
     final = json.loads((whole / "summary.json").read_text())["final_eval_return"]
     assert summary["actor_lr=0.001"]["returns"][1] == final
-    code, _, err = _run(capsys, "sweep", "--resume", str(out))
-    assert code == 2 and "is a finished sweep" in err
+    # Resumed again once finished: every run read, the same summary written and shown.
+    code, stdout, err = _run(capsys, "sweep", "--resume", str(out / "sweep.json"), "--quiet")
+    assert code == 0 and stdout.count("finished earlier") == 4 and len(runs) == 5, err
+    assert json.loads((out / "summary.json").read_text()) == list(summary.values())
     code, _, err = _run(capsys, "sweep", *argv, *grid)
     assert code == 2 and "already holds a finished sweep" in err
     code, _, err = _run(capsys, "sweep", "--resume", str(tmp_path / "whole"))
-    assert code == 2 and "is not a sweep to resume (it has no sweep.json" in err
+    assert code == 2 and "is not a sweep to resume: it has no sweep.json" in err
+    code, _, err = _run(capsys, "sweep", "--resume", str(tmp_path / "nowhere"))
+    assert code == 2 and "--resume " in err and "no such folder; give the sweep's folder" in err
+    # A run is not trained into a sweep's folder, nor into one of its settings' folders.
+    code, _, err = _run(capsys, "train", *argv, "--out", str(out))
+    assert code == 2 and "holds a sweep or scale grid" in err
+    code, _, err = _run(capsys, "train", *argv, "--out", str(stopped.parent))
+    assert code == 2 and "holds runs in its folders (s0, s1)" in err
+
+
+def test_ctrl_c_in_a_sweep_run_s_last_chunk_stops_the_sweep_after_that_run(
+    capsys, tmp_path, monkeypatch
+):
+    """The run under way finishes (Ctrl-C came in its last chunk) and the sweep stops there,
+    exit 130; --resume trains the rest. One seed: the summary's std and stderr are none."""
+    from jaxrl import driver
+
+    out = tmp_path / "sweep"
+    argv = ["sweep", *TINY, "--steps", "512", "--eval-every", "256", "--quiet", "--out", str(out)]
+    argv += ["--grid", "tau=0.005,0.01"]
+    real, runs = driver.train, []
+
+    def train(config, agent_config, run_dir, **kwargs):
+        runs.append(run_dir)
+        if len(runs) == 1:  # Ctrl-C as the last chunk's row is logged
+            kwargs["progress_fn"] = lambda steps, _: (
+                steps == 512 and os.kill(os.getpid(), signal.SIGINT)
+            )
+        return real(config, agent_config, run_dir, **kwargs)
+
+    monkeypatch.setattr(driver, "train", train)
+    code, _, err = _run(capsys, *argv)
+    first = out / "tau=0.005" / "s0"
+    assert code == 130 and f"run 1 of 2 ({first}) finished as Ctrl-C came" in err
+    assert len(runs) == 1 and (first / "summary.json").exists()
+    code, _, err = _run(capsys, "sweep", "--resume", str(out), "--quiet")
+    assert code == 0 and len(runs) == 2, err
+    rows = json.loads((out / "summary.json").read_text())
+    assert [(r["std"], r["stderr"], len(r["returns"])) for r in rows] == [(None, None, 1)] * 2
+    assert "| - | - |" in (out / "summary.md").read_text()
+
+
+def test_a_sweep_resumed_from_another_folder_reads_its_relative_paths_from_its_own(
+    tmp_path, monkeypatch
+):
+    """sweep.json keeps the folder the sweep began in: a --config given relative to it still
+    names that file when the sweep is resumed from elsewhere."""
+    from jaxrl.config import resolve
+    from jaxrl.experiments import sweep
+
+    began, elsewhere = tmp_path / "began", tmp_path / "elsewhere"
+    (began / "base").mkdir(parents=True)
+    elsewhere.mkdir()
+    train, agent, _ = resolve.build_configs(["--preset", "sac_pendulum"])
+    saved = {"train": dataclasses.asdict(train), "agent": dataclasses.asdict(agent)}
+    (began / "base" / "config.json").write_text(json.dumps(saved))
+    argv = ["--config", "base/config.json", "--steps", "2048", "--grid", "tau=0.005,0.01"]
+    out = began / "sweep"
+    out.mkdir()
+    (out / "sweep.json").write_text(json.dumps({"argv": argv, "cwd": str(began)}))
+    monkeypatch.chdir(elsewhere)
+    planned_out, plan, seeds, _ = sweep.plan_sweep(["--resume", "../began/sweep"])
+    assert planned_out == out and len(plan) == 2 and seeds == [0]
+    assert [config.total_steps for _, _, config, _ in plan] == [2048, 2048]
 
 
 def test_a_sweep_resumed_over_a_run_of_other_settings_is_refused_before_training(capsys, tmp_path):
@@ -223,6 +289,11 @@ def test_a_sweep_resumed_over_a_run_of_other_settings_is_refused_before_training
         (["--seeds", "0,0"], "repeats a seed"),
         (["--grid", "env=classic/pendulum,classic/pendulumm"], "env=classic/pendulumm"),
         (["--grid", "buffer_size=512,8"], "grid setting buffer_size=8"),
+        (["--grid", "actor_lr=abc"], "--grid actor_lr: expected a number, got 'abc'"),
+        (["--grid", "num_envs=1.5"], "--grid num_envs: expected an integer, got '1.5'"),
+        (["--grid", "critic_hidden=64x64,6a"], "--grid critic_hidden:"),
+        (["--grid", "actor_lr=1e-3,0.001"], "--grid actor_lr repeats a value: 0.001"),
+        (["--grid", "tau=0.01", "--grid", "tau=0.02"], "--grid tau is given twice"),
     ],
 )
 def test_sweep_checks_every_setting_before_training(capsys, tmp_path, argv, message):

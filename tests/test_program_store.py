@@ -88,9 +88,15 @@ def test_a_rerun_with_other_data_seed_and_steps_loads_its_programs_and_trains_th
     changed = tiny.off_policy(seed=3, gamma=0.95, total_steps=384)
     changed_agent = dataclasses.replace(tiny.SAC, actor_lr=1e-3, tau=0.02, init_alpha=0.5)
     compiles.clear()
-    rows = _train(changed, changed_agent)
+    lines = []
+    result = driver.train(changed, changed_agent, progress=lines.append)
+    rows = driver.learning_metrics(result.history)
     assert len(compiles) == 1, "the re-run traced and compiled its chunk or reset again"
     assert len(rows) == 3
+    # Its progress says so: loading, then loaded (not "compiling", "compiled").
+    name = "[sac classic/pendulum]"
+    assert lines[0] == f"{name} loading the program an earlier run stored"
+    assert lines[1].startswith(f"{name} loaded in ")
 
     monkeypatch.setattr(programs, "folder", lambda: None)  # the same run, nothing stored
     assert rows == _train(changed, changed_agent)

@@ -82,10 +82,14 @@ def test_extending_a_short_run_equals_the_long_run(tmp_path):
     driver.train(_sac(total_steps=256), tiny.SAC, tmp_path / "short", **QUIET)
     with pytest.raises(driver.ResumeError, match="is complete"):
         driver.resume(tmp_path / "short", **QUIET)
-    extended = driver.resume(tmp_path / "short", total_steps=500, **QUIET)  # rounds up to 512
+    lines = []
+    extended = driver.resume(tmp_path / "short", total_steps=500, progress=lines.append)
+    assert lines[0].endswith("--steps 500 rounded up to 512, whole chunks of 128 env steps")
     _assert_same_run(extended, long)
     saved = json.loads((tmp_path / "short" / "config.json").read_text())
     assert saved["train"]["total_steps"] == 512
+    with pytest.raises(driver.ResumeError, match=r"is complete \(512 env steps; --steps 500 "):
+        driver.resume(tmp_path / "short", total_steps=500, **QUIET)
 
 
 def test_on_policy_resume_is_bit_identical(tmp_path):

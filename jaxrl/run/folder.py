@@ -61,6 +61,8 @@ def check_run_dir(out_dir: str | os.PathLike | None) -> pathlib.Path | None:
             f"--out {path} cannot be written: {existing} is not writable by this user; pick "
             "another --out."
         )
+    if (path / "sweep.json").is_file() or (path / "scale_grid.json").is_file():
+        raise RunDirError(f"{path} holds a sweep or scale grid; pick another --out.")
     held = []
     metrics = path / "metrics.jsonl"
     if metrics.is_file() and metrics.stat().st_size > 0:
@@ -73,6 +75,13 @@ def check_run_dir(out_dir: str | os.PathLike | None) -> pathlib.Path | None:
         raise RunDirError(
             f"{path} already holds a run ({', '.join(held)}); pick another --out or remove "
             "that folder first."
+        )
+    # One of a sweep's settings' folders: runs one level down.
+    inner = sorted(p.parent.name for p in path.glob("*/config.json")) if path.is_dir() else []
+    if inner:
+        raise RunDirError(
+            f"{path} holds runs in its folders ({', '.join(inner[:3])}"
+            f"{', ...' if len(inner) > 3 else ''}); pick another --out."
         )
     # A config.json alone is a run that stopped before finishing its first chunk: nothing of
     # it can be resumed, so the folder is taken over (its files are rewritten).

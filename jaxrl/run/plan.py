@@ -20,6 +20,9 @@ class RunResult:
     compile_seconds: float
     train_seconds: float
     out_dir: pathlib.Path | None
+    # Ctrl-C came during the last chunk: the run finished all the same, and a caller running
+    # several (a sweep) stops after it.
+    interrupted: bool = False
 
     @property
     def final_eval_return(self) -> float:

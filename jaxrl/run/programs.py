@@ -458,6 +458,11 @@ def _libraries() -> tuple[str, ...]:
     return ("lapack_", *(name.strip() for name in extra.split(",") if name.strip()))
 
 
+def loaded(program: Any) -> bool:
+    """Whether `program` (`load_or_compile`'s) was loaded from the store, not compiled."""
+    return isinstance(program, _Guarded)
+
+
 class _Guarded:
     """A loaded program whose first call is waited for: while it runs, a `running` file names
     this machine and process, and a later process that finds it with that process gone (it

@@ -89,6 +89,17 @@ def compile_chunk_lowered(lowered) -> Any:
     return compile_with_options(lowered, CHUNK_OPTIONS)
 
 
+def _chunk_stored(plan: Plan) -> bool:
+    """Whether the run's chunk will be loaded from the store of compiled programs (being
+    loaded by `prefetch`, or held for its state), not compiled."""
+    trainer, kind = plan.trainer, _chunk_kind(plan.run_grid)
+    if trainer.compile_chunk is not None or trainer.program_id is None:
+        return False
+    if programs.prefetching(trainer.program_id, kind):
+        return True
+    return programs.stored(trainer.program_id, kind, (plan.state,))
+
+
 def _chunk_kind(run_grid) -> str:
     return "chunk" if run_grid is None else "chunk-vmapped"
 
@@ -300,16 +311,21 @@ class Runner:
             rounded = rounding_note(config)
             if rounded:
                 self.reporter.message(f"[{self.name}] {rounded}")
-            self.reporter.message(
-                f"[{self.name}] compiling (a re-run of these settings loads the stored program)"
-            )
-            self.reporter.status("compiling")
+            if _chunk_stored(plan):
+                self.reporter.message(f"[{self.name}] loading the program an earlier run stored")
+                self.reporter.status("loading")
+            else:
+                self.reporter.message(
+                    f"[{self.name}] compiling (a re-run of these settings loads the stored program)"
+                )
+                self.reporter.status("compiling")
         self.chunk = plan.early.take(plan.state) if plan.early is not None else None
         if self.chunk is None:
             self.chunk = compile_chunk(plan.trainer, plan.state, plan.run_grid)
         self.compile_seconds = time.perf_counter() - plan.start
         if self.reporter:
-            self.reporter.message(f"[{self.name}] compiled in {self.compile_seconds:.1f}s")
+            done_how = "loaded" if programs.loaded(self.chunk) else "compiled"
+            self.reporter.message(f"[{self.name}] {done_how} in {self.compile_seconds:.1f}s")
             self.reporter.status("training")
         if out_path is not None and primary:
             # Written once the program compiled: input that fails in tracing or compilation
@@ -448,8 +464,14 @@ class Runner:
         )
 
     def _result(self) -> RunResult:
+        stop = getattr(self, "stop", None)
         return RunResult(
-            self.state, self.history, self.compile_seconds, self.train_seconds, self.plan.out_path
+            self.state,
+            self.history,
+            self.compile_seconds,
+            self.train_seconds,
+            self.plan.out_path,
+            interrupted=bool(stop and stop.requested),
         )
 
     def _close(self) -> None:
