@@ -1280,11 +1280,11 @@ MUTANTS = [
     m(
         "progress-silent-while-compiling",
         "jaxrl/run/runner.py",
-        """            self.reporter.message(
-                f"[{self.name}] compiling (a re-run of these settings loads the stored program)"
-            )
+        """                self.reporter.message(
+                    f"[{self.name}] compiling (a re-run of these settings loads the stored program)"
+                )
 """,
-        "",
+        "                pass\n",
         "nothing is shown while the program compiles (tens of seconds for an MJX preset)",
         "tests/test_runs.py",
     ),
