@@ -101,7 +101,7 @@ def _done(result) -> None:
     # A resumed run: its rows count every process's training; the result, this one's.
     train = f"train {result.train_seconds:.1f}s"
     whole = last.get("train_seconds", result.train_seconds)
-    if whole > result.train_seconds:  # equal, to the bit, for a run of one process
+    if whole - result.train_seconds > 1e-3:  # rows keep 4 decimals; a chunk takes far longer
         train = f"train {whole:.1f}s ({result.train_seconds:.1f}s of it in this process)"
     print(
         f"done: {last['env_steps']:,} env steps, eval return "

@@ -75,7 +75,7 @@ def test_ctrl_c_saves_a_checkpoint_and_resume_finishes_the_run(tmp_path):
 
 def test_train_resume_and_eval_commands(capsys, tmp_path):
     out = tmp_path / "run"
-    code, _, err = _run(
+    code, stdout, err = _run(
         capsys,
         "train",
         *TINY,
@@ -89,6 +89,7 @@ def test_train_resume_and_eval_commands(capsys, tmp_path):
         "--normalize-observations",
     )
     assert code == 0, err
+    assert "train " in stdout and "in this process" not in stdout  # one process: its time alone
     code, _, err = _run(capsys, "train", "--resume", str(out))
     assert code == 2 and "is complete (256 env steps); pass --steps" in err
     code, stdout, err = _run(capsys, "train", "--resume", str(out), "--steps", "512", "--quiet")
