@@ -39,6 +39,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from jaxrl.config import ConfigError, TrainConfig
+from jaxrl.errors import Interrupted
 from jaxrl.experiments.scale_report import (
     FAILED_FILE,
     GRID_FILE,
@@ -596,11 +597,12 @@ def train_grid(
             continue
         verb = "resuming" if program.status == "resume" else "training"
         say(f"{head}: {verb} -> {folder}")
+        again = "run the same jaxrl scale command again to go on (it resumes the grid)"
         try:
             if program.status == "resume":
-                driver.resume(folder, progress=progress, compile_cache=compile_cache)
+                result = driver.resume(folder, progress=progress, compile_cache=compile_cache)
             else:
-                driver.train(
+                result = driver.train(
                     program.config,
                     program.agent_config or the_plan.agent_config,
                     folder,
@@ -616,6 +618,13 @@ def train_grid(
             say(f"{head}: stopped: {error}")
             outcome[program.name] = "failed"
             continue
+        except Interrupted as stop:  # Ctrl-C: a checkpoint was saved
+            raise Interrupted(f"program {index} of {total} ({folder}) {stop}; or {again}",
+                              stop.result) from None  # fmt: skip
+        if result.interrupted:  # Ctrl-C in its last chunk: it finished, the grid stops
+            raise Interrupted(
+                f"program {index} of {total} ({folder}) finished as Ctrl-C came; {again}", result
+            )
         outcome[program.name] = "trained"
     return outcome
 

@@ -32,6 +32,7 @@ import sys
 import numpy as np
 
 from jaxrl.config import ConfigError
+from jaxrl.errors import Interrupted
 from jaxrl.experiments import scale_fit as sf
 from jaxrl.experiments.scale_report import (
     FAILED_FILE,
@@ -175,9 +176,9 @@ def _train_predicted(folder, spec, sigma, predicted, seeds, progress) -> str:
     if (run / "summary.json").is_file() or (run / FAILED_FILE).is_file():
         return name
     if (run / "config.json").is_file():
-        driver.resume(run, progress=progress)
+        result = driver.resume(run, progress=progress)
     else:
-        driver.train(
+        result = driver.train(
             config,
             agent,
             run,
@@ -185,6 +186,8 @@ def _train_predicted(folder, spec, sigma, predicted, seeds, progress) -> str:
             seeds=seeds,
             vmap={spec["lr_field"]: [lr]},
         )
+    if result.interrupted:  # Ctrl-C in its last chunk: it finished; the rest waits for a re-run
+        raise Interrupted(f"{run} finished as Ctrl-C came; run the same command again to go on")
     return name
 
 

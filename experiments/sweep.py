@@ -42,7 +42,7 @@ def _grid_value(cls: type, name: str, text: str) -> Any:
         kind = next(arg for arg in typing.get_args(kind) if arg is not type(None))
     if kind is bool:
         if text.lower() not in ("true", "false"):
-            raise ConfigError(f"--grid {name}: expected true or false, got {text!r}")
+            raise ValueError(f"expected true or false, got {text!r}")
         return text.lower() == "true"
     if kind is int:
         return parse_int(text)
@@ -143,15 +143,23 @@ def plan_sweep(
     if len(set(seeds)) != len(seeds):
         raise ConfigError(f"--seeds repeats a seed: {seeds_text}")
     train, agent, options = build_configs(rest)
+    if options.vmap:
+        raise ConfigError(
+            "jaxrl sweep trains one run per setting and takes no --vmap; to train settings "
+            "that are data in one program, use jaxrl train --vmap NAME=V1,V2"
+        )
     points = parse_grid(args.grid, train, agent)
     out = pathlib.Path(args.out or default_out(train).replace("runs/", "sweeps/", 1))
     if (out / PLAN_FILE).exists():  # a sweep's folder: its runs are checked below
         if (out / "summary.json").exists() and not resuming:
             raise driver.RunDirError(f"{out} already holds a finished sweep; pick another --out")
+        if not resuming:
+            _check_same_sweep(out, argv)
     else:
         driver.check_run_dir(out)
     # Every run's config is built and checked before the first one trains.
     plan = []
+    resolved = {}  # per setting, its grid values as a run's config.json keeps them
     train_fields = {f.name for f in dataclasses.fields(TrainConfig)}
     for point in points:
         run_kwargs = {k: v for k, v in point.items() if k in train_fields}
@@ -163,9 +171,13 @@ def plan_sweep(
                 plan.append((point, seed, config, agent_config))
             # The checks jaxrl train makes before compiling (env name and options, sizes the
             # agent needs of the run, the algorithm's loop defaults), once per setting.
-            driver.check_setting(config, agent_config)
+            trainer = driver.check_setting(config, agent_config)
         except ValueError as error:
             raise ConfigError(f"grid setting {_setting_label(point)}: {error}") from None
+        resolved[_setting_label(point)] = {  # the algorithm's loop defaults filled in
+            name: getattr(trainer.config if name in train_fields else agent_config, name)
+            for name in point
+        }
     begun = [
         (point, seed)
         for point, seed, _, _ in plan
@@ -178,7 +190,7 @@ def plan_sweep(
         )
     for point, seed, _, _ in plan:
         if (point, seed) in begun:
-            _check_same_run(_run_dir(out, point, seed), point, seed)
+            _check_same_run(_run_dir(out, point, seed), resolved[_setting_label(point)], seed)
         else:
             driver.check_run_dir(_run_dir(out, point, seed))
     return out, plan, seeds, options
@@ -194,6 +206,9 @@ def _saved_argv(args: argparse.Namespace, rest: list[str]) -> tuple[list[str], p
     for a sweep.json that does not name it); anything else given beside --resume is an
     error."""
     others = [w for w in rest if w.startswith("-") and w != "--quiet"]
+    words = [w for w in rest if not w.startswith("-")]
+    if words and not others:  # `--resume a b`: a shell's glob of several folders, say
+        raise ConfigError(f"--resume takes one sweep's folder; also given: {' '.join(words)}")
     others += [f"--{n}" for n in ("grid", "seeds", "out") if getattr(args, n)]
     if others:
         raise ConfigError(
@@ -224,9 +239,25 @@ def _saved_argv(args: argparse.Namespace, rest: list[str]) -> tuple[list[str], p
     return [*argv, "--out", str(folder.resolve()), *quiet], cwd
 
 
+def _check_same_sweep(out: pathlib.Path, argv: list[str]) -> None:
+    """A new sweep into `out`, which holds a sweep's sweep.json: refused where that sweep has
+    begun runs and another command line (it would be lost to --resume, and the folder would
+    mix two sweeps); the same command line's begun runs are refused by name, with --resume."""
+    try:
+        saved = json.loads((out / PLAN_FILE).read_text())["argv"]
+    except (OSError, ValueError, KeyError, TypeError):
+        saved = None
+    mine = [w for w in _without_out(argv) if w != "--quiet"]
+    if saved != mine and any(out.glob("*/s*/config.json")):
+        raise JaxrlError(
+            f"{out} holds another sweep, begun with: jaxrl sweep {' '.join(map(str, saved or []))}"
+            f"; pick another --out, or go on with that one: jaxrl sweep --resume {out}"
+        )
+
+
 def _check_same_run(run_dir: pathlib.Path, point: dict[str, Any], seed: int) -> None:
-    """The run begun in `run_dir` is this sweep's: its seed and its grid values are those
-    planned for that folder."""
+    """The run begun in `run_dir` is this sweep's: its seed and its grid values (resolved, as
+    its config.json keeps them) are those planned for that folder."""
     from jaxrl import runs
 
     saved = runs.read_config_json(run_dir)
@@ -251,18 +282,32 @@ def _json_value(value: Any) -> Any:
 def main(argv: list[str]) -> int:
     """jaxrl sweep [train flags] --grid NAME=V1,V2 ... --seeds 0,1,2 --out FOLDER, or
     jaxrl sweep --resume FOLDER"""
-    from jaxrl import driver
     from jaxrl.version import version
 
     planned = plan_sweep(argv)
     if planned is None:
         return 0
     out, plan, seeds, options = planned
+    here = contextlib.nullcontext()
     if not any(w == "--resume" or w.startswith("--resume=") for w in argv):
         out.mkdir(parents=True, exist_ok=True)
         kept = [w for w in _without_out(argv) if w != "--quiet"]
         saved = {"argv": kept, "cwd": os.getcwd(), "jaxrl": version()}
         write_atomically(out / PLAN_FILE, json.dumps(saved, indent=2))
+    else:  # trained, as planned, from the folder the sweep began in (`plan_sweep`)
+        cwd = pathlib.Path(json.loads((out / PLAN_FILE).read_text()).get("cwd") or ".")
+        here = contextlib.chdir(cwd) if cwd.is_dir() else here
+    with here:
+        finals = _train_runs(out, plan, options)
+    _write_sweep_summary(out, finals, seeds)
+    return 0
+
+
+def _train_runs(out: pathlib.Path, plan: list, options: TrainOptions) -> dict[str, list[float]]:
+    """Each planned run trained (or resumed, or read where it finished), one after another;
+    the final eval returns by setting."""
+    from jaxrl import driver
+
     finals: dict[str, list[float]] = {}
     progress = None if options.quiet else "auto"
     for index, (point, seed, config, agent_config) in enumerate(plan):
@@ -275,7 +320,7 @@ def main(argv: list[str]) -> int:
         result = None
         try:
             if summary.exists():  # finished before a --resume
-                final = json.loads(summary.read_text())["final_eval_return"]
+                final = _final_return(summary)
                 print(f"{head}: finished earlier, eval return {final:.2f} ({run_dir})")
             elif (run_dir / "config.json").exists():  # under way when the sweep stopped
                 print(f"{head} -> {run_dir} (resumed)")
@@ -300,18 +345,26 @@ def main(argv: list[str]) -> int:
                 f"{again[0].upper()}{again[1:]}",
                 stop.result,
             ) from None
-        except KeyboardInterrupt:  # before its first chunk ended: the CLI prints this alone
+        except KeyboardInterrupt:  # while starting, or a second Ctrl-C: the CLI prints this
             raise KeyboardInterrupt(
-                f"{which} stopped while starting, nothing saved since its last checkpoint, if "
-                f"it has one; {again}"
+                f"{which} stopped, nothing saved since its last checkpoint, if it has one; {again}"
             ) from None
         if result is not None:
             final = result.final_eval_return
             if result.interrupted:  # Ctrl-C in its last chunk: it finished, the sweep stops
                 raise Interrupted(f"{which} finished as Ctrl-C came; {again}", result)
         finals.setdefault(label, []).append(final)
-    _write_sweep_summary(out, finals, seeds)
-    return 0
+    return finals
+
+
+def _final_return(summary: pathlib.Path) -> float:
+    try:
+        return float(json.loads(summary.read_text())["final_eval_return"])
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise JaxrlError(
+            f"{summary} cannot be read ({error!r}); move it away and the sweep's --resume "
+            "writes it again from the run's last checkpoint"
+        ) from None
 
 
 def _without_out(argv: list[str]) -> list[str]:

@@ -330,6 +330,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{prefix}: {said or f'interrupted{what}.'}", file=sys.stderr)  # a sweep says more
         return _ended(130, whole_process, interrupted=True)
     except BrokenPipeError:  # the reader of the output left (jaxrl list | head): no traceback
+        if not whole_process:  # a caller's own stdout (a test, a notebook): theirs to handle
+            raise
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nor at exit's flush
         return _ended(141, whole_process)  # 128 + SIGPIPE, as a shell reports it
     finally:

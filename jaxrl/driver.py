@@ -394,13 +394,7 @@ def _saved_settings(saved, out_path, total_steps, devices, wandb, env, randomiza
     if total_steps is not None:
         done = max(checkpoint.steps(out_path / "checkpoints"), default=0)
         chunks = -(-total_steps // per_chunk)
-        if total_steps < done and chunks * per_chunk == done:
-            raise ResumeError(
-                f"{out_path} is complete ({done:,} env steps; --steps {total_steps:,} rounds up "
-                f"to that, in whole chunks of {per_chunk:,}); pass --steps N (N > {done:,}) to "
-                "train it further."
-            )
-        if total_steps < done:
+        if chunks * per_chunk < done:  # (one that rounds up to `done` ends the run there)
             raise ResumeError(
                 f"--steps {total_steps:,} is below the {done:,} env steps the run has done."
             )

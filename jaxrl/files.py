@@ -13,6 +13,18 @@ import pathlib
 import tempfile
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+# A temporary file is made readable by its owner alone; the file it becomes gets the mode a
+# plain write would have given it (0644 under the usual umask), so that others who share a
+# run's folder can read its config and summaries.
+_MODE = 0o666 & ~_umask()
+
+
 def write_atomically(path: str | os.PathLike, data: str | bytes) -> None:
     """`path` holds `data` (text as UTF-8), or, where writing fails (OSError raised), what it held
     before; no temporary file is left behind either way."""
@@ -24,6 +36,7 @@ def write_atomically(path: str | os.PathLike, data: str | bytes) -> None:
         temporary = pathlib.Path(file.name)
     try:
         temporary.write_bytes(blob)
+        os.chmod(temporary, _MODE)
         os.replace(temporary, path)
     except BaseException:
         temporary.unlink(missing_ok=True)

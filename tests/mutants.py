@@ -919,8 +919,8 @@ MUTANTS = [
     m(
         "store-reserialises-a-cached-program",
         "jaxrl/run/executables.py",
-        "    if cached is None:\n        return serialize_executable.serialize(compiled)\n",
-        "    if True:\n        return serialize_executable.serialize(compiled)\n",
+        "        if cached is None:\n            return serialize_executable.serialize(compiled)\n",
+        "        if True:\n            return serialize_executable.serialize(compiled)\n",
         "a program JAX's cache gave is stored re-serialised (without its code on XLA:CPU)",
         "tests/test_compile_cache.py",
     ),
@@ -1248,8 +1248,8 @@ MUTANTS = [
     m(
         "sweep-resume-trusts-the-folders",
         "experiments/sweep.py",
-        "            _check_same_run(_run_dir(out, point, seed), point, seed)\n",
-        "            pass\n",
+        "_check_same_run(_run_dir(out, point, seed),",
+        "(lambda *_: None)(_run_dir(out, point, seed),",
         "jaxrl sweep --resume goes on with a run folder holding another setting's run",
         "tests/test_commands.py",
     ),
@@ -1280,10 +1280,7 @@ MUTANTS = [
     m(
         "progress-silent-while-compiling",
         "jaxrl/run/runner.py",
-        """                self.reporter.message(
-                    f"[{self.name}] compiling (a re-run of these settings loads the stored program)"
-                )
-""",
+        """                self.reporter.message(f"[{self.name}] compiling{again}")\n""",
         "                pass\n",
         "nothing is shown while the program compiles (tens of seconds for an MJX preset)",
         "tests/test_runs.py",
@@ -1363,8 +1360,8 @@ MUTANTS = [
     m(
         "sweep-settings-unchecked",
         "experiments/sweep.py",
-        "            driver.check_setting(config, agent_config)\n",
-        "",
+        "            trainer = driver.check_setting(config, agent_config)\n",
+        "            trainer = argparse.Namespace(config=config)\n",
         "a sweep trains its first settings before finding that a later one names no env",
         "tests/test_commands.py",
     ),

@@ -169,8 +169,12 @@ def test_a_sweep_stopped_part_way_goes_on_with_resume_to_the_numbers_of_one_neve
     assert checkpoint.steps(stopped / "checkpoints") == [256]
     code, _, err = _run(capsys, "sweep", *argv, *grid)
     assert code == 2 and "(2 of its 4 runs begun)" in err and f"--resume {out}" in err
+    code, _, err = _run(capsys, "sweep", *argv, "--grid", "tau=0.02", "--out", str(out))
+    assert code == 2 and f"{out} holds another sweep, begun with: jaxrl sweep " in err
     code, _, err = _run(capsys, "sweep", "--resume", str(out), "--steps", "1024")
     assert code == 2 and "--steps cannot change" in err
+    code, _, err = _run(capsys, "sweep", "--resume", str(out), str(whole_dir := tmp_path / "w"))
+    assert code == 2 and f"--resume takes one sweep's folder; also given: {whole_dir}" in err
 
     code, stdout, err = _run(capsys, "sweep", "--resume", str(out), "--quiet")
     assert code == 0, err
@@ -279,6 +283,22 @@ def test_a_sweep_resumed_over_a_run_of_other_settings_is_refused_before_training
     assert code == 2 and f"{stray} holds a run of other settings than the sweep's" in err
     assert "actor_lr 0.001 (the sweep's: 0.0003)" in err and "seed" not in err.split(":")[-1]
     assert sorted(p.name for p in out.iterdir()) == ["actor_lr=0.0003", "sweep.json"]
+    # A grid value the algorithm resolves (None: its own choice) is compared as the run's
+    # config.json keeps it, resolved: the sweep's own run is not taken for another's.
+    from jaxrl.experiments import sweep
+
+    grid = ["--grid", "normalize_observations=none,true"]
+    (out / "sweep.json").write_text(json.dumps({"argv": [*TINY, "--steps", "256", *grid]}))
+    own = out / "normalize_observations=None" / "s0"
+    own.mkdir(parents=True)
+    (own / "config.json").write_text(
+        json.dumps({"train": {"seed": 0, "normalize_observations": False}, "agent": {}})
+    )
+    _, plan, _, _ = sweep.plan_sweep(["--resume", str(out)])
+    assert [point for point, *_ in plan] == [
+        {"normalize_observations": None},
+        {"normalize_observations": True},
+    ]
 
 
 @pytest.mark.parametrize(
@@ -295,6 +315,8 @@ def test_a_sweep_resumed_over_a_run_of_other_settings_is_refused_before_training
         (["--grid", "critic_hidden=64x64,6a"], "--grid critic_hidden:"),
         (["--grid", "actor_lr=1e-3,0.001"], "--grid actor_lr repeats a value: 0.001"),
         (["--grid", "tau=0.01", "--grid", "tau=0.02"], "--grid tau is given twice"),
+        (["--grid", "tau=0.01,0.02", "--vmap", "gamma=0.9,0.99"], "takes no --vmap"),
+        (["--grid", "critic_layer_norm=yes"], "--grid critic_layer_norm: expected true or false"),
     ],
 )
 def test_sweep_checks_every_setting_before_training(capsys, tmp_path, argv, message):

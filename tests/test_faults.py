@@ -476,6 +476,9 @@ def test_two_writers_of_one_file_each_write_it_whole(tmp_path, monkeypatch):
     files.write_atomically(path, "first")
     assert path.read_text() == "first" and len(set(seen)) == 2
     assert [p.name for p in tmp_path.iterdir()] == ["summary.json"]
+    plain = tmp_path / "plain"
+    plain.write_text("")  # the mode any write gives under this umask, not the temporary's
+    assert path.stat().st_mode == plain.stat().st_mode
 
 
 def test_a_write_that_fails_keeps_the_old_file_and_leaves_no_temporary(tmp_path, monkeypatch):

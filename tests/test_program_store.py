@@ -78,7 +78,9 @@ def test_a_rerun_with_other_data_seed_and_steps_loads_its_programs_and_trains_th
     store, monkeypatch
 ):
     folder, compiles = store
-    _train(tiny.off_policy(), tiny.SAC)
+    lines = []
+    driver.train(tiny.off_policy(), tiny.SAC, progress=lines.append)
+    assert lines[0].endswith("compiling (a re-run of these settings loads the stored program)")
     assert len(compiles) == 3  # the reset, the rest of the first state, the chunk
     assert sorted(p.name.split("-")[0] for p in folder.iterdir() if not _hint(p)) == [
         "chunk",
@@ -88,7 +90,7 @@ def test_a_rerun_with_other_data_seed_and_steps_loads_its_programs_and_trains_th
     changed = tiny.off_policy(seed=3, gamma=0.95, total_steps=384)
     changed_agent = dataclasses.replace(tiny.SAC, actor_lr=1e-3, tau=0.02, init_alpha=0.5)
     compiles.clear()
-    lines = []
+    lines.clear()
     result = driver.train(changed, changed_agent, progress=lines.append)
     rows = driver.learning_metrics(result.history)
     assert len(compiles) == 1, "the re-run traced and compiled its chunk or reset again"

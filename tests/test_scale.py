@@ -12,6 +12,7 @@ import pytest
 
 from jaxrl import cli, plot
 from jaxrl.config import ConfigError
+from jaxrl.errors import Interrupted
 from jaxrl.experiments import scale, scale_report
 from jaxrl.experiments import scale_fit as sf
 
@@ -426,6 +427,7 @@ def test_proposed_grid_budget_and_a_program_that_stops_on_a_nan(tmp_path, monkey
         calls.append(config.updates_per_step)
         if config.updates_per_step == 2:
             raise driver.NonFiniteError("non-finite losses in chunk 3")
+        return driver.RunResult(None, [], 0.0, 0.0, None)
 
     monkeypatch.setattr(driver, "train", fake_train)
     small = {"utds": (0.25, 0.5, 1), "batch_sizes": (16,), "lrs": (1e-3,), "seeds": 2}
@@ -435,6 +437,19 @@ def test_proposed_grid_budget_and_a_program_that_stops_on_a_nan(tmp_path, monkey
     assert "chunk 3" in (out / "utd=0.5-batch=16" / scale_report.FAILED_FILE).read_text()
     again = scale.plan(train, agent, out, target=-1.0, **small)
     assert [p.status for p in again.programs] == ["new", "failed", "new"]
+    # Ctrl-C in a program's last chunk: that program finishes, the grid stops after it.
+    calls.clear()
+    monkeypatch.setattr(
+        driver,
+        "train",
+        lambda config, *a, **k: (
+            calls.append(config.updates_per_step)
+            or driver.RunResult(None, [], 0.0, 0.0, None, interrupted=True)
+        ),
+    )
+    with pytest.raises(Interrupted, match=r"program 1 of 3 .* finished as Ctrl-C came; run the"):
+        scale.train_grid(again, say=print)
+    assert calls == [1]
 
 
 def test_a_best_data_to_j_that_rises_with_the_utd_ratio_is_warned_of():

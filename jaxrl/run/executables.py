@@ -172,9 +172,17 @@ def serialize(compiled: Any, cached: bytes | None) -> tuple:
     """`serialize_executable.serialize(compiled)`, its executable written as `cached` where
     given (the bytes JAX's cache held for it: `compile_watching_cache`). Its pickler's
     class is swapped for one that writes those bytes, the rest of `serialize` kept; a jax
-    without that class raises, and the program is not stored."""
-    if cached is None:
-        return serialize_executable.serialize(compiled)
+    without that class raises, and the program is not stored. The swap is process-wide, so
+    every serialization (with bytes or without) holds the lock: two threads store programs
+    at once (`runner.EarlyChunk`'s and the first state's), and one must neither write the
+    other's bytes nor restore the other's class."""
+    with _PATCHING:
+        if cached is None:
+            return serialize_executable.serialize(compiled)
+        return _serialize_with(compiled, cached)
+
+
+def _serialize_with(compiled: Any, cached: bytes) -> tuple:
     from jax._src.lib import xla_client
 
     base = serialize_executable._JaxPjrtPickler
@@ -187,12 +195,11 @@ def serialize(compiled: Any, cached: bytes | None) -> tuple:
                 return ("exec", cached)
             return super().persistent_id(obj)
 
-    with _PATCHING:  # the class is process-wide
-        serialize_executable._JaxPjrtPickler = CachedBytes
-        try:
-            out = serialize_executable.serialize(compiled)
-        finally:
-            serialize_executable._JaxPjrtPickler = base
+    serialize_executable._JaxPjrtPickler = CachedBytes
+    try:
+        out = serialize_executable.serialize(compiled)
+    finally:
+        serialize_executable._JaxPjrtPickler = base
     if len(written) != 1:  # the executable was not where this jax keeps it: not stored
         raise ValueError("the cached bytes did not replace exactly one executable")
     return out

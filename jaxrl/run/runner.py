@@ -95,6 +95,8 @@ def _chunk_stored(plan: Plan) -> bool:
     trainer, kind = plan.trainer, _chunk_kind(plan.run_grid)
     if trainer.compile_chunk is not None or trainer.program_id is None:
         return False
+    if plan.early is not None and plan.early.started:  # compiling on its thread, not loaded
+        return False
     if programs.prefetching(trainer.program_id, kind):
         return True
     return programs.stored(trainer.program_id, kind, (plan.state,))
@@ -183,6 +185,11 @@ class EarlyChunk:
         if self._error is not None:
             raise self._error
         return self._result
+
+    @property
+    def started(self) -> bool:
+        """Whether it started a compile (the store did not hold the chunk)."""
+        return self._thread is not None
 
     def running(self) -> bool:
         """Whether its compile still runs for a run that never took it."""
@@ -315,9 +322,9 @@ class Runner:
                 self.reporter.message(f"[{self.name}] loading the program an earlier run stored")
                 self.reporter.status("loading")
             else:
-                self.reporter.message(
-                    f"[{self.name}] compiling (a re-run of these settings loads the stored program)"
-                )
+                stored = plan.trainer.program_id is not None  # the store keeps what compiles
+                again = " (a re-run of these settings loads the stored program)" if stored else ""
+                self.reporter.message(f"[{self.name}] compiling{again}")
                 self.reporter.status("compiling")
         self.chunk = plan.early.take(plan.state) if plan.early is not None else None
         if self.chunk is None:
