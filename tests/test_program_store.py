@@ -980,3 +980,22 @@ def test_a_command_whose_first_state_fails_while_its_chunk_compiles_exits_withou
         for early in runner._LEFT:
             early._thread.join()
     assert not runner.early_compile_running()
+
+
+def test_every_serialization_waits_while_another_thread_swaps_the_pickler(monkeypatch):
+    """The swap of jax's pickler class for cache bytes is process-wide: a serialization without
+    bytes on another thread (the early chunk's beside the first state's) must wait for it, or
+    it would write the other program's bytes (and might restore the swapped class for good)."""
+    seen = []
+    monkeypatch.setattr(
+        executables.serialize_executable,
+        "serialize",
+        lambda compiled: seen.append(executables.serialize_executable._JaxPjrtPickler) or "out",
+    )
+    with executables._PATCHING:  # a swap under way on this thread
+        thread = threading.Thread(target=executables.serialize, args=("program", None))
+        thread.start()
+        thread.join(0.3)
+        assert thread.is_alive() and not seen, "it serialized during the swap"
+    thread.join(5)
+    assert not thread.is_alive() and seen == [executables.serialize_executable._JaxPjrtPickler]
