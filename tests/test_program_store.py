@@ -554,15 +554,21 @@ def test_the_key_follows_the_code_of_a_registered_env_outside_env_imports(
     """An env registered by the user's own code (not named by --env-imports): its factory's
     module and its class's module are in the key, so an edit of either makes a re-run compile
     its own programs; an env whose code has no file (a notebook's) leaves the run unstored."""
-    (tmp_path / "store_probe_env.py").write_text(
+    # In two folders: a module is keyed with the modules loaded from its own folder, and the
+    # class's module must be keyed as the class's, not as the factory's neighbour.
+    env_dir, factory_dir = tmp_path / "env_code", tmp_path / "factory_code"
+    env_dir.mkdir()
+    factory_dir.mkdir()
+    (env_dir / "store_probe_env.py").write_text(
         "from jaxrl.envs import classic\n\n"
         "class ProbeEnv(classic.Pendulum):\n    SCALE = 1.0\n\n"
         "def make():\n    return ProbeEnv()\n"
     )
-    (tmp_path / "store_probe_factory.py").write_text(
+    (factory_dir / "store_probe_factory.py").write_text(
         "import store_probe_env\n\ndef make():\n    return store_probe_env.ProbeEnv()\n"
     )
-    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.syspath_prepend(str(env_dir))
+    monkeypatch.syspath_prepend(str(factory_dir))
     probe_env = importlib.import_module("store_probe_env")
     probe_factory = importlib.import_module("store_probe_factory")
     notebook = types.ModuleType("store_probe_notebook")  # no __file__
@@ -583,14 +589,14 @@ def test_the_key_follows_the_code_of_a_registered_env_outside_env_imports(
     try:
         before = {name: identity(name) for name in ("probe/ByFactory", "probe/ByClass")}
         assert None not in before.values()
-        (tmp_path / "store_probe_env.py").write_text(
-            (tmp_path / "store_probe_env.py").read_text().replace("1.0", "2.0")
+        (env_dir / "store_probe_env.py").write_text(
+            (env_dir / "store_probe_env.py").read_text().replace("1.0", "2.0")
         )
         for name, was in before.items():
             assert identity(name) != was, f"{name}: the edit of its env's module is not keyed"
         was = identity("probe/ByFactory")
-        (tmp_path / "store_probe_factory.py").write_text(
-            (tmp_path / "store_probe_factory.py").read_text() + "SCALE = 3.0\n"
+        (factory_dir / "store_probe_factory.py").write_text(
+            (factory_dir / "store_probe_factory.py").read_text() + "SCALE = 3.0\n"
         )
         assert identity("probe/ByFactory") != was, "the factory's module is not keyed"
         assert identity("probe/Notebook") is None
