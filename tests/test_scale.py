@@ -585,6 +585,7 @@ def test_the_plan_of_a_width_axis_scales_the_critic_and_counts_its_parameters(
 
     def fake_train(config, agent_config, folder, **kwargs):
         trained.append((folder.name, config.batch_size, agent_config.critic_hidden))
+        return driver.RunResult(None, [], 0.0, 0.0, folder)
 
     monkeypatch.setattr(driver, "train", fake_train)
     scale.train_grid(the_plan, say=lambda line: None)
