@@ -223,30 +223,34 @@ def _saved_argv(args: argparse.Namespace, rest: list[str]) -> tuple[list[str], p
     if not folder.is_dir():
         what = "no such folder" if not folder.exists() else "a file, not a folder"
         raise ConfigError(f"--resume {folder}: {what}; give the sweep's folder (--out)")
-    try:
-        saved = json.loads((folder / PLAN_FILE).read_text())
-        argv = [str(w) for w in saved["argv"]]
-        cwd = pathlib.Path(saved.get("cwd") or os.getcwd())
-    except FileNotFoundError:
+    if not (folder / PLAN_FILE).exists():
         raise ConfigError(
             f"{folder} is not a sweep to resume: it has no {PLAN_FILE} (a sweep begun by a "
             "jaxrl before 'jaxrl sweep --resume' has none; resume its runs one by one with "
             "jaxrl train --resume FOLDER/SETTING/sN)"
-        ) from None
-    except (OSError, ValueError, KeyError, TypeError) as error:
-        raise ConfigError(f"{folder / PLAN_FILE} cannot be read: {error!r}") from None
+        )
+    argv, cwd = _read_plan(folder)
+    if argv is None:
+        raise ConfigError(f"{folder / PLAN_FILE} cannot be read: it holds no command line")
     quiet = ["--quiet"] if "--quiet" in rest else []
     return [*argv, "--out", str(folder.resolve()), *quiet], cwd
+
+
+def _read_plan(folder: pathlib.Path) -> tuple[list[str] | None, pathlib.Path]:
+    """The command line (None where the file cannot be read) and the folder the sweep in
+    `folder` began in (this one, where its sweep.json does not name it)."""
+    try:
+        saved = json.loads((folder / PLAN_FILE).read_text())
+        return [str(w) for w in saved["argv"]], pathlib.Path(saved.get("cwd") or os.getcwd())
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None, pathlib.Path.cwd()
 
 
 def _check_same_sweep(out: pathlib.Path, argv: list[str]) -> None:
     """A new sweep into `out`, which holds a sweep's sweep.json: refused where that sweep has
     begun runs and another command line (it would be lost to --resume, and the folder would
     mix two sweeps); the same command line's begun runs are refused by name, with --resume."""
-    try:
-        saved = json.loads((out / PLAN_FILE).read_text())["argv"]
-    except (OSError, ValueError, KeyError, TypeError):
-        saved = None
+    saved, _ = _read_plan(out)
     mine = [w for w in _without_out(argv) if w != "--quiet"]
     if saved != mine and any(out.glob("*/s*/config.json")):
         raise JaxrlError(
@@ -295,7 +299,7 @@ def main(argv: list[str]) -> int:
         saved = {"argv": kept, "cwd": os.getcwd(), "jaxrl": version()}
         write_atomically(out / PLAN_FILE, json.dumps(saved, indent=2))
     else:  # trained, as planned, from the folder the sweep began in (`plan_sweep`)
-        cwd = pathlib.Path(json.loads((out / PLAN_FILE).read_text()).get("cwd") or ".")
+        cwd = _read_plan(out)[1]
         here = contextlib.chdir(cwd) if cwd.is_dir() else here
     with here:
         finals = _train_runs(out, plan, options)
