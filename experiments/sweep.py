@@ -29,9 +29,9 @@ from jaxrl.config.resolve import (
     run_options,
 )
 from jaxrl.errors import Interrupted, JaxrlError
-from jaxrl.files import write_atomically
+from jaxrl.files import SWEEP_PLAN, write_atomically
 
-PLAN_FILE = "sweep.json"  # the sweep's command line, for --resume
+PLAN_FILE = SWEEP_PLAN  # the sweep's command line, for --resume
 
 
 def _grid_value(cls: type, name: str, text: str) -> Any:

@@ -4,13 +4,20 @@ A reader (a `jaxrl plot` of a run in progress, a second process sharing the prog
 scale grid's folder) sees a file's old content or its new one, never part of it: the bytes go to
 a temporary file of a name no other writer uses, in the same folder, which then replaces the
 file (`os.replace`, atomic within one file system). Ten lines of our own rather than a
-dependency: the standard library has every piece but the combination."""
+dependency: the standard library has every piece but the combination.
+
+It also names the files of folders that hold more than one run, which the run layer (refusing
+such a folder as a run's `--out`) and the experiments that write them both read; here, because
+this module imports neither JAX nor the experiments."""
 
 from __future__ import annotations
 
 import os
 import pathlib
 import tempfile
+
+SWEEP_PLAN = "sweep.json"  # a sweep's command line (experiments/sweep.py), for --resume
+SCALE_GRID = "scale_grid.json"  # a scale grid's plan (experiments/scale.py)
 
 
 def _umask() -> int:

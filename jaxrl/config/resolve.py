@@ -269,18 +269,31 @@ def flag_names(cls: type) -> set[str]:
 
 def _optional_bool_flags(argv: list[str], classes: tuple[type, ...]) -> list[str]:
     """`X: bool | None` fields (None: the algorithm's own choice) take tyro's --x {None,True,
-    False}; --x and --no-x, as for plain booleans, are accepted too."""
+    False} (any case, or as --x=VALUE); --x and --no-x, as for plain booleans, are accepted too.
+    A value other than those three is a ConfigError naming the flag."""
     fields = {
         "--" + f.name.replace("_", "-")
         for cls in classes
         for f in dataclasses.fields(cls)
         if type_hints(cls, include_extras=False)[f.name] == bool | None
     }
-    out = []
-    for index, word in enumerate(argv):
-        following = argv[index + 1].lower() if index + 1 < len(argv) else ""
-        if word in fields and following not in ("none", "true", "false"):
-            out += [word, "True"]
+    spellings = {"none": "None", "true": "True", "false": "False"}  # tyro takes these alone
+    out, index = [], 0
+    while index < len(argv):
+        word = argv[index]
+        index += 1
+        flag, equals, value = word.partition("=")
+        if flag in fields:
+            if not equals and index < len(argv) and not argv[index].startswith("-"):
+                value, index = argv[index], index + 1
+            elif not equals:
+                value = "True"
+            if value.lower() not in spellings:  # tyro: "Unrecognized options: maybe"
+                raise ConfigError(
+                    f"{flag} takes True, False or None (the algorithm's own choice), or no "
+                    f"value (True); got {value!r}"
+                )
+            out += [flag, spellings[value.lower()]]
         elif word.startswith("--no-") and "--" + word[5:] in fields:
             out += ["--" + word[5:], "False"]
         else:

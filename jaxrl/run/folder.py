@@ -16,7 +16,7 @@ import jax
 
 from jaxrl import checkpoint, grid
 from jaxrl.errors import JaxrlError
-from jaxrl.files import write_atomically
+from jaxrl.files import SCALE_GRID, SWEEP_PLAN, write_atomically
 from jaxrl.version import version
 
 
@@ -61,7 +61,7 @@ def check_run_dir(out_dir: str | os.PathLike | None) -> pathlib.Path | None:
             f"--out {path} cannot be written: {existing} is not writable by this user; pick "
             "another --out."
         )
-    if (path / "sweep.json").is_file() or (path / "scale_grid.json").is_file():
+    if (path / SWEEP_PLAN).is_file() or (path / SCALE_GRID).is_file():
         raise RunDirError(f"{path} holds a sweep or scale grid; pick another --out.")
     held = []
     metrics = path / "metrics.jsonl"
