@@ -496,6 +496,30 @@ def make_vec(
     )
 
 
+def episode_env(
+    base,
+    *,
+    episode_length: int | None = None,
+    action_repeat: int | None = None,
+    joint_limit_actions: bool = False,
+):
+    """One env of `wrap`'s batch: `base` with its actions bounded, each repeated
+    `action_repeat` times and its episodes cut at `episode_length` control steps (the task's
+    own where None). Returns (env, episode_length, action_repeat)."""
+    episode_length = episode_length or getattr(base, "episode_length", None)
+    if episode_length is None:
+        raise EnvOptionError(
+            f"the env ({type(base).__name__}) has no episode_length attribute: give the time "
+            "limit as episode_length (--episode-length N, TrainConfig(episode_length=N), or "
+            "register(..., episode_length=N))"
+        )
+    action_repeat = action_repeat or getattr(base, "action_repeat", None) or 1
+    env = EpisodeWrapper(
+        ActionRepeat(bounded_actions(base, joint_limit_actions), action_repeat), episode_length
+    )
+    return env, int(episode_length), int(action_repeat)
+
+
 def wrap(
     base,
     num_envs: int,
@@ -513,16 +537,11 @@ def wrap(
     `joint_limit_actions`: actions bounded by the joints' limits (`envs.robots`).
     `reset_to_first`: finished envs restart from the state they started from (Brax's
     training wrappers), not from a fresh random one."""
-    episode_length = episode_length or getattr(base, "episode_length", None)
-    if episode_length is None:
-        raise EnvOptionError(
-            f"the env ({type(base).__name__}) has no episode_length attribute: give the time "
-            "limit as episode_length (--episode-length N, TrainConfig(episode_length=N), or "
-            "register(..., episode_length=N))"
-        )
-    action_repeat = action_repeat or getattr(base, "action_repeat", None) or 1
-    env = EpisodeWrapper(
-        ActionRepeat(bounded_actions(base, joint_limit_actions), action_repeat), episode_length
+    env, episode_length, _ = episode_env(
+        base,
+        episode_length=episode_length,
+        action_repeat=action_repeat,
+        joint_limit_actions=joint_limit_actions,
     )
     if randomization is None:
         env = VmapWrapper(env, num_envs)

@@ -29,9 +29,9 @@ import numpy as np
 
 from jaxrl.errors import JaxrlError
 from jaxrl.experiments import scale_fit as sf
-from jaxrl.files import write_atomically
+from jaxrl.files import SCALE_GRID, write_atomically
 
-GRID_FILE = "scale_grid.json"
+GRID_FILE = SCALE_GRID
 FLOPS_UNIT = "FLOPs (10 N B per update)"  # compute with a model size N, B the batch size
 FAILED_FILE = "scale_failed.json"  # in a run folder whose program stopped (NaN): not retried
 LEVEL = 0.95  # bootstrap interval level
@@ -90,13 +90,13 @@ def read_grid_file(folder: str | os.PathLike) -> dict:
 def _curves(member_dirs: list[pathlib.Path]):
     """(steps, returns (seeds, evals), cumulative updates) of one setting's seeds. Rows are keyed
     by env step (a resumed run's repeated rows count once, the last one)."""
-    from jaxrl.plot import PlotError, read_metrics
+    from jaxrl.plot import NotLoggedYet, read_metrics
 
     per_seed = []
     for member in member_dirs:
         try:
             rows = read_metrics(member)
-        except PlotError:  # a member that has not logged yet (killed while compiling)
+        except NotLoggedYet:  # killed while compiling, say (a garbled file is an error)
             rows = []
         per_seed.append({int(r["env_steps"]): r for r in rows})
     steps = sorted(set().union(*per_seed))

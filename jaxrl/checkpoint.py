@@ -75,10 +75,28 @@ def _reading(where: str):
         raise
     except Exception as error:  # noqa: BLE001 - any failure to read is damage, named below
         first = (str(error).strip().splitlines() or [""])[0][:300]
+        if _out_of_memory(error):  # the machine's failure, not the files': none is set aside
+            raise CheckpointError(
+                f"checkpoint {where} could not be restored: out of memory "
+                f"({type(error).__name__}: {first}); its files are kept. Free the device's or "
+                "the host's memory (another process on it?) and resume again."
+            ) from None
         raise DamagedCheckpointError(
             f"checkpoint {where} cannot be read ({type(error).__name__}: {first}): a file "
             "of it is truncated, emptied or missing"
         ) from None
+
+
+def _out_of_memory(error: BaseException) -> bool:
+    """An allocation that failed while restoring (XLA's RESOURCE_EXHAUSTED on a device, Python's
+    MemoryError on the host): a resume that hit it would otherwise take a sound checkpoint for a
+    damaged one and set it aside, going on from an older one."""
+    text = str(error)
+    return (
+        isinstance(error, MemoryError)
+        or "RESOURCE_EXHAUSTED" in text
+        or ("out of memory" in text.lower())
+    )
 
 
 def _name(path) -> str:

@@ -341,11 +341,23 @@ def resume(
     agent = agents.get(config.algo).make(agent_config)
     trainer = _make_trainer(config, agent, agent_config, env, randomization_fn)
     if trainer.config.env_steps_per_chunk != per_chunk:
+        # Another device count turned an actor/learner split off, whose chunks were rounded up
+        # to whole exchanges: the run's own chunks and evaluation points go on (as --steps
+        # keeps them).
+        length = {"total_steps": saved["env_info"]["num_chunks"] * per_chunk}
+        length["eval_every"] = per_chunk
+        if dataclasses.replace(trainer.config, **length).env_steps_per_chunk == per_chunk:
+            config = dataclasses.replace(config, **length)
+            trainer = _make_trainer(config, agent, agent_config, env, randomization_fn)
+    if trainer.config.env_steps_per_chunk != per_chunk:
+        iterations = per_chunk // trainer.config.env_steps_per_iteration
         raise ResumeError(
-            f"the saved config gives {trainer.config.env_steps_per_chunk} env steps per chunk, "
-            f"the run was made with {per_chunk}: config.json was edited, or --devices turns "
-            "an actor/learner split on or off (its chunks are whole exchanges of split_every "
-            "iterations); resume on as many devices as the run had, or pass --split-every 0"
+            f"the run's chunks are {per_chunk:,} env steps ({iterations} iterations), which "
+            f"the resumed settings cannot keep ({trainer.config.env_steps_per_chunk:,}): "
+            f"over {trainer.config.devices} devices an actor/learner split rounds chunks up "
+            f"to whole exchanges of split_every {trainer.config.split_every} iterations, or "
+            "config.json was edited. Resume on the devices the run had "
+            f"({saved['train'].get('devices')}), or on one (--devices 0)."
         )
     total = trainer.config.num_chunks * per_chunk
     run_grid = grid.Grid.from_json(saved)

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import itertools
 import json
 import math
 import numbers
+import os
 import pathlib
 import sys
 from collections.abc import Callable
@@ -78,6 +80,9 @@ def columns(row: dict) -> list[str]:
     return first + sorted(name for name in row if name not in FIRST_COLUMNS)
 
 
+_WRITERS = itertools.count()  # this process's TensorBoard writers, each its own file
+
+
 class RunLogger:
     """Writes each chunk's row to the run folder's files (and W&B when a project is given).
 
@@ -96,6 +101,7 @@ class RunLogger:
     ):
         self.out_path = out_path
         history = list(history or [])
+        reopened = (out_path / "metrics.jsonl").exists()  # a resume's or a rollback's
         self._jsonl = open(out_path / "metrics.jsonl", "w")  # noqa: SIM115
         self._csv_file = open(out_path / "metrics.csv", "w", newline="")  # noqa: SIM115
         self._csv = None
@@ -105,11 +111,22 @@ class RunLogger:
         if tensorboard:
             from tensorboardX import SummaryWriter
 
+            # TensorBoard drops an earlier process's events from this step on. A rollback to
+            # the run's start keeps no rows but left events: all of them go (step 0).
             purge = history[-1]["env_steps"] + 1 if history else None
-            self._tb = SummaryWriter(str(out_path / "tensorboard"), purge_step=purge)
+            if purge is None and (out_path / "tensorboard").exists():
+                purge = 0
+            # tensorboardX names its file by the second and the host: a writer opened in the
+            # same second (a rollback of a short run) would write over the one before.
+            self._tb = SummaryWriter(
+                str(out_path / "tensorboard"),
+                purge_step=purge,
+                filename_suffix=f".{os.getpid()}.{next(_WRITERS)}",
+            )
         self._wandb = None
         if wandb_project:
-            self._wandb = start_wandb(wandb_project, out_path, config, resume=bool(history))
+            resume = bool(history) or reopened  # a rollback to the start keeps no rows
+            self._wandb = start_wandb(wandb_project, out_path, config, resume=resume)
 
     def _write_files(self, row: dict) -> None:
         self._jsonl.write(json.dumps(row) + "\n")
@@ -216,6 +233,45 @@ def progress_line(row: dict, name: str, total_steps: int, warming_up: bool = Fal
     return " | ".join(parts)
 
 
+def _short(number: float) -> str:
+    """A rate in three or four figures: 250, 66.9k, 1.23M (the lines above the bar keep it
+    whole)."""
+    for unit, scale in (("M", 1e6), ("k", 1e3)):
+        if abs(number) >= scale * 0.9995:  # 999,999 is 1M, not 1e+03k
+            value = number / scale
+            return f"{value:.3g}{unit}" if value < 1000 else f"{value:,.0f}{unit}"
+    return f"{number:.0f}"
+
+
+def _bar(name: str) -> Any:
+    """rich's progress bar, laid out for the terminal's width: in 80 columns its text columns
+    had taken the whole line, dropping the bar and cutting each column short. Now the bar
+    stretches over what the text leaves, the run's name is cut first, and the steps done show
+    as a percentage (their count on a terminal 120 columns wide or more; each chunk's line
+    above the bar has them too)."""
+    import rich.progress as rp
+    from rich.markup import escape
+    from rich.table import Column
+
+    console = rp.get_console()
+    columns = [
+        rp.TextColumn(
+            f"[bold]{escape(name)}",
+            table_column=Column(max_width=max(12, console.width // 4), no_wrap=True),
+        ),
+        rp.BarColumn(bar_width=None),
+        rp.TaskProgressColumn(),
+    ]
+    if console.width >= 120:
+        columns.append(rp.TextColumn("{task.completed:,.0f}/{task.total:,.0f} steps"))
+    columns += [
+        rp.TextColumn("{task.fields[rate]}"),
+        rp.TextColumn("ETA {task.fields[eta]}"),
+        rp.TextColumn("eval {task.fields[eval]}"),
+    ]
+    return rp.Progress(*columns, console=console, expand=True, transient=False)
+
+
 class Progress:
     """Reports compile time and each chunk. `mode`: "bar" (rich's live progress bar, with a
     line per chunk printed above it), "lines" (one line per chunk to `printer`), or "auto" (the
@@ -238,17 +294,7 @@ class Progress:
         self.warm_up_until, self._last_steps = warm_up_until, done_steps
         self._bar = None
         if mode == "bar":
-            import rich.progress as rp
-
-            self._bar = rp.Progress(
-                rp.TextColumn(f"[bold]{name}"),
-                rp.BarColumn(),
-                rp.TextColumn("{task.completed:,.0f}/{task.total:,.0f} steps"),
-                rp.TextColumn("{task.fields[rate]}"),
-                rp.TextColumn("ETA {task.fields[eta]}"),
-                rp.TextColumn("eval {task.fields[eval]}"),
-                transient=False,
-            )
+            self._bar = _bar(name)
             self._task = self._bar.add_task(
                 name, total=total_steps, completed=done_steps, rate="", eta="?", eval="-"
             )
@@ -283,7 +329,7 @@ class Progress:
         self._bar.update(
             self._task,
             completed=row["env_steps"],
-            rate=f"{rate:,.0f} env-steps/s",
+            rate=f"{_short(rate)} steps/s",
             eta=_eta(remaining),
             eval=f"{row['eval_return']:.2f}",
         )

@@ -5,7 +5,7 @@
 Writes one PNG (default: curves.png in the run or sweep folder plotted, `default_out`) with
 two panels: eval return against env steps, and eval return against wall-clock seconds (the
 rows' `wall_seconds`: training plus compile time since the start).
-Runs whose config.json agree on everything but seed and length (`IGNORED_KEYS`) are one
+Runs whose config.json agree on everything but seed, length and devices (`IGNORED_KEYS`) are one
 setting, drawn as the mean over its seeds with a 95% percentile-bootstrap confidence band of
 that mean; a setting of one run is a plain line. Settings are labelled by what differs between
 them (`algo=sac actor_lr=0.0003`), a single setting by its run folder's name (several seeds:
@@ -29,6 +29,7 @@ import json
 import os
 import pathlib
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -38,7 +39,12 @@ from jaxrl.errors import JaxrlError
 # Keys of a config.json's "train" entry that do not describe the setting: runs differing only
 # in these are seeds of one curve. A run's length is not part of its setting (`--resume
 # --steps` extends one): runs of different lengths are drawn over the env steps they share.
-IGNORED_KEYS = ("seed", "total_steps")
+# Nor are the devices it ran on (`--resume --devices` changes them; the numbers do not
+# depend on them), nor eval_every as asked: `--resume --steps` writes the chunk's env steps
+# there (5000 becomes 5008 where a chunk is 313 iterations of 16 envs). The evaluation
+# cadence the run has is its env_info's env_steps_per_chunk, which stays in the setting.
+IGNORED_KEYS = ("seed", "total_steps", "devices", "eval_every")
+CADENCE = ("env_info", "env_steps_per_chunk")
 
 # The parts of config.json that describe a setting. "run" (checkpoint cadence, loggers),
 # "env_info" (derived from the env; num_chunks grows on a resume) and "versions" (library
@@ -51,6 +57,11 @@ REQUIRED_COLUMNS = ("env_steps", "wall_seconds", "eval_return")
 
 class PlotError(JaxrlError, ValueError):
     """A run folder that cannot be plotted, or an output that cannot be written."""
+
+
+class NotLoggedYet(PlotError):
+    """A run folder without a metrics row yet: begun (compiling, say) or killed before its first
+    evaluation."""
 
 
 # -- The confidence band --------------------------------------------------------------------
@@ -126,7 +137,7 @@ def read_metrics(run_dir: str | os.PathLike) -> list[dict]:
     path = _folder(run_dir)
     metrics_file = path / "metrics.jsonl"
     if not metrics_file.is_file():
-        raise PlotError(f"{path} has no metrics.jsonl (a run that has not logged yet?)")
+        raise NotLoggedYet(f"{path} has no metrics.jsonl (a run that has not logged yet?)")
     try:
         text = metrics_file.read_text()
     except (OSError, UnicodeDecodeError) as error:
@@ -158,7 +169,7 @@ def read_metrics(run_dir: str | os.PathLike) -> list[dict]:
             raise PlotError(f"{metrics_file}:{number}: {', '.join(bad)} is not a number")
         rows.append(row)
     if not rows:
-        raise PlotError(f"{path} has no rows in metrics.jsonl (no evaluation yet)")
+        raise NotLoggedYet(f"{path} has no rows in metrics.jsonl (no evaluation yet)")
     return rows
 
 
@@ -185,7 +196,8 @@ def _flatten(entry: Any, prefix: tuple[str, ...]) -> dict[tuple[str, ...], Any]:
 
 def setting(saved: dict) -> dict[tuple[str, ...], Any]:
     """What describes a run's setting: its "train" and "agent" entries flattened to
-    {(section, key, ...): value}, without the train keys of `IGNORED_KEYS`."""
+    {(section, key, ...): value}, without the train keys of `IGNORED_KEYS`, and its evaluation
+    cadence (`CADENCE`, where config.json has it)."""
     flat: dict[tuple[str, ...], Any] = {}
     for section in SETTING_SECTIONS:
         entry = dict(saved.get(section) or {})
@@ -194,6 +206,9 @@ def setting(saved: dict) -> dict[tuple[str, ...], Any]:
                 entry.pop(key, None)
         for key, value in entry.items():
             flat.update(_flatten(value, (section, str(key))))
+    cadence = (saved.get(CADENCE[0]) or {}).get(CADENCE[1])
+    if cadence is not None:
+        flat[CADENCE] = cadence
     return flat
 
 
@@ -399,11 +414,15 @@ def _plural(count: int, word: str) -> str:
 
 
 def plot_runs(
-    run_dirs, out: str | os.PathLike | None = None, title: str | None = None
+    run_dirs,
+    out: str | os.PathLike | None = None,
+    title: str | None = None,
+    say: Callable[[str], None] | None = None,
 ) -> tuple[dict[str, list[pathlib.Path]], pathlib.Path]:
     """Reads and checks every run, then writes the figure to `out` (a .png; its folder is made
     if missing; None: curves.png in the run or sweep folder, `default_out`). Returns the groups
-    and the path written."""
+    and the path written. A run found inside a folder given (a sweep's, under way) that has not
+    logged yet is left out, and `say` told; one given itself is an error."""
     run_dirs = list(run_dirs)
     if not run_dirs:
         raise PlotError("no run folders given")
@@ -414,7 +433,21 @@ def plot_runs(
     configs, homes = collect(run_dirs)
     if out is None:
         out = default_out(homes)
-    metrics = {path: read_metrics(path) for path in configs}
+    given = {pathlib.Path(run_dir).resolve() for run_dir in run_dirs}
+    metrics, waiting = {}, []
+    for path in configs:
+        try:
+            metrics[path] = read_metrics(path)
+        except NotLoggedYet:
+            if path.resolve() in given:
+                raise
+            waiting.append(path)
+    if not metrics:
+        raise NotLoggedYet(f"no run under {', '.join(map(str, run_dirs))} has logged yet")
+    if waiting and say is not None:
+        names = ", ".join(map(str, waiting))
+        say(f"left out {_plural(len(waiting), 'run')} not logged yet: {names}")
+    configs = {path: configs[path] for path in metrics}
     groups = _group(configs)
     curves = {label: _curve(label, group, metrics) for label, group in groups.items()}
 
@@ -500,7 +533,7 @@ def main(argv: list[str]) -> int:
     except SystemExit as stop:  # --help, or a usage error argparse has printed
         return stop.code if isinstance(stop.code, int) else 2
     try:
-        groups, out = plot_runs(args.runs, args.out, args.title)
+        groups, out = plot_runs(args.runs, args.out, args.title, say=print)
     except PlotError as error:
         print(f"jaxrl plot: error: {error}", file=sys.stderr)
         return 2

@@ -44,7 +44,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxrl import envs
-from jaxrl.envs.wrappers import ActionRepeat, EpisodeWrapper
 from jaxrl.errors import JaxrlError
 
 VIDEO_SUFFIXES = (".mp4", ".gif")
@@ -98,11 +97,13 @@ def render_policy(
     envs.check_name(env_name)
     base = envs.make(env_name, **dict(env_options or {}))
     draw, mj_model, camera_id = _drawing(env_name, base, camera)
-    episode_length = int(episode_length or base.episode_length)
-    action_repeat = int(action_repeat or getattr(base, "action_repeat", 1))
+    env, episode_length, action_repeat = envs.episode_env(  # as the run trained
+        base,
+        episode_length=episode_length,
+        action_repeat=action_repeat,
+        joint_limit_actions=joint_limit_actions,
+    )
     max_steps = int(min(max_steps or episode_length, episode_length))
-    actions = envs.bounded_actions(base, joint_limit_actions)  # as the run trained
-    env = EpisodeWrapper(ActionRepeat(actions, action_repeat), episode_length)
 
     record = _classic_physics if draw is not None else _physics
     rollout = jax.jit(_make_rollout(env, policy, max_steps, record))

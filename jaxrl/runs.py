@@ -18,7 +18,8 @@ import numpy as np
 from jaxrl import agents, checkpoint, grid, normalization
 from jaxrl.config import ConfigError, TrainConfig
 from jaxrl.errors import JaxrlError
-from jaxrl.loops.base import init_agent, make_envs, make_evaluate, make_policy
+from jaxrl.files import write_atomically
+from jaxrl.loops.base import init_agent, make_eval_env, make_evaluate, make_policy
 from jaxrl.observations import ObservationView
 from jaxrl.version import version
 
@@ -36,9 +37,14 @@ def read_config_json(run_dir: str | os.PathLike) -> dict:
     if not config_file.is_file():
         raise RunError(f"{path} is not a run folder: it has no config.json")
     try:
-        return json.loads(config_file.read_text())
+        saved = json.loads(config_file.read_text())
     except json.JSONDecodeError as error:
         raise RunError(f"{config_file} is not valid JSON ({error})") from None
+    except (OSError, UnicodeDecodeError) as error:  # unreadable, or not text at all
+        raise RunError(f"{config_file} cannot be read ({error})") from None
+    if not isinstance(saved, dict) or not isinstance(saved.get("train"), dict):
+        raise RunError(f'{config_file} is not a run\'s config (no "train" entry)')
+    return saved
 
 
 def _from_dict(cls: type, values: dict) -> Any:
@@ -148,7 +154,9 @@ class Policy:
             "obs_stats": serialization.to_state_dict(self.obs_stats),
         }
         path = pathlib.Path(path)
-        path.write_bytes(serialization.msgpack_serialize(jax.device_get(record)))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # Whole or not at all: a crash while replacing a policy file leaves the old one.
+        write_atomically(path, serialization.msgpack_serialize(jax.device_get(record)))
         return path
 
 
@@ -299,7 +307,7 @@ def evaluate_run(
     policy = load_policy(run_dir, checkpoint_step, member)
     config = dataclasses.replace(policy.config, eval_envs=episodes)
     agent = agents.get(config.algo).make(policy.agent_config)
-    _, eval_env = make_envs(config, env)
+    eval_env = make_eval_env(config, env)
     evaluate = make_evaluate(config, agent, eval_env, per_episode=True)
     result = jax.jit(evaluate)(policy.agent_state, policy.obs_stats, jax.random.PRNGKey(seed))
     returns = np.asarray(result["eval_returns"], np.float64)

@@ -5,6 +5,8 @@ fresh process whose CPU is split into 4 devices (the XLA flag must be set before
 from __future__ import annotations
 
 import dataclasses
+import pathlib
+import shutil
 import sys
 
 import flax.struct
@@ -211,6 +213,29 @@ def alone(run_dir: str) -> None:
     resumed = driver.resume(run_dir, total_steps=1024, devices=0, progress=None)
     assert resumed.history[-1]["env_steps"] == 1024
     assert np.isfinite(resumed.history[-1]["critic_loss"])
+    # Stopped part-way with chunks rounded up to whole exchanges (25 iterations made 32), it
+    # goes on on one device, without --steps, to its own evaluation points.
+    config, agent_config = _pql(total_steps=800, eval_every=200)
+    part = pathlib.Path(run_dir + "-part")
+    jaxrl.train(config, agent_config, part, progress=None, checkpoint_every=1)
+    (part / "summary.json").unlink()
+    shutil.rmtree(part / "checkpoints" / "1024")
+    shutil.rmtree(part / "checkpoints" / "768")
+    resumed = driver.resume(part, devices=0, progress=None)
+    assert [row["env_steps"] for row in resumed.history] == [256, 512, 768, 1024]
+    # The other way, a one-device run's chunks of 25 iterations cannot be whole exchanges.
+    one = pathlib.Path(run_dir + "-one")
+    jaxrl.train(_pql(devices=1, total_steps=400, eval_every=200)[0], agent_config, one,
+                progress=None, checkpoint_every=1)  # fmt: skip
+    shutil.rmtree(one / "checkpoints" / "400")
+    (one / "summary.json").unlink()
+    try:
+        driver.resume(one, devices=2, progress=None)
+    except driver.ResumeError as error:
+        assert "chunks are 200 env steps (25 iterations)" in str(error), error
+        assert "whole exchanges of split_every 8" in str(error), error
+    else:
+        raise AssertionError("a one-device run resumed over a split")
     print("alone ok")
 
 

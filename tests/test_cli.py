@@ -144,6 +144,7 @@ def test_flags_override_preset_and_reach_both_configs():
         (["train", "--checkpoint-every", "-1"], "checkpoint_every must be an integer >= 0"),
         (["train", "--keep-checkpoints", "-2"], "keep_checkpoints must be an integer >= 0"),
         (["train", "--on-nan", "ignore"], "invalid choice 'ignore' for argument '--on-nan'"),
+        (["train", "--normalize-observations", "maybe"], "--normalize-observations takes True,"),
         (["train", "--max-rollbacks", "-1"], "max_rollbacks must be an integer >= 0, got -1"),
         (["train", "--stop-at-return", "nan"], "stop_at_return must be a finite number"),
         (["train", "--seeds", "0,0"], "--seeds '0,0': a seed is listed twice"),
@@ -157,6 +158,8 @@ def test_flags_override_preset_and_reach_both_configs():
         (["train", "--resume", "{tmp}/held", "--num-envs", "8"], "--num-envs cannot change on"),
         (["train", "--config", "{tmp}/nowhere"], "--config {tmp}/nowhere: no such file"),
         (["eval", "{tmp}/held"], "held is not a run folder: it has no config.json"),
+        (["eval", "{tmp}/garbled"], 'garbled/config.json is not a run\'s config (no "train"'),
+        (["train", "--resume", "{tmp}/binary"], "binary/config.json cannot be read ("),
     ],
 )
 def test_bad_input_fails_fast_with_a_named_problem(tmp_path, monkeypatch, capsys, argv, message):
@@ -165,6 +168,10 @@ def test_bad_input_fails_fast_with_a_named_problem(tmp_path, monkeypatch, capsys
     (tmp_path / "afile").write_text("")
     (tmp_path / "held").mkdir()
     (tmp_path / "held" / "metrics.jsonl").write_text('{"env_steps": 128}\n')
+    (tmp_path / "garbled").mkdir()
+    (tmp_path / "garbled" / "config.json").write_text("[1, 2]")
+    (tmp_path / "binary").mkdir()
+    (tmp_path / "binary" / "config.json").write_bytes(b"\xff\xfe\x00")
     monkeypatch.chdir(tmp_path)
     argv = [word.replace("{tmp}", str(tmp_path)) for word in argv]
     message = message.replace("{tmp}", str(tmp_path))
@@ -225,6 +232,13 @@ def test_integers_in_scientific_notation_and_optional_booleans():
     assert train.normalize_observations is True
     train, _, _ = resolve.build_configs(["--normalize-observations", "None", "--seed", "3"])
     assert train.normalize_observations is None and train.seed == 3
+    for words, value in (
+        (["--normalize-observations", "false"], False),  # any case: tyro takes "False" alone
+        (["--normalize-observations=none"], None),
+        (["--normalize-observations", "--seed", "3"], True),
+        (["--no-normalize-observations"], False),
+    ):
+        assert resolve.build_configs(words)[0].normalize_observations is value, words
     with pytest.raises(SystemExit):
         resolve.build_configs(["--steps", "2.5"])
 

@@ -328,6 +328,35 @@ def test_a_damaged_newest_checkpoint_is_set_aside_and_the_one_before_resumes(
     assert strip(resumed.history) == strip(whole.history)  # from 384, as if never stopped
 
 
+def test_running_out_of_memory_while_restoring_sets_no_checkpoint_aside(
+    finished_run, tmp_path, monkeypatch
+):
+    """A device out of memory while the newest checkpoint restores is the machine's failure: the
+    resume stops naming it, and no sound checkpoint is moved to damaged-checkpoints/ (the one
+    before would have restored once memory came back)."""
+    run, _ = finished_run
+    copy = _copy_stopped_after(run, tmp_path, 512)
+    calls, reader = [], checkpoint._reader
+
+    class Full:  # orbax's reader, but the device is full when the arrays are put on it
+        def __init__(self, directory):
+            self.inner = reader(directory)
+
+        def __getattr__(self, name):
+            return getattr(self.inner, name)
+
+        def restore(self, step, *args, **kwargs):
+            calls.append(step)
+            raise RuntimeError("RESOURCE_EXHAUSTED: Out of memory while trying to allocate 4.0GiB")
+
+    monkeypatch.setattr(checkpoint, "_reader", Full)
+    with pytest.raises(checkpoint.CheckpointError, match=r"512 could not be restored: out of memo"):
+        driver.resume(copy, progress=None)
+    assert calls == [512]
+    assert checkpoint.steps(copy / "checkpoints")[-1] == 512
+    assert not (copy / "damaged-checkpoints").exists()
+
+
 def test_no_readable_checkpoint_is_an_error_that_moves_none(finished_run, tmp_path, monkeypatch):
     run, _ = finished_run
     copy = _copy_stopped_after(run, tmp_path, 256)

@@ -127,6 +127,26 @@ def test_group_runs_by_setting_labelled_by_what_differs(tmp_path):
     assert groups == {"actor_lr=0.0003": runs[:3], "actor_lr=0.001": runs[3:]}
 
 
+def test_a_resumed_seed_groups_with_the_others_but_another_cadence_does_not(tmp_path):
+    """`--resume --steps` writes the chunk's env steps into eval_every and `--devices` changes
+    devices: neither makes a run another setting. A run evaluated at another cadence is."""
+    chunk = {"env_steps_per_chunk": 5008}
+    runs = [_make_run(tmp_path / f"s{s}", seed=s, eval_every=5000, devices=0) for s in range(3)]
+    for run in runs:
+        saved = json.loads((run / "config.json").read_text())
+        saved["env_info"].update(chunk)
+        (run / "config.json").write_text(json.dumps(saved))
+    resumed = json.loads((runs[1] / "config.json").read_text())
+    resumed["train"].update(eval_every=5008, devices=2)
+    resumed["env_info"]["num_chunks"] = 9
+    (runs[1] / "config.json").write_text(json.dumps(resumed))
+    assert list(plot.group_runs(runs).values()) == [runs]
+    resumed["env_info"]["env_steps_per_chunk"] = 10_016
+    (runs[1] / "config.json").write_text(json.dumps(resumed))
+    groups = plot.group_runs(runs)
+    assert sorted(groups.values(), key=len) == [[runs[1]], [runs[0], runs[2]]], groups
+
+
 def test_group_runs_labels_algorithms_without_their_own_defaults(tmp_path):
     runs = [
         _make_run(tmp_path / "sac_a", actor_lr=3e-4),
@@ -349,6 +369,31 @@ def test_a_sweep_folder_is_one_curve_per_setting(tmp_path, monkeypatch, capsys):
     (sweep / "curves.png").unlink()
     assert plot.main([str(p) for group in runs.values() for p in group]) == 0
     assert (sweep / "curves.png").is_file()
+
+
+def test_a_sweep_under_way_is_drawn_without_its_runs_not_logged_yet(tmp_path, monkeypatch, capsys):
+    sweep = tmp_path / "sweep"
+    runs = _make_sweep(sweep)
+    begun = [group[-1] for group in runs.values()]
+    (begun[0] / "metrics.jsonl").write_text("")  # compiling: config.json and no row
+    (begun[1] / "metrics.jsonl").unlink()
+    code, figure = _drawn(monkeypatch, [sweep])
+    assert code == 0, capsys.readouterr().err
+    assert _curves(figure) == (["actor_lr=0.0001 (1 seed)", "actor_lr=0.0003 (1 seed)"], 0)
+    out = capsys.readouterr().out
+    assert f"left out 2 runs not logged yet: {begun[0]}, {begun[1]}" in out
+    # Given by name, such a run is an error; so is a sweep where none has logged yet.
+    assert plot.main([str(begun[0])]) == 2
+    assert "has no rows in metrics.jsonl" in capsys.readouterr().err
+    for group in runs.values():
+        for run in group:
+            (run / "metrics.jsonl").write_text("")
+    assert plot.main([str(sweep)]) == 2
+    assert f"no run under {sweep} has logged yet" in capsys.readouterr().err
+    # A garbled file is not taken for one not logged yet.
+    (runs["actor_lr=0.0001"][0] / "metrics.jsonl").write_text("{oops\n")
+    assert plot.main([str(sweep)]) == 2
+    assert "metrics.jsonl:1 is not a JSON row" in capsys.readouterr().err
 
 
 def test_out_goes_where_it_is_told_and_defaults_into_the_run(tmp_path, monkeypatch, capsys):

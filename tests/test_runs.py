@@ -187,6 +187,35 @@ def test_log_files_and_tensorboard(tmp_path):
     assert scalars["perf/compile_seconds"] == [(0, result.compile_seconds)]
 
 
+def test_tensorboard_drops_the_events_of_rows_a_resume_or_rollback_does_not_keep(tmp_path):
+    """TensorBoard reads a SessionLog START at step S as "drop the events at S and after from
+    the files before it": a resume from a row purges past it; a rollback to the start (no rows
+    kept, events left) purges from 0; a fresh run has nothing to purge."""
+    from tensorboardX.proto import event_pb2
+
+    def starts(path):
+        import struct
+
+        data, found, offset = path.read_bytes(), [], 0
+        while offset < len(data):
+            (length,) = struct.unpack("<Q", data[offset : offset + 8])
+            event = event_pb2.Event.FromString(data[offset + 12 : offset + 12 + length])
+            offset += 12 + length + 4
+            if event.session_log.status == event_pb2.SessionLog.START:
+                found.append(event.step)
+        return found
+
+    rows = [{"chunk": i, "env_steps": 100 * (i + 1), "eval_return": float(i)} for i in range(2)]
+    written = []
+    for history in ([], rows[:1], []):  # a fresh run, a resume after one row, a rollback
+        logger = logs.RunLogger(tmp_path, history=history)
+        logger.write(rows[len(history)])
+        logger.close()
+        (new,) = set((tmp_path / "tensorboard").glob("events.out.tfevents.*")) - set(written)
+        written.append(new)
+    assert [starts(path) for path in written] == [[], [101], [0]]
+
+
 def test_tensorboard_tags_are_grouped():
     expected = {
         "eval_return": "eval/return",
@@ -266,7 +295,7 @@ def test_policy_saves_to_one_small_file_that_loads_without_the_run(
     policy = jaxrl.load_policy(tmp_path / "run")
     obs = jax.random.normal(jax.random.PRNGKey(1), (5, 3)) * 3
     expected = np.asarray(policy(obs))
-    path = policy.save(tmp_path / "pendulum.policy")
+    path = policy.save(tmp_path / "policies" / "pendulum.policy")  # its folder made
     shutil.rmtree(tmp_path / "run")
     loaded = jaxrl.load_policy(path)
     np.testing.assert_array_equal(loaded(obs), expected)
@@ -333,7 +362,7 @@ def test_progress_fn_gets_each_chunk_s_row_as_numbers(tmp_path):
     assert [step for step, _ in resumed] == [640, 768]
 
 
-def test_evaluate_run_matches_the_trainers_evaluation(tmp_path):
+def test_evaluate_run_matches_the_trainers_evaluation(tmp_path, monkeypatch):
     config = _sac(total_steps=256, eval_envs=4)
     result = driver.train(config, tiny.SAC, tmp_path / "run", **QUIET)
     report = jaxrl.evaluate_run(tmp_path / "run", episodes=4, seed=3)
@@ -348,6 +377,14 @@ def test_evaluate_run_matches_the_trainers_evaluation(tmp_path):
     assert report == jaxrl.evaluate_run(tmp_path / "run", episodes=4, seed=3)
     with pytest.raises(checkpoint.CheckpointError, match="no checkpoint at env step 100"):
         jaxrl.evaluate_run(tmp_path / "run", checkpoint_step=100)
+    # It builds the evaluation envs alone: a run's training envs (thousands, each with physics
+    # of its own where randomized) are not needed to play its policy.
+    from jaxrl import envs
+
+    widths, wrap = [], envs.wrap
+    monkeypatch.setattr(envs, "wrap", lambda base, n, **kw: widths.append(n) or wrap(base, n, **kw))
+    jaxrl.evaluate_run(tmp_path / "run", episodes=3)
+    assert widths == [3] and config.num_envs != 3
 
 
 class _EmptyLeafPendulum:
@@ -532,11 +569,34 @@ def test_progress_bar_follows_the_chunks(capsys):
     bar.chunk(_progress_row(3_000, 250.0, eval_return=12.5))
     task = bar._bar.tasks[0]
     assert task.completed == 3_000 and task.fields["eta"] == "0:04"
-    assert task.fields["rate"] == "250 env-steps/s" and task.fields["eval"] == "12.50"
+    assert task.fields["rate"] == "250 steps/s" and task.fields["eval"] == "12.50"
     bar.close()
     printed = capsys.readouterr().out  # the lines above the bar, the run's name kept
     assert "[sac x] compiled in 1.0s" in printed and "[sac x]     3,000/4,000 steps" in printed
     assert logs.make_progress(None, "a", 1, 0) is None
+
+
+def test_progress_bar_keeps_its_graphic_and_every_column_in_80_columns(monkeypatch):
+    import io
+
+    import rich.console
+    import rich.progress
+
+    for width, steps_shown in ((80, False), (140, True)):
+        console = rich.console.Console(
+            file=io.StringIO(), width=width, force_terminal=True, color_system=None
+        )
+        monkeypatch.setattr(rich.progress, "get_console", lambda console=console: console)
+        bar = logs._bar("fast_td3 playground/CheetahRun")
+        fields = {"rate": "1.23M steps/s", "eta": "1:23:45", "eval": "-131.98"}
+        bar.add_task("x", total=1_000_000, completed=500_000, **fields)
+        console.print(bar.get_renderable())
+        (line,) = console.file.getvalue().splitlines()
+        assert len(line) <= width and line.count("━") >= 5 and " 50% " in line, line
+        assert line.endswith(" 1.23M steps/s ETA 1:23:45 eval -131.98"), line
+        assert ("500,000/1,000,000 steps" in line) == steps_shown, line
+    shown = [logs._short(x) for x in (250, 999.6, 66_852, 999_999, 1_234_567, 2.5e9)]
+    assert shown == ["250", "1k", "66.9k", "1M", "1.23M", "2,500M"]
 
 
 # --- Several seeds in one program (--seeds). ----------------------------------------------

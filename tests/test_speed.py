@@ -225,7 +225,15 @@ def test_a_speed_case_records_and_reports_its_update_against_the_matmul_peak():
     from jaxrl.benchmarks.suites import SUITES, jaxrl_case
 
     pendulum = jaxrl_case("sac", "classic/pendulum", "sac_pendulum", 0.0, num_envs=4)
-    record = case.run(dataclasses.replace(pendulum, system="speed"))
+    # The device's peak is the process's: it is read after the update, before the yardstick's
+    # products (larger arrays) run, and no later reading replaces it.
+    readings = iter(range(100))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(case, "memory", lambda: {"peak_device_mb": next(readings)})
+        peaks = case._matmul_peaks
+        patch.setattr(case, "_matmul_peaks", lambda: (next(readings), peaks())[1])
+        record = case.run(dataclasses.replace(pendulum, system="speed"))
+    assert record["peak_device_mb"] == 0
     assert record["speed"]["flops_per_update"] > 0
     assert set(record["matmul_peak"]) == {"bfloat16", "float32"}
     assert record["memory_estimate"]["largest_num_envs"] > 1000

@@ -66,6 +66,23 @@ def make_envs(
     Domain randomization (`randomization_fn(model, rng) -> (models, in_axes)`, else the one
     `config.randomize` names): each training env gets its own physics, drawn from the seed;
     evaluation envs other draws where `config.randomize_eval`, else the nominal physics."""
+    base, train_dr, eval_dr, sizes = _env_parts(config, base, randomization_fn)
+    first = config.autoreset == "first"
+    env = envs.wrap(base, config.num_envs, randomization=train_dr, reset_to_first=first, **sizes)
+    eval_env = envs.wrap(base, config.eval_envs, auto_reset=False, randomization=eval_dr, **sizes)
+    return env, eval_env
+
+
+def make_eval_env(config: TrainConfig, base: Any = None, randomization_fn: Any = None) -> Any:
+    """`make_envs`' evaluation envs alone, the same ones, without the training envs (whose
+    physics, where randomized, are drawn for every one of `config.num_envs` envs): what `jaxrl
+    eval` of a run's checkpoint needs."""
+    base, _, eval_dr, sizes = _env_parts(config, base, randomization_fn)
+    return envs.wrap(base, config.eval_envs, auto_reset=False, randomization=eval_dr, **sizes)
+
+
+def _env_parts(config: TrainConfig, base: Any, randomization_fn: Any) -> tuple:
+    """(base env, training and evaluation randomization or None, `envs.wrap`'s sizes)."""
     if base is None:
         base = registry_env(config)
     else:
@@ -93,10 +110,7 @@ def make_envs(
         action_repeat=config.action_repeat,
         joint_limit_actions=config.joint_limit_actions,
     )
-    first = config.autoreset == "first"
-    env = envs.wrap(base, config.num_envs, randomization=train_dr, reset_to_first=first, **sizes)
-    eval_env = envs.wrap(base, config.eval_envs, auto_reset=False, randomization=eval_dr, **sizes)
-    return env, eval_env
+    return base, train_dr, eval_dr, sizes
 
 
 def registry_env(config: TrainConfig) -> Any:
