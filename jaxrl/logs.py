@@ -244,8 +244,8 @@ def _short(number: float) -> str:
 
 
 def _bar(name: str) -> Any:
-    """rich's progress bar, laid out for the terminal's width: in 80 columns its text columns
-    had taken the whole line, dropping the bar and cutting each column short. Now the bar
+    """rich's progress bar, laid out for the terminal's width (in 80 columns a fixed layout's
+    text took the whole line, dropping the bar and cutting each column short): the bar
     stretches over what the text leaves, the run's name is cut first, and the steps done show
     as a percentage (their count on a terminal 120 columns wide or more; each chunk's line
     above the bar has them too)."""

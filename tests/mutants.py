@@ -78,6 +78,7 @@ SPLIT = "tests/loops/test_split.py"
 PROPERTIES = "tests/test_properties.py"
 FAULTS = "tests/test_faults.py"
 STARTUP = "tests/test_startup.py"
+NARROW_BAR = RUNS + "::test_progress_bar_keeps_its_graphic_and_every_column_in_80_columns"
 
 # offpolicy._learned's call of the iteration's updates, each under its conditions
 _LEARN_CALL = (
@@ -2612,6 +2613,129 @@ MUTANTS = [
         '            ratio = theirs["seconds_per_update"] / ours["seconds_per_update"]',
         "the report gives Brax's update time over jaxrl's as jaxrl's over Brax's",
         "tests/test_speed.py",
+    ),
+    m(
+        "optional-bool-bad-value-passed-to-tyro",
+        "jaxrl/config/resolve.py",
+        '            if value.lower() not in spellings:  # tyro: "Unrecognized options: maybe"',
+        "            if False:",
+        "--normalize-observations maybe ends in tyro's box naming 'maybe' as an unknown option",
+        "tests/test_cli.py",
+    ),
+    m(
+        "optional-bool-value-case-kept",
+        "jaxrl/config/resolve.py",
+        "            out += [flag, spellings[value.lower()]]",
+        "            out += [flag, value]",
+        "--normalize-observations false is refused by tyro, which takes False alone",
+        "tests/test_cli.py",
+    ),
+    m(
+        "progress-bar-step-count-in-80-columns",
+        "jaxrl/logs.py",
+        "    if console.width >= 120:",
+        "    if True:",
+        "in 80 columns the bar's text columns take the line: the bar is dropped, each column cut",
+        NARROW_BAR,
+    ),
+    m(
+        "progress-bar-name-uncut",
+        "jaxrl/logs.py",
+        "            table_column=Column(max_width=max(12, console.width // 4), no_wrap=True),",
+        "            table_column=Column(no_wrap=True),",
+        "a long run name takes an 80-column bar's room: the bar and its columns are cut",
+        NARROW_BAR,
+    ),
+    m(
+        "progress-rate-rounds-to-1000k",
+        "jaxrl/logs.py",
+        "        if abs(number) >= scale * 0.9995:  # 999,999 is 1M, not 1e+03k",
+        "        if abs(number) >= scale:",
+        "a rate of 999,999 env steps per second shows as 1e+03k",
+        NARROW_BAR,
+    ),
+    m(
+        "tensorboard-rollback-keeps-old-events",
+        "jaxrl/logs.py",
+        '            if purge is None and (out_path / "tensorboard").exists():',
+        "            if False:",
+        "after a rollback to the start TensorBoard shows the abandoned chunks beside the new ones",
+        RUNS + "::test_tensorboard_drops_the_events_of_rows_a_resume_or_rollback_does_not_keep",
+    ),
+    m(
+        "plot-resumed-eval-every-splits-seeds",
+        "jaxrl/plot.py",
+        'IGNORED_KEYS = ("seed", "total_steps", "devices", "eval_every")',
+        'IGNORED_KEYS = ("seed", "total_steps")',
+        "a seed resumed with --steps or on other devices is drawn as another setting",
+        "tests/test_plot.py",
+    ),
+    m(
+        "plot-cadence-ignored",
+        "jaxrl/plot.py",
+        "    if cadence is not None:\n        flat[CADENCE] = cadence",
+        "    if False:\n        flat[CADENCE] = cadence",
+        "runs evaluated at other env steps are drawn as seeds of one setting",
+        "tests/test_plot.py",
+    ),
+    m(
+        "plot-sweep-under-way-fails",
+        "jaxrl/plot.py",
+        "            if path.resolve() in given:\n                raise",
+        "            if True:\n                raise",
+        "jaxrl plot of a sweep under way fails on its first run that has not logged yet",
+        "tests/test_plot.py",
+    ),
+    m(
+        "restore-out-of-memory-is-damage",
+        "jaxrl/checkpoint.py",
+        "        if _out_of_memory(error):  # the machine's failure, not the files': none is set "
+        "aside",
+        "        if False:",
+        "a resume that ran out of memory sets the newest sound checkpoint aside as damaged",
+        FAULTS + "::test_running_out_of_memory_while_restoring_sets_no_checkpoint_aside",
+    ),
+    m(
+        "policy-save-into-a-missing-folder",
+        "jaxrl/runs.py",
+        "        path.parent.mkdir(parents=True, exist_ok=True)\n",
+        "",
+        "policy.save into a folder that does not exist is a FileNotFoundError traceback",
+        RUNS + "::test_policy_saves_to_one_small_file_that_loads_without_the_run",
+    ),
+    m(
+        "eval-builds-the-training-envs",
+        "jaxrl/runs.py",
+        "    eval_env = make_eval_env(config, env)",
+        "    from jaxrl.loops.base import make_envs\n\n    eval_env = make_envs(config, env)[1]",
+        "jaxrl eval builds every training env of the run (and its randomized physics) to play it",
+        RUNS + "::test_evaluate_run_matches_the_trainers_evaluation",
+    ),
+    m(
+        "split-resume-alone-keeps-no-chunks",
+        "jaxrl/driver.py",
+        "        if dataclasses.replace(trainer.config, **length).env_steps_per_chunk == "
+        "per_chunk:",
+        "        if False:",
+        "a split run stopped part-way cannot go on on one device without --steps",
+        SPLIT,
+    ),
+    m(
+        "speed-memory-read-after-the-yardstick",
+        "benchmarks/case.py",
+        "    for key, value in memory().items():  # unless the case read its own (speed cases)\n"
+        "        record.setdefault(key, value)",
+        "    record.update(memory())",
+        "a speed case's peak device memory is the matmul yardstick's, not its update's",
+        "tests/test_speed.py",
+    ),
+    m(
+        "tensorboard-writers-share-a-file",
+        "jaxrl/logs.py",
+        '                filename_suffix=f".{os.getpid()}.{next(_WRITERS)}",\n',
+        "",
+        "a writer opened in the same second as the one before (a rollback) writes over its file",
+        RUNS + "::test_tensorboard_drops_the_events_of_rows_a_resume_or_rollback_does_not_keep",
     ),
 ]
 

@@ -587,7 +587,7 @@ def test_progress_bar_keeps_its_graphic_and_every_column_in_80_columns(monkeypat
             file=io.StringIO(), width=width, force_terminal=True, color_system=None
         )
         monkeypatch.setattr(rich.progress, "get_console", lambda console=console: console)
-        bar = logs._bar("fast_td3 playground/CheetahRun")
+        bar = logs._bar("fast_td3 playground/CheetahRun [seeds 0,1,2]")  # cut first
         fields = {"rate": "1.23M steps/s", "eta": "1:23:45", "eval": "-131.98"}
         bar.add_task("x", total=1_000_000, completed=500_000, **fields)
         console.print(bar.get_renderable())
