@@ -12,13 +12,13 @@ import numpy as np
 
 def load(path: pathlib.Path) -> list[dict]:
     """Suite records of one file; a case run again replaces its earlier record. Records of
-    the stand-alone scripts beside them (`pql_split.py`, `robots.py`: no "case") are theirs
-    to report, and skipped."""
+    the stand-alone scripts beside them (`pql_split.py`, `robots.py`, `gpu_kernels.py`: no
+    "case", or a "case" but no "system") are theirs to report, and skipped."""
     latest: dict[str, dict] = {}
     for line in path.read_text().splitlines():
         if line.strip():
             record = json.loads(line)
-            if "case" in record:
+            if "case" in record and "system" in record:
                 latest[record["case"]] = record
     return list(latest.values())
 

@@ -70,6 +70,22 @@ def test_threshold_time_comes_from_the_first_evaluation_at_or_above_it():
     assert summary["final_return"] == -100.0
 
 
+def test_the_report_reads_suite_records_only(tmp_path):
+    """A records folder also holds the stand-alone scripts' records (gpu_kernels.py names its
+    programs "case" too): the summary reads a suite's records, the newest of each case."""
+    from jaxrl.benchmarks import report
+
+    lines = [
+        {"case": "jaxrl/sac/x/4/s0", "system": "jaxrl", "final_return": 1.0},
+        {"case": "ppo-update", "cheapest": {}, "machine": {}},  # gpu_kernels.py
+        {"preset": "sac_dmc", "eval_simulator": "own"},  # compile_chunk.py
+        {"case": "jaxrl/sac/x/4/s0", "system": "jaxrl", "final_return": 2.0},
+    ]
+    path = tmp_path / "mixed-cpu.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    assert report.load(path) == [lines[-1]]
+
+
 def test_every_suite_case_round_trips_through_json():
     for suite in SUITES.values():
         for case in suite():
