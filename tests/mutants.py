@@ -2737,6 +2737,14 @@ MUTANTS = [
         "a writer opened in the same second as the one before (a rollback) writes over its file",
         RUNS + "::test_tensorboard_drops_the_events_of_rows_a_resume_or_rollback_does_not_keep",
     ),
+    m(
+        "report-reads-gpu-kernels-records",
+        "benchmarks/report.py",
+        '            if "case" in record and "system" in record:',
+        '            if "case" in record:',
+        "RESULTS.md gains an empty section for each file of a stand-alone script's records",
+        "tests/test_bench.py::test_the_report_reads_suite_records_only",
+    ),
 ]
 
 
