@@ -110,9 +110,10 @@ def plan_sweep(
     args, rest = parser.parse_known_args(argv)
     if args.help:
         print(
-            "usage: jaxrl sweep [TRAIN FLAGS] --grid NAME=V1,V2 [--grid ...] [--seeds 0,1,2] "
-            "[--out FOLDER]\n       jaxrl sweep --resume FOLDER [--quiet]\n\nTrains every "
-            "combination of the grid's values for every seed, one after another, one run "
+            "usage: jaxrl sweep [TRAIN FLAGS] --grid NAME=V1,V2 [--grid ...] [--seeds N | "
+            "--seeds 0,3,7] [--out FOLDER]\n       jaxrl sweep --resume FOLDER [--quiet]\n\n"
+            "Trains every combination of the grid's values for every seed (--seeds N: N seeds "
+            "from --seed, 0 by default, as jaxrl train), one after another, one run "
             "folder each (FOLDER/SETTING/sSEED), then prints and writes (FOLDER/summary.md, "
             "summary.json) the final eval return per setting: mean, std and each seed's. "
             "TRAIN FLAGS are those of jaxrl train (--preset, --algo, --env, ...); widths in a "
@@ -129,20 +130,9 @@ def plan_sweep(
             return plan_sweep(saved_argv, resuming=True)
     if any(w == "--resume" or w.startswith("--resume=") for w in rest):
         raise ConfigError("jaxrl sweep takes --resume FOLDER (the sweep's own folder) alone")
-    if any(w == "--seed" or w.startswith("--seed=") for w in rest):
-        raise ConfigError(
-            "jaxrl sweep takes --seeds 0,1,2 (the seeds of every setting), not --seed"
-        )
-    seeds_text = args.seeds if args.seeds is not None else "0"
-    try:
-        seeds = [parse_int(s) for s in seeds_text.split(",") if s]
-    except ValueError as error:
-        raise ConfigError(f"--seeds: {error}") from None
-    if not seeds:
-        raise ConfigError("--seeds needs at least one seed, e.g. --seeds 0,1,2")
-    if len(set(seeds)) != len(seeds):
-        raise ConfigError(f"--seeds repeats a seed: {seeds_text}")
     train, agent, options = build_configs(rest)
+    # As jaxrl train reads them: a count from --seed (--seeds 3: 0, 1, 2), or a list.
+    seeds = list(driver.parse_seeds(args.seeds if args.seeds is not None else 1, train.seed))
     if options.vmap:
         raise ConfigError(
             "jaxrl sweep trains one run per setting and takes no --vmap; to train settings "

@@ -174,7 +174,10 @@ def _camera_id(mj_model, camera: str | int | None) -> int:
 
     names = [mj_model.camera(i).name for i in range(mj_model.ncam)]
     available = (
-        f"the model's cameras: {', '.join(names) or 'none'} (or ids -1..{mj_model.ncam - 1})"
+        f"the model's cameras: {', '.join(names)} (or ids -1..{mj_model.ncam - 1}; -1 is the "
+        "free camera)"
+        if names
+        else "the model has no camera of its own: leave --camera out for the free camera (-1)"
     )
     if camera is None:
         return -1

@@ -18,7 +18,7 @@ import numpy as np
 from jaxrl import agents, checkpoint, grid, normalization
 from jaxrl.config import ConfigError, TrainConfig
 from jaxrl.errors import JaxrlError
-from jaxrl.files import write_atomically
+from jaxrl.files import SCALE_GRID, SWEEP_PLAN, write_atomically
 from jaxrl.loops.base import init_agent, make_eval_env, make_evaluate, make_policy
 from jaxrl.observations import ObservationView
 from jaxrl.version import version
@@ -35,7 +35,12 @@ def read_config_json(run_dir: str | os.PathLike) -> dict:
         raise RunError(f"{path} is not a run folder ({what})")
     config_file = path / "config.json"
     if not config_file.is_file():
-        raise RunError(f"{path} is not a run folder: it has no config.json")
+        hint = ""
+        if (path / SWEEP_PLAN).is_file():
+            hint = f" (a sweep's folder: go on with it by jaxrl sweep --resume {path})"
+        elif (path / SCALE_GRID).is_file():
+            hint = " (a scale grid's folder: go on with it by running its jaxrl scale again)"
+        raise RunError(f"{path} is not a run folder: it has no config.json{hint}")
     try:
         saved = json.loads(config_file.read_text())
     except json.JSONDecodeError as error:

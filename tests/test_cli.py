@@ -385,3 +385,22 @@ def test_an_interrupt_that_says_more_is_printed_as_one_line(monkeypatch, capsys)
     assert capsys.readouterr().err == (
         "jaxrl sweep: interrupted; nothing saved since its last checkpoint, if it has one.\n"
     )
+
+
+def test_a_mujoco_gl_that_cannot_work_is_named_before_mujoco_is_imported(capsys, monkeypatch):
+    """MuJoCo sets its OpenGL up on import, and every command but plot imports it: an unknown
+    MUJOCO_GL, or a headless backend whose library is missing, was a traceback from inside
+    MuJoCo for `jaxrl list` as much as for `jaxrl render`."""
+    import ctypes.util
+
+    monkeypatch.setenv("MUJOCO_GL", "bogus")
+    assert cli.main(["list", "classic"]) == 2
+    assert "MUJOCO_GL=bogus is not one of MuJoCo's OpenGL backends" in capsys.readouterr().err
+    monkeypatch.setenv("MUJOCO_GL", "osmesa")
+    monkeypatch.setattr(ctypes.util, "find_library", lambda name: None)
+    assert cli.main(["list", "classic"]) == 2
+    err = capsys.readouterr().err
+    assert "MUJOCO_GL=osmesa, but its library (OSMesa) is not installed" in err
+    assert "libosmesa6" in err and "MUJOCO_GL=egl" in err
+    monkeypatch.setenv("MUJOCO_GL", "disable")  # MuJoCo without OpenGL: nothing to check
+    assert cli.main(["list", "classic"]) == 0

@@ -202,6 +202,8 @@ def test_a_sweep_stopped_part_way_goes_on_with_resume_to_the_numbers_of_one_neve
     assert code == 2 and "already holds a finished sweep" in err
     code, _, err = _run(capsys, "sweep", "--resume", str(tmp_path / "whole"))
     assert code == 2 and "is not a sweep to resume: it has no sweep.json" in err
+    code, _, err = _run(capsys, "train", "--resume", str(out), "--steps", "2048")
+    assert code == 2 and f"(a sweep's folder: go on with it by jaxrl sweep --resume {out})" in err
     code, _, err = _run(capsys, "sweep", "--resume", str(tmp_path / "nowhere"))
     assert code == 2 and "--resume " in err and "no such folder; give the sweep's folder" in err
     # A run is not trained into a sweep's folder, nor into one of its settings' folders.
@@ -307,7 +309,8 @@ def test_a_sweep_resumed_over_a_run_of_other_settings_is_refused_before_training
         (["--grid", "actor_lrr=1e-3"], "not a field of the run or sac config"),
         (["--grid", "actor_lr=1e-3,0"], "actor_lr must be > 0"),
         (["--grid", "seed=1,2"], "(seeds: --seeds)"),
-        (["--seeds", "0,0"], "repeats a seed"),
+        (["--seeds", "0,0"], "a seed is listed twice"),
+        (["--seeds", "0"], "the count of seeds must be >= 1"),
         (["--grid", "env=classic/pendulum,classic/pendulumm"], "env=classic/pendulumm"),
         (["--grid", "buffer_size=512,8"], "grid setting buffer_size=8"),
         (["--grid", "actor_lr=abc"], "--grid actor_lr: expected a number, got 'abc'"),
@@ -324,6 +327,24 @@ def test_sweep_checks_every_setting_before_training(capsys, tmp_path, argv, mess
     code, _, err = _run(capsys, "sweep", *TINY, "--steps", "256", "--out", str(out), *argv)
     assert code == 2 and message in err
     assert not out.exists()
+
+
+def test_sweep_reads_seeds_as_jaxrl_train_does(tmp_path):
+    """--seeds N is a count from --seed (a user's `--seeds 2` trained seed 2 alone), a list is
+    the seeds themselves."""
+    from jaxrl.experiments import sweep
+
+    base = [*TINY, "--steps", "256", "--grid", "tau=0.01,0.02", "--out", str(tmp_path / "s")]
+    for more, seeds in (
+        ([], [0]),
+        (["--seeds", "2"], [0, 1]),
+        (["--seeds", "2", "--seed", "3"], [3, 4]),
+        (["--seed", "5"], [5]),
+        (["--seeds", "4,7"], [4, 7]),
+    ):
+        _, plan, planned, _ = sweep.plan_sweep([*base, *more])
+        assert planned == seeds, more
+        assert sorted({config.seed for _, _, config, _ in plan}) == seeds, more
 
 
 def test_render_command_draws_a_classic_run_into_its_folder(capsys, tmp_path):

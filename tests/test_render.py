@@ -246,7 +246,7 @@ def test_falls_back_to_osmesa_when_no_egl_context_can_be_made():
         ({"height": -4}, "height must be a positive integer"),
         ({"max_steps": 0}, "max_steps must be a positive integer"),
         ({"env_name": "classic/pendulum", "camera": 0}, "drawn without cameras"),
-        ({"camera": "nope"}, "no camera named 'nope'"),
+        ({"camera": "nope"}, "no camera named 'nope'; the model has no camera of its own: leave"),
         ({"camera": 7}, "camera id 7 out of range"),
     ],
 )
