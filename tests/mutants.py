@@ -2745,6 +2745,31 @@ MUTANTS = [
         "RESULTS.md gains an empty section for each file of a stand-alone script's records",
         "tests/test_bench.py::test_the_report_reads_suite_records_only",
     ),
+    m(
+        "mujoco-gl-unchecked",
+        "jaxrl/cli.py",
+        '    problem = _gl_problem() if command != "plot" else None  # plot imports no MuJoCo',
+        "    problem = None",
+        "MUJOCO_GL=osmesa without its library ends every command in a traceback from MuJoCo",
+        "tests/test_cli.py::test_a_mujoco_gl_that_cannot_work_is_named_before_mujoco_is_imported",
+    ),
+    m(
+        "mujoco-gl-library-unchecked",
+        "jaxrl/cli.py",
+        "    if value in _GL_LIBRARIES and not ctypes.util.find_library(_GL_LIBRARIES[value][0]):",
+        "    if False:",
+        "MUJOCO_GL=osmesa without libOSMesa passes the check and fails inside MuJoCo",
+        "tests/test_cli.py::test_a_mujoco_gl_that_cannot_work_is_named_before_mujoco_is_imported",
+    ),
+    m(
+        "sweep-seeds-a-list-of-one",
+        "experiments/sweep.py",
+        "    seeds = list(driver.parse_seeds(args.seeds if args.seeds is not None else 1, "
+        "train.seed))",
+        '    seeds = [int(s) for s in (args.seeds or str(train.seed)).split(",")]',
+        "jaxrl sweep --seeds 2 trains seed 2 alone, where jaxrl train --seeds 2 trains two",
+        "tests/test_commands.py::test_sweep_reads_seeds_as_jaxrl_train_does",
+    ),
 ]
 
 
