@@ -22,9 +22,11 @@ import threading
 import time
 from typing import Any
 
-# Only the standard library and jaxrl's two import-free modules here: everything heavy (tyro,
-# jax, flax, Brax, MuJoCo, ...) is imported inside the commands, so `jaxrl --help` and
-# `--version` are quick and Ctrl-C during those imports is caught by `main` (exit 130).
+# Only the standard library and jaxrl's import-free modules (gl, errors, version) here:
+# everything heavy (tyro, jax, flax, Brax, MuJoCo, ...) is imported inside the commands, so
+# `jaxrl --help` and `--version` are quick and Ctrl-C during those imports is caught by `main`
+# (exit 130).
+from jaxrl import gl
 from jaxrl.errors import ConfigError, Interrupted, JaxrlError
 from jaxrl.version import version
 
@@ -468,7 +470,7 @@ def _main(argv: list[str]) -> int:
             file=sys.stderr,
         )
         return 2
-    problem = _gl_problem() if command != "plot" else None  # plot imports no MuJoCo
+    problem = gl.problem() if command != "plot" else None  # plot imports no MuJoCo
     if problem:
         print(f"jaxrl {command}: error: {problem}", file=sys.stderr)
         return 2
@@ -477,46 +479,6 @@ def _main(argv: list[str]) -> int:
     except JaxrlError as error:
         print(f"jaxrl {command}: error: {error}", file=sys.stderr)
         return 2
-
-
-# MuJoCo's OpenGL backends (mujoco/rendering/classic/gl_context.py: its words for "on", then the
-# backends) and, for the headless ones,
-# the library each loads and the Debian/Ubuntu packages that hold it.
-_GL_OFF = ("disable", "disabled", "off", "false", "0")
-_GL_VALID = {
-    "Linux": ("enable", "enabled", "on", "true", "1", "glfw", "glx", "egl", "osmesa"),
-    "Windows": ("enable", "enabled", "on", "true", "1", "glfw", "wgl"),
-    "Darwin": ("enable", "enabled", "on", "true", "1", "glfw", "cgl"),
-}
-_GL_LIBRARIES = {"egl": ("EGL", "libegl1 libgl1-mesa-dri"), "osmesa": ("OSMesa", "libosmesa6")}
-
-
-def _gl_problem() -> str | None:
-    """What is wrong with the user's MUJOCO_GL, if anything. MuJoCo sets its OpenGL backend up
-    when it is imported, and every command but plot imports it (through brax): an unknown
-    value, or a headless backend whose library is missing, ended each of them, rendering or
-    not, in a traceback from inside MuJoCo."""
-    import ctypes.util
-    import platform
-
-    value = os.environ.get("MUJOCO_GL", "").lower().strip()
-    if not value or value in _GL_OFF:
-        return None
-    valid = _GL_VALID.get(platform.system(), ())
-    if valid and value not in valid:
-        return (
-            f"MUJOCO_GL={value} is not one of MuJoCo's OpenGL backends here "
-            f"({', '.join(valid[5:])}); unset it, or use MUJOCO_GL=egl without a display"
-        )
-    if value in _GL_LIBRARIES and not ctypes.util.find_library(_GL_LIBRARIES[value][0]):
-        library, packages = _GL_LIBRARIES[value]
-        other = "osmesa" if value == "egl" else "egl"
-        return (
-            f"MUJOCO_GL={value}, but its library ({library}) is not installed, and MuJoCo sets "
-            f"its OpenGL up when imported: install it (Debian/Ubuntu packages: {packages}), "
-            f"use MUJOCO_GL={other} ({_GL_LIBRARIES[other][1]}), or unset MUJOCO_GL"
-        )
-    return None
 
 
 if __name__ == "__main__":

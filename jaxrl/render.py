@@ -43,16 +43,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxrl import envs
+from jaxrl import envs, gl
 from jaxrl.errors import JaxrlError
 
 VIDEO_SUFFIXES = (".mp4", ".gif")
 DEFAULT_FPS = 30.0
-# The headless backends tried in turn where MUJOCO_GL is ours to choose, and the system packages
-# each needs (Debian/Ubuntu names).
+# The headless backends tried in turn where MUJOCO_GL is ours to choose; the system packages
+# each needs (Debian/Ubuntu names) are jaxrl.gl's.
 GL_FALLBACKS = ("egl", "osmesa")
-GL_PACKAGES = {"egl": "libegl1 libgl1-mesa-dri", "osmesa": "libosmesa6"}
-GL_NAMES = {"egl": "EGL", "osmesa": "OSMesa"}
+GL_PACKAGES, GL_NAMES = gl.PACKAGES, gl.NAMES
 
 
 class RenderError(JaxrlError, ValueError):

@@ -2748,15 +2748,15 @@ MUTANTS = [
     m(
         "mujoco-gl-unchecked",
         "jaxrl/cli.py",
-        '    problem = _gl_problem() if command != "plot" else None  # plot imports no MuJoCo',
+        '    problem = gl.problem() if command != "plot" else None  # plot imports no MuJoCo',
         "    problem = None",
         "MUJOCO_GL=osmesa without its library ends every command in a traceback from MuJoCo",
         "tests/test_cli.py::test_a_mujoco_gl_that_cannot_work_is_named_before_mujoco_is_imported",
     ),
     m(
         "mujoco-gl-library-unchecked",
-        "jaxrl/cli.py",
-        "    if value in _GL_LIBRARIES and not ctypes.util.find_library(_GL_LIBRARIES[value][0]):",
+        "jaxrl/gl.py",
+        "    if value in NAMES and not ctypes.util.find_library(NAMES[value]):",
         "    if False:",
         "MUJOCO_GL=osmesa without libOSMesa passes the check and fails inside MuJoCo",
         "tests/test_cli.py::test_a_mujoco_gl_that_cannot_work_is_named_before_mujoco_is_imported",

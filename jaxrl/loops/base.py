@@ -69,8 +69,7 @@ def make_envs(
     base, train_dr, eval_dr, sizes = _env_parts(config, base, randomization_fn)
     first = config.autoreset == "first"
     env = envs.wrap(base, config.num_envs, randomization=train_dr, reset_to_first=first, **sizes)
-    eval_env = envs.wrap(base, config.eval_envs, auto_reset=False, randomization=eval_dr, **sizes)
-    return env, eval_env
+    return env, _eval_envs(config, base, eval_dr, sizes)
 
 
 def make_eval_env(config: TrainConfig, base: Any = None, randomization_fn: Any = None) -> Any:
@@ -78,6 +77,10 @@ def make_eval_env(config: TrainConfig, base: Any = None, randomization_fn: Any =
     physics, where randomized, are drawn for every one of `config.num_envs` envs): what `jaxrl
     eval` of a run's checkpoint needs."""
     base, _, eval_dr, sizes = _env_parts(config, base, randomization_fn)
+    return _eval_envs(config, base, eval_dr, sizes)
+
+
+def _eval_envs(config: TrainConfig, base: Any, eval_dr: Any, sizes: dict) -> Any:
     return envs.wrap(base, config.eval_envs, auto_reset=False, randomization=eval_dr, **sizes)
 
 
