@@ -648,6 +648,10 @@ def write(results: pathlib.Path, summary: pathlib.Path | None = None) -> pathlib
             continue
         if path.stem.startswith("identical"):
             writer = identical_section
+        elif path.stem.startswith("dmc_algos"):
+            from jaxrl.benchmarks import dmc_algos
+
+            writer = dmc_algos.section
         else:
             writer = parity_section if "parity" in path.stem else section
         lines += writer(path.stem, records)

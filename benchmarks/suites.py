@@ -842,6 +842,12 @@ def _gpu_unroll() -> list[Case]:
     return [fast_td3, _variant(fast_td3, "unroll2", ("--unroll-updates", "2"))]
 
 
+def _dmc_algos() -> list[Case]:
+    from jaxrl.benchmarks import dmc_algos  # its own module: the table of cases and its report
+
+    return dmc_algos.cases()
+
+
 SUITES = {
     "smoke": _smoke,
     "cpu": _cpu,
@@ -858,4 +864,5 @@ SUITES = {
     "gpu-split": _gpu_split,
     "gpu-mixed": _gpu_mixed,
     "gpu-unroll": _gpu_unroll,
+    "dmc_algos": _dmc_algos,
 }

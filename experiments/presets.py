@@ -388,3 +388,83 @@ PRESETS["ppo_locomotion"] = {
         "max_grad_norm": 1.0,
     },
 }
+
+# DM Control presets, one per algorithm (sac_dmc, ppo_dmc and fast_td3_playground above), from
+# each paper's or its reference code's settings, on MuJoCo Playground's CheetahRun (pass --env
+# for another DM Control task). The single-env algorithms keep their published update-to-data
+# ratio as updates_per_step / num_envs over 16 envs. A CPU run (`jaxrl bench --suite
+# dmc_algos`) changes the env count and the budget, keeping that ratio; where it must change
+# more, the suite says what and why (benchmarks/suites.py).
+_DMC = {
+    "env": "playground/CheetahRun",
+    "total_steps": 1_000_000,
+    "num_envs": 16,
+    "updates_per_step": 16,  # UTD 1
+    "batch_size": 256,
+    "buffer_size": 1_000_000,
+    "eval_every": 20_000,
+}
+# TD3 as its author's code runs it (sfujimoto/TD3 main.py): batch 256, 25,000 uniform warm-up
+# steps, exploration noise 0.1, target noise 0.2 clipped to 0.5, policy delay 2, tau 0.005,
+# Adam 3e-4, 256x256 networks (the agent's defaults), one update per env step.
+PRESETS["td3_dmc"] = {"algo": "td3", "train": {**_DMC, "learning_starts": 25_000}, "agent": {}}
+# CrossQ as SBX runs it (araffin/sbx `sbx/crossq`, the authors' JAX code adityab/CrossQ):
+# UTD 1, 2048-wide BatchRenorm critics and a 256-wide BatchRenorm actor, the log-std clipped
+# to [-20, 2], Adam lr 1e-3 with b1 0.5, policy delay 3, momentum 0.99, BatchRenorm's warm-up
+# 100,000 updates, 5,000 warm-up steps (the agent's defaults). One departure: each hidden layer
+# is Dense -> BatchRenorm -> ReLU, where theirs is Dense -> ReLU -> BatchRenorm
+# (`--bn-after-relu`), which learned CartpoleSwingup in 1 of 5 seeds here against 5 of 5
+# (docs/ALGORITHMS.md, DM Control).
+PRESETS["crossq_dmc"] = {"algo": "crossq", "train": {**_DMC, "learning_starts": 5_000}, "agent": {}}
+# DroQ and REDQ (Hiraoka et al. 2022; Chen et al. 2021): UTD 20 (20 updates per env step: 320
+# per step of 16 envs), 5,000 warm-up steps, the actor once per env step (policy delay 20),
+# 256x256 networks and Adam 3e-4 (the agents' defaults: DroQ's dropout 0.01 and LayerNorm,
+# REDQ's 10 critics and min over 2).
+_HIGH_UTD = {**_DMC, "updates_per_step": 16 * 20, "learning_starts": 5_000}
+PRESETS["droq_dmc"] = {"algo": "droq", "train": dict(_HIGH_UTD), "agent": {}}
+PRESETS["redq_dmc"] = {"algo": "redq", "train": dict(_HIGH_UTD), "agent": {}}
+# DSAC-T (Duan et al. 2023, its hyperparameter table: the agent's defaults, 3x256 networks, lr
+# 1e-4, policy delay 2): UTD 1, batch 256, 10,000 warm-up steps.
+PRESETS["dsac_t_dmc"] = {
+    "algo": "dsac_t",
+    "train": {**_DMC, "learning_starts": 10_000},
+    "agent": {},
+}
+# FastSAC: its reference's loop (amazon-far/holosoma, as fast_sac_playground) with 1,024 envs,
+# FastTD3's DM Control count: batch 8192, 8 updates per step of all envs, gamma 0.97, a replay
+# of 1,024 steps per env, the policy's own actions from the first step, observation
+# normalisation. The agent's defaults are that implementation's, but its C51 support: at gamma
+# 0.97 DM Control's rewards in [0, 1] give returns in [0, 33.3], which [-20, 20] clips above
+# 20; [-10, 40] covers them, atoms 0.5 apart.
+PRESETS["fast_sac_dmc"] = {
+    "algo": "fast_sac",
+    "train": {
+        "env": "playground/CheetahRun",
+        "total_steps": 20_000_000,
+        "num_envs": 1024,
+        "batch_size": 8192,
+        "updates_per_step": 8,
+        "gamma": 0.97,
+        "buffer_size": 1024 * 1024,
+        "learning_starts": 1024 * 10,
+        "warmup_actions": "policy",
+        "eval_every": 200_000,
+        "normalize_observations": True,
+    },
+    "agent": {"v_min": -10.0, "v_max": 40.0},
+}
+# PQL: its reference's settings (pql_published) with FastTD3's 1,024 DM Control envs: batch
+# 8192, 8 critic updates per step of all envs, critic:actor 2, 3-step returns, tau 0.05, lr
+# 5e-4, no target actor, mixed exploration over [0.05, 0.8], observation normalisation.
+PRESETS["pql_dmc"] = {
+    "algo": "pql",
+    "train": {
+        **PRESETS["pql_published"]["train"],
+        "env": "playground/CheetahRun",
+        "total_steps": 20_000_000,
+        "num_envs": 1024,
+        "learning_starts": 1024 * 8,
+        "eval_every": 200_000,
+    },
+    "agent": {},
+}

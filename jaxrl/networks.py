@@ -332,21 +332,24 @@ class BatchRenorm(nn.Module):
 
 
 class BRNMLP(nn.Module):
-    """CrossQ's network body: BatchRenorm on the input, then Dense -> BatchRenorm -> ReLU per
-    hidden layer, then a Dense output."""
+    """CrossQ's network body: BatchRenorm on the input, then per hidden layer Dense ->
+    BatchRenorm -> ReLU or, with `after_relu`, Dense -> ReLU -> BatchRenorm (the authors' and
+    SBX's order); then a Dense output."""
 
     hidden: Sequence[int]
     out: int
     momentum: float = 0.99
     warmup_steps: int = 100_000
     matmul_precision: str = "float32"
+    after_relu: bool = False
 
     @nn.compact
     def __call__(self, x: jax.Array, train: bool = False) -> jax.Array:
         norm = lambda: BatchRenorm(not train, self.momentum, warmup_steps=self.warmup_steps)
         x = norm()(x)
         for width in self.hidden:
-            x = nn.relu(norm()(dense(width, self.matmul_precision)(x)))
+            x = dense(width, self.matmul_precision)(x)
+            x = norm()(nn.relu(x)) if self.after_relu else nn.relu(norm()(x))
         return dense(self.out, self.matmul_precision, output=True)(x)
 
 
@@ -360,6 +363,7 @@ class BRNQEnsemble(nn.Module):
     matmul_precision: str = "float32"
     outputs: int | None = None
     """Outputs of each critic (a critic head's, e.g. C51 logits); None: one value."""
+    after_relu: bool = False
 
     @nn.compact
     def __call__(self, obs: jax.Array, action: jax.Array, train: bool = False) -> jax.Array:
@@ -378,6 +382,7 @@ class BRNQEnsemble(nn.Module):
             self.momentum,
             self.warmup_steps,
             self.matmul_precision,
+            self.after_relu,
             name="critics",
         )
         out = critics(jnp.concatenate([obs, action], -1), train)
@@ -394,6 +399,10 @@ class BRNGaussianActor(nn.Module):
     log_std_min: float = -5.0
     log_std_max: float = 2.0
     matmul_precision: str = "float32"
+    after_relu: bool = False
+    # The CrossQ authors' and SBX's head: the raw log-std clipped to [-20, log_std_max] (std 1
+    # at initialisation); False: squashed smoothly into [log_std_min, log_std_max] (std 0.22).
+    log_std_clip: bool = True
 
     @nn.compact
     def __call__(self, obs: jax.Array, train: bool = False) -> tuple[jax.Array, jax.Array]:
@@ -403,7 +412,10 @@ class BRNGaussianActor(nn.Module):
             self.momentum,
             self.warmup_steps,
             self.matmul_precision,
+            self.after_relu,
         )
         x = body(obs, train)
         mean, raw = jnp.split(x, 2, axis=-1)
+        if self.log_std_clip:
+            return mean, jnp.clip(raw, -20.0, self.log_std_max)
         return mean, squash_log_std(raw, self.log_std_min, self.log_std_max)

@@ -2770,6 +2770,47 @@ MUTANTS = [
         "jaxrl sweep --seeds 2 trains seed 2 alone, where jaxrl train --seeds 2 trains two",
         "tests/test_commands.py::test_sweep_reads_seeds_as_jaxrl_train_does",
     ),
+    # --- CrossQ's heads and layer order, the DM Control suite (issue 69). ------------------
+    m(
+        "crossq-log-std-clip-ignored",
+        "jaxrl/networks.py",
+        "        if self.log_std_clip:\n",
+        "        if False:\n",
+        "CrossQ's policy keeps the squashed log-std (std 0.22 at start), not the authors' clip",
+        CROSSQ_REF,
+    ),
+    m(
+        "crossq-log-std-clipped-at-five",
+        "jaxrl/networks.py",
+        "            return mean, jnp.clip(raw, -20.0, self.log_std_max)",
+        "            return mean, jnp.clip(raw, -5.0, self.log_std_max)",
+        "CrossQ's clipped log-std has SAC's lower bound -5 instead of the authors' -20",
+        "tests/agents/test_crossq.py",
+    ),
+    m(
+        "crossq-bn-after-relu-ignored",
+        "jaxrl/networks.py",
+        "            x = norm()(nn.relu(x)) if self.after_relu else nn.relu(norm()(x))",
+        "            x = nn.relu(norm()(x))",
+        "--bn-after-relu keeps BatchRenorm before the ReLU",
+        CROSSQ_REF,
+    ),
+    m(
+        "dmc-area-from-zero-return",
+        "benchmarks/dmc_algos.py",
+        "    y = np.concatenate([returns[:, :1], returns], axis=1)",
+        "    y = np.concatenate([0 * returns[:, :1], returns], axis=1)",
+        "the suite's area under the curve takes a return of 0 at env step 0, not the first",
+        "tests/benchmarks/test_dmc_algos.py",
+    ),
+    m(
+        "dmc-at-sac-time-by-steps",
+        "benchmarks/dmc_algos.py",
+        "                same_time = at(seconds, returns, s_seconds[-1])",
+        "                same_time = at(steps, returns, s_steps[-1])",
+        "the return at SAC's wall-clock is read at SAC's env steps",
+        "tests/benchmarks/test_dmc_algos.py",
+    ),
 ]
 
 

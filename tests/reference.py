@@ -159,7 +159,8 @@ def tanh_gaussian_log_prob(u, mean, log_std):
     """log pi(tanh(u)) for u ~ N(mean, exp(log_std)), summed over actions."""
     z = (u - mean) / np.exp(log_std)
     gaussian = (-0.5 * z**2 - log_std - 0.5 * math.log(2 * math.pi)).sum(-1)
-    return gaussian - np.log(1.0 - np.tanh(u) ** 2).sum(-1)
+    # log(1 - tanh(u)^2) = 2 log 2 - 2 log(e^u + e^-u), exact where tanh(u) rounds to +-1.
+    return gaussian - (2 * math.log(2.0) - 2 * np.logaddexp(u, -u)).sum(-1)
 
 
 def normal(key: jax.Array, shape) -> np.ndarray:
@@ -193,11 +194,14 @@ def assert_adam_first_step(
     lr: float,
     weight_decay: float = 0.0,
     min_checked: int = 10,
+    residue_moves: bool = False,
 ) -> None:
     """The first step of Adam from a fresh state moves each parameter by -lr g / (|g| + eps),
     i.e. -lr sign(g) (AdamW adds -lr wd p). Checked on every entry whose reference gradient is
     clearly away from zero, so the sign is trustworthy; parameters with zero gradient must not
-    move (but for weight decay)."""
+    move (but for weight decay), or, with `residue_moves`, by at most lr: where the gradient is
+    zero only in exact arithmetic (a bias that merely shifts a normalisation's input), float32
+    leaves a rounding residue that Adam's first step scales up to anywhere in [-lr, lr]."""
     old, new, grad = to64(old), to64(new), to64(grad)
     checked = 0
     scale = max(float(np.abs(g).max()) for g in jax.tree.leaves(grad))
@@ -209,7 +213,9 @@ def assert_adam_first_step(
         clear = np.abs(g) > 1e-3 * scale
         np.testing.assert_allclose(step[clear], -lr * np.sign(g[clear]), rtol=2e-3, atol=lr * 2e-3)
         exact_zero = np.abs(g) < 1e-9 * scale
-        np.testing.assert_allclose(step[exact_zero], 0.0, atol=lr * 1e-3)
+        np.testing.assert_allclose(
+            step[exact_zero], 0.0, atol=lr * (1.001 if residue_moves else 1e-3)
+        )
         checked += int(clear.sum())
     assert checked >= min_checked, f"only {checked} entries had a clear gradient sign"
 
@@ -334,9 +340,19 @@ def batch_renorm(
     return y * scale + bias, new, rd
 
 
-def brn_mlp(params: dict, stats: dict, x, train: bool, momentum: float, warmup: int, rds=None):
+def brn_mlp(
+    params: dict,
+    stats: dict,
+    x,
+    train: bool,
+    momentum: float,
+    warmup: int,
+    rds=None,
+    after_relu: bool = False,
+):
     """CrossQ's body: BatchRenorm_0 on the input, then Dense_i -> BatchRenorm_{i+1} -> ReLU per
-    hidden layer, then the output Dense. Returns (out, new stats, {layer: (r, d)})."""
+    hidden layer (`after_relu`: Dense_i -> ReLU -> BatchRenorm_{i+1}), then the output Dense.
+    Returns (out, new stats, {layer: (r, d)})."""
     count = sum(name.startswith("Dense_") for name in params)
     new_stats, used = {}, {}
 
@@ -358,11 +374,13 @@ def brn_mlp(params: dict, stats: dict, x, train: bool, momentum: float, warmup: 
     for i in range(count):
         x = x @ params[f"Dense_{i}"]["kernel"] + params[f"Dense_{i}"]["bias"]
         if i < count - 1:
-            x = relu(norm(i + 1, x))
+            x = norm(i + 1, relu(x)) if after_relu else relu(norm(i + 1, x))
     return x, new_stats, used
 
 
-def brn_q_ensemble(params, stats, obs, action, train, momentum, warmup, rds=None):
+def brn_q_ensemble(
+    params, stats, obs, action, train, momentum, warmup, rds=None, after_relu: bool = False
+):
     """A BRNQEnsemble: (Q [E, N] or, for critics of several outputs, [E, N, K]; new stats
     stacked [E] like the flax tree; [(r, d) per critic]). Each critic normalises with its own
     statistics of all N rows."""
@@ -379,6 +397,7 @@ def brn_q_ensemble(params, stats, obs, action, train, momentum, warmup, rds=None
             momentum,
             warmup,
             None if rds is None else rds[e],
+            after_relu,
         )
         outs.append(out[..., 0] if out.shape[-1] == 1 else out)
         new.append(s)
@@ -387,13 +406,26 @@ def brn_q_ensemble(params, stats, obs, action, train, momentum, warmup, rds=None
     return np.stack(outs), {"critics": stacked}, used
 
 
-def brn_gaussian_actor(params, stats, obs, train, momentum, warmup, rds=None):
-    """A BRNGaussianActor: ((mean, log_std) [B, A] each, new stats, (r, d) per layer)."""
+def brn_gaussian_actor(
+    params,
+    stats,
+    obs,
+    train,
+    momentum,
+    warmup,
+    rds=None,
+    after_relu: bool = False,
+    log_std_clip: bool = True,
+):
+    """A BRNGaussianActor: ((mean, log_std) [B, A] each, new stats, (r, d) per layer); the
+    log-std clipped to [-20, 2] (the authors' head), or without `log_std_clip` squashed
+    into [-5, 2]."""
     out, new, used = brn_mlp(
-        params["BRNMLP_0"], stats["BRNMLP_0"], obs, train, momentum, warmup, rds
+        params["BRNMLP_0"], stats["BRNMLP_0"], obs, train, momentum, warmup, rds, after_relu
     )
     mean, raw = np.split(out, 2, axis=-1)
-    return (mean, squash_log_std(raw)), {"BRNMLP_0": new}, used
+    log_std = np.clip(raw, -20.0, 2.0) if log_std_clip else squash_log_std(raw)
+    return (mean, log_std), {"BRNMLP_0": new}, used
 
 
 # --- More optimiser checks. ----------------------------------------------------------------------

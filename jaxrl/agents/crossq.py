@@ -78,6 +78,7 @@ def critic_network(config: CrossQConfig) -> BRNQEnsemble:
         config.bn_warmup_steps,
         config.matmul_precision,
         outputs=config.head().outputs,
+        after_relu=config.bn_after_relu,
     )
 
 
@@ -89,6 +90,8 @@ def actor_network(config: CrossQConfig, action_size: int) -> BRNGaussianActor:
         config.bn_momentum,
         config.bn_warmup_steps,
         matmul_precision=config.matmul_precision,
+        after_relu=config.bn_after_relu,
+        log_std_clip=config.log_std_clip,
     )
 
 

@@ -97,3 +97,23 @@ def test_batch_renorm_by_hand():
     far = BatchRenorm(warmup_steps=0, epsilon=0.0, d_max=0.5)
     y, _ = far.apply(far.init(jax.random.PRNGKey(0), x), x, mutable=["batch_stats"])
     chex.assert_trees_all_close(y, jnp.array([[-0.5], [1.5]]), atol=1e-5)
+
+
+def test_the_policy_head_clips_its_log_std_to_the_authors_bounds():
+    """The authors' head: log-std = clip(raw, -20, 2), so std 1 where raw is 0; without
+    `log_std_clip`, squashed smoothly into [-5, 2] (-1.5, std 0.22, where raw is 0)."""
+    obs = jax.random.normal(jax.random.PRNGKey(1), (5, 3))
+    for clip, raws, expected in (
+        (True, (-30.0, -12.0, 0.0, 1.5, 7.0), (-20.0, -12.0, 0.0, 1.5, 2.0)),
+        (False, (-30.0, 0.0, 30.0), (-5.0, -1.5, 2.0)),
+    ):
+        config = crossq.CrossQConfig(actor_hidden=(8,), log_std_clip=clip)
+        state = crossq.make(config).init(jax.random.PRNGKey(0), 3, 1)
+        for raw, want in zip(raws, expected, strict=True):
+            # The output layer's log-std half set to the constant raw.
+            params = jax.tree_util.tree_map(lambda x: x, state.actor.params)
+            head = params["BRNMLP_0"]["Dense_1"]
+            head["kernel"] = head["kernel"].at[:, 1].set(0.0)
+            head["bias"] = head["bias"].at[1].set(raw)
+            _, log_std = crossq.policy(config, params, state.actor_stats, obs, 1)
+            np.testing.assert_allclose(log_std, want, rtol=1e-6, atol=1e-6)

@@ -44,6 +44,16 @@ CASES = {
 }
 # Asymmetric actor-critic after the warm-up: the critics read observations of their own.
 CASES["renorm_asymmetric"] = CASES["renorm"]
+# The authors' order of each hidden layer, Dense -> ReLU -> BatchRenorm (`bn_after_relu`).
+CASES["renorm_norm_after_relu"] = (
+    dataclasses.replace(CASES["renorm"][0], bn_after_relu=True),
+    5,
+)
+# The squashed log-std head, smooth into [-5, 2] (`log_std_clip=False`).
+CASES["renorm_log_std_squashed"] = (
+    dataclasses.replace(CASES["renorm"][0], log_std_clip=False),
+    5,
+)
 # C51 critics over a support narrow enough that targets clip at both ends.
 CASES["c51_renorm"] = (
     dataclasses.replace(CASES["renorm"][0], critic="c51", num_atoms=9, v_min=-1.0, v_max=1.0),
@@ -106,13 +116,15 @@ def _reference(config, state, batch, key):
     p, b = ref.to64(state), ref.to64(batch)
     critic_obs, next_critic_obs = ref.critic_inputs(b)  # the actor reads b.obs / b.next_obs
     m, w = config.bn_momentum, config.bn_warmup_steps
+    order = {"after_relu": config.bn_after_relu}
+    actor_order = {**order, "log_std_clip": config.log_std_clip}
     next_key, actor_key = jax.random.split(key)
     alpha = np.exp(p.log_alpha.params)
     target_entropy = -config.target_entropy_scale * ACT
 
     # The next action from the actor in evaluation mode (running statistics).
     (mean, log_std), _, _ = ref.brn_gaussian_actor(
-        p.actor.params, p.actor_stats, b.next_obs, False, m, w
+        p.actor.params, p.actor_stats, b.next_obs, False, m, w, **actor_order
     )
     u = mean + np.exp(log_std) * ref.normal(next_key, mean.shape)
     next_log_prob = ref.tanh_gaussian_log_prob(u, mean, log_std)
@@ -121,7 +133,7 @@ def _reference(config, state, batch, key):
     joint_obs = np.concatenate([critic_obs, next_critic_obs])
     joint_action = np.concatenate([b.action, np.tanh(u)])
     out_all, critic_stats, critic_rd = ref.brn_q_ensemble(
-        p.critic.params, p.critic_stats, joint_obs, joint_action, True, m, w
+        p.critic.params, p.critic_stats, joint_obs, joint_action, True, m, w, **order
     )
     reward = config.reward_scale * b.reward
     bootstrap = b.discount * (1 - b.terminated)
@@ -158,23 +170,23 @@ def _reference(config, state, batch, key):
     def critic_loss(params):
         # Gradients flow through the batch statistics, not through r and d.
         out = ref.brn_q_ensemble(
-            params, p.critic_stats, joint_obs, joint_action, True, m, w, critic_rd
+            params, p.critic_stats, joint_obs, joint_action, True, m, w, critic_rd, **order
         )[0][:, :B]
         return loss_of(out)
 
     eps = ref.normal(actor_key, (B, ACT))
     _, actor_stats, actor_rd = ref.brn_gaussian_actor(
-        p.actor.params, p.actor_stats, b.obs, True, m, w
+        p.actor.params, p.actor_stats, b.obs, True, m, w, **actor_order
     )
 
     def actor_terms(params, critic_params, critic_running):
         (mean, log_std), _, _ = ref.brn_gaussian_actor(
-            params, p.actor_stats, b.obs, True, m, w, actor_rd
+            params, p.actor_stats, b.obs, True, m, w, actor_rd, **actor_order
         )
         u = mean + np.exp(log_std) * eps
         log_prob = ref.tanh_gaussian_log_prob(u, mean, log_std)
         out = ref.brn_q_ensemble(
-            critic_params, critic_running, critic_obs, np.tanh(u), False, m, w
+            critic_params, critic_running, critic_obs, np.tanh(u), False, m, w, **order
         )[0]
         q = values(out)
         return (alpha * log_prob - q.min(0)).mean(), log_prob, q
@@ -205,11 +217,12 @@ def _assert_stats(actual, expected):
 
 
 def _pre_norm_biases(tree, keep: bool):
-    """The biases that only shift a BatchRenorm's input by a constant (keep=True), or the tree
-    without them (keep=False): Dense_i's feeding BatchRenorm_{i+1}, and BatchRenorm_0's, which
-    passes through Dense_0 into BatchRenorm_1. Normalisation subtracts them out: their gradient
-    is exactly zero, in float32 a rounding residue that Adam's first step
-    (-lr g / (|g| + 1e-8)) blows up to anywhere in [-lr, lr], so they are checked apart."""
+    """With BatchRenorm before the ReLU (`bn_after_relu=False`): the biases that only shift a
+    BatchRenorm's input by a constant (keep=True), or the tree without them (keep=False):
+    Dense_i's feeding BatchRenorm_{i+1}, and BatchRenorm_0's, which passes through Dense_0 into
+    BatchRenorm_1. Normalisation subtracts them out: their gradient is exactly zero, in float32
+    a rounding residue that Adam's first step (-lr g / (|g| + 1e-8)) blows up to anywhere in
+    [-lr, lr], so they are checked apart. After the ReLU, every bias passes through a ReLU."""
 
     def shifts_a_norm(name, node):
         if name == "BatchRenorm_0":
@@ -230,7 +243,13 @@ def _pre_norm_biases(tree, keep: bool):
     return walk(tree)
 
 
-def _assert_adam_first_step(old, new, opt_state, grad, lr, b1):
+def _assert_adam_first_step(old, new, opt_state, grad, lr, b1, after_relu):
+    if after_relu:
+        # A unit whose ReLU passes every row makes its Dense bias a shift of the next
+        # BatchRenorm's input: zero gradient but for float32's residue.
+        ref.assert_adam_first_step(old, new, grad, lr, residue_moves=True)
+        ref.assert_adam_first_moment(opt_state, grad, b1=b1)
+        return
     rest = [_pre_norm_biases(tree, False) for tree in (old, new, grad)]
     ref.assert_adam_first_step(*rest, lr)
     ref.assert_adam_first_moment(opt_state, grad, b1=b1)
@@ -255,6 +274,7 @@ def _check_critic_step(config, state, new, metrics, r):
         grad,
         config.critic_lr,
         config.adam_b1,
+        config.bn_after_relu,
     )
 
 
@@ -300,6 +320,7 @@ def test_update_matches_numpy_reference(case):
         actor_grad,
         config.actor_lr,
         config.adam_b1,
+        config.bn_after_relu,
     )
 
     alpha_grad = -(log_prob + r["target_entropy"]).mean()
@@ -343,6 +364,8 @@ def test_act_uses_running_statistics():
         False,
         config.bn_momentum,
         config.bn_warmup_steps,
+        after_relu=config.bn_after_relu,
+        log_std_clip=config.log_std_clip,
     )
     scales = np.array([0.0, 0.1, 0.5, 1.0, 2.0, 4.0], np.float32)
     expected = np.tanh(mean + scales[:, None] * np.exp(log_std) * ref.normal(key, mean.shape))

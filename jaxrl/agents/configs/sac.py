@@ -292,6 +292,13 @@ class CrossQConfig(NetworkSettings, CategoricalSettings):
     """Momentum of the BatchRenorm running statistics (their decay per training pass)."""
     bn_warmup_steps: int = 100_000
     """Updates for which BatchRenorm acts as BatchNorm (the actor counts its own updates)."""
+    bn_after_relu: bool = False
+    """Each hidden layer as Dense -> ReLU -> BatchRenorm (the authors' code and SBX's) rather
+    than Dense -> BatchRenorm -> ReLU, in the critics and the actor."""
+    log_std_clip: bool = True
+    """The policy's log-std as the authors' code and SBX make it: its raw output clipped to
+    [-20, 2] (std 1 at initialisation). False: squashed smoothly into [-5, 2] (std 0.22 there),
+    with which 3 of 5 seeds never learned CartpoleSwingup (docs/ALGORITHMS.md, DM Control)."""
     init_alpha: float = 1.0
     """Initial entropy temperature alpha."""
     target_entropy_scale: float = 1.0

@@ -1,0 +1,71 @@
+"""The `dmc_algos` suite: its cases are each algorithm's DM Control preset at CPU scale (the
+preset's update-to-data ratio kept unless a departure is named), and its report's numbers
+(area under the curve, returns at SAC's env steps and wall-clock) against numpy by hand."""
+
+import numpy as np
+import pytest
+
+from jaxrl.benchmarks import dmc_algos
+from jaxrl.benchmarks.case import jaxrl_argv
+from jaxrl.config import resolve
+from jaxrl.experiments.presets import PRESETS
+
+
+def test_every_algorithm_runs_its_dmc_preset_on_every_task_with_five_seeds():
+    cases = dmc_algos.cases()
+    assert {(c.algo, c.env) for c in cases} == {
+        (a, t) for a in dmc_algos.ALGORITHMS for t in dmc_algos.BUDGETS
+    }
+    for case in cases:
+        assert case.preset in PRESETS and PRESETS[case.preset]["algo"] == case.algo
+        assert case.seeds == 5
+        train, _, _ = resolve.build_configs(jaxrl_argv(case))
+        assert train.env == case.env and train.eval_envs == dmc_algos.EVAL_ENVS
+        assert train.total_steps // train.eval_every == dmc_algos.EVALS
+        if case.algo == "ppo":
+            continue
+        preset = PRESETS[case.preset]["train"]
+        if "--updates-per-step" not in case.options:  # the preset's UTD ratio, scaled
+            ratio = preset["updates_per_step"] / preset["num_envs"]
+            assert train.updates_per_step / train.num_envs == pytest.approx(ratio)
+        if "--batch-size" not in case.options:
+            assert train.batch_size == preset["batch_size"]
+
+
+def test_departures_are_only_those_named():
+    for case in dmc_algos.cases():
+        named = set(dmc_algos.CPU_DEPARTURES.get(case.algo, ())[::2])
+        flags = {o for o in case.options if o.startswith("--")}
+        assert flags - named <= {"--eval-every", "--eval-envs", "--buffer-size"}, case.name
+
+
+def test_area_holds_the_first_evaluation_and_is_linear_between_them():
+    steps = np.array([10.0, 20.0])
+    returns = np.array([[1.0, 3.0], [0.0, 0.0]])
+    # [0, 10] at 1, then 1 -> 3 over [10, 20]: 10 + 20 = 30, over 20 steps.
+    np.testing.assert_allclose(dmc_algos.area(steps, returns, 20.0), [1.5, 0.0])
+    np.testing.assert_allclose(dmc_algos.at(steps, returns, 15.0), [2.0, 0.0])
+    np.testing.assert_allclose(dmc_algos.at(steps, returns, 99.0), [3.0, 0.0])
+
+
+def _record(algo, env, steps, seconds, returns):
+    evals = [
+        {"env_steps": s, "wall_seconds": t, "eval_return": float(np.mean(r)), "eval_returns": r}
+        for s, t, r in zip(steps, seconds, returns, strict=True)
+    ]
+    return {"case": f"jaxrl/{algo}/{env}", "algo": algo, "env": env, "evals": evals}
+
+
+def test_section_sets_each_algorithm_against_sac_by_steps_and_by_time():
+    env = "playground/CartpoleSwingup"
+    sac = _record("sac", env, [100, 200], [10.0, 20.0], [[100, 110, 120], [200, 210, 220]])
+    # Faster per env step but slower per second: at SAC's 20 s it stands at its first point.
+    crossq = _record("crossq", env, [100, 200], [20.0, 40.0], [[150, 150, 150], [300, 300, 300]])
+    lines = dmc_algos.section("dmc_algos-cpu", [sac, crossq, {"case": "x", "error": "boom\nE"}])
+    row = next(line for line in lines if "| crossq |" in line).split(" | ")
+    assert row[3].startswith("300 [300, 300]")  # final
+    # AUC: 150 over [0, 100] (15,000) and 150 -> 300 over [100, 200] (22,500), over 200 steps.
+    assert row[4].startswith("188 ")
+    assert row[5].startswith("300 ") and row[6] == "yes"  # at SAC's 200 env steps
+    assert row[7].startswith("150 ") and row[8] == "**no**"  # at SAC's 20 s, below [200, 220]
+    assert any("failed: E" in line for line in lines)
