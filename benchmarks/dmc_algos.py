@@ -9,9 +9,9 @@ are evidence of the algorithm at that setting, not of its preset.
 
 from __future__ import annotations
 
-import numpy as np
+from collections.abc import Callable
 
-from jaxrl.benchmarks.suites import Case, jaxrl_case
+import numpy as np
 
 # Env steps per task: SAC is still near 0 on CartpoleSwingup at 100k (results/parity-cpu.jsonl).
 BUDGETS = {
@@ -57,8 +57,10 @@ CPU_DEPARTURES: dict[str, tuple[str, ...]] = {
 PARALLEL_ENVS = {"fast_td3": 64, "fast_sac": 64, "pql": 64, "sac": 128, "ppo": 64}
 
 
-def cases(tasks: tuple[str, ...] = tuple(BUDGETS), algorithms=ALGORITHMS) -> list[Case]:
-    """One case per (task, algorithm): its preset at CPU scale, SEEDS seeds in one program."""
+def cases(make_case: Callable, tasks: tuple[str, ...] = tuple(BUDGETS), algorithms=ALGORITHMS):
+    """One case per (task, algorithm): its preset at CPU scale, SEEDS seeds in one program.
+    `make_case` is `suites.jaxrl_case`, handed in: suites.py lists this suite, so importing it
+    here would close an import circle."""
     out = []
     for env in tasks:
         for algo in algorithms:
@@ -75,7 +77,7 @@ def cases(tasks: tuple[str, ...] = tuple(BUDGETS), algorithms=ALGORITHMS) -> lis
             if buffer:
                 options += ["--buffer-size", str(buffer)]
             out.append(
-                jaxrl_case(
+                make_case(
                     algo,
                     env,
                     PRESET[algo],

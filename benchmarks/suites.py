@@ -845,7 +845,7 @@ def _gpu_unroll() -> list[Case]:
 def _dmc_algos() -> list[Case]:
     from jaxrl.benchmarks import dmc_algos  # its own module: the table of cases and its report
 
-    return dmc_algos.cases()
+    return dmc_algos.cases(jaxrl_case)
 
 
 SUITES = {

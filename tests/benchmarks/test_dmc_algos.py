@@ -7,12 +7,13 @@ import pytest
 
 from jaxrl.benchmarks import dmc_algos
 from jaxrl.benchmarks.case import jaxrl_argv
+from jaxrl.benchmarks.suites import jaxrl_case
 from jaxrl.config import resolve
 from jaxrl.experiments.presets import PRESETS
 
 
 def test_every_algorithm_runs_its_dmc_preset_on_every_task_with_five_seeds():
-    cases = dmc_algos.cases()
+    cases = dmc_algos.cases(jaxrl_case)
     assert {(c.algo, c.env) for c in cases} == {
         (a, t) for a in dmc_algos.ALGORITHMS for t in dmc_algos.BUDGETS
     }
@@ -33,7 +34,7 @@ def test_every_algorithm_runs_its_dmc_preset_on_every_task_with_five_seeds():
 
 
 def test_departures_are_only_those_named():
-    for case in dmc_algos.cases():
+    for case in dmc_algos.cases(jaxrl_case):
         named = set(dmc_algos.CPU_DEPARTURES.get(case.algo, ())[::2])
         flags = {o for o in case.options if o.startswith("--")}
         assert flags - named <= {"--eval-every", "--eval-envs", "--buffer-size"}, case.name
