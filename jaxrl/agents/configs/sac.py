@@ -298,7 +298,7 @@ class CrossQConfig(NetworkSettings, CategoricalSettings):
     log_std_clip: bool = True
     """The policy's log-std as the authors' code and SBX make it: its raw output clipped to
     [-20, 2] (std 1 at initialisation). False: squashed smoothly into [-5, 2] (std 0.22 there),
-    with which 3 of 5 seeds never learned CartpoleSwingup (docs/ALGORITHMS.md, DM Control)."""
+    which explores too little to swing CartpoleSwingup up reliably (docs/ALGORITHMS.md)."""
     init_alpha: float = 1.0
     """Initial entropy temperature alpha."""
     target_entropy_scale: float = 1.0
