@@ -17,6 +17,10 @@ Thresholds and budgets (presets in experiments/presets.py; seeds checked on a 2-
 - classic/pendulum_privileged (Pendulum observing {"state", "privileged_state"}), SAC with an
   asymmetric critic and per-entry observation normalisation: >= -250 within 20,000 env steps;
   seeds 0, 1, 2 crossed it by 14,000, 12,000, 12,000.
+- playground/ReacherEasy (every off-policy algorithm, its small CPU preset at 8 envs, UTD 1):
+  eval return >= 300 within 16,384 env steps (random play: 10 to 140); and CrossQ on
+  playground/CartpoleSwingup at SAC's Playground-style CPU settings (64 envs, UTD 1/16): >= 150
+  within 100,096 (seed 0: 212 at 75,072; with the squashed log-std head it stays below 3).
 The CLI runs end at their first evaluation at or above the threshold (`--stop-at-return`), so a
 test takes the time its seed needs, not the whole budget; the API case runs the whole budget
 as one compiled program.
