@@ -1,4 +1,5 @@
-"""`jaxrl` command line: train (and resume), eval, render, plot, sweep, scale, list, bench.
+"""`jaxrl` command line: train (and resume), eval, render, collect, plot, sweep, scale, list,
+bench.
 
 Each command parses its arguments and hands them on. `jaxrl train`'s flags are resolved into
 configs by `jaxrl.config.resolve` (every field of TrainConfig and of the chosen algorithm's
@@ -30,7 +31,7 @@ from jaxrl import gl
 from jaxrl.errors import ConfigError, Interrupted, JaxrlError
 from jaxrl.version import version
 
-_ARGS = ("ResumeArgs", "EvalArgs", "RenderArgs")
+_ARGS = ("ResumeArgs", "EvalArgs", "RenderArgs", "CollectArgs")
 
 
 def __getattr__(name: str):
@@ -220,6 +221,41 @@ def cmd_render(argv: list[str]) -> int:
     return 0
 
 
+def cmd_collect(argv: list[str]) -> int:
+    from jaxrl.cli_args import CollectArgs
+    from jaxrl.data import collect
+
+    args = _parse(
+        CollectArgs,
+        "jaxrl collect",
+        "Play a saved policy with Gaussian action noise in its run's envs; write a Minari dataset.",
+        argv,
+    )
+    settings = collect.CollectSettings(
+        source=args.source,
+        dataset_id=args.dataset_id,
+        steps=args.steps,
+        noise=args.noise,
+        checkpoint_step=args.checkpoint,
+        member=args.member,
+        num_envs=args.envs,
+        seed=args.seed,
+        expert_score=args.expert_score,
+        description=args.description,
+    )
+    report = collect.collect(settings, log=lambda line: None if args.json else print(line))
+    if args.json:
+        print(json.dumps(report))
+    else:
+        print(
+            f"wrote {report['dataset_id']} ({report['path']}): {report['steps']:,} steps, "
+            f"{report['episodes']} episodes ({report['cut_episodes']} cut at the end); returns: "
+            f"behaviour {report['behaviour_return']:.2f}, policy {report['policy_return']:.2f}, "
+            f"random {report['random_return']:.2f}"
+        )
+    return 0
+
+
 def cmd_plot(argv: list[str]) -> int:
     from jaxrl import plot
 
@@ -290,6 +326,7 @@ COMMANDS = {
     "train": (cmd_train, "train an agent, or continue a run (jaxrl train --help)"),
     "eval": (cmd_eval, "greedy return of a saved policy"),
     "render": (cmd_render, "a video of a saved policy"),
+    "collect": (cmd_collect, "a Minari dataset of a saved policy's (noisy) episodes"),
     "plot": (cmd_plot, "learning curves of runs, seeds as mean and 95% band"),
     "sweep": (cmd_sweep, "train a grid of settings x seeds, summarise final returns"),
     "scale": (cmd_scale, "fit data and compute to a return against the UTD ratio; predict"),

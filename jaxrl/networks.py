@@ -176,7 +176,12 @@ class QEnsemble(nn.Module):
     activation: str = "relu"  # ACTIVATIONS
 
     @nn.compact
-    def __call__(self, obs: jax.Array, action: jax.Array, train: bool = False) -> jax.Array:
+    def __call__(
+        self, obs: jax.Array, action: jax.Array, train: bool = False, stacked: bool = False
+    ) -> jax.Array:
+        """Q [E, B, outputs] of (obs [B, O], action [B, A]); `stacked`: the actions are
+        already one batch per critic, [E, B, A] (EDAC differentiates each critic's value in
+        its own copy of the actions)."""
         # Each critic gets the inputs along the ensemble axis (a broadcast of a few columns)
         # rather than shared (in_axes=None). Shared, the first layer's product has the
         # ensemble axis on its kernel only; XLA:CPU then lays its [E, B, H] output out batch
@@ -206,7 +211,7 @@ class QEnsemble(nn.Module):
             name="critics",
         )
         each = functools.partial(_along_ensemble, size=self.num_critics)
-        return critics(each(obs), each(action), train)
+        return critics(each(obs), action if stacked else each(action), train)
 
 
 def _along_ensemble(x: jax.Array, size: int) -> jax.Array:
@@ -221,7 +226,7 @@ def squash_log_std(raw: jax.Array, low: float, high: float) -> jax.Array:
 class GaussianActor(nn.Module):
     """obs -> (mean, log_std) of a diagonal Gaussian over pre-tanh actions, each [..., A].
 
-    log_std is squashed smoothly into [log_std_min, log_std_max].
+    log_std is squashed smoothly into [log_std_min, log_std_max] (or clipped to it).
     """
 
     action_size: int
@@ -239,6 +244,8 @@ class GaussianActor(nn.Module):
     # FastSAC: the head's kernel starts at zero, so every state starts at mean 0 and the
     # log-std at the middle of [log_std_min, log_std_max].
     zero_head: bool = False
+    # EDAC's and SAC-N's head: the raw log-std clipped to [log_std_min, log_std_max].
+    log_std_clip: bool = False
 
     @nn.compact
     def __call__(self, obs: jax.Array) -> tuple[jax.Array, jax.Array]:
@@ -254,6 +261,8 @@ class GaussianActor(nn.Module):
         mean, raw = jnp.split(x, 2, axis=-1)
         if self.softplus_std:
             return mean, jnp.log(jax.nn.softplus(raw) + self.min_std)
+        if self.log_std_clip:
+            return mean, jnp.clip(raw, self.log_std_min, self.log_std_max)
         return mean, squash_log_std(raw, self.log_std_min, self.log_std_max)
 
 

@@ -145,13 +145,16 @@ def gaussian_actor(
     activation: str = "relu",
     layer_norm_: bool = False,
     log_std_max: float = 2.0,
+    log_std_clip: bool = False,
 ):
     """A GaussianActor's (mean, log_std), [B, A] each: the log-std squashed into
-    [-5, log_std_max], or Brax's softplus std."""
+    [-5, log_std_max] (or clipped to it), or Brax's softplus std."""
     out = mlp(params["params"]["MLP_0"], obs, layer_norm_, activation=activation)
     mean, raw = np.split(out, 2, axis=-1)
     if softplus_std:
         return mean, np.log(softplus(raw) + 1e-3)
+    if log_std_clip:
+        return mean, np.clip(raw, -5.0, log_std_max)
     return mean, squash_log_std(raw, high=log_std_max)
 
 
@@ -161,6 +164,28 @@ def tanh_gaussian_log_prob(u, mean, log_std):
     gaussian = (-0.5 * z**2 - log_std - 0.5 * math.log(2 * math.pi)).sum(-1)
     # log(1 - tanh(u)^2) = 2 log 2 - 2 log(e^u + e^-u), exact where tanh(u) rounds to +-1.
     return gaussian - (2 * math.log(2.0) - 2 * np.logaddexp(u, -u)).sum(-1)
+
+
+def q_action_grads(params: dict, obs, action) -> np.ndarray:
+    """dQ_i/da [E, B, A] of a ReLU QEnsemble without normalisation layers, by backpropagating
+    by hand through each critic: W_L, then each hidden layer's ReLU mask and kernel."""
+    layers = params["params"]["critics"]["MLP_0"]
+    count = sum(name.startswith("Dense_") for name in layers)
+    size = next(iter(layers["Dense_0"].values())).shape[0]
+    x = np.concatenate([obs, action], -1)
+    grads = []
+    for e in range(size):
+        critic = member(layers, e)
+        h, masks = x, []
+        for i in range(count - 1):
+            z = h @ critic[f"Dense_{i}"]["kernel"] + critic[f"Dense_{i}"]["bias"]
+            masks.append(z > 0)
+            h = relu(z)
+        g = np.broadcast_to(critic[f"Dense_{count - 1}"]["kernel"][:, 0], h.shape)
+        for i in reversed(range(count - 1)):
+            g = (g * masks[i]) @ critic[f"Dense_{i}"]["kernel"].T
+        grads.append(g[:, obs.shape[-1] :])
+    return np.stack(grads)
 
 
 def normal(key: jax.Array, shape) -> np.ndarray:

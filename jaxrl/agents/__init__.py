@@ -53,6 +53,10 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
     "fast_sac": _spec(
         configs.FastSACConfig, "fast_sac", "FastSAC: C51 twin critics, LayerNorm, AdamW, SAC"
     ),
+    "sac_n": AlgorithmSpec(
+        configs.SACNConfig, "jaxrl.agents.edac", "SAC-N: SAC, N critics, target min over all", False
+    ),
+    "edac": _spec(configs.EDACConfig, "edac", "EDAC: SAC-N plus critic action-gradient diversity"),
     "td3": _spec(configs.TD3Config, "td3", "TD3: clipped double Q, smoothing, delay"),
     "fast_td3": _spec(
         configs.FastTD3Config, "fast_td3", "FastTD3: C51 twin critic, per-env noise, AdamW"

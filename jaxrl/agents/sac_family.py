@@ -324,6 +324,7 @@ def actor_network(config: SACConfig, action_size: int) -> GaussianActor:
         activation=config.activation,
         zero_head=config.zero_policy_head,
         softplus_std=config.softplus_std,
+        log_std_clip=config.log_std_clip,
         matmul_precision=config.matmul_precision,
         kernel_init=config.kernel_init,
     )

@@ -4,6 +4,7 @@ an agent. The agents' modules (`jaxrl.agents.sac`, ...) re-export their config; 
 shared settings are `network.NetworkSettings` and `network.InitSettings`."""
 
 from jaxrl.agents.configs.network import InitSettings, NetworkSettings
+from jaxrl.agents.configs.offline import EDACConfig, SACNConfig
 from jaxrl.agents.configs.ppo import PPOConfig
 from jaxrl.agents.configs.sac import (
     CrossQConfig,
@@ -19,6 +20,7 @@ __all__ = [
     "CrossQConfig",
     "DSACTConfig",
     "DroQConfig",
+    "EDACConfig",
     "FastSACConfig",
     "FastTD3Config",
     "InitSettings",
@@ -27,5 +29,6 @@ __all__ = [
     "PQLConfig",
     "REDQConfig",
     "SACConfig",
+    "SACNConfig",
     "TD3Config",
 ]

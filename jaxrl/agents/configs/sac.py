@@ -57,6 +57,10 @@ class SACConfig(InitSettings):
     log_std_max: float = 2.0
     """Upper bound of the policy's squashed log-std, whose lower bound is -5 (FastSAC: 0).
     Unused with softplus_std."""
+    log_std_clip: bool = False
+    """The policy's raw log-std clipped to [-5, log_std_max] (EDAC's and SAC-N's head)
+    instead of squashed smoothly into it: std 1 at initialisation (the squashed head's 0.22),
+    and a zero gradient beyond the bounds. Unused with softplus_std."""
     zero_policy_head: bool = False
     """The policy's output layer starts at zero: mean 0 and log-std mid-range in every state.
     FastSAC's initialisation: with log_std_max 0 every action dimension starts at std exp(-2.5)."""

@@ -1,0 +1,47 @@
+"""The configs of the offline Q-ensemble agents: SAC-N and EDAC (An et al. 2021,
+"Uncertainty-Based Offline RL with Diversified Q-Ensemble"). No jax here; the agent is
+`jaxrl.agents.edac`."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import ClassVar
+
+from jaxrl.agents.configs.sac import SACConfig
+
+
+@dataclasses.dataclass(frozen=True)
+class EDACConfig(SACConfig):
+    # The paper's and its reference code's settings for MuJoCo (as CORL's edac.py keeps
+    # them): 3 x 256 hidden layers, 10 critics, eta 1, learning rates 3e-4, tau 0.005, the
+    # raw log-std clipped to [-5, 2], batch 256 (the loop's). Their initialisation (biases
+    # 0.1, output layers uniform in +-3e-3) is not reproduced: jaxrl's LeCun-normal one.
+    actor_hidden: tuple[int, ...] = (256, 256, 256)
+    critic_hidden: tuple[int, ...] = (256, 256, 256)
+    num_critics: int = 10
+    log_std_clip: bool = True
+    eta: float = 1.0
+    """Weight of the ensemble gradient-diversity term in the critics' loss (the paper's eta):
+    the mean over rows of the sum over critic pairs i != j of the cosine between dQ_i/da and
+    dQ_j/da, divided by N - 1. 0: SAC-N."""
+
+    ARRAY_FIELDS: ClassVar[tuple[str, ...]] = (*SACConfig.ARRAY_FIELDS, "eta")
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.num_critics < 2:
+            raise ValueError(f"{type(self).__name__} needs num_critics >= 2")
+        if self.eta < 0:
+            raise ValueError(f"eta must be >= 0, got {self.eta}")
+        if self.policy_delay != 1 or self.critic_dropout or self.num_target_critics:
+            raise ValueError(
+                "SAC-N and EDAC update the actor every step from all critics, without dropout "
+                "(policy_delay 1, critic_dropout 0, num_target_critics unset)"
+            )
+
+
+@dataclasses.dataclass(frozen=True)
+class SACNConfig(EDACConfig):
+    # SAC-N: EDAC without the diversity term. The paper's N depends on the task (10 to 500
+    # for MuJoCo); 10 here, with the batch and lr of the loop.
+    eta: float = 0.0

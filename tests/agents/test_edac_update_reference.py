@@ -1,0 +1,134 @@
+"""SAC-N's and EDAC's whole `update` against an independent numpy reference, in the reference
+code's order (temperature, actor, critics): the temperature's own draw, the actor against the
+critics the update started from and the new temperature, the critics' target from the new
+actor and temperature, EDAC's diversity term from action gradients backpropagated by hand,
+each learner's first Adam step (finite-difference gradients) and the Polyak targets."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxrl.agents import edac, sac_family
+from tests import reference as ref
+
+OBS, ACT, B = 3, 2, 8
+SMALL = dict(actor_hidden=(8,), critic_hidden=(8, 8), num_critics=3, tau=0.1, init_alpha=0.5)
+CONFIGS = {
+    "edac": edac.EDACConfig(**SMALL, eta=2.0, reward_scale=2.0),
+    "sac_n": edac.SACNConfig(**SMALL),
+}
+
+
+def _setup(config, key=0):
+    agent = edac.make(config)
+    k_init, k_target, k_batch = jax.random.split(jax.random.PRNGKey(key), 3)
+    state = agent.init(k_init, OBS, ACT)
+    state = state.replace(
+        target_critic_params=ref.perturbed(state.target_critic_params, k_target, 0.2)
+    )
+    return agent, state, ref.mixed_batch(k_batch, B, OBS, ACT)
+
+
+def numpy_diversity(grads: np.ndarray) -> float:
+    """The mean over rows of sum_{i != j} cos(g_i, g_j), divided by E - 1, as a double loop."""
+    size, rows = grads.shape[:2]
+    total = 0.0
+    for b in range(rows):
+        for i in range(size):
+            for j in range(size):
+                if i != j:
+                    gi, gj = grads[i, b], grads[j, b]
+                    total += gi @ gj / ((np.linalg.norm(gi) + 1e-10) * (np.linalg.norm(gj) + 1e-10))
+    return total / rows / (size - 1)
+
+
+def test_diversity_is_the_mean_pairwise_cosine_of_the_action_gradients():
+    grads = np.asarray(jax.random.normal(jax.random.PRNGKey(3), (4, 5, 2)), np.float64)
+    np.testing.assert_allclose(edac.diversity(jnp.asarray(grads)), numpy_diversity(grads), 1e-5)
+    same = np.broadcast_to(grads[:1], grads.shape)  # identical critics: every cosine is 1
+    np.testing.assert_allclose(edac.diversity(jnp.asarray(same)), 4.0, rtol=1e-5)
+    opposed = np.concatenate([grads[:1], -grads[:1]])  # two critics apart: both pairs -1
+    np.testing.assert_allclose(edac.diversity(jnp.asarray(opposed)), -2.0, rtol=1e-5)
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_update_matches_numpy_reference(name):
+    config = CONFIGS[name]
+    agent, state, batch = _setup(config)
+    key = jax.random.PRNGKey(7)
+    new, metrics = jax.jit(agent.update)(state, batch, key)
+    p, n, b = ref.to64(state), ref.to64(new), ref.to64(batch)
+    keys = sac_family.UpdateKeys(*jax.random.split(key, 8))
+    target_entropy = -ACT
+
+    def policy(params, obs, key):
+        mean, log_std = ref.gaussian_actor(params, obs, log_std_clip=True)
+        u = mean + np.exp(log_std) * ref.normal(key, mean.shape)
+        return np.tanh(u), ref.tanh_gaussian_log_prob(u, mean, log_std)
+
+    # 1. The temperature, from its own draw at s, by one Adam step.
+    _, draw_log_prob = policy(p.actor.params, b.obs, keys.temperature_action)
+    alpha_grad = -(draw_log_prob + target_entropy).mean()
+    np.testing.assert_allclose(
+        metrics["alpha_loss"], -(p.log_alpha.params * (draw_log_prob + target_entropy)).mean(),
+        rtol=1e-4, atol=1e-6,
+    )  # fmt: skip
+    np.testing.assert_allclose(
+        n.log_alpha.params - p.log_alpha.params, -config.alpha_lr * np.sign(alpha_grad), rtol=1e-3
+    )
+    alpha = np.exp(n.log_alpha.params)  # the new temperature, which actor and critics read
+    np.testing.assert_allclose(metrics["alpha"], alpha, rtol=1e-6)
+
+    # 2. The actor, against the critics the update started from.
+    def actor_loss(params):
+        action, log_prob = policy(params, b.obs, keys.policy_action)
+        q = ref.q_ensemble(p.critic.params, b.obs, action)[..., 0]
+        return (alpha * log_prob - q.min(0)).mean()
+
+    np.testing.assert_allclose(metrics["actor_loss"], actor_loss(p.actor.params), rtol=1e-4)
+    actor_grad = ref.finite_difference_grad(actor_loss, p.actor.params)
+    ref.assert_adam_first_step(state.actor.params, new.actor.params, actor_grad, config.actor_lr)
+
+    # 3. The critics: the target from the new actor at s', the min over all target critics.
+    next_action, next_log_prob = policy(n.actor.params, b.next_obs, keys.next_action)
+    next_q = ref.q_ensemble(p.target_critic_params, b.next_obs, next_action)[..., 0]
+    soft = next_q.min(0) - alpha * next_log_prob
+    y = config.reward_scale * b.reward + b.discount * (1 - b.terminated) * soft
+
+    def td_loss(params):
+        q = ref.q_ensemble(params, b.obs, b.action)[..., 0]
+        return 0.5 * ((q - y) ** 2).mean(-1).sum()
+
+    def spread(params):
+        return numpy_diversity(ref.q_action_grads(params, b.obs, b.action))
+
+    def critic_loss(params):
+        return td_loss(params) + 0.5 * config.eta * spread(params)
+
+    np.testing.assert_allclose(metrics["critic_loss"], td_loss(p.critic.params), rtol=1e-4)
+    np.testing.assert_allclose(metrics["diversity"], spread(p.critic.params), rtol=1e-4, atol=1e-6)
+    critic_grad = ref.finite_difference_grad(critic_loss, p.critic.params)
+    ref.assert_adam_first_step(
+        state.critic.params, new.critic.params, critic_grad, config.critic_lr
+    )
+    if config.eta:  # the diversity term moves the critics: its gradient is far from zero
+        td_grad = ref.finite_difference_grad(td_loss, p.critic.params)
+        moved = [np.sign(a) != np.sign(t) for a, t in zip(jax.tree.leaves(critic_grad),
+                 jax.tree.leaves(td_grad), strict=True)]  # fmt: skip
+        assert sum(int(m.sum()) for m in moved) >= 5
+
+    ref.assert_polyak(new.target_critic_params, state.target_critic_params, new.critic.params, 0.1)
+    assert int(new.step) == 1
+
+
+def test_the_policy_head_clips_its_log_std_to_minus_five_and_two():
+    """EDAC's head: the raw log-std clipped to [-5, 2] (std 1 at a raw 0), where SAC squashes."""
+    agent, state, _ = _setup(CONFIGS["edac"])
+    obs = 30.0 * jax.random.normal(jax.random.PRNGKey(1), (64, OBS))  # raw outputs far out
+    actor = sac_family.actor_network(CONFIGS["edac"], ACT)
+    mean, log_std = actor.apply(state.actor.params, obs)
+    layers = state.actor.params["params"]["MLP_0"]
+    raw = np.split(ref.mlp(ref.to64(layers), np.asarray(obs, np.float64)), 2, -1)[1]
+    assert (raw < -5).any() and (raw > 2).any()
+    np.testing.assert_allclose(log_std, np.clip(raw, -5, 2), rtol=1e-4, atol=1e-4)
