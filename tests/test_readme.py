@@ -154,6 +154,8 @@ def test_readme_commands_parse(tmp_path, monkeypatch):
             tyro.cli(cli.EvalArgs, args=rest, registry=resolve.parser_registry())
         elif command == "render":
             tyro.cli(cli.RenderArgs, args=rest, registry=resolve.parser_registry())
+        elif command == "collect":
+            tyro.cli(cli.CollectArgs, args=rest, registry=resolve.parser_registry())
         elif command == "plot":
             plot.build_parser().parse_args(rest)
         elif command == "sweep":
@@ -168,15 +170,17 @@ def test_readme_commands_parse(tmp_path, monkeypatch):
             continue
         else:
             raise AssertionError(f"README or docs document an unknown command: jaxrl {command}")
-    assert {"train", "eval", "render", "plot", "sweep", "scale", "list", "bench"} <= seen
+    assert {"train", "eval", "render", "collect", "plot", "sweep", "scale", "list", "bench"} <= seen
 
 
 @pytest.mark.slow
 def test_readme_run_folder_commands_work_as_written(tmp_path, monkeypatch, capsys):
-    """The train, resume, eval, config and plot examples (docs/RUNS.md, docs/CLI.md), run as the
-    pages give them, the train commands first (about a minute on 2 cores)."""
+    """The train, resume, eval, config, plot and collect examples (docs/RUNS.md, docs/CLI.md,
+    docs/OFFLINE.md), run as the pages give them, the train commands first (about a minute on
+    2 cores)."""
     monkeypatch.chdir(tmp_path)
-    wanted = ("train", "eval", "plot")
+    monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path / "datasets"))
+    wanted = ("train", "eval", "plot", "collect")
     ran = []
     # docs/CLI.md (eval, plot) comes before docs/RUNS.md (train, resume) in PAGES: the run is
     # trained first, its commands in their order, then eval and plot in theirs.
@@ -189,7 +193,9 @@ def test_readme_run_folder_commands_work_as_written(tmp_path, monkeypatch, capsy
         assert cli.main(argv) == 0, argv
         ran.append(argv)
     out = capsys.readouterr().out
-    assert len(ran) == 6, ran
+    assert len(ran) == 8, ran
+    for quality in ("expert", "medium"):
+        assert (tmp_path / f"datasets/jaxrl/pendulum-{quality}-v0/data/metadata.json").is_file()
     assert checkpoint.steps(tmp_path / "runs/pendulum/checkpoints")[-1] == 40_000
     assert "@ 40,000 env steps: return" in out
     assert (tmp_path / "curves.png").stat().st_size > 10_000
