@@ -7,6 +7,7 @@ importable from here as before."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import os
@@ -227,17 +228,53 @@ def train(
     config = trainer.config  # with the algorithm's own loop defaults filled in
     _check_split(config, run_grid)
     members = _members(trainer, agent_config, run_grid)  # checked before compiling
+    dataset, about = _dataset(trainer)
     saved = None
     if out_path is not None:
         saved = run_config(config, agent_config, options, trainer, run_grid, env, randomization_fn)
+        saved.update(about)
 
     start = time.perf_counter()
     # The stored chunk loads beside the first state's work (dropped if never asked for).
-    with prefetching_chunk(trainer, run_grid) as early:
+    with _readying(trainer, run_grid, dataset) as early:
         state = _initial_state(trainer, run_grid, members, early)
         return _execute(trainer, run_grid, members, state, [], out_path=out_path,
                         options=options, progress=progress, progress_fn=progress_fn,
-                        start=start, saved=saved, early=early)  # fmt: skip
+                        start=start, saved=saved, early=early, dataset=dataset)  # fmt: skip
+
+
+def _readying(trainer: Trainer, run_grid, dataset):
+    """`prefetching_chunk`'s context, but for a run whose first chunks are offline ones (a
+    `dataset`): its online chunk, if it has one, compiles when its turn comes."""
+    if dataset is not None:
+        return contextlib.nullcontext()
+    return prefetching_chunk(trainer, run_grid)
+
+
+def _dataset(trainer: Trainer, saved: dict | None = None) -> tuple[Any, dict]:
+    """An offline run's dataset (`config.dataset`), checked against the run and put on the
+    device, with what config.json keeps of it ({"dataset": id, rows, fingerprint}); (None, {})
+    for a run without one. `saved`: a resumed run's config.json, whose dataset must be the
+    same one (its rows' fingerprint)."""
+    config = trainer.config
+    if not config.offline_updates:
+        return None, {}
+    from jaxrl.data import minari_format
+    from jaxrl.loops import offline
+
+    data = minari_format.load(config.dataset)
+    offline.check_dataset(config, data, trainer.observation, trainer.env.action_size)
+    about = {
+        "dataset": {"id": data.dataset_id, "rows": data.rows, "fingerprint": data.fingerprint()}
+    }
+    kept = (saved or {}).get("dataset")
+    if kept is not None and kept != about["dataset"]:
+        raise ConfigError(
+            f"--dataset {config.dataset}: not the data this run trained on ({kept['id']}, "
+            f"{kept['rows']:,} rows, fingerprint {kept['fingerprint']}); a resumed run reads "
+            "the same dataset"
+        )
+    return offline.dataset_buffer(data), about
 
 
 def _execute(trainer, run_grid, members, state, history, **fields) -> RunResult:
@@ -359,7 +396,9 @@ def resume(
             "config.json was edited. Resume on the devices the run had "
             f"({saved['train'].get('devices')}), or on one (--devices 0)."
         )
-    total = trainer.config.num_chunks * per_chunk
+    config = trainer.config
+    total = config.offline_chunks * config.offline_updates_per_chunk + config.num_chunks * per_chunk
+    dataset, _ = _dataset(trainer, saved)
     run_grid = grid.Grid.from_json(saved)
     members = _members(trainer, agent_config, run_grid)
     say = None if progress is None else progress if callable(progress) else print
@@ -367,7 +406,7 @@ def resume(
         say(f"{out_path}: --steps {total_steps:,} rounded up to {total:,}, whole chunks of "
             f"{per_chunk:,} env steps")  # fmt: skip
     start = time.perf_counter()
-    with prefetching_chunk(trainer, run_grid) as early:
+    with _readying(trainer, run_grid, dataset) as early:
         like = _initial_state(trainer, run_grid, members, early)
         step, history, state = _restored(out_path, like, _meta(trainer, run_grid), say)
         target = options.stop_at_return
@@ -385,7 +424,7 @@ def resume(
         saved["run"] = dataclasses.asdict(options)
         return _execute(trainer, run_grid, members, state, history, out_path=out_path,
                         options=options, progress=progress, progress_fn=progress_fn,
-                        start=start, saved=saved, early=early)  # fmt: skip
+                        start=start, saved=saved, early=early, dataset=dataset)  # fmt: skip
 
 
 def _saved_settings(saved, out_path, total_steps, devices, wandb, env, randomization_fn):

@@ -47,6 +47,7 @@ PERF_COLUMNS = frozenset(
         "env_steps_per_second",
         "chunk_env_steps_per_second",
         "all_seeds_env_steps_per_second",
+        "offline_updates_per_second",
     }
 )
 EPISODE_COLUMNS = {
@@ -113,7 +114,7 @@ class RunLogger:
 
             # TensorBoard drops an earlier process's events from this step on. A rollback to
             # the run's start keeps no rows but left events: all of them go (step 0).
-            purge = history[-1]["env_steps"] + 1 if history else None
+            purge = history[-1].get("step", history[-1]["env_steps"]) + 1 if history else None
             if purge is None and (out_path / "tensorboard").exists():
                 purge = 0
             # tensorboardX names its file by the second and the host: a writer opened in the
@@ -146,10 +147,11 @@ class RunLogger:
         }
         if self._tb is not None:
             for name, value in scalars.items():
-                self._tb.add_scalar(tensorboard_tag(name), value, global_step=row["env_steps"])
+                step = row.get("step", row["env_steps"])
+                self._tb.add_scalar(tensorboard_tag(name), value, global_step=step)
             self._tb.flush()
         if self._wandb is not None:
-            self._wandb.log(scalars, step=row["env_steps"])
+            self._wandb.log(scalars, step=row.get("step", row["env_steps"]))
 
     def add_scalar(self, name: str, value: float, env_steps: int) -> None:
         """A value that is no column of the rows (the compile time of this process), to
@@ -216,15 +218,24 @@ def _eta(seconds: float) -> str:
     return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
 
 
+def _advance(row: dict) -> tuple[int, float, str]:
+    """(the run's step at `row`, its chunk's rate, the rate's unit): env steps, or in a run
+    with offline updates its step (updates and env steps), at an offline chunk's update rate."""
+    step = row.get("step", row["env_steps"])
+    if row.get("phase") == "offline":
+        return step, row["offline_updates_per_second"], "updates"
+    return step, row["chunk_env_steps_per_second"], "env-steps"
+
+
 def progress_line(row: dict, name: str, total_steps: int, warming_up: bool = False) -> str:
     """One chunk as a line: env steps, the last chunk's rate, ETA at that rate, returns.
     `warming_up`: the chunk ran (some of) an off-policy run's warm-up, random actions and no
     updates, so its rate says nothing of the rest: no ETA ("?")."""
-    rate = row["chunk_env_steps_per_second"]
-    remaining = _remaining(total_steps, row["env_steps"], rate, warming_up)
+    done, rate, unit = _advance(row)
+    remaining = _remaining(total_steps, done, rate, warming_up)
     parts = [
-        f"[{name}] {row['env_steps']:>9,}/{total_steps:,} steps",
-        f"{rate:>8,.0f} env-steps/s",
+        f"[{name}] {done:>9,}/{total_steps:,} {'updates' if unit == 'updates' else 'steps'}",
+        f"{rate:>8,.0f} {unit}/s",
         f"ETA {_eta(remaining)}",
         f"eval {row['eval_return']:9.2f} ± {row['eval_return_std']:.1f}",
     ]
@@ -318,18 +329,18 @@ class Progress:
             self._bar.update(self._task, rate=text)
 
     def chunk(self, row: dict) -> None:
-        warming_up = self._last_steps < self.warm_up_until
+        warming_up = self._last_steps < self.warm_up_until and row.get("phase") != "offline"
         self._last_steps = row["env_steps"]
         line = progress_line(row, self.name, self.total_steps, warming_up)
         if self._bar is None:
             self.printer(line)
             return
-        rate = row["chunk_env_steps_per_second"]
-        remaining = _remaining(self.total_steps, row["env_steps"], rate, warming_up)
+        done, rate, unit = _advance(row)
+        remaining = _remaining(self.total_steps, done, rate, warming_up)
         self._bar.update(
             self._task,
-            completed=row["env_steps"],
-            rate=f"{_short(rate)} steps/s",
+            completed=done,
+            rate=f"{_short(rate)} {'updates' if unit == 'updates' else 'steps'}/s",
             eta=_eta(remaining),
             eval=f"{row['eval_return']:.2f}",
         )

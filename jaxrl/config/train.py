@@ -123,6 +123,10 @@ SECTIONS: dict[str, Section] = {
             "acting_lag",
         ),
     ),
+    "offline": Section(
+        "Offline RL: a Minari dataset learnt from before (or instead of) any env step.",
+        ("dataset", "offline_updates", "offline_eval_every"),
+    ),
     "on_policy": Section(
         "On-policy algorithms (PPO): the rollouts, and hard resets of the training envs.",
         ("unroll_length", "reset_every"),
@@ -164,7 +168,15 @@ class TrainConfig:
     """Random seed: initialisation, env resets, exploration and batch sampling derive from it."""
     total_steps: Annotated[int, tyro.conf.arg(aliases=("--steps",))] = 50_000
     """Length of the run in env steps (transitions collected), all envs together.
-    Rounded up so that every evaluation chunk runs the same number of loop iterations."""
+    Rounded up so that every evaluation chunk runs the same number of loop iterations.
+    0 with --offline-updates: an offline run, which never steps the training envs."""
+    dataset: str | None = None
+    """A Minari dataset to learn from offline (docs/OFFLINE.md): its id under
+    MINARI_DATASETS_PATH, or its folder. Its observations and actions must fit --env."""
+    offline_updates: int = 0
+    """Gradient updates on --dataset before any env step (all of an offline run's updates)."""
+    offline_eval_every: int = 5_000
+    """Offline updates between evaluations: one chunk each (rounded as --eval-every is)."""
     num_envs: int = 16
     """Training envs run in parallel; one loop iteration steps all of them once."""
     env_options: dict[str, Any] = dataclasses.field(default_factory=dict)
@@ -351,11 +363,12 @@ class TrainConfig:
         """The run's length and the replay's sizes, each on its own, then, once the algorithm
         is named and learns off-policy, against each other: the buffer holds a batch, a step of
         every env and n_step of them, and updates start before the run ends."""
-        for name in ("total_steps", "num_envs", "batch_size", "updates_per_step", "buffer_size",
+        for name in ("num_envs", "batch_size", "updates_per_step", "buffer_size",
                      "unroll_updates"):  # fmt: skip
             value = getattr(self, name)
             if not _whole(value, 1):
                 raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+        self._check_offline()
         if self.buffer_size > INT32_MAX:
             raise ConfigError(
                 f"buffer_size {self.buffer_size:,} is beyond what the replay buffer indexes "
@@ -394,10 +407,41 @@ class TrainConfig:
                 f"n_step {self.n_step} x num_envs {self.num_envs} rows do not fit in buffer_size "
                 f"{self.buffer_size}; raise buffer_size."
             )
-        if self.learning_starts >= self.total_steps:
+        if self.total_steps and self.learning_starts >= self.total_steps:
             raise ConfigError(
                 f"learning_starts {self.learning_starts} >= total_steps {self.total_steps}: "
                 "no gradient update would ever run; lower learning_starts or raise total_steps."
+            )
+
+    def _check_offline(self) -> None:
+        """The run's length: env steps, offline updates, or both; a dataset to learn from."""
+        offline = self.offline_updates
+        if not _whole(offline, 0) or not _whole(self.offline_eval_every, 1):
+            raise ConfigError(
+                f"offline_updates must be an integer >= 0 and offline_eval_every >= 1, got "
+                f"{offline!r} and {self.offline_eval_every!r}"
+            )
+        if not _whole(self.total_steps, 0 if offline else 1):
+            least = (
+                "an integer >= 0" if offline else "a positive integer (0 needs --offline-updates)"
+            )
+            raise ConfigError(f"total_steps must be {least}, got {self.total_steps!r}")
+        if offline and self.dataset is None:
+            raise ConfigError(f"--offline-updates {offline}: name the data with --dataset")
+        if self.dataset is not None and not offline:
+            raise ConfigError(
+                f"--dataset {self.dataset}: give --offline-updates N (the updates on it); "
+                "mixing a dataset into online training is not built yet"
+            )
+        if offline and self.total_steps:
+            raise ConfigError(
+                f"--offline-updates {offline} with --steps {self.total_steps}: fine-tuning "
+                "online after offline training is not built yet; train offline with --steps 0"
+            )
+        if offline and self.algo is not None and self.on_policy:
+            raise ConfigError(
+                f"--offline-updates with {self.algo}: an on-policy algorithm learns only from "
+                "its own rollouts; pick an off-policy one (edac, sac_n, sac, td3, ...)"
             )
 
     def _check_on_policy(self) -> None:
@@ -493,17 +537,44 @@ class TrainConfig:
 
     @property
     def num_chunks(self) -> int:
-        """Evaluations in the run: one every eval_every env steps, but at most one per
-        iteration (a step of all envs, or a rollout), so the run does not overshoot
+        """Evaluations in the run's online part: one every eval_every env steps, but at most
+        one per iteration (a step of all envs, or a rollout), so the run does not overshoot
         total_steps when an iteration is longer than eval_every."""
         per_chunk = max(self.eval_every, self.env_steps_per_iteration)
         return -(-self.total_steps // per_chunk)
 
     @property
+    def offline_chunks(self) -> int:
+        """Evaluations in the run's offline part: one every offline_eval_every updates."""
+        return -(-self.offline_updates // max(self.offline_eval_every, self.updates_per_step))
+
+    @property
+    def offline_iterations_per_chunk(self) -> int:
+        """Iterations (a draw of updates_per_step batches, then as many updates) per offline
+        chunk, spread as iterations_per_chunk spreads env steps."""
+        if not self.offline_chunks:
+            return 0
+        iterations = -(-self.offline_updates // self.updates_per_step)
+        return -(-iterations // self.offline_chunks)
+
+    @property
+    def offline_updates_per_chunk(self) -> int:
+        return self.offline_iterations_per_chunk * self.updates_per_step
+
+    @property
+    def total_chunks(self) -> int:
+        """The run's chunks: its offline ones, then its online ones."""
+        return self.offline_chunks + self.num_chunks
+
+    @property
     def iterations_per_chunk(self) -> int:
         """Loop iterations per chunk, spread so the run ends at the first multiple of
         num_chunks iterations at or above total_steps: an evaluation about every eval_every
-        env steps."""
+        env steps. A run without env steps (offline only) keeps the size of one evaluation's."""
+        if not self.num_chunks:
+            return -(
+                -max(self.eval_every, self.env_steps_per_iteration) // self.env_steps_per_iteration
+            )
         iterations = -(-self.total_steps // self.env_steps_per_iteration)
         iterations = -(-iterations // self.num_chunks)
         if self.split:  # whole exchanges of the actor/learner split

@@ -81,6 +81,16 @@ class OfflineData:
             raise DatasetError(f"{self.dataset_id}: its reference and random returns are equal")
         return 100.0 * (np.asarray(returns, np.float64) - low) / (high - low)
 
+    def fingerprint(self) -> str:
+        """A short hash of every row (sha256 of the arrays' bytes): a resumed run checks that
+        it reads the dataset it trained on."""
+        import hashlib
+
+        digest = hashlib.sha256()
+        for name in ("obs", "action", "reward", "next_obs", "terminated", "done"):
+            digest.update(np.ascontiguousarray(getattr(self, name)).tobytes())
+        return digest.hexdigest()[:16]
+
     def transitions(self) -> Any:
         """The rows as a `jaxrl.types.Transition` of device arrays (what replay holds)."""
         import jax.numpy as jnp

@@ -54,6 +54,10 @@ class Trainer(NamedTuple):
     program_id: str | None = None
     """The run's part of its programs' keys in the store of compiled programs
     (`jaxrl.run.programs.identity`, set by the driver); None: its programs are not stored."""
+    offline_chunk: Callable[[Any, Any], tuple[Any, dict]] | None = None
+    """`offline_chunk(state, dataset) -> (state, metrics)`: a chunk of updates on a dataset on
+    the device (`jaxrl.loops.offline`), for the run's first `offline_chunks` chunks; None for
+    a run without --offline-updates."""
 
 
 def make_envs(

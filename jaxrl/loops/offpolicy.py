@@ -113,6 +113,7 @@ def make_init(config: TrainConfig, agent: Agent, env: Any, view, data) -> Callab
     of one member of a settings grid where given (their agent state and `hp`)."""
     num_envs, action_size = config.num_envs, env.action_size
     reset = make_reset(config, env, data, KEY_SPLITS)
+    capacity = config.replay_capacity // num_envs if config.total_steps else 1
 
     def init(
         key: jax.Array, member: tuple[Agent, TrainConfig] | None = None, env_state: Any = None
@@ -139,7 +140,8 @@ def make_init(config: TrainConfig, agent: Agent, env: Any, view, data) -> Callab
         return OffPolicyState(
             agent=agent_state,
             env_state=env_state,
-            buffer=replay.init(example, config.replay_capacity // num_envs, num_envs),
+            # An offline run never steps its training envs: one slot, never written.
+            buffer=replay.init(example, capacity, num_envs),
             obs_stats=stats,
             key=key,
             iteration=jnp.zeros((), jnp.int32),
@@ -299,9 +301,14 @@ def make_train(
         return jax.lax.scan(lambda s, _: chunk(s), parts.init(key), None, config.num_chunks)
 
     policy = make_policy(config, agent)
+    offline_chunk = None
+    if config.offline_updates:
+        from jaxrl.loops.offline import make_offline_chunk
+
+        offline_chunk = make_offline_chunk(config, parts.learn, evaluate)
     return Trainer(
         config, agent, env, eval_env, parts.init, chunk, evaluate, train, policy, view, data,
-        reset=make_reset(config, env, data, KEY_SPLITS),
+        reset=make_reset(config, env, data, KEY_SPLITS), offline_chunk=offline_chunk,
     )  # fmt: skip
 
 

@@ -107,3 +107,4 @@ class Plan:
     run_grid: Any  # jaxrl.grid.Grid, or None for a run of one seed
     initial: Callable[[], Any]
     early: Any = None  # runner.EarlyChunk: the chunk compiling beside the initial state's work
+    dataset: Any = None  # an offline run's dataset on the device (`jaxrl.loops.offline`)

@@ -44,8 +44,9 @@ def _seeds_row(rows: list[dict], seeds: tuple[int, ...]) -> dict:
     trained = [r["train_episode_return"] for r in rows if r["train_episode_return"] is not None]
     summary = seed_summary(returns)
     row = {k: first[k] for k in ("chunk", "env_steps", "train_seconds", "wall_seconds")}
-    if "updates" in first:  # gradient updates of one seed (each does the same)
-        row["updates"] = first["updates"]
+    for key in ("updates", *OFFLINE_KEYS):  # of one seed (each does the same)
+        if key in first:
+            row[key] = first[key]
     row.update(
         chunk_seconds=first["chunk_seconds"],
         env_steps_per_second=first["env_steps_per_second"],
@@ -96,6 +97,42 @@ def _grid_row(rows: list[dict], run_grid: grid.Grid) -> dict:
     return row
 
 
+# The keys of a run with offline updates: its rows' phase ("offline" or "online"), the
+# offline updates done, the step (those plus the env steps: what checkpoints, TensorBoard and
+# the progress display count) and an offline chunk's rate.
+OFFLINE_KEYS = ("phase", "offline_updates", "step", "offline_updates_per_second")
+
+
+def step_of(row: dict) -> int:
+    """A row's step: its env steps, plus its offline updates in a run that has some."""
+    return row.get("step", row["env_steps"])
+
+
+def where(row: dict) -> str:
+    """A row's place in its run, for a message: "12,000 env steps" (or "8,000 offline
+    updates", or "8,000 offline updates and 12,000 env steps")."""
+    steps = f"{row['env_steps']:,} env steps"
+    if "offline_updates" not in row:
+        return steps
+    updates = f"{row['offline_updates']:,} offline updates"
+    return updates if row["phase"] == "offline" else f"{updates} and {steps}"
+
+
+def _offline_fields(chunk: int, config: TrainConfig, env_steps: int, seconds: float) -> dict:
+    """The OFFLINE_KEYS of chunk `chunk`'s row of a run with offline updates (none without)."""
+    if not config.offline_updates:
+        return {}
+    per_chunk = config.offline_updates_per_chunk
+    updates = min(chunk + 1, config.offline_chunks) * per_chunk
+    offline = chunk < config.offline_chunks
+    return {
+        "phase": "offline" if offline else "online",
+        "offline_updates": updates,
+        "step": updates + env_steps,
+        "offline_updates_per_second": per_chunk / max(seconds, 1e-9) if offline else 0.0,
+    }
+
+
 def _row(
     chunk: int,
     metrics: dict,
@@ -106,6 +143,7 @@ def _row(
 ) -> dict:
     metrics = {k: np.asarray(v).item() for k, v in metrics.items() if not k.startswith(NONFINITE)}
     env_steps = int(metrics.pop("iteration")) * config.env_steps_per_iteration
+    online = chunk >= config.offline_chunks  # an offline chunk steps no env
     episodes = metrics.pop("episodes")
     return_sum = metrics.pop("episode_return_sum")
     length_sum = metrics.pop("episode_length_sum")
@@ -118,7 +156,10 @@ def _row(
         "chunk_seconds": round(chunk_seconds, 6),
         "env_steps_per_second": env_steps / max(train_seconds, 1e-9),
         # This chunk's own rate: what the progress display and its ETA use.
-        "chunk_env_steps_per_second": config.env_steps_per_chunk / max(chunk_seconds, 1e-9),
+        "chunk_env_steps_per_second": (
+            config.env_steps_per_chunk / max(chunk_seconds, 1e-9) if online else 0.0
+        ),
+        **_offline_fields(chunk, config, env_steps, chunk_seconds),
         "train_episodes": int(episodes),
         # None where no episode finished during the chunk.
         "train_episode_return": return_sum / episodes if episodes else None,
@@ -135,6 +176,7 @@ TIMING_KEYS = (
     "env_steps_per_second",
     "chunk_env_steps_per_second",
     "all_seeds_env_steps_per_second",
+    "offline_updates_per_second",
 )
 
 
@@ -163,6 +205,13 @@ def _without_seeds(row: dict) -> dict:
 def rounding_note(config: TrainConfig) -> str | None:
     """Says how a run's length was rounded up (None where it was not): every chunk runs the
     same whole loop iterations, each a step (or a rollout) of every env."""
+    updates = config.offline_chunks * config.offline_updates_per_chunk
+    if updates != config.offline_updates:
+        return (
+            f"{config.offline_updates:,} offline updates rounded up to {updates:,}: "
+            f"{_count(config.offline_chunks, 'evaluation chunk')} of "
+            f"{_count(config.offline_updates_per_chunk, 'update')}"
+        )
     total = config.num_chunks * config.env_steps_per_chunk
     if total == config.total_steps:
         return None

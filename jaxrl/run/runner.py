@@ -25,7 +25,7 @@ from jaxrl.run.folder import _meta, _write_summary
 from jaxrl.run.health import NonFiniteError, _roll_back, chunk_problem, stop_message
 from jaxrl.run.plan import Plan, RunResult
 from jaxrl.run.resources import _shardings
-from jaxrl.run.rows import _grid_row, _row, _without_seeds, rounding_note
+from jaxrl.run.rows import _grid_row, _row, _without_seeds, rounding_note, step_of, where
 from jaxrl.run.state import compile_with_options
 
 
@@ -104,6 +104,22 @@ def _chunk_stored(plan: Plan) -> bool:
 
 def _chunk_kind(run_grid) -> str:
     return "chunk" if run_grid is None else "chunk-vmapped"
+
+
+def compile_offline_chunk(trainer, state, dataset, run_grid) -> Any:
+    """The offline chunk (`jaxrl.loops.offline`), compiled for `state` and `dataset` (vmapped
+    over a grid's members, who share the one dataset); only the state is donated."""
+    program = trainer.offline_chunk
+    if run_grid is not None:
+        program = jax.vmap(program, in_axes=(0, None), axis_name=GRID_AXIS)
+    kind = "offline-chunk" if run_grid is None else "offline-chunk-vmapped"
+    return programs.load_or_compile(
+        trainer.program_id,
+        kind,
+        (state, dataset),
+        lambda: jax.jit(program, donate_argnums=0).lower(state, dataset),
+        compile_chunk_lowered,
+    )
 
 
 class EarlyChunk:
@@ -260,7 +276,7 @@ class Runner:
         try:
             with stop:
                 index = len(self.history)
-                while index < config.num_chunks:
+                while index < config.total_chunks:
                     rows, metrics = self._train_chunk(index)
                     problem = chunk_problem(rows, metrics, config, index, self.plan.run_grid)
                     if problem:
@@ -273,7 +289,7 @@ class Runner:
                     target = options.stop_at_return
                     reached = target is not None and row["eval_return"] >= target
                     self.reached = reached
-                    last = index == config.num_chunks - 1 or reached
+                    last = index == config.total_chunks - 1 or reached
                     every = options.checkpoint_every
                     due = last or (every and (index + 1) % every == 0) or stop.requested
                     if due:
@@ -306,8 +322,9 @@ class Runner:
         # same rows; process 0 alone reports and writes them, all take part in checkpoints.
         self.primary = primary = sharding.is_primary()
         out_path, history = plan.out_path, plan.history
-        total = config.num_chunks * config.env_steps_per_chunk
-        done = history[-1]["env_steps"] if history else 0
+        total = config.offline_chunks * config.offline_updates_per_chunk
+        total += config.num_chunks * config.env_steps_per_chunk
+        done = step_of(history[-1]) if history else 0
         progress, progress_fn = (plan.progress, plan.progress_fn) if primary else (None, None)
         warm_up = 0 if config.on_policy else config.learning_starts  # no ETA before it
         # Opened before the compile, so that its seconds to minutes are not a silent wait.
@@ -327,7 +344,13 @@ class Runner:
                 self.reporter.message(f"[{self.name}] compiling{again}")
                 self.reporter.status("compiling")
         self.chunk = plan.early.take(plan.state) if plan.early is not None else None
-        if self.chunk is None:
+        self.offline = None
+        if len(history) < config.offline_chunks:  # the online chunk compiles when it is due
+            self.offline = compile_offline_chunk(
+                plan.trainer, plan.state, plan.dataset, plan.run_grid
+            )
+            self.chunk = self.offline
+        elif self.chunk is None:
             self.chunk = compile_chunk(plan.trainer, plan.state, plan.run_grid)
         self.compile_seconds = time.perf_counter() - plan.start
         if self.reporter:
@@ -386,7 +409,12 @@ class Runner:
         aggregate of a grid's, is `self.row`."""
         config, run_grid = self.config, self.plan.run_grid
         tick = time.perf_counter()
-        self.state, metrics = self.chunk(self.state)
+        if index < config.offline_chunks:
+            self.state, metrics = self.offline(self.state, self.plan.dataset)
+        else:
+            if self.chunk is self.offline:
+                self.chunk = compile_chunk(self.plan.trainer, self.state, run_grid)
+            self.state, metrics = self.chunk(self.state)
         metrics = jax.device_get(metrics)
         chunk_seconds = time.perf_counter() - tick
         self.train_seconds += chunk_seconds
@@ -444,12 +472,13 @@ class Runner:
             self.reporter.chunk(row)
 
     def _save(self, row: dict) -> None:
-        """A checkpoint of the whole run at `row`'s env steps (where the run has a folder)."""
+        """A checkpoint of the whole run at `row`'s step (its env steps, plus its offline
+        updates where it has some; where the run has a folder)."""
         if self.checkpoints is not None:
             checkpoint.save(
                 self.checkpoints,
                 self.state,
-                row["env_steps"],
+                step_of(row),
                 self.history,
                 self.meta,
                 include_buffer=self.options.checkpoint_buffer,
@@ -459,13 +488,12 @@ class Runner:
         if self.reporter:
             self.reporter.message(
                 f"[{self.name}] eval return {row['eval_return']:.2f} "
-                f">= stop_at_return {target:g}: run ended at "
-                f"{row['env_steps']:,} env steps"
+                f">= stop_at_return {target:g}: run ended at {where(row)}"
             )
 
     def _interrupted(self, row: dict) -> Interrupted:
         return Interrupted(
-            f"interrupted at {row['env_steps']:,} env steps; checkpoint saved. "
+            f"interrupted at {where(row)}; checkpoint saved. "
             f"Continue with: jaxrl train --resume {self.plan.out_path}",
             self._result(),
         )

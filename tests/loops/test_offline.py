@@ -1,0 +1,167 @@
+"""Offline runs (`jaxrl.loops.offline`): chunks of updates on a dataset on the device, no env
+step, evaluation in the eval envs; their rows, checkpoints, statistics, seeds in one program,
+exact resume, and the input they refuse."""
+
+import json
+import shutil
+
+import chex
+import jax
+import numpy as np
+import pytest
+
+from jaxrl import checkpoint, cli, driver
+from jaxrl.config import ConfigError, TrainConfig
+from jaxrl.data import collect, minari_format
+from jaxrl.run.rows import learning_metrics
+from tests import tiny
+
+DATASET = "jaxrl/offline-test-v0"
+EPISODE = 50
+
+
+@pytest.fixture(scope="module")
+def datasets(tmp_path_factory):
+    """A dataset of 400 rows from a tiny SAC run's noisy policy on the pendulum."""
+    root = tmp_path_factory.mktemp("offline")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("MINARI_DATASETS_PATH", str(root / "datasets"))
+        config = tiny.off_policy(normalize_observations=True, episode_length=EPISODE)
+        driver.train(config, tiny.SAC, root / "run", progress=None)
+        settings = collect.CollectSettings(str(root / "run"), DATASET, 400, noise=0.2, num_envs=4)
+        collect.collect(settings, log=lambda line: None)
+    return root / "datasets"
+
+
+@pytest.fixture(autouse=True)
+def _datasets_path(datasets, monkeypatch):
+    monkeypatch.setenv("MINARI_DATASETS_PATH", str(datasets))
+
+
+def _config(**overrides):
+    """An offline run of 64 updates in 2 chunks (2 updates of 16 rows an iteration)."""
+    settings = dict(
+        tiny.PENDULUM,
+        total_steps=0,
+        offline_updates=64,
+        offline_eval_every=32,
+        dataset=DATASET,
+        batch_size=16,
+        updates_per_step=2,
+        episode_length=EPISODE,
+        normalize_observations=True,
+    )
+    return TrainConfig(**{**settings, **overrides})
+
+
+EDAC = tiny.agent("edac", num_critics=3)
+
+
+def test_an_offline_run_learns_from_the_dataset_alone(tmp_path):
+    result = driver.train(_config(), EDAC, tmp_path / "run", progress=None, checkpoint_every=1)
+    rows = result.history
+    assert [(r["phase"], r["offline_updates"], r["step"], r["env_steps"]) for r in rows] == [
+        ("offline", 32, 32, 0),
+        ("offline", 64, 64, 0),
+    ]
+    assert all(np.isfinite(r["eval_return"]) and r["updates"] == 32 for r in rows)
+    assert checkpoint.steps(tmp_path / "run/checkpoints") == [32, 64]
+    state = result.state
+    assert int(state.agent.step) == 64 and int(state.iteration) == 0  # no env step
+    assert int(state.buffer.size) == 0  # the training envs' replay never written
+    data = minari_format.load(DATASET)
+    np.testing.assert_allclose(state.obs_stats.mean, data.obs.mean(0), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(state.obs_stats.var, data.obs.var(0), rtol=1e-4, atol=1e-6)
+    assert float(state.obs_stats.count) == data.rows
+    saved = json.loads((tmp_path / "run/config.json").read_text())
+    assert saved["dataset"] == {"id": DATASET, "rows": 400, "fingerprint": data.fingerprint()}
+    summary = json.loads((tmp_path / "run/summary.json").read_text())
+    assert summary["final_eval_return"] == rows[-1]["eval_return"]
+
+
+def test_the_dataset_is_what_the_updates_read():
+    """The same run on a dataset whose rewards are negated learns other critics."""
+    steps, _ = _stream_of(minari_format.load(DATASET))
+    steps["reward"] = -steps["reward"]
+    _write_stream("jaxrl/negated-v0", steps)
+    one = driver.train(_config(offline_updates=32), EDAC, None, progress=None)
+    other = driver.train(
+        _config(offline_updates=32, dataset="jaxrl/negated-v0"), EDAC, None, progress=None
+    )
+    assert one.history[0]["q_mean"] < other.history[0]["q_mean"]
+
+
+def _stream_of(data):
+    """The dataset's rows as one env's stream [R, 1] (its episodes end where `done` is 1)."""
+    truncated = np.maximum(data.truncated, data.done - data.terminated)
+    steps = {
+        "obs": data.obs, "action": data.action, "reward": data.reward,
+        "next_obs": data.next_obs, "terminated": data.terminated, "truncated": truncated,
+    }  # fmt: skip
+    return {k: v[:, None] for k, v in steps.items()}, None
+
+
+def test_seeds_train_offline_in_one_program_as_each_alone():
+    together = driver.train(_config(), EDAC, None, progress=None, seeds=2)
+    alone = driver.train(_config(seed=1), EDAC, None, progress=None)
+    second = jax.tree.map(lambda x: x[1], together.state.agent)
+    chex.assert_trees_all_close(second, alone.state.agent, rtol=1e-5, atol=1e-6)
+    assert together.history[-1]["eval_returns"][1] == pytest.approx(
+        alone.history[-1]["eval_return"], rel=1e-5, abs=1e-4
+    )
+
+
+def test_an_offline_run_resumes_bit_exactly(tmp_path):
+    full = driver.train(_config(), EDAC, tmp_path / "full", progress=None)
+    driver.train(_config(), EDAC, tmp_path / "cut", progress=None, checkpoint_every=1)
+    shutil.rmtree(tmp_path / "cut/checkpoints/64")  # killed after the first chunk's checkpoint
+    (tmp_path / "cut/summary.json").unlink()
+    resumed = driver.resume(tmp_path / "cut", progress=None)
+    chex.assert_trees_all_equal(resumed.state.agent, full.state.agent)
+    assert learning_metrics(resumed.history) == learning_metrics(full.history)
+
+
+def _write_stream(dataset_id, steps):
+    episodes, _ = minari_format.episodes_from_steps(steps)
+    minari_format.write(dataset_id, episodes, ref_min_score=0, ref_max_score=1, info={},
+                        description="a test's", algorithm_name="test")  # fmt: skip
+
+
+def test_a_resume_refuses_a_dataset_that_changed(tmp_path, datasets):
+    steps, _ = _stream_of(minari_format.load(DATASET))
+    _write_stream("jaxrl/changing-v0", steps)
+    config = _config(dataset="jaxrl/changing-v0")
+    driver.train(config, EDAC, tmp_path / "run", progress=None, checkpoint_every=1)
+    shutil.rmtree(tmp_path / "run/checkpoints/64")
+    (tmp_path / "run/summary.json").unlink()
+    shutil.rmtree(datasets / "jaxrl/changing-v0")
+    steps["reward"] = steps["reward"] + 1.0
+    _write_stream("jaxrl/changing-v0", steps)
+    with pytest.raises(ConfigError, match="not the data this run trained on"):
+        driver.resume(tmp_path / "run", progress=None)
+
+
+@pytest.mark.parametrize(
+    "flags,message",
+    [
+        (["--dataset", "jaxrl/nowhere-v0"], "no such local Minari dataset"),
+        (["--env", "classic/mountain_car_continuous"], "observations of size 3"),
+        (["--dataset", None], "--offline-updates 64: name the data with --dataset"),
+        (["--offline-updates", "0"], "total_steps must be a positive integer"),
+        (["--steps", "1000"], "fine-tuning online after offline training is not built yet"),
+        (["--algo", "ppo"], "an on-policy algorithm learns only from its own rollouts"),
+        (["--critic-obs", "privileged"], "observes one array"),
+    ],
+)
+def test_bad_offline_flags_exit_2_with_one_line_and_write_nothing(tmp_path, capsys, flags, message):
+    argv = {
+        "--algo": "edac", "--env": "classic/pendulum", "--dataset": DATASET,
+        "--offline-updates": "64", "--steps": "0", "--num-envs": "4", "--batch-size": "16",
+        "--out": str(tmp_path / "run"),
+    }  # fmt: skip
+    argv.update(dict(zip(flags[::2], flags[1::2], strict=True)))
+    words = [w for k, v in argv.items() if v is not None for w in (k, v)]
+    assert cli.main(["train", *words, "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and "\n" not in err and "Traceback" not in err
+    assert not (tmp_path / "run").exists()
