@@ -31,13 +31,20 @@ def diversity(action_grads: jax.Array) -> jax.Array:
     row): each normalised to unit length (plus 1e-10, the reference code's), the sum over pairs
     i != j of their dot products, averaged over rows and divided by E - 1."""
     size = action_grads.shape[0]
-    unit = action_grads / (jnp.linalg.norm(action_grads, axis=-1, keepdims=True) + 1e-10)
+    # |g| with a zero gradient where g = 0 (a ReLU critic can be flat in the action): the
+    # norm's own gradient there is 0/0, a NaN that reached the parameters within thousands of
+    # updates on the pendulum (and through eta * NaN, even at eta 0).
+    squares = jnp.sum(action_grads**2, axis=-1, keepdims=True)
+    nonzero = squares > 0
+    norm = jnp.where(nonzero, jnp.sqrt(jnp.where(nonzero, squares, 1.0)), 0.0)
+    unit = action_grads / (norm + 1e-10)
     gram = jnp.einsum("ibk,jbk->bij", unit, unit)  # [B, E, E]
     off_diagonal = gram.sum((1, 2)) - jnp.trace(gram, axis1=1, axis2=2)
     return off_diagonal.mean() / (size - 1)
 
 
 def make(config: EDACConfig = EDACConfig()) -> Agent:
+    sac_n = type(config) is SACNConfig
     objectives = sac_family.losses(config)
     critic_net = sac_family.critic_network(config)
     head = config.head()
@@ -58,6 +65,8 @@ def make(config: EDACConfig = EDACConfig()) -> Agent:
         times the diversity term: the paper's sum of squared errors plus eta times it, halved,
         a scale Adam's step does not see."""
         loss, (values, head_state, _) = objectives.critic(params, state, batch, keys)
+        if sac_n:  # no diversity term: none computed
+            return loss, (values, head_state, loss, None)
         spread = diversity(action_grads(params, batch.critic_inputs[0], batch.action, state.hp))
         total = loss + 0.5 * state.hp["eta"] * spread
         return total, (values, head_state, loss, spread)
@@ -99,9 +108,12 @@ def make(config: EDACConfig = EDACConfig()) -> Agent:
         )
         alpha = jnp.exp(log_alpha.params)
         metrics = sac_family.update_metrics(c_loss, a_loss, t_loss, alpha, q, log_prob)
-        return new_state, {**metrics, "diversity": spread, "q_std": q.std(0).mean()}
+        metrics["q_std"] = q.std(0).mean()  # the ensemble's disagreement, its pessimism
+        if not sac_n:
+            metrics["diversity"] = spread
+        return new_state, metrics
 
-    name = "sac_n" if type(config) is SACNConfig else "edac"
+    name = "sac_n" if sac_n else "edac"
     return Agent(
         init=sac_family.initializer(config, opts),
         act=sac_family.acting(config),

@@ -45,3 +45,9 @@ class SACNConfig(EDACConfig):
     # SAC-N: EDAC without the diversity term. The paper's N depends on the task (10 to 500
     # for MuJoCo); 10 here, with the batch and lr of the loop.
     eta: float = 0.0
+    ARRAY_FIELDS: ClassVar[tuple[str, ...]] = SACConfig.ARRAY_FIELDS  # no eta to vary
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.eta:
+            raise ValueError(f"SAC-N has no diversity term (eta {self.eta}): that is --algo edac")
