@@ -58,6 +58,7 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
     ),
     "edac": _spec(configs.EDACConfig, "edac", "EDAC: SAC-N plus critic action-gradient diversity"),
     "td3": _spec(configs.TD3Config, "td3", "TD3: clipped double Q, smoothing, delay"),
+    "td3_bc": _spec(configs.TD3BCConfig, "td3_bc", "TD3+BC: TD3, actor also regressed onto data"),
     "fast_td3": _spec(
         configs.FastTD3Config, "fast_td3", "FastTD3: C51 twin critic, per-env noise, AdamW"
     ),

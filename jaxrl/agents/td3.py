@@ -193,9 +193,16 @@ def actor_and_targets(config: TD3Config, state: TD3State, critic_params, objecti
 
 
 def make(config: TD3Config = TD3Config()) -> Agent:
+    opts = optimizers(config)
+    update = updater(config, losses(config), opts)
+    return Agent(init=initializer(config, opts), act=acting(config), update=update, name="td3")
+
+
+def updater(config: TD3Config, objectives: Losses, opts: Optimizers) -> Callable:
+    """TD3's update over `objectives`: the critics' step, then the delayed actor and targets
+    (TD3+BC: the same with its own actor objective)."""
     head = config.head()
-    objectives = losses(config)
-    actor_opt, critic_opt = opts = optimizers(config)
+    actor_opt, critic_opt = opts
 
     def update(state: TD3State, batch: Batch, key: jax.Array):
         (c_loss, (q, head_state)), grads = jax.value_and_grad(objectives.critic, has_aux=True)(
@@ -220,4 +227,4 @@ def make(config: TD3Config = TD3Config()) -> Agent:
         metrics = {"critic_loss": c_loss, "actor_loss": a_loss, "q_mean": q.mean()}
         return new_state, {**metrics, **head.metrics(head_state)}
 
-    return Agent(init=initializer(config, opts), act=acting(config), update=update, name="td3")
+    return update

@@ -82,7 +82,11 @@ def test_the_same_seed_collects_the_same_data_and_another_seed_other_data(run):
         collect.collect(settings, log=lambda line: None)
         return minari_format.load(dataset_id)
 
-    first, again, other = rows("jaxrl/first-v0", 0), rows("jaxrl/again-v0", 0), rows("jaxrl/other-v0", 1)
+    first, again, other = (
+        rows("jaxrl/first-v0", 0),
+        rows("jaxrl/again-v0", 0),
+        rows("jaxrl/other-v0", 1),
+    )
     np.testing.assert_array_equal(first.obs, again.obs)
     np.testing.assert_array_equal(first.action, again.action)
     assert not np.allclose(first.obs, other.obs)
@@ -113,7 +117,14 @@ def test_an_existing_dataset_id_and_a_missing_source_are_refused(run, tmp_path, 
     assert json.loads(capsys.readouterr().out)["steps"] == 200
     assert cli.main(argv) == 2
     assert "a dataset of that id exists" in capsys.readouterr().err
-    missing = ["collect", str(tmp_path / "nothing"), "--dataset-id", "jaxrl/missing-v0", "--steps", "9"]
+    missing = [
+        "collect",
+        str(tmp_path / "nothing"),
+        "--dataset-id",
+        "jaxrl/missing-v0",
+        "--steps",
+        "9",
+    ]
     assert cli.main(missing) == 2
     assert "no such run folder or policy file" in capsys.readouterr().err
     with pytest.raises(ConfigError, match="--steps"):

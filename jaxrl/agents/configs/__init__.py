@@ -4,7 +4,7 @@ an agent. The agents' modules (`jaxrl.agents.sac`, ...) re-export their config; 
 shared settings are `network.NetworkSettings` and `network.InitSettings`."""
 
 from jaxrl.agents.configs.network import InitSettings, NetworkSettings
-from jaxrl.agents.configs.offline import EDACConfig, SACNConfig
+from jaxrl.agents.configs.offline import EDACConfig, SACNConfig, TD3BCConfig
 from jaxrl.agents.configs.ppo import PPOConfig
 from jaxrl.agents.configs.sac import (
     CrossQConfig,
@@ -30,5 +30,6 @@ __all__ = [
     "REDQConfig",
     "SACConfig",
     "SACNConfig",
+    "TD3BCConfig",
     "TD3Config",
 ]

@@ -1,6 +1,7 @@
-"""The configs of the offline Q-ensemble agents: SAC-N and EDAC (An et al. 2021,
-"Uncertainty-Based Offline RL with Diversified Q-Ensemble"). No jax here; the agent is
-`jaxrl.agents.edac`."""
+"""The configs of the offline agents: SAC-N and EDAC (An et al. 2021, "Uncertainty-Based
+Offline RL with Diversified Q-Ensemble"; the agent `jaxrl.agents.edac`) and TD3+BC (Fujimoto
+and Gu 2021, "A Minimalist Approach to Offline Reinforcement Learning"; `jaxrl.agents.td3_bc`).
+No jax here."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import dataclasses
 from typing import ClassVar
 
 from jaxrl.agents.configs.sac import SACConfig
+from jaxrl.agents.configs.td3 import TD3Config
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,3 +53,21 @@ class SACNConfig(EDACConfig):
         super().__post_init__()
         if self.eta:
             raise ValueError(f"SAC-N has no diversity term (eta {self.eta}): that is --algo edac")
+
+
+@dataclasses.dataclass(frozen=True)
+class TD3BCConfig(TD3Config):
+    # The paper's and the author's code's settings: TD3's (2 x 256, lr 3e-4, tau 0.005,
+    # policy delay 2, target noise 0.2 clipped at 0.5), alpha 2.5, batch 256 (the loop's), the
+    # states normalised by the dataset's statistics (the loop's normalize_observations; jaxrl
+    # divides by sqrt(var + 1e-8) and clips at 10, the author's code by std + 1e-3).
+    bc_alpha: float = 2.5
+    """The actor's loss is -lambda Q1(s, pi(s)) + mean (pi(s) - a)^2, lambda = bc_alpha over
+    the batch's mean |Q1(s, pi(s))| (held constant in the gradient): the paper's alpha."""
+
+    ARRAY_FIELDS: ClassVar[tuple[str, ...]] = (*TD3Config.ARRAY_FIELDS, "bc_alpha")
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.bc_alpha < 0:
+            raise ValueError(f"bc_alpha must be >= 0, got {self.bc_alpha}")
