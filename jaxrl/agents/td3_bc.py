@@ -5,7 +5,7 @@ The actor's loss is -lambda Q1(s, pi(s)) + mean((pi(s) - a)^2) with lambda = alp
 |Q1(s, pi(s))| over the batch, held constant in the gradient, so the Q term keeps one scale
 whatever the rewards' (the author's code: `F.mse_loss`, a mean over rows and action
 dimensions). The critics, targets and delays are TD3's (`jaxrl.agents.td3`); the states are
-normalised by the dataset's statistics (the loop's normalize_observations).
+normalised by the dataset's statistics (the loop's normalize_observations, on by default).
 """
 
 from __future__ import annotations
@@ -43,5 +43,9 @@ def make(config: TD3BCConfig = TD3BCConfig()) -> Agent:
     opts = td3.optimizers(config)
     update = td3.updater(config, objectives._replace(actor=actor), opts)
     return Agent(
-        init=td3.initializer(config, opts), act=td3.acting(config), update=update, name="td3_bc"
+        init=td3.initializer(config, opts),
+        act=td3.acting(config),
+        update=update,
+        name="td3_bc",
+        loop_defaults={"normalize_observations": True},  # the paper normalises the states
     )

@@ -165,3 +165,29 @@ def test_bad_offline_flags_exit_2_with_one_line_and_write_nothing(tmp_path, caps
     err = capsys.readouterr().err.strip()
     assert message in err and "\n" not in err and "Traceback" not in err
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.slow
+def test_td3_bc_learns_the_pendulum_from_a_noisy_expert_s_data(tmp_path, monkeypatch):
+    """The whole offline path on a real task: SAC's pendulum preset trained, its policy
+    collected with action noise 0.3 (20,000 rows), then TD3+BC on that data alone. Random play
+    scores about -1,240 and the noisy expert about -170; 4,000 updates reach above -400 (-118
+    to -218 from 2,000 to 8,000 updates when measured)."""
+    monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path / "datasets"))
+    from jaxrl.config import resolve
+
+    train, agent, _ = resolve.build_configs(["--preset", "sac_pendulum"])
+    driver.train(train, agent, tmp_path / "expert", progress=None)
+    settings = collect.CollectSettings(str(tmp_path / "expert"), "jaxrl/pendulum-v0", 20_000, 0.3)
+    report = collect.collect(settings, log=lambda line: None)
+    assert report["random_return"] < -1_000 and report["behaviour_return"] > -400
+    config = TrainConfig(
+        env="classic/pendulum", num_envs=4, eval_envs=16, total_steps=0, offline_updates=4_000,
+        offline_eval_every=2_000, dataset="jaxrl/pendulum-v0", batch_size=256,
+        updates_per_step=8, normalize_observations=True,
+    )  # fmt: skip
+    td3_bc = tiny.agent("td3_bc", hidden=(64, 64))
+    result = driver.train(config, td3_bc, None, progress=None)
+    assert result.history[-1]["eval_return"] > -400
+    data = minari_format.load("jaxrl/pendulum-v0")
+    assert data.normalized_score(result.history[-1]["eval_return"]) > 70
