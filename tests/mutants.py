@@ -2839,8 +2839,8 @@ MUTANTS = [
     m(
         "collect-noise-ignored",
         "jaxrl/data/collect.py",
-        "            noisy = jnp.clip(action + noise * jax.random.normal(noise_key, action.shape), -1, 1)",
-        "            noisy = jnp.clip(action, -1, 1)",
+        "action + noise * jax.random.normal(noise_key, action.shape)",
+        "action + 0.0 * jax.random.normal(noise_key, action.shape)",
         "--noise adds nothing to the collected actions",
         "tests/data/test_collect.py",
     ),
