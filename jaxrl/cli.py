@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import difflib
 import json
 import os
@@ -231,18 +232,8 @@ def cmd_collect(argv: list[str]) -> int:
         "Play a saved policy with Gaussian action noise in its run's envs; write a Minari dataset.",
         argv,
     )
-    settings = collect.CollectSettings(
-        source=args.source,
-        dataset_id=args.dataset_id,
-        steps=args.steps,
-        noise=args.noise,
-        checkpoint_step=args.checkpoint,
-        member=args.member,
-        num_envs=args.envs,
-        seed=args.seed,
-        expert_score=args.expert_score,
-        description=args.description,
-    )
+    fields = dataclasses.fields(collect.CollectSettings)
+    settings = collect.CollectSettings(**{f.name: getattr(args, f.name) for f in fields})
     report = collect.collect(settings, log=lambda line: None if args.json else print(line))
     if args.json:
         print(json.dumps(report))

@@ -10,6 +10,8 @@ from typing import Annotated, Literal
 
 import tyro
 
+from jaxrl.data.collect import CollectSettings
+
 
 @dataclasses.dataclass
 class ResumeArgs:
@@ -71,28 +73,7 @@ class RenderArgs:
     """Seed of the episode's initial state."""
 
 
-@dataclasses.dataclass
-class CollectArgs:
-    source: Annotated[str, tyro.conf.Positional]
-    """A run folder (its newest checkpoint) or a file written by Policy.save."""
-    dataset_id: str
-    """The new Minari dataset's id, [NAMESPACE/]NAME-v<N> (written under MINARI_DATASETS_PATH,
-    else Minari's default folder)."""
-    steps: int
-    """Transitions to collect, all envs together."""
-    noise: float = 0.0
-    """Std of the Gaussian noise added to the policy's greedy actions (which lie in [-1, 1])."""
-    checkpoint: int | None = None
-    """The checkpoint's env steps (default: the newest)."""
-    member: int | None = None
-    """Of a run of several seeds or settings: the member (default: the best at the checkpoint)."""
-    envs: int | None = None
-    """Envs stepped at once (default: the run's own count)."""
-    seed: int = 0
-    """Seed of the envs' initial states and of the action noise."""
-    expert_score: float | None = None
-    """The return that normalised scores call 100 (default: the policy's own greedy return)."""
-    description: str | None = None
-    """The dataset's description (default: the policy, env and noise)."""
+@dataclasses.dataclass(frozen=True)
+class CollectArgs(CollectSettings):
     json: bool = False
     """Print the result as JSON."""

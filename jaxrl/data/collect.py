@@ -16,9 +16,10 @@ import dataclasses
 import math
 import pathlib
 import time
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
+import tyro
 
 from jaxrl.data import minari_format
 from jaxrl.errors import ConfigError
@@ -28,22 +29,29 @@ SCORE_EPISODES = 16  # at least this many episodes behind each reference return
 
 @dataclasses.dataclass(frozen=True)
 class CollectSettings:
-    source: str
-    """A run folder (its newest checkpoint, or `checkpoint_step`) or a `.policy` file."""
+    """What `jaxrl collect` plays and writes (its flags: `jaxrl.cli_args.CollectArgs`)."""
+
+    source: Annotated[str, tyro.conf.Positional]
+    """A run folder (its newest checkpoint) or a file written by Policy.save."""
     dataset_id: str
-    """The new dataset's Minari id, [NAMESPACE/]NAME-v<N>."""
+    """The new Minari dataset's id, [NAMESPACE/]NAME-v<N> (written under MINARI_DATASETS_PATH,
+    else Minari's default folder)."""
     steps: int
     """Transitions to collect, all envs together (rounded up to whole steps of every env)."""
     noise: float = 0.0
-    """Std of the Gaussian noise added to the greedy action (actions lie in [-1, 1])."""
-    checkpoint_step: int | None = None
+    """Std of the Gaussian noise added to the policy's greedy actions (which lie in [-1, 1])."""
+    checkpoint: int | None = None
+    """The checkpoint's step (default: the newest)."""
     member: int | None = None
-    num_envs: int | None = None
-    """Envs stepped at once; default: the run's own count."""
+    """Of a run of several seeds or settings: the member (default: the best at the checkpoint)."""
+    envs: int | None = None
+    """Envs stepped at once (default: the run's own count)."""
     seed: int = 0
+    """Seed of the envs' initial states and of the action noise."""
     expert_score: float | None = None
-    """The return normalised scores call 100; default: the policy's own greedy return."""
+    """The return that normalised scores call 100 (default: the policy's own greedy return)."""
     description: str | None = None
+    """The dataset's description (default: the policy, env and noise)."""
 
     def check(self) -> None:
         """ConfigError naming the flag, before anything is loaded or compiled."""
@@ -51,8 +59,8 @@ class CollectSettings:
             raise ConfigError(f"--steps must be a positive integer, got {self.steps}")
         if not self.noise >= 0 or not math.isfinite(self.noise):
             raise ConfigError(f"--noise must be a finite std >= 0, got {self.noise}")
-        if self.num_envs is not None and self.num_envs < 1:
-            raise ConfigError(f"--envs must be a positive integer, got {self.num_envs}")
+        if self.envs is not None and self.envs < 1:
+            raise ConfigError(f"--envs must be a positive integer, got {self.envs}")
         if self.expert_score is not None and not math.isfinite(self.expert_score):
             raise ConfigError(f"--expert-score must be finite, got {self.expert_score}")
         minari_format.check_new_id(self.dataset_id)
@@ -123,9 +131,9 @@ def collect(settings: CollectSettings, log=print) -> dict:
     source = pathlib.Path(settings.source)
     if source.is_dir():
         runs.check_env_given(runs.read_config_json(source), None, source)
-    policy = runs.load_policy(source, settings.checkpoint_step, settings.member)
+    policy = runs.load_policy(source, settings.checkpoint, settings.member)
     config = policy.config
-    num_envs = settings.num_envs or config.num_envs
+    num_envs = settings.envs or config.num_envs
     try:
         config = dataclasses.replace(
             config,

@@ -37,7 +37,7 @@ def test_collected_rows_are_the_policy_s_actions_in_its_env(run):
     """Noise 0: every action is the policy's greedy action of the row's observation (the
     run's normalisation applied); rows follow each other within episodes; every episode ends
     at the time limit, truncated, never terminated; the reference returns are stored."""
-    settings = CollectSettings(str(run), "jaxrl/pendulum-greedy-v0", steps=400, num_envs=4)
+    settings = CollectSettings(str(run), "jaxrl/pendulum-greedy-v0", steps=400, envs=4)
     report = collect.collect(settings, log=lambda line: None)
     assert report["steps"] == 400 and report["episodes"] == 8 and report["cut_episodes"] == 0
     data = minari_format.load("jaxrl/pendulum-greedy-v0")
@@ -64,7 +64,7 @@ def test_collected_rows_are_the_policy_s_actions_in_its_env(run):
 
 def test_noise_moves_actions_by_its_std_and_an_expert_score_sets_the_hundred(run):
     settings = CollectSettings(
-        str(run), "jaxrl/pendulum-noisy-v0", steps=400, num_envs=4, noise=0.3, expert_score=0
+        str(run), "jaxrl/pendulum-noisy-v0", steps=400, envs=4, noise=0.3, expert_score=0
     )
     collect.collect(settings, log=lambda line: None)
     data = minari_format.load("jaxrl/pendulum-noisy-v0")
@@ -78,7 +78,7 @@ def test_noise_moves_actions_by_its_std_and_an_expert_score_sets_the_hundred(run
 
 def test_the_same_seed_collects_the_same_data_and_another_seed_other_data(run):
     def rows(dataset_id, seed):
-        settings = CollectSettings(str(run), dataset_id, 200, noise=0.2, num_envs=4, seed=seed)
+        settings = CollectSettings(str(run), dataset_id, 200, noise=0.2, envs=4, seed=seed)
         collect.collect(settings, log=lambda line: None)
         return minari_format.load(dataset_id)
 
