@@ -104,7 +104,7 @@ _Q_ENSEMBLE_CALL = (
     '            name="critics",\n'
     "        )\n"
     "        each = functools.partial(_along_ensemble, size=self.num_critics)\n"
-    "        return critics(each(obs), each(action), train)\n"
+    "        return critics(each(obs), action if stacked else each(action), train)\n"
 )
 
 MUTANTS = [
@@ -417,7 +417,7 @@ MUTANTS = [
     m(
         "q-ensemble-inputs-not-broadcast",
         "jaxrl/networks.py",
-        "        return critics(each(obs), each(action), train)",
+        "        return critics(each(obs), action if stacked else each(action), train)",
         "        return critics(obs, action, train)",
         "the inputs are not broadcast along the ensemble axis (each critic would see a slice)",
         "tests/agents/test_redq_droq.py",
@@ -1145,7 +1145,7 @@ MUTANTS = [
     m(
         "resume-steps-counted-from-zero",
         "jaxrl/run/runner.py",
-        '    done = history[-1]["env_steps"] if history else 0\n',
+        "    done = step_of(history[-1]) if history else 0\n",
         "    done = 0\n",
         "a resumed run's progress bar starts from zero env steps again",
         RUNS,
@@ -1163,8 +1163,8 @@ MUTANTS = [
     m(
         "chunk-rate-running-average",
         "jaxrl/run/rows.py",
-        '"chunk_env_steps_per_second": config.env_steps_per_chunk / max(chunk_seconds, 1e-9),',
-        '"chunk_env_steps_per_second": env_steps / max(wall_seconds, 1e-9),',
+        "config.env_steps_per_chunk / max(chunk_seconds, 1e-9) if online else 0.0",
+        "env_steps / max(wall_seconds, 1e-9) if online else 0.0",
         "the progress rate (and ETA) is a running average that counts compilation and warm-up",
         RUNS,
     ),
@@ -1903,10 +1903,10 @@ MUTANTS = [
     m(
         "bf16-sac-actor-float32",
         "jaxrl/agents/sac_family.py",
-        "        softplus_std=config.softplus_std,\n"
+        "        log_std_clip=config.log_std_clip,\n"
         "        matmul_precision=config.matmul_precision,\n"
         "        kernel_init=config.kernel_init,\n    )\n",
-        "        softplus_std=config.softplus_std,\n"
+        "        log_std_clip=config.log_std_clip,\n"
         "        kernel_init=config.kernel_init,\n    )\n",
         "--matmul-precision bfloat16 leaves SAC's policy network in float32",
         PRECISION,
@@ -1993,8 +1993,8 @@ MUTANTS = [
     m(
         "tensorboard-flat-tags",
         "jaxrl/logs.py",
-        'self._tb.add_scalar(tensorboard_tag(name), value, global_step=row["env_steps"])',
-        'self._tb.add_scalar(name, value, global_step=row["env_steps"])',
+        "self._tb.add_scalar(tensorboard_tag(name), value, global_step=step)",
+        "self._tb.add_scalar(name, value, global_step=step)",
         "TensorBoard scalars written under the rows' flat names (eval_return), not grouped",
         RUNS,
     ),
@@ -2270,8 +2270,8 @@ MUTANTS = [
     m(
         "eta-from-the-warm-up",
         "jaxrl/logs.py",
-        "        warming_up = self._last_steps < self.warm_up_until\n",
-        "        warming_up = False\n",
+        "        warming_up = self._last_steps < self.warm_up_until and row.get(",
+        "        warming_up = False and row.get(",
         "a chunk of the off-policy warm-up (random actions, no updates) gives the ETA its rate",
         RUNS,
     ),
@@ -2388,7 +2388,7 @@ MUTANTS = [
     m(
         "store-prefetch-resume-skips",
         "jaxrl/driver.py",
-        "    with prefetching_chunk(trainer, run_grid) as early:\n        like = ",
+        "    with _readying(trainer, run_grid, dataset) as early:\n        like = ",
         "    early = None\n    if True:\n        like = ",
         "resume does not prefetch its chunk",
         STORE,

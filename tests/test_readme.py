@@ -50,7 +50,8 @@ def _python_blocks(page: str = "docs/API.md") -> list[str]:
     found = _blocks("python")
     # Every Python example of the README and the docs is one the tests below run.
     counts = {name: len(blocks) for name, blocks in found.items() if blocks}
-    assert counts == {"docs/API.md": 4, "docs/SCALE.md": 1}  # SCALE.md's: tests/test_scale.py
+    # SCALE.md's: tests/test_scale.py; OFFLINE.md's: test_readme_run_folder_commands_work_as_written
+    assert counts == {"docs/API.md": 4, "docs/SCALE.md": 1, "docs/OFFLINE.md": 1}
     return found[page]
 
 
@@ -196,6 +197,9 @@ def test_readme_run_folder_commands_work_as_written(tmp_path, monkeypatch, capsy
     assert len(ran) == 8, ran
     for quality in ("expert", "medium"):
         assert (tmp_path / f"datasets/jaxrl/pendulum-{quality}-v0/data/metadata.json").is_file()
+    namespace: dict = {}  # OFFLINE.md's Python example, on the dataset its commands wrote
+    exec(compile(_python_blocks("docs/OFFLINE.md")[0], "docs/OFFLINE.md", "exec"), namespace)
+    assert namespace["data"].rows == 100_000 and namespace["transitions"].obs.shape[0] == 100_000
     assert checkpoint.steps(tmp_path / "runs/pendulum/checkpoints")[-1] == 40_000
     assert "@ 40,000 env steps: return" in out
     assert (tmp_path / "curves.png").stat().st_size > 10_000

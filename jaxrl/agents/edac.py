@@ -38,8 +38,10 @@ def diversity(action_grads: jax.Array) -> jax.Array:
     nonzero = squares > 0
     norm = jnp.where(nonzero, jnp.sqrt(jnp.where(nonzero, squares, 1.0)), 0.0)
     unit = action_grads / (norm + 1e-10)
-    gram = jnp.einsum("ibk,jbk->bij", unit, unit)  # [B, E, E]
-    off_diagonal = gram.sum((1, 2)) - jnp.trace(gram, axis1=1, axis2=2)
+    # Products and sums, not a matmul: [E, E, B] of a few action dimensions, which every
+    # matmul precision (`matmul_precision`) would compute alike.
+    gram = (unit[:, None] * unit[None, :]).sum(-1)
+    off_diagonal = gram.sum((0, 1)) - jnp.trace(gram)
     return off_diagonal.mean() / (size - 1)
 
 

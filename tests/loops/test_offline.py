@@ -182,7 +182,7 @@ def test_td3_bc_learns_the_pendulum_from_a_noisy_expert_s_data(tmp_path, monkeyp
     report = collect.collect(settings, log=lambda line: None)
     assert report["random_return"] < -1_000 and report["behaviour_return"] > -400
     config = TrainConfig(
-        env="classic/pendulum", envs=4, eval_envs=16, total_steps=0, offline_updates=4_000,
+        env="classic/pendulum", num_envs=4, eval_envs=16, total_steps=0, offline_updates=4_000,
         offline_eval_every=2_000, dataset="jaxrl/pendulum-v0", batch_size=256,
         updates_per_step=8, normalize_observations=True,
     )  # fmt: skip
