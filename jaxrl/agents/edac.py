@@ -32,8 +32,8 @@ def diversity(action_grads: jax.Array) -> jax.Array:
     i != j of their dot products, averaged over rows and divided by E - 1."""
     size = action_grads.shape[0]
     # |g| with a zero gradient where g = 0 (a ReLU critic can be flat in the action): the
-    # norm's own gradient there is 0/0, a NaN that reached the parameters within thousands of
-    # updates on the pendulum (and through eta * NaN, even at eta 0).
+    # norm's own gradient there is 0/0, a NaN that reaches the parameters (through eta * NaN
+    # even at eta 0).
     squares = jnp.sum(action_grads**2, axis=-1, keepdims=True)
     nonzero = squares > 0
     norm = jnp.where(nonzero, jnp.sqrt(jnp.where(nonzero, squares, 1.0)), 0.0)
