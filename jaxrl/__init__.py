@@ -55,6 +55,7 @@ _LAZY = {
     "FastSACConfig": ("jaxrl.agents.fast_sac", "FastSACConfig"),
     "SACNConfig": ("jaxrl.agents.edac", "SACNConfig"),
     "EDACConfig": ("jaxrl.agents.edac", "EDACConfig"),
+    "E2OConfig": ("jaxrl.agents.e2o", "E2OConfig"),
     "TD3BCConfig": ("jaxrl.agents.td3_bc", "TD3BCConfig"),
     "preset": ("jaxrl.config.resolve", "preset"),
     "ConfigError": ("jaxrl.errors", "ConfigError"),

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import functools
 import os
 import pathlib
 import time
@@ -42,7 +41,14 @@ from jaxrl.run.resources import (
 )
 from jaxrl.run.rows import TIMING_KEYS, learning_metrics, rounding_note, seed_summary
 from jaxrl.run.runner import execute, prefetching_chunk
-from jaxrl.run.state import RUN_ONCE_OPTIONS, _initial_state, _members, run_once
+from jaxrl.run.state import (
+    RUN_ONCE_OPTIONS,
+    _initial_state,
+    _members,
+    check_init_from,
+    initialized_from,
+    run_once,
+)
 
 __all__ = [
     "DEFAULT_CACHE_DIR",
@@ -229,6 +235,7 @@ def train(
     _check_split(config, run_grid)
     members = _members(trainer, agent_config, run_grid)  # checked before compiling
     dataset, about = _dataset(trainer)
+    source = check_init_from(config)
     saved = None
     if out_path is not None:
         saved = run_config(config, agent_config, options, trainer, run_grid, env, randomization_fn)
@@ -238,6 +245,7 @@ def train(
     # The stored chunk loads beside the first state's work (dropped if never asked for).
     with _readying(trainer, run_grid, dataset) as early:
         state = _initial_state(trainer, run_grid, members, early)
+        state = initialized_from(source, state, run_grid)
         return _execute(trainer, run_grid, members, state, [], out_path=out_path,
                         options=options, progress=progress, progress_fn=progress_fn,
                         start=start, saved=saved, early=early, dataset=dataset)  # fmt: skip
@@ -252,12 +260,12 @@ def _readying(trainer: Trainer, run_grid, dataset):
 
 
 def _dataset(trainer: Trainer, saved: dict | None = None) -> tuple[Any, dict]:
-    """An offline run's dataset (`config.dataset`), checked against the run and put on the
-    device, with what config.json keeps of it ({"dataset": id, rows, fingerprint}); (None, {})
-    for a run without one. `saved`: a resumed run's config.json, whose dataset must be the
-    same one (its rows' fingerprint)."""
+    """A run's dataset (`config.dataset`: learnt from offline, or mixed into its online
+    batches), checked against the run and put on the device, with what config.json keeps of
+    it ({"dataset": id, rows, fingerprint}); (None, {}) for a run without one. `saved`: a
+    resumed run's config.json, whose dataset must be the same one (its rows' fingerprint)."""
     config = trainer.config
-    if not config.offline_updates:
+    if config.dataset is None:
         return None, {}
     from jaxrl.data import minari_format
     from jaxrl.loops import offline
@@ -280,7 +288,11 @@ def _dataset(trainer: Trainer, saved: dict | None = None) -> tuple[Any, dict]:
 def _execute(trainer, run_grid, members, state, history, **fields) -> RunResult:
     """`execute`s the plan of a run (`train`'s or `resume`'s) from `state` after `history`;
     `fields`: the Plan's others."""
-    initial = functools.partial(_initial_state, trainer, run_grid, members)
+    source = check_init_from(trainer.config)
+
+    def initial():  # the run's first state, as a rollback without a checkpoint restarts it
+        return initialized_from(source, _initial_state(trainer, run_grid, members), run_grid)
+
     plan = Plan(trainer=trainer, state=state, history=history, run_grid=run_grid,
                 initial=initial, **fields)  # fmt: skip
     return execute(plan)

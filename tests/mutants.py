@@ -2892,6 +2892,85 @@ MUTANTS = [
         "an offline run's rows and checkpoints count env steps (0) instead of its updates",
         "tests/loops/test_offline.py",
     ),
+    m(
+        "e2o-pair-weights-off-by-one",
+        "jaxrl/agents/e2o.py",
+        "    weights = (size - 1 - jnp.arange(size)) / (size * (size - 1) / 2)",
+        "    weights = (size - jnp.arange(size)) / (size * (size + 1) / 2)",
+        "E2O's WeightedMinPair counts each value as the minimum of one pair too many",
+        "tests/agents/test_edac_update_reference.py",
+    ),
+    m(
+        "e2o-diversity-kept-online",
+        "jaxrl/agents/e2o.py",
+        '        total = loss + 0.5 * hp["eta"] * weight * spread',
+        '        total = loss + 0.5 * hp["eta"] * spread',
+        "E2O keeps EDAC's pessimistic diversity term at full weight after the switch to online",
+        "tests/agents/test_edac_update_reference.py",
+    ),
+    m(
+        "e2o-decay-from-run-start",
+        "jaxrl/agents/e2o.py",
+        "        done = (step - online_from).astype(jnp.float32)",
+        "        done = step.astype(jnp.float32)",
+        "E2O's pessimism decays from the run's first update, not from the switch to online",
+        "tests/agents/test_e2o.py",
+    ),
+    m(
+        "e2o-switch-remarked",
+        "jaxrl/agents/e2o.py",
+        "online_from=jnp.where(state.online_from < 0, state.step, state.online_from)",
+        "online_from=state.step",
+        "E2O's switch is marked again at every online chunk, restarting the decay each time",
+        "tests/agents/test_e2o.py",
+    ),
+    m(
+        "e2o-ucb-ignores-std",
+        "jaxrl/agents/e2o.py",
+        "    score = q.mean(0) + ucb_lambda * q.std(0)",
+        "    score = q.mean(0)",
+        "E2O's exploration takes the candidate of the highest mean, not of the upper bound",
+        "tests/agents/test_e2o.py",
+    ),
+    m(
+        "mixed-batch-without-dataset",
+        "jaxrl/loops/offpolicy.py",
+        "    from_dataset = round(config.offline_ratio * config.batch_size)"
+        " if dataset is not None else 0",
+        "    from_dataset = 0",
+        "online batches never read the dataset, whatever --offline-ratio says",
+        "tests/loops/test_offline.py::test_mixed_batches_take_their_share_of_rows_from_the_dataset",
+        "tests/loops/test_offline.py::test_the_online_batches_read_the_dataset_at_their_ratio",
+    ),
+    m(
+        "mixed-batch-ratio-inverted",
+        "jaxrl/loops/offpolicy.py",
+        "    online = sample(config, data, buffer, online_key, gamma,"
+        " config.batch_size - from_dataset)\n"
+        "    offline = sample(config, data, dataset, offline_key, gamma, from_dataset)",
+        "    online = sample(config, data, buffer, online_key, gamma, from_dataset)\n"
+        "    offline = sample(config, data, dataset, offline_key, gamma,"
+        " config.batch_size - from_dataset)",
+        "online batches draw --offline-ratio of their rows from the replay, not from the dataset",
+        "tests/loops/test_offline.py::test_mixed_batches_take_their_share_of_rows_from_the_dataset",
+    ),
+    m(
+        "online-chunk-never-switches",
+        "jaxrl/loops/offpolicy.py",
+        "    if agent.begin_online is None:\n        return state",
+        "    if True:\n        return state",
+        "the online chunks never tell the agent it is online (E2O keeps its offline target)",
+        "tests/loops/test_offline.py::"
+        "test_an_offline_to_online_run_fine_tunes_online_after_its_offline_updates",
+    ),
+    m(
+        "init-from-drops-the-statistics",
+        "jaxrl/run/state.py",
+        "    return state.replace(agent=agent, obs_stats=stats)",
+        "    return state.replace(agent=agent)",
+        "--init-from takes the agent but not the observation statistics it was trained with",
+        "tests/loops/test_offline.py::test_a_run_starts_from_a_finished_offline_run_with_init_from",
+    ),
 ]
 
 

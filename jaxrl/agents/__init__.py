@@ -57,6 +57,9 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
         configs.SACNConfig, "jaxrl.agents.edac", "SAC-N: SAC, N critics, target min over all", False
     ),
     "edac": _spec(configs.EDACConfig, "edac", "EDAC: SAC-N plus critic action-gradient diversity"),
+    "e2o": _spec(
+        configs.E2OConfig, "e2o", "E2O: SAC-N/EDAC offline, then online: pair-min target, UCB"
+    ),
     "td3": _spec(configs.TD3Config, "td3", "TD3: clipped double Q, smoothing, delay"),
     "td3_bc": _spec(configs.TD3BCConfig, "td3_bc", "TD3+BC: TD3, actor also regressed onto data"),
     "fast_td3": _spec(

@@ -32,7 +32,11 @@ class Agent(NamedTuple):
 
     `name` is the algorithm's registry name (a TrainConfig naming another algorithm is refused
     by `make_train`); `loop_defaults` are the loop-level settings the algorithm intends (e.g.
-    FastTD3's per-env noise scales), taken by every TrainConfig field left at None."""
+    FastTD3's per-env noise scales), taken by every TrainConfig field left at None.
+
+    `begin_online(state) -> state`, where given, is applied by the off-policy loop at the start
+    of every online chunk: an agent whose update differs after offline training (E2O) marks
+    the switch there; it must leave a state it already marked as it is."""
 
     init: Callable[..., AgentState]
     act: Callable[[AgentState, jax.Array, jax.Array, jax.Array | float], jax.Array]
@@ -40,6 +44,7 @@ class Agent(NamedTuple):
     explore: Callable[[AgentState, jax.Array, jax.Array], tuple[jax.Array, dict]] | None = None
     name: str = ""
     loop_defaults: Mapping[str, Any] | None = None
+    begin_online: Callable[[AgentState], AgentState] | None = None
 
     @property
     def on_policy(self) -> bool:

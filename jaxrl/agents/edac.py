@@ -23,7 +23,7 @@ from jaxrl.agents.configs.offline import EDACConfig, SACNConfig  # jax-free, re-
 from jaxrl.agents.sac_family import SACState
 from jaxrl.types import Batch
 
-__all__ = ["EDACConfig", "SACNConfig", "diversity", "make"]
+__all__ = ["EDACConfig", "SACNConfig", "action_gradients", "diversity", "ensemble_update", "make"]
 
 
 def diversity(action_grads: jax.Array) -> jax.Array:
@@ -45,22 +45,26 @@ def diversity(action_grads: jax.Array) -> jax.Array:
     return off_diagonal.mean() / (size - 1)
 
 
-def make(config: EDACConfig = EDACConfig()) -> Agent:
-    sac_n = type(config) is SACNConfig
-    objectives = sac_family.losses(config)
-    critic_net = sac_family.critic_network(config)
-    head = config.head()
-    actor_opt, critic_opt, alpha_opt = opts = sac_family.optimizers(config)
+def action_gradients(config: EDACConfig):
+    """`action_grads(params, obs, action, hp) -> dQ_i/da [E, B, A]`: each critic's value
+    differentiated in its own copy of the actions, in one backward pass."""
+    critic_net, head = sac_family.critic_network(config), config.head()
 
     def action_grads(params, obs, action, hp):
-        """dQ_i/da [E, B, A]: each critic's value differentiated in its own copy of the
-        actions, in one backward pass."""
         stacked = jnp.broadcast_to(action, (config.num_critics, *action.shape))
 
         def total(actions):
             return head.values(critic_net.apply(params, obs, actions, True, True), hp).sum()
 
         return jax.grad(total)(stacked)
+
+    return action_grads
+
+
+def make(config: EDACConfig = EDACConfig()) -> Agent:
+    sac_n = type(config) is SACNConfig
+    objectives = sac_family.losses(config)
+    action_grads = action_gradients(config)
 
     def critic_objective(params, state, batch, keys):
         """SAC's critic loss (half the squared TD error, summed over critics) plus eta / 2
@@ -72,6 +76,22 @@ def make(config: EDACConfig = EDACConfig()) -> Agent:
         spread = diversity(action_grads(params, batch.critic_inputs[0], batch.action, state.hp))
         total = loss + 0.5 * state.hp["eta"] * spread
         return total, (values, head_state, loss, spread)
+
+    name = "sac_n" if sac_n else "edac"
+    return Agent(
+        init=sac_family.initializer(config, sac_family.optimizers(config)),
+        act=sac_family.acting(config),
+        update=ensemble_update(config, critic_objective, with_diversity=not sac_n),
+        name=name,
+    )
+
+
+def ensemble_update(config: EDACConfig, critic_objective, with_diversity: bool):
+    """The update of SAC-N, EDAC and E2O, given the critics' objective
+    `critic_objective(params, state, batch, keys) -> (loss, (values [E, B], head state, TD
+    loss, diversity or None))`: the temperature, the actor, then the critics."""
+    actor_opt, critic_opt, alpha_opt = sac_family.optimizers(config)
+    objectives = sac_family.losses(config)
 
     def update(state: SACState, batch: Batch, key: jax.Array):
         keys = sac_family.update_keys(key)
@@ -111,14 +131,8 @@ def make(config: EDACConfig = EDACConfig()) -> Agent:
         alpha = jnp.exp(log_alpha.params)
         metrics = sac_family.update_metrics(c_loss, a_loss, t_loss, alpha, q, log_prob)
         metrics["q_std"] = q.std(0).mean()  # the ensemble's disagreement, its pessimism
-        if not sac_n:
+        if with_diversity:
             metrics["diversity"] = spread
         return new_state, metrics
 
-    name = "sac_n" if sac_n else "edac"
-    return Agent(
-        init=sac_family.initializer(config, opts),
-        act=sac_family.acting(config),
-        update=update,
-        name=name,
-    )
+    return update

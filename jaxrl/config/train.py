@@ -11,6 +11,7 @@ from typing import Annotated, Any, ClassVar, Literal, NamedTuple
 import tyro
 
 from jaxrl.config.choices import Choices, check_choices
+from jaxrl.config.offline import OfflineSchedule, whole
 from jaxrl.errors import ConfigError  # raised here; also importable as jaxrl.config.ConfigError
 
 EXPLORATION_MODES = ("fixed", "uniform", "linspace")
@@ -124,8 +125,8 @@ SECTIONS: dict[str, Section] = {
         ),
     ),
     "offline": Section(
-        "Offline RL: a Minari dataset learnt from before (or instead of) any env step.",
-        ("dataset", "offline_updates", "offline_eval_every"),
+        "Offline RL: a Minari dataset learnt from before (or instead of, or beside) env steps.",
+        ("dataset", "offline_updates", "offline_eval_every", "offline_ratio", "init_from"),
     ),
     "on_policy": Section(
         "On-policy algorithms (PPO): the rollouts, and hard resets of the training envs.",
@@ -146,13 +147,11 @@ SECTIONS: dict[str, Section] = {
 }
 
 
-def _whole(value: Any, least: int) -> bool:
-    """Whether `value` is an integer (a bool is none) of at least `least`."""
-    return not isinstance(value, bool) and isinstance(value, int) and value >= least
+_whole = whole
 
 
 @dataclasses.dataclass(frozen=True)
-class TrainConfig:
+class TrainConfig(OfflineSchedule):
     # Data, not program: the loop keeps these in its state (its `hp`), so a settings grid
     # (`--vmap gamma=0.98,0.99`) varies them inside one compiled program. Agent configs name
     # their own (e.g. SACConfig.ARRAY_FIELDS); every other field shapes the program.
@@ -174,9 +173,16 @@ class TrainConfig:
     """A Minari dataset to learn from offline (docs/OFFLINE.md): its id under
     MINARI_DATASETS_PATH, or its folder. Its observations and actions must fit --env."""
     offline_updates: int = 0
-    """Gradient updates on --dataset before any env step (all of an offline run's updates)."""
+    """Gradient updates on --dataset before any env step (all of an offline run's updates);
+    with --steps, fine-tuning online follows them."""
     offline_eval_every: int = 5_000
     """Offline updates between evaluations: one chunk each (rounded as --eval-every is)."""
+    offline_ratio: float = 0.5
+    """Online, the share of each batch drawn from --dataset (the rest from the run's own
+    replay), as RLPD's and Cal-QL's symmetric sampling; 0: online rows alone."""
+    init_from: str | None = None
+    """Start from the agent and observation statistics of another run's newest checkpoint (its
+    folder: the same algorithm and network sizes), e.g. to fine-tune an offline run online."""
     num_envs: int = 16
     """Training envs run in parallel; one loop iteration steps all of them once."""
     env_options: dict[str, Any] = dataclasses.field(default_factory=dict)
@@ -413,37 +419,6 @@ class TrainConfig:
                 "no gradient update would ever run; lower learning_starts or raise total_steps."
             )
 
-    def _check_offline(self) -> None:
-        """The run's length: env steps, offline updates, or both; a dataset to learn from."""
-        offline = self.offline_updates
-        if not _whole(offline, 0) or not _whole(self.offline_eval_every, 1):
-            raise ConfigError(
-                f"offline_updates must be an integer >= 0 and offline_eval_every >= 1, got "
-                f"{offline!r} and {self.offline_eval_every!r}"
-            )
-        if not _whole(self.total_steps, 0 if offline else 1):
-            least = (
-                "an integer >= 0" if offline else "a positive integer (0 needs --offline-updates)"
-            )
-            raise ConfigError(f"total_steps must be {least}, got {self.total_steps!r}")
-        if offline and self.dataset is None:
-            raise ConfigError(f"--offline-updates {offline}: name the data with --dataset")
-        if self.dataset is not None and not offline:
-            raise ConfigError(
-                f"--dataset {self.dataset}: give --offline-updates N (the updates on it); "
-                "mixing a dataset into online training is not built yet"
-            )
-        if offline and self.total_steps:
-            raise ConfigError(
-                f"--offline-updates {offline} with --steps {self.total_steps}: fine-tuning "
-                "online after offline training is not built yet; train offline with --steps 0"
-            )
-        if offline and self.algo is not None and self.on_policy:
-            raise ConfigError(
-                f"--offline-updates with {self.algo}: an on-policy algorithm learns only from "
-                "its own rollouts; pick an off-policy one (edac, sac_n, sac, td3, ...)"
-            )
-
     def _check_on_policy(self) -> None:
         if not isinstance(self.unroll_length, int) or self.unroll_length < 1:
             raise ConfigError(
@@ -542,29 +517,6 @@ class TrainConfig:
         total_steps when an iteration is longer than eval_every."""
         per_chunk = max(self.eval_every, self.env_steps_per_iteration)
         return -(-self.total_steps // per_chunk)
-
-    @property
-    def offline_chunks(self) -> int:
-        """Evaluations in the run's offline part: one every offline_eval_every updates."""
-        return -(-self.offline_updates // max(self.offline_eval_every, self.updates_per_step))
-
-    @property
-    def offline_iterations_per_chunk(self) -> int:
-        """Iterations (a draw of updates_per_step batches, then as many updates) per offline
-        chunk, spread as iterations_per_chunk spreads env steps."""
-        if not self.offline_chunks:
-            return 0
-        iterations = -(-self.offline_updates // self.updates_per_step)
-        return -(-iterations // self.offline_chunks)
-
-    @property
-    def offline_updates_per_chunk(self) -> int:
-        return self.offline_iterations_per_chunk * self.updates_per_step
-
-    @property
-    def total_chunks(self) -> int:
-        """The run's chunks: its offline ones, then its online ones."""
-        return self.offline_chunks + self.num_chunks
 
     @property
     def iterations_per_chunk(self) -> int:

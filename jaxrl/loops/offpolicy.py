@@ -153,9 +153,10 @@ def make_init(config: TrainConfig, agent: Agent, env: Any, view, data) -> Callab
     return init
 
 
-def sample(config: TrainConfig, data, buffer, key, gamma) -> Batch:
-    """[updates_per_step, batch_size] rows, each update's batch split over the devices."""
-    batch_shape = (config.updates_per_step, config.batch_size)
+def sample(config: TrainConfig, data, buffer, key, gamma, rows: int | None = None) -> Batch:
+    """[updates_per_step, rows (batch_size)] rows, each update's batch split over the
+    devices."""
+    batch_shape = (config.updates_per_step, rows or config.batch_size)
     if config.n_step == 1:
         rows = replay.sample(buffer, key, batch_shape, data.size)
         return Batch(
@@ -168,6 +169,21 @@ def sample(config: TrainConfig, data, buffer, key, gamma) -> Batch:
             truncated=rows.done - rows.terminated,
         )
     return replay.sample_n_step(buffer, key, batch_shape, config.n_step, gamma, data.size)
+
+
+def mixed_sample(config: TrainConfig, data, buffer, dataset, key, gamma) -> Batch:
+    """`sample`'s rows, `offline_ratio` of each batch (rounded) drawn from `dataset` (a
+    dataset's rows as a replay buffer, `jaxrl.loops.offline`) and the rest from `buffer`, the
+    online rows first; `sample` itself where there is no dataset or no row to draw from it."""
+    from_dataset = round(config.offline_ratio * config.batch_size) if dataset is not None else 0
+    if not from_dataset:
+        return sample(config, data, buffer, key, gamma)
+    if from_dataset == config.batch_size:
+        return sample(config, data, dataset, key, gamma)
+    online_key, offline_key = jax.random.split(key)
+    online = sample(config, data, buffer, online_key, gamma, config.batch_size - from_dataset)
+    offline = sample(config, data, dataset, offline_key, gamma, from_dataset)
+    return jax.tree.map(lambda a, b: jnp.concatenate([a, b], axis=1), online, offline)
 
 
 def make_learn(config: TrainConfig, agent: Agent, data) -> Callable:
@@ -183,13 +199,14 @@ def make_learn(config: TrainConfig, agent: Agent, data) -> Callable:
     trips): one gather of the rows the iteration's updates would take. `training` (the
     shared chunk's; the same for every member of a grid) stays a real conditional under vmap
     where a batched `ready` turns into a select, so an evaluation trip never runs the
-    updates."""
+    updates. `dataset` (a run that mixes one into its online batches): `mixed_sample`'s rows."""
     observe = make_observe(config)
 
-    def learn(agent_state, buffer, stats, key, gamma, ready=None, training=None):
+    def learn(agent_state, buffer, stats, key, gamma, ready=None, training=None, dataset=None):
         sample_key, update_key = jax.random.split(key)
         # One gather for all updates of this iteration, sliced per update inside the scan.
-        batches = data.split(sample(config, data, buffer, sample_key, gamma), axis=1)
+        rows = mixed_sample(config, data, buffer, dataset, sample_key, gamma)
+        batches = data.split(rows, axis=1)
         batches = batches._replace(
             obs=observe(stats, as_float32(batches.obs)),
             next_obs=observe(stats, as_float32(batches.next_obs)),
@@ -236,7 +253,8 @@ def make_act(config: TrainConfig, agent: Agent, view) -> Callable:
         obs = view(env_state.obs)
         actor_obs = observe(actor_part(stats), actor_part(obs))
         policy_action = agent.act(acting, actor_obs, act_key, noise_scale)
-        if config.warmup_actions == "uniform":
+        if config.warmup_actions == "uniform" and not config.pretrained:
+            # (an agent trained before, offline or in another run, acts from the first step)
             random_action = jax.random.uniform(
                 random_key, (num_envs, policy_action.shape[-1]), minval=-1, maxval=1
             )
@@ -295,7 +313,7 @@ def make_train(
     if shares_simulator(config, randomized):
         chunk = make_shared_chunk(config, agent, env, view, data, parts)
     else:
-        chunk = make_chunk(config, parts, evaluate)
+        chunk = make_chunk(config, agent, parts, evaluate)
 
     def train(key: jax.Array) -> tuple[OffPolicyState, dict]:
         return jax.lax.scan(lambda s, _: chunk(s), parts.init(key), None, config.num_chunks)
@@ -312,11 +330,14 @@ def make_train(
     )  # fmt: skip
 
 
-def _learned(config, parts: Parts, state: OffPolicyState, collected, learn_key, training=None):
+def _learned(
+    config, parts: Parts, state: OffPolicyState, collected, learn_key, training=None, dataset=None
+):
     """The state after an iteration that collected `collected` (`Parts.collect`'s output):
     its transition stored, the updates where the buffer is ready, the acting agent refreshed;
     with the iteration's metrics. The new state keeps `state`'s key and iteration. `training`
-    (a bool, traced; `make_shared_chunk`): where false, the state as it was."""
+    (a bool, traced; `make_shared_chunk`): where false, the state as it was. `dataset`: rows
+    mixed into the batches (`mixed_sample`)."""
     env_state, transition, stats, noise_scale, episodes = collected
     buffer = replay.add(state.buffer, transition, training)
     args = (state.agent, buffer, stats, learn_key, state.hp["gamma"])
@@ -324,7 +345,9 @@ def _learned(config, parts: Parts, state: OffPolicyState, collected, learn_key, 
     # `training` comes from the trip's index, the same for every seed under vmap, so the
     # evaluation's trips skip the update for real (a batched `ready` turns learn_if's switch
     # into a select, which would run it on every trip)
-    agent_state, update_metrics = parts.learn(*args, ready=ready, training=training)
+    agent_state, update_metrics = parts.learn(
+        *args, ready=ready, training=training, dataset=dataset
+    )
     if training is not None:
         ready = training & ready
     metrics = {**update_metrics, "updated": ready.astype(jnp.float32), **episodes}
@@ -351,10 +374,19 @@ def _learned(config, parts: Parts, state: OffPolicyState, collected, learn_key, 
     return new_state, metrics
 
 
-def make_chunk(config: TrainConfig, parts: Parts, evaluate: Callable) -> Callable:
-    """The chunk with an evaluation of its own envs after the iterations' scan."""
+def begin_online(agent: Agent, state: OffPolicyState) -> OffPolicyState:
+    """`state` with `agent.begin_online` applied to its agent (where the agent has one): an
+    online chunk's first step."""
+    if agent.begin_online is None:
+        return state
+    return state.replace(agent=agent.begin_online(state.agent))
 
-    def iteration(state: OffPolicyState, _):
+
+def make_chunk(config: TrainConfig, agent: Agent, parts: Parts, evaluate: Callable) -> Callable:
+    """The chunk with an evaluation of its own envs after the iterations' scan:
+    `chunk(state, dataset=None)`, `dataset` where the run mixes one into its batches."""
+
+    def iteration(state: OffPolicyState, dataset):
         key, act_key, learn_key = jax.random.split(state.key, 3)
         acting = state.agent if config.acting_lag == 0 else state.acting_agent
         collected = parts.collect(
@@ -366,11 +398,14 @@ def make_chunk(config: TrainConfig, parts: Parts, evaluate: Callable) -> Callabl
             act_key,
             state.hp,
         )
-        new_state, metrics = _learned(config, parts, state, collected, learn_key)
+        new_state, metrics = _learned(config, parts, state, collected, learn_key, dataset=dataset)
         return new_state.replace(key=key, iteration=state.iteration + 1), metrics
 
-    def chunk(state: OffPolicyState) -> tuple[OffPolicyState, dict]:
-        state, metrics = jax.lax.scan(iteration, state, None, config.iterations_per_chunk)
+    def chunk(state: OffPolicyState, dataset=None) -> tuple[OffPolicyState, dict]:
+        state = begin_online(agent, state)
+        state, metrics = jax.lax.scan(
+            lambda s, _: iteration(s, dataset), state, None, config.iterations_per_chunk
+        )
         key, eval_key = jax.random.split(state.key)
         state = state.replace(key=key)
         summary = summarize_chunk(
@@ -390,7 +425,7 @@ def make_shared_chunk(config: TrainConfig, agent: Agent, env, view, data, parts:
     shared = make_shared_evaluation(config, agent, env, view, data)
     iterations = config.iterations_per_chunk
 
-    def trip(carry, i):
+    def trip(carry, i, dataset):
         state, evaluation = carry
         training, restarting, evaluating = i < iterations, i == iterations, i > iterations
         key, act_key, learn_key = jax.random.split(state.key, 3)
@@ -415,7 +450,7 @@ def make_shared_chunk(config: TrainConfig, agent: Agent, env, view, data, parts:
         collected = after_step(
             stepped, obs, action, state.obs_stats, state.noise_scale, noise_key, state.hp
         )
-        learned, metrics = _learned(config, parts, state, collected, learn_key, training)
+        learned, metrics = _learned(config, parts, state, collected, learn_key, training, dataset)
         learned = learned.replace(
             key=jnp.where(training, key, jnp.where(restarting, chunk_key, state.key)),
             iteration=state.iteration + training.astype(state.iteration.dtype),
@@ -423,10 +458,11 @@ def make_shared_chunk(config: TrainConfig, agent: Agent, env, view, data, parts:
         evaluation = shared.record(evaluation, stepped, eval_act_key, restarting, evaluating)
         return (learned, evaluation), metrics
 
-    def chunk(state: OffPolicyState) -> tuple[OffPolicyState, dict]:
+    def chunk(state: OffPolicyState, dataset=None) -> tuple[OffPolicyState, dict]:
+        state = begin_online(agent, state)
         trips = jnp.arange(iterations + 1 + shared.steps)
         carry = (state, shared.initial(state.env_state))
-        (state, evaluation), metrics = jax.lax.scan(trip, carry, trips)
+        (state, evaluation), metrics = jax.lax.scan(lambda c, i: trip(c, i, dataset), carry, trips)
         metrics = jax.tree.map(lambda m: m[:iterations], metrics)
         summary = summarize_chunk(
             metrics, config.updates_per_step, state.iteration, agent_state=state.agent

@@ -107,12 +107,25 @@ def _chunk_kind(run_grid) -> str:
 
 
 def compile_offline_chunk(trainer, state, dataset, run_grid) -> Any:
-    """The offline chunk (`jaxrl.loops.offline`), compiled for `state` and `dataset` (vmapped
-    over a grid's members, who share the one dataset); only the state is donated."""
-    program = trainer.offline_chunk
+    """The offline chunk (`jaxrl.loops.offline`), compiled for `state` and `dataset`."""
+    return _compile_with_dataset(trainer.offline_chunk, "offline-chunk", trainer, state, dataset,
+                                 run_grid)  # fmt: skip
+
+
+def compile_online_chunk(trainer, state, dataset, run_grid) -> Any:
+    """The online chunk: `compile_chunk`'s, or, in a run that mixes a dataset into its batches
+    (`TrainConfig.mixes_dataset`), the chunk of `(state, dataset)`."""
+    if not trainer.config.mixes_dataset:
+        return compile_chunk(trainer, state, run_grid)
+    return _compile_with_dataset(trainer.chunk, "mixed-chunk", trainer, state, dataset, run_grid)
+
+
+def _compile_with_dataset(program, kind, trainer, state, dataset, run_grid) -> Any:
+    """`program(state, dataset)` compiled (vmapped over a grid's members, who share the one
+    dataset); only the state is donated."""
     if run_grid is not None:
         program = jax.vmap(program, in_axes=(0, None), axis_name=GRID_AXIS)
-    kind = "offline-chunk" if run_grid is None else "offline-chunk-vmapped"
+        kind += "-vmapped"
     return programs.load_or_compile(
         trainer.program_id,
         kind,
@@ -351,7 +364,7 @@ class Runner:
             )
             self.chunk = self.offline
         elif self.chunk is None:
-            self.chunk = compile_chunk(plan.trainer, plan.state, plan.run_grid)
+            self.chunk = compile_online_chunk(plan.trainer, plan.state, plan.dataset, plan.run_grid)
         self.compile_seconds = time.perf_counter() - plan.start
         if self.reporter:
             done_how = "loaded" if programs.loaded(self.chunk) else "compiled"
@@ -413,8 +426,13 @@ class Runner:
             self.state, metrics = self.offline(self.state, self.plan.dataset)
         else:
             if self.chunk is self.offline:
-                self.chunk = compile_chunk(self.plan.trainer, self.state, run_grid)
-            self.state, metrics = self.chunk(self.state)
+                self.chunk = compile_online_chunk(
+                    self.plan.trainer, self.state, self.plan.dataset, run_grid
+                )
+            if config.mixes_dataset:
+                self.state, metrics = self.chunk(self.state, self.plan.dataset)
+            else:
+                self.state, metrics = self.chunk(self.state)
         metrics = jax.device_get(metrics)
         chunk_seconds = time.perf_counter() - tick
         self.train_seconds += chunk_seconds

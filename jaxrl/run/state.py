@@ -147,3 +147,55 @@ def run_once(jitted, *args):
     (`jax.jit(f).trace(*args)`), then lowered as it is."""
     lowered = jitted.lower() if isinstance(jitted, jax.stages.Traced) else jitted.lower(*args)
     return _compile_once(lowered)(*args)
+
+
+def check_init_from(config) -> tuple | None:
+    """(checkpoint folder, step) of `config.init_from`'s newest checkpoint, checked to be a run
+    of the same algorithm (ConfigError naming --init-from otherwise); None without one. Before
+    anything compiles."""
+    if config.init_from is None:
+        return None
+    import pathlib
+
+    from jaxrl import checkpoint, runs
+
+    where = f"--init-from {config.init_from}"
+    try:
+        saved = runs.read_config_json(config.init_from)
+        directory = pathlib.Path(config.init_from) / "checkpoints"
+        step = checkpoint.pick(directory)
+    except (OSError, ValueError) as error:  # RunError and CheckpointError are ValueErrors
+        raise ConfigError(f"{where}: {error}") from None
+    algo = saved.get("train", {}).get("algo")
+    if algo != config.algo:
+        raise ConfigError(f"{where}: a run of {algo}, not of {config.algo}")
+    return directory, step
+
+
+def initialized_from(source: tuple | None, state: Any, run_grid: grid.Grid | None) -> Any:
+    """`state` with the agent and observation statistics of checkpoint `source`
+    (`check_init_from`'s), the rest (envs, replay, keys) its own. A run of one seed starts
+    every member of a grid; a grid's checkpoint starts a grid of as many members."""
+    if source is None:
+        return state
+    from jaxrl import checkpoint
+
+    directory, step = source
+    like_agent, like_stats = state.agent, state.obs_stats
+    members = None if run_grid is None else len(run_grid)
+    meta, _ = checkpoint.read_meta(directory, step)
+    theirs = meta.get("seeds")
+    if members is not None and theirs is None:  # one seed's, broadcast to every member
+        like_agent, like_stats = jax.tree.map(lambda x: x[0], (like_agent, like_stats))
+    try:
+        agent, stats = checkpoint.restore_policy(directory, step, like_agent, like_stats)
+    except (OSError, ValueError) as error:
+        raise ConfigError(
+            f"--init-from {directory.parent}: its checkpoint {step} does not fit this run "
+            f"(another network size, grid or observation size?): {error}"
+        ) from None
+    if members is not None and theirs is None:
+        agent, stats = jax.tree.map(
+            lambda x: jnp.broadcast_to(x, (members, *x.shape)), (agent, stats)
+        )
+    return state.replace(agent=agent, obs_stats=stats)

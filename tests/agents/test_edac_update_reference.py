@@ -1,15 +1,19 @@
-"""SAC-N's and EDAC's whole `update` against an independent numpy reference, in the reference
-code's order (temperature, actor, critics): the temperature's own draw, the actor against the
-critics the update started from and the new temperature, the critics' target from the new
-actor and temperature, EDAC's diversity term from action gradients backpropagated by hand,
-each learner's first Adam step (finite-difference gradients) and the Polyak targets."""
+"""SAC-N's, EDAC's and E2O's whole `update` against an independent numpy reference, in the
+reference code's order (temperature, actor, critics): the temperature's own draw, the actor
+against the critics the update started from and the new temperature, the critics' target from
+the new actor and temperature (E2O's: the minimum over all critics offline, the mean over
+pairs of their minimum online, mixed by its pessimism schedule), EDAC's diversity term from
+action gradients backpropagated by hand, each learner's first Adam step (finite-difference
+gradients) and the Polyak targets."""
+
+import itertools
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxrl.agents import edac, sac_family
+from jaxrl.agents import e2o, edac, sac_family
 from tests import reference as ref
 
 OBS, ACT, B = 3, 2, 8
@@ -17,13 +21,26 @@ SMALL = dict(actor_hidden=(8,), critic_hidden=(8, 8), num_critics=3, tau=0.1, in
 CONFIGS = {
     "edac": edac.EDACConfig(**SMALL, eta=2.0, reward_scale=2.0),
     "sac_n": edac.SACNConfig(**SMALL),
+    "e2o": e2o.E2OConfig(**SMALL, eta=2.0, pessimism_decay_updates=8),
 }
+# E2O's state before the switch, just after it, and half way through its decay of 8 updates
+# (step 10, online since 6): (state fields, the offline minimum's weight in the target).
+E2O_PHASES = {
+    "offline": (dict(online_from=-1), 1.0),
+    "switched": (dict(online_from=3, step=3), 1.0),
+    "decaying": (dict(online_from=6, step=10), 0.5),
+    "online": (dict(online_from=6, step=30), 0.0),
+}
+CASES = [("edac", None), ("sac_n", None), *(("e2o", phase) for phase in E2O_PHASES)]
 
 
-def _setup(config, key=0):
-    agent = edac.make(config)
+def _setup(config, key=0, phase=None):
+    agent = (e2o if isinstance(config, e2o.E2OConfig) else edac).make(config)
     k_init, k_target, k_batch = jax.random.split(jax.random.PRNGKey(key), 3)
     state = agent.init(k_init, OBS, ACT)
+    if phase is not None:
+        fields = {k: jnp.asarray(v, jnp.int32) for k, v in E2O_PHASES[phase][0].items()}
+        state = state.replace(**fields)
     state = state.replace(
         target_critic_params=ref.perturbed(state.target_critic_params, k_target, 0.2)
     )
@@ -61,10 +78,25 @@ def test_a_critic_flat_in_the_action_leaves_the_diversity_gradient_finite():
     assert np.isfinite(np.asarray(through)).all()
 
 
-@pytest.mark.parametrize("name", list(CONFIGS))
-def test_update_matches_numpy_reference(name):
+def numpy_weighted_min_pair(q: np.ndarray) -> np.ndarray:
+    """[E, B] -> [B]: the mean over all pairs i < j of min(q_i, q_j), pair by pair."""
+    pairs = list(itertools.combinations(range(q.shape[0]), 2))
+    return np.mean([np.minimum(q[i], q[j]) for i, j in pairs], axis=0)
+
+
+def test_weighted_min_pair_is_the_mean_over_pairs_of_their_minimum():
+    q = np.asarray(jax.random.normal(jax.random.PRNGKey(4), (5, 7)), np.float64)
+    np.testing.assert_allclose(e2o.weighted_min_pair(jnp.asarray(q)), numpy_weighted_min_pair(q),
+                               rtol=1e-5, atol=1e-6)  # fmt: skip
+    two = q[:2]  # one pair: its minimum
+    np.testing.assert_allclose(e2o.weighted_min_pair(jnp.asarray(two)), two.min(0), rtol=1e-6)
+
+
+@pytest.mark.parametrize("name,phase", CASES)
+def test_update_matches_numpy_reference(name, phase):
     config = CONFIGS[name]
-    agent, state, batch = _setup(config)
+    agent, state, batch = _setup(config, phase=phase)
+    weight = E2O_PHASES[phase][1] if phase else 1.0  # the offline minimum's, in the target
     key = jax.random.PRNGKey(7)
     new, metrics = jax.jit(agent.update)(state, batch, key)
     p, n, b = ref.to64(state), ref.to64(new), ref.to64(batch)
@@ -102,7 +134,8 @@ def test_update_matches_numpy_reference(name):
     # 3. The critics: the target from the new actor at s', the min over all target critics.
     next_action, next_log_prob = policy(n.actor.params, b.next_obs, keys.next_action)
     next_q = ref.q_ensemble(p.target_critic_params, b.next_obs, next_action)[..., 0]
-    soft = next_q.min(0) - alpha * next_log_prob
+    value = weight * next_q.min(0) + (1 - weight) * numpy_weighted_min_pair(next_q)
+    soft = value - alpha * next_log_prob
     y = config.reward_scale * b.reward + b.discount * (1 - b.terminated) * soft
 
     def td_loss(params):
@@ -113,7 +146,7 @@ def test_update_matches_numpy_reference(name):
         return numpy_diversity(ref.q_action_grads(params, b.obs, b.action))
 
     def critic_loss(params):
-        return td_loss(params) + 0.5 * config.eta * spread(params)
+        return td_loss(params) + 0.5 * config.eta * weight * spread(params)
 
     np.testing.assert_allclose(metrics["critic_loss"], td_loss(p.critic.params), rtol=1e-4)
     if config.eta:
@@ -124,14 +157,16 @@ def test_update_matches_numpy_reference(name):
     ref.assert_adam_first_step(
         state.critic.params, new.critic.params, critic_grad, config.critic_lr
     )
-    if config.eta:  # the diversity term moves the critics: its gradient is far from zero
+    if phase is not None:
+        np.testing.assert_allclose(metrics["pessimism"], weight)
+    if config.eta * weight:  # the diversity term moves the critics: its gradient is far from 0
         td_grad = ref.finite_difference_grad(td_loss, p.critic.params)
         moved = [np.sign(a) != np.sign(t) for a, t in zip(jax.tree.leaves(critic_grad),
                  jax.tree.leaves(td_grad), strict=True)]  # fmt: skip
         assert sum(int(m.sum()) for m in moved) >= 5
 
     ref.assert_polyak(new.target_critic_params, state.target_critic_params, new.critic.params, 0.1)
-    assert int(new.step) == 1
+    assert int(new.step) == int(state.step) + 1
 
 
 def test_the_policy_head_clips_its_log_std_to_minus_five_and_two():

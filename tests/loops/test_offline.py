@@ -1,16 +1,20 @@
 """Offline runs (`jaxrl.loops.offline`): chunks of updates on a dataset on the device, no env
 step, evaluation in the eval envs; their rows, checkpoints, statistics, seeds in one program,
-exact resume, and the input they refuse."""
+exact resume, and the input they refuse. Then offline-to-online runs: the online chunks after
+them, their batches mixing dataset and replay rows (`offpolicy.mixed_sample`), E2O's switch,
+and their exact resume."""
 
+import dataclasses
 import json
 import shutil
 
 import chex
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxrl import checkpoint, cli, driver
+from jaxrl import checkpoint, cli, driver, replay
 from jaxrl.config import ConfigError, TrainConfig
 from jaxrl.data import collect, minari_format
 from jaxrl.run.rows import learning_metrics
@@ -148,7 +152,11 @@ def test_a_resume_refuses_a_dataset_that_changed(tmp_path, datasets):
         (["--env", "classic/mountain_car_continuous"], "observations of size 3"),
         (["--dataset", None], "--offline-updates 64: name the data with --dataset"),
         (["--offline-updates", "0"], "total_steps must be a positive integer"),
-        (["--steps", "1000"], "fine-tuning online after offline training is not built yet"),
+        (["--steps", "1000", "--offline-ratio", "1.5"], "offline_ratio must be in [0, 1]"),
+        (
+            ["--offline-updates", "0", "--steps", "1000", "--offline-ratio", "0"],
+            "nothing would read the dataset",
+        ),
         (["--algo", "ppo"], "an on-policy algorithm learns only from its own rollouts"),
         (["--critic-obs", "privileged"], "observes one array"),
     ],
@@ -191,3 +199,134 @@ def test_td3_bc_learns_the_pendulum_from_a_noisy_expert_s_data(tmp_path, monkeyp
     assert result.history[-1]["eval_return"] > -400
     data = minari_format.load("jaxrl/pendulum-v0")
     assert data.normalized_score(result.history[-1]["eval_return"]) > 70
+
+
+# --- Offline to online ------------------------------------------------------------------------
+
+
+def test_mixed_batches_take_their_share_of_rows_from_the_dataset():
+    """`offline_ratio` of each batch from the dataset (rewards 1000 + row), the rest from the
+    replay (rewards below 100), online rows first; ratio 0 (or no dataset) is `sample`'s."""
+    from jaxrl import sharding
+    from jaxrl.loops import offpolicy
+    from jaxrl.types import Transition
+
+    def buffer(rows, envs, first_reward):
+        """A full buffer of `rows` time slots of `envs` rows, rewards counting up."""
+        rewards = first_reward + jnp.arange(rows * envs, dtype=jnp.float32).reshape(rows, envs)
+        zeros = jnp.zeros((rows, envs, 1))
+        full = Transition(zeros, zeros, rewards, zeros, 0 * rewards, 0 * rewards)
+        return replay.ReplayBuffer(full, jnp.zeros((), jnp.int32), jnp.asarray(rows, jnp.int32))
+
+    online, dataset = buffer(32, 4, 0.0), buffer(50, 1, 1000.0)
+    config = tiny.off_policy(batch_size=8, updates_per_step=3, offline_ratio=0.25, n_step=1)
+    data = sharding.data_axis(0, config.num_envs, config.batch_size)
+    key = jax.random.PRNGKey(0)
+    rows = offpolicy.mixed_sample(config, data, online, dataset, key, 0.99)
+    assert rows.reward.shape == (3, 8)
+    assert (rows.reward[:, :6] < 1000).all() and (rows.reward[:, 6:] >= 1000).all()
+    alone = offpolicy.sample(config, data, online, key, 0.99)
+    for no_mix in (dataclasses.replace(config, offline_ratio=0.0), config):
+        given = dataset if no_mix.offline_ratio == 0 else None
+        same = offpolicy.mixed_sample(no_mix, data, online, given, key, 0.99)
+        chex.assert_trees_all_equal(same, alone)
+
+
+E2O = tiny.agent("e2o", num_critics=3, ucb_candidates=4)
+
+
+def _o2o(**overrides):
+    """64 offline updates in 2 chunks, then 256 env steps online in 2 chunks (4 envs, updates
+    from 32 rows on)."""
+    return _config(total_steps=256, eval_every=128, learning_starts=32, buffer_size=512,
+                   **overrides)  # fmt: skip
+
+
+def test_an_offline_to_online_run_fine_tunes_online_after_its_offline_updates(tmp_path):
+    result = driver.train(_o2o(), E2O, tmp_path / "run", progress=None, checkpoint_every=1)
+    rows = result.history
+    assert [(r["phase"], r["offline_updates"], r["env_steps"], r["step"]) for r in rows] == [
+        ("offline", 32, 0, 32),
+        ("offline", 64, 0, 64),
+        ("online", 64, 128, 192),
+        ("online", 64, 256, 320),
+    ]
+    assert checkpoint.steps(tmp_path / "run/checkpoints") == [64, 192, 320]  # the last 3
+    # E2O's target: the offline minimum's weight 1 offline, 0 online (decay 0)
+    assert [r["pessimism"] for r in rows] == [1.0, 1.0, 0.0, 0.0]
+    state = result.state
+    assert int(state.agent.online_from) == 64  # the switch, at the offline updates' end
+    assert int(state.iteration) == 64 and int(state.buffer.size) == 64  # 64 steps of 4 envs
+    # the online updates: every iteration from the 8th (32 rows) on, 2 updates each
+    assert int(state.agent.step) == 64 + 2 * (64 - 7)
+    assert all(np.isfinite(r["eval_return"]) for r in rows)
+
+
+def test_the_online_batches_read_the_dataset_at_their_ratio():
+    """An online run from scratch that mixes in a dataset whose rewards are -100 lower: its
+    critics' TD errors are that large where batches read it (half of each), and the run without
+    a dataset is the same whatever dataset is named nowhere."""
+    steps, _ = _stream_of(minari_format.load(DATASET))
+    steps["reward"] = steps["reward"] - 100.0
+    _write_stream("jaxrl/lowered-o2o-v0", steps)
+    sac_n = tiny.agent("sac_n", num_critics=2)
+    loss = {}
+    for name in (None, DATASET, "jaxrl/lowered-o2o-v0"):
+        config = _o2o(offline_updates=0, dataset=name, offline_ratio=0.5 if name else 0.0)
+        loss[name] = driver.train(config, sac_n, None, progress=None).history[-1]["critic_loss"]
+    assert loss["jaxrl/lowered-o2o-v0"] > 20 * max(loss[None], loss[DATASET])
+    assert loss[DATASET] != loss[None]  # the same data's rows, but other rows than the replay's
+
+
+def test_an_offline_to_online_run_resumes_bit_exactly(tmp_path):
+    full = driver.train(_o2o(), E2O, tmp_path / "full", progress=None)
+    driver.train(_o2o(), E2O, tmp_path / "cut", progress=None, checkpoint_every=1)
+    shutil.rmtree(tmp_path / "cut/checkpoints/320")  # killed after the first online chunk
+    (tmp_path / "cut/summary.json").unlink()
+    resumed = driver.resume(tmp_path / "cut", progress=None)
+    chex.assert_trees_all_equal(resumed.state.agent, full.state.agent)
+    assert learning_metrics(resumed.history) == learning_metrics(full.history)
+
+
+def test_a_run_starts_from_a_finished_offline_run_with_init_from(tmp_path):
+    offline = driver.train(_config(), E2O, tmp_path / "offline", progress=None)
+    config = _o2o(offline_updates=0, init_from=str(tmp_path / "offline"))
+    first = driver.train(dataclasses.replace(config, total_steps=128), E2O, None, progress=None)
+    # one online chunk of 32 iterations, updates from the 8th on: 2 x 25 after the 64 offline
+    assert int(first.state.agent.step) == 64 + 2 * 25
+    assert int(first.state.agent.online_from) == 64
+    assert first.history[0]["pessimism"] == 0.0
+    # the state it starts from: the offline run's agent and statistics, for one seed and for
+    # every member of a grid of seeds
+    from jaxrl.run import state as run_state
+
+    for seeds in (None, 2):
+        run_config, run_grid = driver._run_grid(config, E2O, seeds, None, None)
+        trainer = driver.check_setting(run_config, E2O)
+        members = run_state._members(trainer, E2O, run_grid)
+        fresh = run_state._initial_state(trainer, run_grid, members)
+        source = run_state.check_init_from(trainer.config)
+        started = run_state.initialized_from(source, fresh, run_grid)
+        agent, stats = started.agent, started.obs_stats
+        if seeds:
+            agent, stats = jax.tree.map(lambda x: x[1], (agent, stats))
+        chex.assert_trees_all_equal(agent, offline.state.agent)
+        chex.assert_trees_all_equal(stats, offline.state.obs_stats)
+        chex.assert_trees_all_equal(started.env_state, fresh.env_state)  # its own envs
+
+
+@pytest.mark.parametrize(
+    "source,message",
+    [("nowhere", "--init-from"), ("sac", "a run of sac, not of e2o")],
+)
+def test_bad_init_from_exits_2_with_one_line(tmp_path, capsys, source, message):
+    if source == "sac":
+        driver.train(tiny.off_policy(total_steps=128, eval_every=128), tiny.SAC,
+                     tmp_path / "sac", progress=None)  # fmt: skip
+    argv = ["train", "--algo", "e2o", "--env", "classic/pendulum", "--steps", "256",
+            "--num-envs", "4", "--batch-size", "16", "--learning-starts", "32", "--quiet",
+            "--init-from", str(tmp_path / source), "--out", str(tmp_path / "run")]  # fmt: skip
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and "\n" not in err and "Traceback" not in err
+    assert not (tmp_path / "run").exists()
