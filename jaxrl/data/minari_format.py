@@ -16,6 +16,7 @@ import dataclasses
 import difflib
 import os
 import pathlib
+import re
 import warnings
 from collections.abc import Iterable
 from typing import Any
@@ -282,6 +283,28 @@ def _flattener(space: Any, dataset_id: str):
     raise DatasetError(f"{dataset_id}: observation space {space} is neither a box nor a dict")
 
 
+def _episodes(dataset, dataset_id: str):
+    """The dataset's episodes in order; one whose stored fields lack one (Minari's reader raises
+    KeyError naming the HDF5 object) refused by name."""
+    episodes, index = iter(dataset.iterate_episodes()), 0
+    while True:
+        try:
+            episode = next(episodes)
+        except StopIteration:
+            return
+        except KeyError as error:
+            found = re.search(r"object '(\w+)'", str(error))
+            field = found.group(1) if found else str(error)
+            why = (
+                " (a terminal step's target does not bootstrap)" if field == "terminations" else ""
+            )
+            raise DatasetError(
+                f"{dataset_id}: episode {index} has no {field}; offline learning needs them{why}"
+            ) from None
+        yield episode
+        index += 1
+
+
 def load(id_or_path: str) -> OfflineData:
     """A local Minari dataset (its id, or its folder) as transitions. DatasetError, naming
     the problem, where it is missing, its actions are not a 1-D box, its observations are
@@ -295,7 +318,7 @@ def load(id_or_path: str) -> OfflineData:
     flatten = _flattener(dataset.observation_space, dataset_id)
     parts: dict[str, list] = {k: [] for k in ("obs", "next", "act", "rew", "term", "trunc")}
     returns = []
-    for episode in dataset.iterate_episodes():
+    for episode in _episodes(dataset, dataset_id):
         steps = len(episode.rewards)
         terminations = getattr(episode, "terminations", None)
         if terminations is None or len(terminations) != steps:

@@ -170,3 +170,17 @@ def test_a_dataset_without_reference_returns_cannot_normalise_scores():
     assert data.done.tolist() == [0, 0, 1]
     with pytest.raises(DatasetError, match="no reference returns"):
         data.normalized_score(1.0)
+
+
+def test_a_dataset_without_terminations_is_refused_by_name(datasets):
+    """An episode whose terminations were never stored (a converter that wrote D4RL's
+    `terminals` elsewhere, or none): which rows end in a terminal state is unknown, so it is
+    refused rather than read as never terminating."""
+    import h5py
+
+    _write()
+    path = datasets / "jaxrl/test-v0/data/main_data.hdf5"
+    with h5py.File(path, "r+") as file:
+        del file["episode_1/terminations"]
+    with pytest.raises(DatasetError, match="episode 1 has no terminations"):
+        minari_format.load("jaxrl/test-v0")
