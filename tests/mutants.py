@@ -82,7 +82,9 @@ NARROW_BAR = RUNS + "::test_progress_bar_keeps_its_graphic_and_every_column_in_8
 
 # offpolicy._learned's call of the iteration's updates, each under its conditions
 _LEARN_CALL = (
-    "    agent_state, update_metrics = parts.learn(*args, ready=ready, training=training)\n"
+    "    agent_state, update_metrics = parts.learn(\n"
+    "        *args, ready=ready, training=training, dataset=dataset\n"
+    "    )\n"
 )
 
 # QEnsemble.__call__ from its vmap's in_axes to its return (the mutant below reverts both ends)
@@ -778,7 +780,7 @@ MUTANTS = [
         "learn-conditioned-around-the-loop",
         "jaxrl/loops/offpolicy.py",
         _LEARN_CALL,
-        "    learn = functools.partial(parts.learn, training=training)\n"
+        "    learn = functools.partial(parts.learn, training=training, dataset=dataset)\n"
         "    agent_state, update_metrics = learn_if(ready, learn, *args)\n",
         "the condition to learn wraps the iteration's loop of updates again (XLA:GPU then copies "
         "the agent's state on every update)",
@@ -788,7 +790,9 @@ MUTANTS = [
         "learn-ignores-ready",
         "jaxrl/loops/offpolicy.py",
         _LEARN_CALL,
-        "    agent_state, update_metrics = parts.learn(*args, training=training)\n",
+        "    agent_state, update_metrics = parts.learn(\n"
+        "        *args, training=training, dataset=dataset\n"
+        "    )\n",
         "the updates run in every iteration, from a buffer that is not ready (the warm-up's)",
         "tests/loops/test_offpolicy.py",
     ),
@@ -796,7 +800,7 @@ MUTANTS = [
         "shared-learn-conditioned-around-the-loop",
         "jaxrl/loops/offpolicy.py",
         _LEARN_CALL,
-        "    learn = functools.partial(parts.learn, ready=ready)\n"
+        "    learn = functools.partial(parts.learn, ready=ready, dataset=dataset)\n"
         "    agent_state, update_metrics = (\n"
         "        learn(*args) if training is None else learn_if(training, learn, *args)\n"
         "    )\n",
@@ -808,7 +812,7 @@ MUTANTS = [
         "jaxrl/loops/offpolicy.py",
         _LEARN_CALL,
         "    both = ready if training is None else training & ready\n"
-        "    agent_state, update_metrics = parts.learn(*args, ready=both)\n",
+        "    agent_state, update_metrics = parts.learn(*args, ready=both, dataset=dataset)\n",
         "under vmap the shared chunk's evaluation trips run the update (a select, not a cond)",
         "tests/loops/test_shared_eval.py",
     ),
@@ -1086,7 +1090,7 @@ MUTANTS = [
     m(
         "policy-warmup-ignored",
         "jaxrl/loops/offpolicy.py",
-        'if config.warmup_actions == "uniform":',
+        'if config.warmup_actions == "uniform" and not config.pretrained:',
         "if True:",
         'warmup_actions="policy" still warms up with uniform random actions',
         WIRING,
@@ -2903,8 +2907,8 @@ MUTANTS = [
     m(
         "e2o-diversity-kept-online",
         "jaxrl/agents/e2o.py",
-        '        total = loss + 0.5 * hp["eta"] * weight * spread',
-        '        total = loss + 0.5 * hp["eta"] * spread',
+        "        total = loss + 0.5 * config.eta * weight * spread",
+        "        total = loss + 0.5 * config.eta * spread",
         "E2O keeps EDAC's pessimistic diversity term at full weight after the switch to online",
         "tests/agents/test_edac_update_reference.py",
     ),

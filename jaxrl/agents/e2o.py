@@ -45,7 +45,8 @@ def weighted_min_pair(q: jax.Array) -> jax.Array:
     pairs it makes with the larger ones."""
     size = q.shape[0]
     weights = (size - 1 - jnp.arange(size)) / (size * (size - 1) / 2)
-    return jnp.einsum("e,eb->b", weights.astype(q.dtype), jnp.sort(q, axis=0))
+    # Products and a sum, not a matmul: every matmul precision computes it alike.
+    return (weights.astype(q.dtype)[:, None] * jnp.sort(q, axis=0)).sum(0)
 
 
 def pessimism(step: jax.Array, online_from: jax.Array, decay_updates: int) -> jax.Array:
@@ -111,7 +112,7 @@ def make(config: E2OConfig = E2OConfig()) -> Agent:
         if not with_diversity:
             return loss, (values, head_state, loss, None)
         spread = diversity(action_grads(params, critic_obs, batch.action, hp))
-        total = loss + 0.5 * hp["eta"] * weight * spread
+        total = loss + 0.5 * config.eta * weight * spread
         return total, (values, head_state, loss, spread)
 
     sac_update = ensemble_update(config, critic_objective, with_diversity)

@@ -99,7 +99,8 @@ class E2OConfig(EDACConfig):
     ucb_candidates: int = 10
     """Actions drawn per env step for the upper confidence bound; 1: no selection."""
 
-    ARRAY_FIELDS: ClassVar[tuple[str, ...]] = (*EDACConfig.ARRAY_FIELDS, "ucb_lambda")
+    # eta shapes E2O's program (at 0 no diversity term is computed), so it is no data to vary
+    ARRAY_FIELDS: ClassVar[tuple[str, ...]] = (*SACConfig.ARRAY_FIELDS, "ucb_lambda")
 
     def __post_init__(self):
         super().__post_init__()
