@@ -135,10 +135,9 @@ def make(config: E2OConfig = E2OConfig()) -> Agent:
             online_from=jnp.where(state.online_from < 0, state.step, state.online_from)
         )
 
-    actor_net = sac_family.actor_network
-
     def act(state: E2OState, obs: jax.Array, key: jax.Array, noise_scale=1.0) -> jax.Array:
-        mean, log_std = actor_net(config, state.action_size).apply(state.actor.params, obs)
+        actor = sac_family.actor_network(config, state.action_size)
+        mean, log_std = actor.apply(state.actor.params, obs)
         greedy = isinstance(noise_scale, int | float) and noise_scale == 0  # every draw the mode
         if config.ucb_candidates == 1 or greedy:  # (and a greedy policy reads no critic)
             return distributions.tanh_gaussian_act(key, mean, log_std, noise_scale)
