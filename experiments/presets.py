@@ -468,3 +468,17 @@ PRESETS["pql_dmc"] = {
     },
     "agent": {},
 }
+
+# LB-SAC (Nikulin et al. 2022, "Q-Ensemble for Offline RL: Don't Scale the Ensemble, Scale the
+# Batch Size"; its code tinkoff-ai/lb-sac, as CORL's lb_sac.py keeps it): SAC-N with the batch
+# scaled from 256 to 10,000 and the three learning rates from 3e-4 to 0.0018 (about
+# 3e-4 x sqrt(10,000 / 256)), 10 critics (fewer on some datasets: 4 on halfcheetah-medium),
+# 3 x 256 layers without LayerNorm, tau 0.005, gamma 0.99, 300 x 1,000 updates. The length and
+# the data are the user's: --dataset ID --offline-updates 300000 --steps 0 (docs/OFFLINE.md).
+# One difference: its critics' loss is the mean over the ensemble, jaxrl's SAC-N the sum; Adam
+# takes either to nearly the same step.
+PRESETS["lb_sac"] = {
+    "algo": "sac_n",
+    "train": {"batch_size": 10_000, "offline_eval_every": 10_000},
+    "agent": {"num_critics": 10, "actor_lr": 0.0018, "critic_lr": 0.0018, "alpha_lr": 0.0018},
+}

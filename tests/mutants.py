@@ -2975,6 +2975,14 @@ MUTANTS = [
         "--init-from takes the agent but not the observation statistics it was trained with",
         "tests/loops/test_offline.py::test_a_run_starts_from_a_finished_offline_run_with_init_from",
     ),
+    m(
+        "pretrained-agent-warms-up",
+        "jaxrl/loops/offpolicy.py",
+        '        if config.warmup_actions == "uniform" and not config.pretrained:',
+        '        if config.warmup_actions == "uniform":',
+        "an agent trained offline acts uniformly at random until learning_starts online",
+        "tests/loops/test_offline.py::test_a_pretrained_agent_acts_from_its_first_online_step",
+    ),
 ]
 
 

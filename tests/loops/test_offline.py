@@ -262,6 +262,21 @@ def test_an_offline_to_online_run_fine_tunes_online_after_its_offline_updates(tm
     assert all(np.isfinite(r["eval_return"]) for r in rows)
 
 
+def test_a_pretrained_agent_acts_from_its_first_online_step():
+    """After offline updates no uniform warm-up: the online rows' actions are the policy's from
+    the first env step, whatever --warmup-actions says; from scratch the warm-up is uniform."""
+    actions = {}
+    for updates in (64, 0):
+        for warmup in ("uniform", "policy"):
+            config = _o2o(offline_updates=updates, warmup_actions=warmup)
+            actions[updates, warmup] = driver.train(config, E2O, None, progress=None).state
+    pretrained, scratch = actions[64, "uniform"], actions[0, "uniform"]
+    chex.assert_trees_all_equal(pretrained.buffer, actions[64, "policy"].buffer)
+    chex.assert_trees_all_equal(pretrained.agent, actions[64, "policy"].agent)
+    warm = scratch.buffer.data.action[:8]  # the 32 rows before learning_starts
+    assert not np.allclose(warm, actions[0, "policy"].buffer.data.action[:8])
+
+
 def test_the_online_batches_read_the_dataset_at_their_ratio():
     """An online run from scratch that mixes in a dataset whose rewards are -100 lower: its
     critics' TD errors are that large where batches read it (half of each), and the run without
