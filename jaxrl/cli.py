@@ -300,7 +300,9 @@ def cmd_list(argv: list[str]) -> int:
         print("presets:")
         width = max(map(len, PRESETS))
         for name, preset in PRESETS.items():
-            print(f"  {name:<{width}}  {preset['algo']} on {preset['train']['env']}")
+            # a preset without an env (lb_sac: a recipe for any dataset) takes --env's
+            env = preset["train"].get("env", "the --env given")
+            print(f"  {name:<{width}}  {preset['algo']} on {env}")
     print("environments:")
     for name in envs.list_envs(args.family):
         print(f"  {name}")
