@@ -10,7 +10,7 @@ from dataclasses import fields as fields_of
 import pytest
 
 from jaxrl import cli
-from jaxrl.config import flagdoc, resolve, train
+from jaxrl.config import flagdoc, options, resolve, train
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -69,7 +69,7 @@ def test_every_run_field_is_in_exactly_one_section():
     """Each field of TrainOptions and TrainConfig is in one section of SECTIONS, the one place
     that maps them: a field added without a section fails here (and stops `jaxrl train`)."""
     named = [name for section in train.SECTIONS.values() for name in section.fields]
-    fields = [f.name for cls in (train.TrainOptions, train.TrainConfig) for f in fields_of(cls)]
+    fields = [f.name for cls in (options.TrainOptions, train.TrainConfig) for f in fields_of(cls)]
     assert sorted(named) == sorted(fields)
     assert len(set(named)) == len(named)
     members = train.section_members()

@@ -30,7 +30,8 @@ import tyro
 
 from jaxrl import agents
 from jaxrl.config.choices import Choices, field_choices, type_hints
-from jaxrl.config.train import SECTIONS, TrainConfig, TrainOptions, section_members
+from jaxrl.config.options import TrainOptions
+from jaxrl.config.train import SECTIONS, TrainConfig, section_members
 from jaxrl.errors import ConfigError
 
 # -- Parsing values -------------------------------------------------------------------------
