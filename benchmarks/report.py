@@ -9,6 +9,9 @@ from collections import defaultdict
 
 import numpy as np
 
+from jaxrl.benchmarks.parity_report import identical_section, parity_section
+from jaxrl.benchmarks.tables import fmt, mean_or_none, system_of
+
 
 def load(path: pathlib.Path) -> list[dict]:
     """Suite records of one file; a case run again replaces its earlier record. Records of
@@ -75,19 +78,6 @@ def speed_line(record: dict) -> str:
     )
 
 
-def _fmt(value, spec=",.1f", none="-"):
-    return none if value is None else format(value, spec)
-
-
-def _mean_or_none(values: list) -> float | None:
-    """The mean, or None where any value is missing (records from before a field existed)."""
-    return None if not values or None in values else float(np.mean(values))
-
-
-def _system(record: dict) -> str:
-    return f"{record['system']}/{record['algo']}"
-
-
 def _compile_target(head: str, base: float, seconds: dict[str, float]) -> str:
     """One line of the compile target (<= 0.5x Brax SAC's `base`): each system's ratio, lowest
     first, and how many meet it; `head` is formatted with `base`."""
@@ -102,8 +92,8 @@ def targets(records: list[dict]) -> list[str]:
     lines = []
     ip = [r for r in records if r.get("env") == "brax/inverted_pendulum" and "error" not in r]
     by = {}  # one entry per system: means over its seeds (time to threshold: if all reached)
-    for name in sorted({_system(r) for r in ip if r["system"] in ("jaxrl", "brax")}):
-        runs = [r for r in ip if _system(r) == name]
+    for name in sorted({system_of(r) for r in ip if r["system"] in ("jaxrl", "brax")}):
+        runs = [r for r in ip if system_of(r) == name]
         hits = [r["seconds_to_threshold"] for r in runs]
         by[name] = {
             "system": runs[0]["system"],
@@ -111,7 +101,7 @@ def targets(records: list[dict]) -> list[str]:
             "seeds": len(runs),
             "seconds_to_threshold": None if None in hits else float(np.mean(hits)),
             "compile_seconds": float(np.mean([r["compile_seconds"] for r in runs])),
-            "compile_events": _mean_or_none([r.get("compile_total_seconds") for r in runs]),
+            "compile_events": mean_or_none([r.get("compile_total_seconds") for r in runs]),
         }
     brax_sac, brax_ppo = by.get("brax/sac"), by.get("brax/ppo")
     ours = [r for k, r in by.items() if k.startswith("jaxrl/") and r["seconds_to_threshold"]]
@@ -121,7 +111,7 @@ def targets(records: list[dict]) -> list[str]:
             ratio = best["seconds_to_threshold"] / brax_sac["seconds_to_threshold"]
             verdict = "met" if ratio <= 0.25 else f"missed by {ratio / 0.25:.1f}x"
             lines.append(
-                f"- Best jaxrl ({_system(best)}) to threshold on brax/inverted_pendulum: "
+                f"- Best jaxrl ({system_of(best)}) to threshold on brax/inverted_pendulum: "
                 f"{best['seconds_to_threshold']:.1f} s vs Brax SAC "
                 f"{brax_sac['seconds_to_threshold']:.1f} s = {ratio:.2f} of it "
                 f"(target <= 0.25): {verdict}."
@@ -129,7 +119,7 @@ def targets(records: list[dict]) -> list[str]:
         else:
             lines.append("- Brax SAC did not reach the threshold: the 1/4 target has no base.")
     if brax_sac:
-        jaxrl_runs = {_system(r): r for r in by.values() if r["system"] == "jaxrl"}
+        jaxrl_runs = {system_of(r): r for r in by.values() if r["system"] == "jaxrl"}
         lines.append(
             _compile_target(
                 "- Compile (to the first finished chunk) against Brax SAC's {:.1f} s, target "
@@ -170,7 +160,7 @@ def targets(records: list[dict]) -> list[str]:
                 f"{'met' if a <= b else f'missed by {a / b:.2f}x'}."
             )
         else:
-            lines.append(f"- PPO to threshold: jaxrl {_fmt(a)} s, Brax {_fmt(b)} s.")
+            lines.append(f"- PPO to threshold: jaxrl {fmt(a)} s, Brax {fmt(b)} s.")
     return lines
 
 
@@ -236,7 +226,7 @@ def section(name: str, records: list[dict]) -> list[str]:
         best_peer = min([p for p in peers if p], default=None)
         threshold = ok[0]["threshold"] if ok else None
         lines += [
-            f"### {env} (threshold {_fmt(threshold, ',.0f')})",
+            f"### {env} (threshold {fmt(threshold, ',.0f')})",
             "",
             "| system | envs | seed | to threshold (s) | env steps to it | ratio to best peer "
             "| compile (s) | env-steps/s | of limit | updates/s | final return | peak RSS (MB) |",
@@ -249,13 +239,13 @@ def section(name: str, records: list[dict]) -> list[str]:
             sps = r["env_steps_per_second"]
             hit = r["seconds_to_threshold"]
             lines.append(
-                f"| {_system(r)} | {r['num_envs']} | {r['seed']} | {_fmt(hit)} "
-                f"| {_fmt(r['steps_to_threshold'], ',d')} "
-                f"| {_fmt(hit / best_peer if hit and best_peer else None, '.2f')} "
-                f"| {_fmt(r['compile_seconds'])} | {_fmt(sps, ',.0f')} "
-                f"| {_fmt(sps / limit if sps and limit else None, '.0%')} "
-                f"| {_fmt(r['updates_per_second'], ',.0f')} | {_fmt(r['final_return'])} "
-                f"| {_fmt(r['peak_rss_mb'], ',.0f')} |"
+                f"| {system_of(r)} | {r['num_envs']} | {r['seed']} | {fmt(hit)} "
+                f"| {fmt(r['steps_to_threshold'], ',d')} "
+                f"| {fmt(hit / best_peer if hit and best_peer else None, '.2f')} "
+                f"| {fmt(r['compile_seconds'])} | {fmt(sps, ',.0f')} "
+                f"| {fmt(sps / limit if sps and limit else None, '.0%')} "
+                f"| {fmt(r['updates_per_second'], ',.0f')} | {fmt(r['final_return'])} "
+                f"| {fmt(r['peak_rss_mb'], ',.0f')} |"
             )
         for r in runs:
             if "error" in r:
@@ -333,209 +323,6 @@ def against_brax_update(records: list[dict]) -> list[str]:
 PIECES = ("init", "env_step", "evaluate", "update")
 
 
-def _mean_std(values: list[float]) -> str:
-    if not values:
-        return "-"
-    return f"{np.mean(values):,.1f} ± {np.std(values):,.1f}"
-
-
-def _finals(run: dict) -> list[float]:
-    """Final returns of a record: each seed's where it trained several (Case.seeds)."""
-    return run.get("final_returns") or [run["final_return"]]
-
-
-def _eval_envs(record: dict) -> int:
-    """The evaluation envs of a jaxrl record: its `--eval-envs` option, else the default 128
-    (the same on Brax's side: the suites give both systems one count)."""
-    options = list(record.get("options") or [])
-    if "--eval-envs" in options[:-1]:
-        return int(options[options.index("--eval-envs") + 1])
-    return 128
-
-
-def parity_section(name: str, records: list[dict]) -> list[str]:
-    """Learning parity: jaxrl configured exactly as Brax's trainer; per task and system, the
-    final greedy evaluation (equal env steps) and wall-clock, each seed and the mean, and
-    whether jaxrl's mean is at or above the low end of the 95% bootstrap interval of the
-    mean of Brax's seeds (the trainer of the same algorithm, on the same task)."""
-    from jaxrl.driver import seed_summary
-
-    lines = [f"## {name}: learning parity at identical settings", ""]
-    counts = sorted({_eval_envs(r) for r in records if r.get("system") == "jaxrl"}) or [128]
-    lines.append(
-        "jaxrl and Brax's own trainer with the same hyperparameters (see `benchmarks/suites.py`),"
-        f" the same env steps, both evaluated greedily on {' or '.join(map(str, counts))} envs."
-        " Return: the final evaluation,"
-        " mean ± std over seeds (each seed in brackets); wall-clock: start of training to the"
-        " final evaluation, compilation included. `vs Brax`: jaxrl's mean against the 95%"
-        " bootstrap interval of the mean of Brax's seeds."
-    )
-    shared = {r["concurrent_jobs"] for r in records if r.get("concurrent_jobs", 1) > 1}
-    if shared:
-        lines += [
-            "",
-            f"These cases ran {max(shared)} at a time on one machine (`--jobs`): their returns "
-            "are what one case alone gives, their times are not comparable.",
-        ]
-    machines = sorted({d for r in records for d in r.get("machine", {}).get("devices") or []})
-    if machines:
-        lines += ["", f"Device: {', '.join(machines)}."]
-    lines.append("")
-    lines += [
-        "| task | system | env steps | final return | seeds | vs Brax | wall-clock (s) "
-        "| compile (s) | env-steps/s |",
-        "| --- | --- | ---: | ---: | --- | --- | ---: | ---: | ---: |",
-    ]
-    ok = [r for r in records if "error" not in r and r.get("evals")]
-    for env in sorted({r["env"] for r in ok}):
-        brax = {}  # algo: 95% interval of the mean of Brax's seeds
-        for algo in {r["algo"] for r in ok if r["env"] == env and r["system"] == "brax"}:
-            finals = [f for r in ok if (r["env"], r["system"], r["algo"]) == (env, "brax", algo)
-                      for f in _finals(r)]  # fmt: skip
-            summary = seed_summary(finals)
-            brax[algo] = (summary["eval_return_ci_low"], summary["eval_return_ci_high"])
-        for system in sorted({_system(r) for r in ok if r["env"] == env}):
-            runs = sorted(
-                (r for r in ok if r["env"] == env and _system(r) == system),
-                key=lambda r: r["seed"],
-            )
-            finals = [f for r in runs for f in _finals(r)]
-            rates = [r["env_steps_per_second"] for r in runs if r["env_steps_per_second"]]
-            base = runs[0]["algo"].split("+")[0]
-            versus = "-"
-            if runs[0]["system"] == "jaxrl" and base in brax:
-                low, high = brax[base]
-                above = np.mean(finals) >= low
-                versus = f"{'at or above' if above else 'BELOW'} [{low:.0f}, {high:.0f}]"
-            lines.append(
-                f"| {env} | {system} | {runs[0]['env_steps']:,} | {_mean_std(finals)} "
-                f"| {', '.join(f'{f:.0f}' for f in finals)} | {versus} "
-                f"| {np.mean([r['total_seconds'] for r in runs]):,.1f} "
-                f"| {np.mean([r['compile_seconds'] for r in runs]):,.1f} "
-                f"| {_fmt(np.mean(rates) if rates else None, ',.0f')} |"
-            )
-    for r in records:
-        if "error" in r:
-            lines.append(f"| {r['case']} | failed: {r['error'].strip().splitlines()[-1]} |")
-    return lines + [""]
-
-
-SPEED_TARGETS = {"throughput": 2.0, "compile": 0.5}  # jaxrl / Brax on CPU (issue 19)
-
-
-def rate_without_evaluations(evals: list[dict]) -> float | None:
-    """Training env-steps/s with the evaluations' own seconds taken out, where the system times
-    them (Brax's Evaluator: `eval_seconds`; None for jaxrl, whose evaluation runs inside its
-    chunk program). Over the part of the steady window with no compilation in it: Brax's SAC
-    compiled at each of its first three evaluations in the identical suite (9 to 15 s each,
-    inside the seconds its Evaluator reports), which the window's own rate leaves out already
-    by the compile clock; taking them out twice would inflate Brax's rate."""
-    trained = [e for e in evals if e["env_steps"] > 0]
-    if not trained:
-        return None
-    last = trained[-1]
-    settled = [
-        e
-        for e in trained
-        if e.get("compile_seconds_before", 0.0) == last.get("compile_seconds_before", 0.0)
-    ]
-    inside = [e.get("eval_seconds") for e in settled[1:]]
-    if not inside or None in inside:
-        return None
-    seconds = last["wall_seconds"] - settled[0]["wall_seconds"] - sum(inside)
-    return (last["env_steps"] - settled[0]["env_steps"]) / seconds if seconds > 0 else None
-
-
-def identical_section(name: str, records: list[dict]) -> list[str]:
-    """Speed at identical settings: jaxrl configured exactly as Brax's trainer, the same fixed
-    env steps; per task and algorithm each system's mean over seeds and jaxrl / Brax ratios."""
-    lines = [f"## {name}: speed at identical settings (the implementation, not the presets)", ""]
-    lines.append(
-        "jaxrl configured exactly as Brax's own trainer (networks, envs, batch, updates per step,"
-        " evaluation envs and cadence, normalisation: `benchmarks/suites.py`, `identical`), the"
-        " same fixed env steps, each seed its own process, all in one run. Unlike the tuned"
-        " presets' tables, these rows compare implementations. Training env-steps/s: the steady"
-        " rate between the first and the last evaluation after training began (evaluations"
-        " included, the same number for both; compilation in between left out); compile:"
-        " seconds JAX spent tracing, lowering and compiling every program of the process"
-        " (its monitoring events, the same clock for both systems); wall: start of training"
-        " to the fixed step count, compile included. Mean ± std over seeds; ratios jaxrl /"
-        " Brax of the means. Targets on CPU:"
-        f" throughput >= {SPEED_TARGETS['throughput']:g}x Brax's, compile <="
-        f" {SPEED_TARGETS['compile']:g}x. jaxrl's evaluation stops once every episode has"
-        " ended, Brax's runs the whole episode length: on Brax's envs, whose episodes end"
-        " early, that is most of the throughput ratio (benchmarks/README.md, where the time"
-        " goes). Against Brax's training alone: jaxrl's rate (its evaluations included) over"
-        " Brax's with the seconds its Evaluator reports taken out, over the window's evaluation"
-        " intervals with no compilation in them (`report.rate_without_evaluations`; records from"
-        " before the peer kept them: -)."
-    )
-    lines.append("")
-    lines += [
-        "| algo | task | system | seeds | env steps | train env-steps/s | compile (s) "
-        "| wall (s) | peak RSS (MB) | final return |",
-        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
-    ]
-    ok = [r for r in records if "error" not in r and r.get("evals")]
-    ratio_lines = [
-        "| algo | task | throughput (jaxrl / Brax) | against Brax's training alone | compile "
-        "| wall | targets |",
-        "| --- | --- | ---: | ---: | ---: | ---: | --- |",
-    ]
-
-    def mean(runs, key):
-        values = [r[key] for r in runs if r.get(key) is not None]
-        return float(np.mean(values)) if values else None
-
-    for algo in sorted({r["algo"] for r in ok}):
-        for env in sorted({r["env"] for r in ok if r["algo"] == algo}):
-            means, alone = {}, {}
-            for system in ("jaxrl", "brax"):
-                runs = [r for r in ok if (r["algo"], r["env"], r["system"]) == (algo, env, system)]
-                if not runs:
-                    continue
-                keys = ("env_steps_per_second", "compile_total_seconds", "total_seconds")
-                means[system] = {k: mean(runs, k) for k in keys}
-                alone[system] = _mean_or_none([rate_without_evaluations(r["evals"]) for r in runs])
-                lines.append(
-                    f"| {algo} | {env} | {system} | {len(runs)} | {runs[0]['env_steps']:,} "
-                    f"| {_mean_std([r['env_steps_per_second'] for r in runs])} "
-                    f"| {_mean_std([r.get('compile_total_seconds', 0.0) for r in runs])} "
-                    f"| {_mean_std([r['total_seconds'] for r in runs])} "
-                    f"| {_fmt(mean(runs, 'peak_rss_mb'), ',.0f')} "
-                    f"| {_mean_std([r['final_return'] for r in runs])} |"
-                )
-            if len(means) < 2:
-                continue
-            ratios = {
-                k: means["jaxrl"][k] / means["brax"][k]
-                for k in means["jaxrl"]
-                if means["jaxrl"][k] and means["brax"][k]
-            }
-            throughput = ratios.get("env_steps_per_second")
-            compile_ = ratios.get("compile_total_seconds")
-            ours = means["jaxrl"]["env_steps_per_second"]
-            against_training = ours / alone["brax"] if ours and alone["brax"] else None
-            verdict = []
-            if throughput is not None:
-                met = throughput >= SPEED_TARGETS["throughput"]
-                verdict.append(f"throughput {'met' if met else 'missed'}")
-            if compile_ is not None:
-                met = compile_ <= SPEED_TARGETS["compile"]
-                verdict.append(f"compile {'met' if met else 'missed'}")
-            ratio_lines.append(
-                f"| {algo} | {env} | {_fmt(throughput, '.2f')}x "
-                f"| {_fmt(against_training, '.2f', '-')}{'x' if against_training else ''} "
-                f"| {_fmt(compile_, '.2f')}x "
-                f"| {_fmt(ratios.get('total_seconds'), '.2f')}x | {', '.join(verdict)} |"
-            )
-    lines += ["", "Ratios:", "", *ratio_lines]
-    for r in records:
-        if "error" in r:
-            lines.append(f"\n- {r['case']} failed: {r['error'].strip().splitlines()[-1]}")
-    return lines + [""]
-
-
 def profiles(records: list[dict]) -> list[str]:
     """The profile cases: compile and run seconds of each piece of the chunk program."""
     done = [r for r in records if r.get("system") == "profile" and "error" not in r]
@@ -590,7 +377,7 @@ def plot(name: str, records: list[dict], folder: pathlib.Path) -> list[pathlib.P
         groups = defaultdict(list)
         for r in runs:
             if r["env"] == env:
-                groups[f"{_system(r)} ({r['num_envs']} envs)"].append(r)
+                groups[f"{system_of(r)} ({r['num_envs']} envs)"].append(r)
         for label, group in sorted(groups.items()):
             for ax, key in zip(axes, ("wall_seconds", "env_steps"), strict=True):
                 xs = [np.array([e[key] for e in r["evals"]], float) for r in group]

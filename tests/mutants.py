@@ -1858,7 +1858,7 @@ MUTANTS = [
     ),
     m(
         "speed-ratio-inverted",
-        "benchmarks/report.py",
+        "benchmarks/parity_report.py",
         'k: means["jaxrl"][k] / means["brax"][k]',
         'k: means["brax"][k] / means["jaxrl"][k]',
         "the identical-settings ratios are Brax over jaxrl",

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from jaxrl.benchmarks import case as case_module
-from jaxrl.benchmarks import report, run
+from jaxrl.benchmarks import parity_report, report, run
 from jaxrl.benchmarks.suites import SUITES, Case
 
 
@@ -353,12 +353,12 @@ def test_rate_without_evaluations_over_the_window_with_no_compilation():
         point(400, 27.0, 1.0, 15),
     ]
     # From 200 to 400: 5 s, 1.5 of them evaluating.
-    assert report.rate_without_evaluations(evals) == 200 / 3.5
+    assert parity_report.rate_without_evaluations(evals) == 200 / 3.5
     evals[3]["eval_seconds"] = None  # one evaluation untimed (jaxrl's): no such rate
-    assert report.rate_without_evaluations(evals) is None
+    assert parity_report.rate_without_evaluations(evals) is None
     evals[4]["compile_seconds_before"] = 16  # compiled up to the last point: nothing settled
     evals[3]["eval_seconds"] = 0.5
-    assert report.rate_without_evaluations(evals) is None
+    assert parity_report.rate_without_evaluations(evals) is None
 
 
 def test_compile_clock_counts_every_program_and_marks_evaluation_points():
@@ -411,7 +411,7 @@ def test_identical_section_gives_jaxrl_over_brax_ratios_of_the_seed_means():
         _speed("jaxrl", "ppo", 0, 1000.0, 60.0, 10.0),
         _speed("brax", "ppo", 0, 1000.0, 60.0, 10.0),
     ]
-    lines = report.identical_section("identical-cpu", records)
+    lines = parity_report.identical_section("identical-cpu", records)
     sac = next(line for line in lines if line.startswith("| sac | brax/inverted_pendulum | 2.00x"))
     # Against Brax's training alone: 1,000 steps in 2 s less 1 or 1.5 s of evaluations, a
     # mean of 1,500 env-steps/s, jaxrl's 4,000 over it.
