@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from jaxrl.benchmarks.tables import finals, fmt, mean_or_none, mean_std, system_of
+from jaxrl.benchmarks.tables import final_returns, fmt, mean_or_none, mean_std, system_of
 
 
 def _eval_envs(record: dict) -> int:
@@ -56,7 +56,7 @@ def parity_section(name: str, records: list[dict]) -> list[str]:
         brax = {}  # algo: 95% interval of the mean of Brax's seeds
         for algo in {r["algo"] for r in ok if r["env"] == env and r["system"] == "brax"}:
             finals = [f for r in ok if (r["env"], r["system"], r["algo"]) == (env, "brax", algo)
-                      for f in finals(r)]  # fmt: skip
+                      for f in final_returns(r)]  # fmt: skip
             summary = seed_summary(finals)
             brax[algo] = (summary["eval_return_ci_low"], summary["eval_return_ci_high"])
         for system in sorted({system_of(r) for r in ok if r["env"] == env}):
@@ -64,7 +64,7 @@ def parity_section(name: str, records: list[dict]) -> list[str]:
                 (r for r in ok if r["env"] == env and system_of(r) == system),
                 key=lambda r: r["seed"],
             )
-            finals = [f for r in runs for f in finals(r)]
+            finals = [f for r in runs for f in final_returns(r)]
             rates = [r["env_steps_per_second"] for r in runs if r["env_steps_per_second"]]
             base = runs[0]["algo"].split("+")[0]
             versus = "-"

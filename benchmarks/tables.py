@@ -22,12 +22,12 @@ def system_of(record: dict) -> str:
 
 
 def mean_std(values: list[float]) -> str:
-    """"mean ± std" of the values; "-" where there are none."""
+    """The values as mean ± std; "-" where there are none."""
     if not values:
         return "-"
     return f"{np.mean(values):,.1f} ± {np.std(values):,.1f}"
 
 
-def finals(run: dict) -> list[float]:
+def final_returns(run: dict) -> list[float]:
     """Final returns of a record: each seed's where it trained several (Case.seeds)."""
     return run.get("final_returns") or [run["final_return"]]
