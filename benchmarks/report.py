@@ -408,6 +408,17 @@ def plot(name: str, records: list[dict], folder: pathlib.Path) -> list[pathlib.P
     return written
 
 
+def writer_for(stem: str):
+    """The section writer of a records file named `stem` (`<suite>-<backend>`)."""
+    if stem.startswith("identical"):
+        return identical_section
+    if stem.startswith("dmc_algos"):
+        from jaxrl.benchmarks import dmc_algos
+
+        return dmc_algos.section
+    return parity_section if "parity" in stem else section
+
+
 def write(results: pathlib.Path, summary: pathlib.Path | None = None) -> pathlib.Path:
     """The markdown summary of every records file in the folder `results`, with its plots
     written there too; the summary goes to `summary` (default: RESULTS.md in that folder; the
@@ -433,14 +444,7 @@ def write(results: pathlib.Path, summary: pathlib.Path | None = None) -> pathlib
         records = load(path)
         if not records:
             continue
-        if path.stem.startswith("identical"):
-            writer = identical_section
-        elif path.stem.startswith("dmc_algos"):
-            from jaxrl.benchmarks import dmc_algos
-
-            writer = dmc_algos.section
-        else:
-            writer = parity_section if "parity" in path.stem else section
+        writer = writer_for(path.stem)
         lines += writer(path.stem, records)
         if writer is identical_section:  # short fixed budgets: a speed table, not curves
             continue
