@@ -265,16 +265,16 @@ def test_an_offline_to_online_run_fine_tunes_online_after_its_offline_updates(tm
 def test_a_pretrained_agent_acts_from_its_first_online_step():
     """After offline updates no uniform warm-up: the online rows' actions are the policy's from
     the first env step, whatever --warmup-actions says; from scratch the warm-up is uniform."""
-    actions = {}
+    states = {}
     for updates in (64, 0):
         for warmup in ("uniform", "policy"):
             config = _o2o(offline_updates=updates, warmup_actions=warmup)
-            actions[updates, warmup] = driver.train(config, E2O, None, progress=None).state
-    pretrained, scratch = actions[64, "uniform"], actions[0, "uniform"]
-    chex.assert_trees_all_equal(pretrained.buffer, actions[64, "policy"].buffer)
-    chex.assert_trees_all_equal(pretrained.agent, actions[64, "policy"].agent)
+            states[updates, warmup] = driver.train(config, E2O, None, progress=None).state
+    pretrained, scratch = states[64, "uniform"], states[0, "uniform"]
+    chex.assert_trees_all_equal(pretrained.buffer, states[64, "policy"].buffer)
+    chex.assert_trees_all_equal(pretrained.agent, states[64, "policy"].agent)
     warm = scratch.buffer.data.action[:8]  # the 32 rows before learning_starts
-    assert not np.allclose(warm, actions[0, "policy"].buffer.data.action[:8])
+    assert not np.allclose(warm, states[0, "policy"].buffer.data.action[:8])
 
 
 def test_the_online_batches_read_the_dataset_at_their_ratio():
