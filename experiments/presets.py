@@ -482,3 +482,13 @@ PRESETS["lb_sac"] = {
     "train": {"batch_size": 10_000, "offline_eval_every": 10_000},
     "agent": {"num_critics": 10, "actor_lr": 0.0018, "critic_lr": 0.0018, "alpha_lr": 0.0018},
 }
+
+# ReBRAC (Tarasov et al. 2023; tinkoff-ai/ReBRAC, as CORL's rebrac.py keeps it): its agent
+# settings are ReBRACConfig's defaults; the loop's are batch 1,024 and 1,000 x 1,000 updates,
+# evaluated every 5,000 (--dataset ID --offline-updates 1000000 --steps 0, docs/OFFLINE.md).
+# The two penalties' weights are per dataset in the paper: --actor-bc-coef, --critic-bc-coef.
+PRESETS["rebrac_d4rl"] = {
+    "algo": "rebrac",
+    "train": {"batch_size": 1024, "offline_eval_every": 5_000},
+    "agent": {},
+}

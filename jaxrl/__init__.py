@@ -57,6 +57,7 @@ _LAZY = {
     "EDACConfig": ("jaxrl.agents.edac", "EDACConfig"),
     "E2OConfig": ("jaxrl.agents.e2o", "E2OConfig"),
     "TD3BCConfig": ("jaxrl.agents.td3_bc", "TD3BCConfig"),
+    "ReBRACConfig": ("jaxrl.agents.rebrac", "ReBRACConfig"),
     "preset": ("jaxrl.config.resolve", "preset"),
     "ConfigError": ("jaxrl.errors", "ConfigError"),
     "TrainConfig": ("jaxrl.config", "TrainConfig"),

@@ -132,6 +132,26 @@ def sample(
     return _split(rows, batch_shape, shards)
 
 
+def sample_with_next_action(
+    buffer: ReplayBuffer, key: jax.Array, batch_shape: int | tuple[int, ...], shards: int = 1
+) -> tuple[Any, jax.Array, jax.Array]:
+    """`sample`'s rows (the same draws for the same key), with the action the same env took at
+    its next step ([..., A], ReBRAC's critic penalty reads it) and where that action is known
+    ([...], 1.0): not where the row ended its episode (the next slot holds another episode's
+    action) nor at the newest slot (its next step is not written yet; in a full ring the slot
+    after it is the oldest)."""
+    batch_shape = (batch_shape,) if isinstance(batch_shape, int) else tuple(batch_shape)
+    per_shard = buffer.num_envs // shards
+    index = _draws(key, shards, batch_shape, 0, jnp.maximum(buffer.size, 1) * per_shard)
+    slot, env = index // per_shard, index % per_shard
+    rows = _gather(buffer.data, slot, env, shards)
+    next_action = _gather(buffer.data.action, (slot + 1) % buffer.capacity, env, shards)
+    newest = (buffer.position - 1) % buffer.capacity
+    known = (1.0 - rows.done) * (slot != newest)
+    split = lambda x: _split(x, batch_shape, shards)  # noqa: E731
+    return split(rows), split(next_action), split(known.astype(rows.done.dtype))
+
+
 def sample_n_step(
     buffer: ReplayBuffer,
     key: jax.Array,

@@ -54,6 +54,12 @@ class Batch(NamedTuple):
     # program fills it; None: no row is truncated). Read only by Brax's masking of truncated
     # rows out of the critic loss (SACConfig.truncation "mask").
     truncated: jax.Array | None = None
+    # [B, action_size], the action the row's env took at its next step, and [B] where that is
+    # known (1.0; 0 where the row ended its episode or its next step is not stored yet). The
+    # loop fills them for an agent that reads them (`Agent.reads_next_action`: ReBRAC's
+    # critic penalty); None otherwise.
+    next_action: jax.Array | None = None
+    next_action_known: jax.Array | None = None
 
     critic_inputs = property(_critic_inputs)
 

@@ -547,7 +547,9 @@ def test_every_algorithm_gives_the_same_bits_in_another_process():
     assert result.returncode == 0, result.stderr[-4000:]
     theirs = json.loads(result.stdout.strip().splitlines()[-1])
     ours = fingerprints()
-    algorithms = "sac redq droq crossq dsac_t fast_sac td3 fast_td3 pql ppo sac_n edac td3_bc e2o"
+    algorithms = (
+        "sac redq droq crossq dsac_t fast_sac td3 fast_td3 pql ppo sac_n edac td3_bc rebrac e2o"
+    )
     assert set(ours) == set(algorithms.split())
     assert ours == theirs
 

@@ -183,3 +183,38 @@ def test_bytes_per_transition_counts_every_field_of_one_row():
     assert replay.bytes_per_transition(replay.init(example, 10, 4)) == 4 * (3 + 3 + 1 + 3)
     half = example | {k: example[k].astype(jnp.bfloat16) for k in ("obs", "next_obs")}
     assert replay.bytes_per_transition(replay.init(half, 10, 4)) == 2 * 6 + 4 * 4
+
+
+@pytest.mark.parametrize("shards", [1, 2])
+def test_next_actions_follow_each_env_and_are_unknown_at_episode_ends_and_the_newest_slot(
+    shards,
+):
+    """ReBRAC's draw: every row with the action its env took one iteration later, across the
+    ring's wrap, known except where the row ended its episode or is the newest write (whose
+    next slot holds the oldest rows); the rows themselves are `sample`'s for the same key."""
+    envs, capacity = 4, 5
+
+    def rows(step):
+        env = jnp.arange(envs, dtype=jnp.float32)
+        ident = 10.0 * step + env  # the action names its (step, env)
+        done = jnp.where((step == 3) & (env == 1), 1.0, 0.0)
+        zeros = jnp.zeros(envs)
+        return Transition(
+            obs=ident[:, None], action=ident[:, None], reward=ident, next_obs=ident[:, None],
+            terminated=zeros, done=done,
+        )  # fmt: skip
+
+    buffer = replay.init(jax.tree.map(lambda x: x[0], rows(0)), capacity, envs)
+    for step in range(7):  # slots hold steps 5, 6, 2, 3, 4; position 2
+        buffer = replay.add(buffer, rows(step))
+    key = jax.random.PRNGKey(3)
+    drawn, following, known = replay.sample_with_next_action(buffer, key, (2, 400), shards)
+    plain = replay.sample(buffer, key, (2, 400), shards)
+    jax.tree.map(np.testing.assert_array_equal, drawn, plain)
+    ident = np.asarray(drawn.action[..., 0]).ravel()
+    step, env = ident // 10, ident % 10
+    known, following = np.asarray(known).ravel(), np.asarray(following[..., 0]).ravel()
+    expected_known = ~(((step == 3) & (env == 1)) | (step == 6))
+    np.testing.assert_array_equal(known, expected_known.astype(np.float32))
+    np.testing.assert_array_equal(following[expected_known], ident[expected_known] + 10)
+    assert set(step.tolist()) == {2, 3, 4, 5, 6} and not expected_known.all()

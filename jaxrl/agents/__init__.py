@@ -62,6 +62,9 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
     ),
     "td3": _spec(configs.TD3Config, "td3", "TD3: clipped double Q, smoothing, delay"),
     "td3_bc": _spec(configs.TD3BCConfig, "td3_bc", "TD3+BC: TD3, actor also regressed onto data"),
+    "rebrac": _spec(
+        configs.ReBRACConfig, "rebrac", "ReBRAC: TD3+BC, BC penalty in critic target, LayerNorm"
+    ),
     "fast_td3": _spec(
         configs.FastTD3Config, "fast_td3", "FastTD3: C51 twin critic, per-env noise, AdamW"
     ),

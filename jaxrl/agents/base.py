@@ -36,7 +36,10 @@ class Agent(NamedTuple):
 
     `begin_online(state) -> state`, where given, is applied by the off-policy loop at the start
     of every online chunk: an agent whose update differs after offline training (E2O) marks
-    the switch there; it must leave a state it already marked as it is."""
+    the switch there; it must leave a state it already marked as it is.
+
+    `reads_next_action`: the agent's update reads `Batch.next_action` (ReBRAC), so the
+    off-policy loop draws each row with the action its env took next (1-step returns only)."""
 
     init: Callable[..., AgentState]
     act: Callable[[AgentState, jax.Array, jax.Array, jax.Array | float], jax.Array]
@@ -45,6 +48,7 @@ class Agent(NamedTuple):
     name: str = ""
     loop_defaults: Mapping[str, Any] | None = None
     begin_online: Callable[[AgentState], AgentState] | None = None
+    reads_next_action: bool = False
 
     @property
     def on_policy(self) -> bool:

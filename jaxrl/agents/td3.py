@@ -63,6 +63,7 @@ def critic_network(config: TD3Config) -> QEnsemble:
         config.num_critics,
         config.critic_layer_norm,
         outputs=config.head().outputs,
+        norm_after_relu=config.critic_norm_after_relu,
         residual=config.critic_residual,
         matmul_precision=config.matmul_precision,
     )

@@ -472,4 +472,10 @@ def resolve_config(config: TrainConfig, agent: Agent) -> TrainConfig:
             f"TrainConfig.algo {config.algo!r} does not match {kind} agent; pass the agent's "
             "algorithm name as algo."
         )
-    return config.resolved(agent.loop_defaults)
+    config = config.resolved(agent.loop_defaults)
+    if agent.reads_next_action and config.n_step != 1:
+        raise ConfigError(
+            f"--n-step {config.n_step} with {config.algo}: its critic penalty reads the "
+            "dataset's next action of a 1-step transition; set --n-step 1"
+        )
+    return config

@@ -153,12 +153,26 @@ def make_init(config: TrainConfig, agent: Agent, env: Any, view, data) -> Callab
     return init
 
 
-def sample(config: TrainConfig, data, buffer, key, gamma, rows: int | None = None) -> Batch:
+def sample(
+    config: TrainConfig,
+    data,
+    buffer,
+    key,
+    gamma,
+    rows: int | None = None,
+    next_action: bool = False,
+) -> Batch:
     """[updates_per_step, rows (batch_size)] rows, each update's batch split over the
-    devices."""
+    devices; `next_action` (1-step returns): with `Batch.next_action` and its mask."""
     batch_shape = (config.updates_per_step, rows or config.batch_size)
     if config.n_step == 1:
-        rows = replay.sample(buffer, key, batch_shape, data.size)
+        following = known = None
+        if next_action:
+            rows, following, known = replay.sample_with_next_action(
+                buffer, key, batch_shape, data.size
+            )
+        else:
+            rows = replay.sample(buffer, key, batch_shape, data.size)
         return Batch(
             rows.obs,
             rows.action,
@@ -167,22 +181,29 @@ def sample(config: TrainConfig, data, buffer, key, gamma, rows: int | None = Non
             rows.terminated,
             jnp.full_like(rows.reward, gamma),
             truncated=rows.done - rows.terminated,
+            next_action=following,
+            next_action_known=known,
         )
+    if next_action:  # TrainConfig checks refuse it first (`check_agent`)
+        raise ValueError("next actions are drawn with 1-step returns only")
     return replay.sample_n_step(buffer, key, batch_shape, config.n_step, gamma, data.size)
 
 
-def mixed_sample(config: TrainConfig, data, buffer, dataset, key, gamma) -> Batch:
+def mixed_sample(
+    config: TrainConfig, data, buffer, dataset, key, gamma, next_action: bool = False
+) -> Batch:
     """`sample`'s rows, `offline_ratio` of each batch (rounded) drawn from `dataset` (a
     dataset's rows as a replay buffer, `jaxrl.loops.offline`) and the rest from `buffer`, the
     online rows first; `sample` itself where there is no dataset or no row to draw from it."""
+    draw = functools.partial(sample, config, data, next_action=next_action)
     from_dataset = round(config.offline_ratio * config.batch_size) if dataset is not None else 0
     if not from_dataset:
-        return sample(config, data, buffer, key, gamma)
+        return draw(buffer, key, gamma)
     if from_dataset == config.batch_size:
-        return sample(config, data, dataset, key, gamma)
+        return draw(dataset, key, gamma)
     online_key, offline_key = jax.random.split(key)
-    online = sample(config, data, buffer, online_key, gamma, config.batch_size - from_dataset)
-    offline = sample(config, data, dataset, offline_key, gamma, from_dataset)
+    online = draw(buffer, online_key, gamma, config.batch_size - from_dataset)
+    offline = draw(dataset, offline_key, gamma, from_dataset)
     return jax.tree.map(lambda a, b: jnp.concatenate([a, b], axis=1), online, offline)
 
 
@@ -205,7 +226,9 @@ def make_learn(config: TrainConfig, agent: Agent, data) -> Callable:
     def learn(agent_state, buffer, stats, key, gamma, ready=None, training=None, dataset=None):
         sample_key, update_key = jax.random.split(key)
         # One gather for all updates of this iteration, sliced per update inside the scan.
-        rows = mixed_sample(config, data, buffer, dataset, sample_key, gamma)
+        rows = mixed_sample(
+            config, data, buffer, dataset, sample_key, gamma, agent.reads_next_action
+        )
         batches = data.split(rows, axis=1)
         batches = batches._replace(
             obs=observe(stats, as_float32(batches.obs)),

@@ -4,7 +4,13 @@ an agent. The agents' modules (`jaxrl.agents.sac`, ...) re-export their config; 
 shared settings are `network.NetworkSettings` and `network.InitSettings`."""
 
 from jaxrl.agents.configs.network import InitSettings, NetworkSettings
-from jaxrl.agents.configs.offline import E2OConfig, EDACConfig, SACNConfig, TD3BCConfig
+from jaxrl.agents.configs.offline import (
+    E2OConfig,
+    EDACConfig,
+    ReBRACConfig,
+    SACNConfig,
+    TD3BCConfig,
+)
 from jaxrl.agents.configs.ppo import PPOConfig
 from jaxrl.agents.configs.sac import (
     CrossQConfig,
@@ -29,6 +35,7 @@ __all__ = [
     "PPOConfig",
     "PQLConfig",
     "REDQConfig",
+    "ReBRACConfig",
     "SACConfig",
     "SACNConfig",
     "TD3BCConfig",

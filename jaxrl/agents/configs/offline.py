@@ -1,13 +1,14 @@
 """The configs of the offline agents: SAC-N and EDAC (An et al. 2021, "Uncertainty-Based
 Offline RL with Diversified Q-Ensemble"; the agent `jaxrl.agents.edac`) and TD3+BC (Fujimoto
-and Gu 2021, "A Minimalist Approach to Offline Reinforcement Learning"; `jaxrl.agents.td3_bc`).
-No jax here."""
+and Gu 2021, "A Minimalist Approach to Offline Reinforcement Learning"; `jaxrl.agents.td3_bc`),
+ReBRAC (Tarasov et al. 2023; `jaxrl.agents.rebrac`) and E2O (`jaxrl.agents.e2o`). No jax here."""
 
 from __future__ import annotations
 
 import dataclasses
 from typing import Annotated, ClassVar
 
+from jaxrl.agents.configs.heads import ACTOR_Q
 from jaxrl.agents.configs.sac import SACConfig
 from jaxrl.agents.configs.td3 import TD3Config
 from jaxrl.config.choices import Choices
@@ -75,6 +76,47 @@ class TD3BCConfig(TD3Config):
         super().__post_init__()
         if self.bc_alpha < 0:
             raise ValueError(f"bc_alpha must be >= 0, got {self.bc_alpha}")
+
+
+@dataclasses.dataclass(frozen=True)
+class ReBRACConfig(TD3Config):
+    # ReBRAC (Tarasov et al. 2023, "Revisiting the Minimalist Approach to Offline RL"; its
+    # code tinkoff-ai/ReBRAC, as CORL's rebrac.py keeps it): TD3+BC with 3 x 256 layers,
+    # LayerNorm after each critic ReLU (none in the actor), learning rates 1e-3, the actor
+    # climbing the critics' minimum, and a second penalty in the critics' target. The batch
+    # (1024) is the loop's (preset rebrac_d4rl); the states are not normalised (the code's
+    # default). The two penalties' weights are tuned per dataset in the paper (its appendix
+    # tables); 1 here, the code's default. Its initialisation (biases 0.1, PyTorch-uniform
+    # kernels, output layers uniform in +-1e-3/3e-3) is not reproduced: jaxrl's LeCun normal.
+    actor_hidden: tuple[int, ...] = (256, 256, 256)
+    critic_hidden: tuple[int, ...] = (256, 256, 256)
+    critic_layer_norm: bool = True
+    critic_norm_after_relu: bool = True
+    actor_lr: float = 1e-3
+    critic_lr: float = 1e-3
+    actor_q: Annotated[str, Choices(ACTOR_Q)] = "min"
+    actor_bc_coef: float = 1.0
+    """The actor's loss is mean(actor_bc_coef |pi(s) - a|^2 - lambda Q(s, pi(s))), the squared
+    distance summed over action dimensions, Q the critics' minimum, lambda = 1 / mean |Q| over
+    the batch (held constant in the gradient) with normalize_q: the paper's beta_1."""
+    critic_bc_coef: float = 1.0
+    """The critics' target is r + gamma (1 - terminated) (min_i Q'_i(s', a') - critic_bc_coef
+    |a' - a_next|^2), a' the smoothed target action and a_next the action the dataset took at
+    s' (no penalty where the row ended its episode): the paper's beta_2."""
+    normalize_q: bool = True
+    """Divide the actor's Q term by the batch's mean |Q| (held constant in the gradient)."""
+
+    ARRAY_FIELDS: ClassVar[tuple[str, ...]] = (
+        *TD3Config.ARRAY_FIELDS,
+        "actor_bc_coef",
+        "critic_bc_coef",
+    )
+
+    def __post_init__(self):
+        super().__post_init__()
+        for name in ("actor_bc_coef", "critic_bc_coef"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
 
 
 @dataclasses.dataclass(frozen=True)

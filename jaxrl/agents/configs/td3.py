@@ -30,7 +30,9 @@ class TD3Config(NetworkSettings):
     num_critics: int = 2
     """Critics in the ensemble; the target takes the min over them (clipped double Q)."""
     critic_layer_norm: bool = False
-    """LayerNorm in each critic hidden layer (before the ReLU)."""
+    """LayerNorm in each critic hidden layer (before the ReLU, or after: critic_norm_after_relu)."""
+    critic_norm_after_relu: bool = False
+    """The critics' LayerNorm after the ReLU (ReBRAC's and Brax's order) rather than before."""
     critic_residual: bool = False
     """Critics of residual LayerNorm blocks (BRO/SimBa) instead of an MLP; needs equal widths."""
     actor_lr: float = 3e-4
