@@ -354,6 +354,20 @@ def restore_policy(directory: str | os.PathLike, step: int, like_agent, like_sta
     )
 
 
+def restore_loop(directory: str | os.PathLike, step: int) -> dict[str, Any]:
+    """The loop part of checkpoint `step` (env states, replay buffer, key, counters) as saved,
+    nested dicts of arrays, without a template: what `jaxrl collect --replay` reads of a run
+    whose envs it does not build."""
+    ocp = _ocp()
+    where = f"{pathlib.Path(directory) / str(step)}"
+    check_layout(read_meta(directory, step)[0], where)
+    with _reading(where):
+        restored = _reader(directory).restore(
+            step, args=ocp.args.Composite(loop=ocp.args.StandardRestore())
+        )
+    return restored["loop"]
+
+
 def restore_state(directory: str | os.PathLike, step: int, like: Any) -> Any:
     """The whole loop state of checkpoint `step`, shaped like `like` (a fresh state from
     `trainer.init`). Saved without the replay buffer, the state gets `like`'s (empty) one."""

@@ -2913,6 +2913,14 @@ MUTANTS = [
         "tests/test_replay.py",
     ),
     m(
+        "replay-dataset-ignores-the-ring-s-wrap",
+        "jaxrl/data/collect.py",
+        '    start = int(buffer["position"]) % capacity if size == capacity else 0',
+        "    start = 0",
+        "collect --replay writes a wrapped ring's rows from slot 0, not from its oldest",
+        "tests/data/test_collect.py",
+    ),
+    m(
         "offline-stats-not-the-dataset-s",
         "jaxrl/loops/offline.py",
         "        if config.normalize_observations:\n            obs = dataset.data.obs[:, 0]",

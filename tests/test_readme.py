@@ -194,8 +194,8 @@ def test_readme_run_folder_commands_work_as_written(tmp_path, monkeypatch, capsy
         assert cli.main(argv) == 0, argv
         ran.append(argv)
     out = capsys.readouterr().out
-    assert len(ran) == 8, ran
-    for quality in ("expert", "medium"):
+    assert len(ran) == 9, ran
+    for quality in ("expert", "medium", "replay"):
         assert (tmp_path / f"datasets/jaxrl/pendulum-{quality}-v0/data/metadata.json").is_file()
     namespace: dict = {}  # OFFLINE.md's Python example, on the dataset its commands wrote
     exec(compile(_python_blocks("docs/OFFLINE.md")[0], "docs/OFFLINE.md", "exec"), namespace)

@@ -8,6 +8,10 @@ randomization). One compiled program plays one episode length of steps of every 
 called for the data and, from fresh resets, for the reference returns: the random policy's
 (uniform actions) and the policy's own greedy one, unless an `expert_score` is given, as for
 a medium-quality dataset whose 100 is another policy's.
+
+With `replay`, the rows are instead the run's replay buffer as its checkpoint holds it (D4RL's
+"replay" quality: every transition the run trained on, oldest first); the reference returns
+are played as above.
 """
 
 from __future__ import annotations
@@ -36,8 +40,9 @@ class CollectSettings:
     dataset_id: str
     """The new Minari dataset's id, [NAMESPACE/]NAME-v<N> (written under MINARI_DATASETS_PATH,
     else Minari's default folder)."""
-    steps: int
-    """Transitions to collect, all envs together (rounded up to whole steps of every env)."""
+    steps: int | None = None
+    """Transitions to collect, all envs together (rounded up to whole steps of every env);
+    needed unless --replay."""
     noise: float = 0.0
     """Std of the Gaussian noise added to the policy's greedy actions (which lie in [-1, 1])."""
     checkpoint: int | None = None
@@ -52,10 +57,26 @@ class CollectSettings:
     """The return that normalised scores call 100 (default: the policy's own greedy return)."""
     description: str | None = None
     """The dataset's description (default: the policy, env and noise)."""
+    replay: bool = False
+    """Write the run's replay buffer at the checkpoint (every transition it still holds,
+    oldest first) instead of playing the policy: D4RL's "replay" datasets."""
 
     def check(self) -> None:
         """ConfigError naming the flag, before anything is loaded or compiled."""
-        if self.steps < 1:
+        if self.replay:
+            for flag, value, default in (("--steps", self.steps, None), ("--noise", self.noise, 0.0),
+                                         ("--envs", self.envs, None)):  # fmt: skip
+                if value != default:
+                    raise ConfigError(
+                        f"{flag} with --replay: the dataset is the run's replay buffer as it "
+                        f"is; leave {flag} unset"
+                    )
+            if pathlib.Path(self.source).is_file():
+                raise ConfigError(
+                    f"--replay with {self.source}: a policy file holds no replay buffer; give "
+                    "the run folder"
+                )
+        elif self.steps is None or self.steps < 1:
             raise ConfigError(f"--steps must be a positive integer, got {self.steps}")
         if not self.noise >= 0 or not math.isfinite(self.noise):
             raise ConfigError(f"--noise must be a finite std >= 0, got {self.noise}")
@@ -110,6 +131,58 @@ def make_play(config: Any, agent: Any, env: Any, length: int):
     return play
 
 
+def replay_steps(run_dir: pathlib.Path, step: int, member: int | None) -> dict[str, np.ndarray]:
+    """The replay buffer of checkpoint `step` of a run as a collected stream (`make_play`'s
+    rows, leaves [T, N]): each env's rows oldest first (from the write position on in a ring
+    that wrapped, so each env's first episode may start mid-way), the actor's observations
+    as float32. Of a run of several members, `member` (default: the best at that step)."""
+    from jaxrl import agents, checkpoint, grid, runs
+    from jaxrl.observations import actor_part
+
+    where = f"--replay: {run_dir}"
+    saved = runs.read_config_json(run_dir)
+    algo = saved["train"].get("algo")
+    if agents.get(algo).on_policy:
+        raise ConfigError(f"{where} is a run of {algo}, on-policy: it keeps no replay buffer")
+    directory = run_dir / "checkpoints"
+    meta, history = checkpoint.read_meta(directory, step)
+    if not meta.get("has_buffer", True):
+        raise ConfigError(
+            f"{where}: checkpoint {step} was saved without its replay buffer "
+            "(--no-checkpoint-buffer); no dataset can be made of it"
+        )
+    buffer = checkpoint.restore_loop(directory, step)["buffer"]
+    run_grid = grid.Grid.from_json(saved)
+    if run_grid is not None:
+        if member is None:
+            member = int(np.argmax(history[-1]["eval_returns"]))
+        buffer = {"data": {k: _leaves(v, member) for k, v in buffer["data"].items()},
+                  "position": buffer["position"][member], "size": buffer["size"][member]}  # fmt: skip
+    data, size = buffer["data"], int(buffer["size"])
+    if size == 0:
+        raise ConfigError(f"{where}: checkpoint {step}'s replay buffer is empty")
+    capacity = np.asarray(data["reward"]).shape[0]
+    start = int(buffer["position"]) % capacity if size == capacity else 0
+    order = (start + np.arange(size)) % capacity
+    rows = lambda x: np.asarray(x, np.float32)[order]  # noqa: E731
+    terminated, done = rows(data["terminated"]), rows(data["done"])
+    return {
+        "obs": rows(actor_part(data["obs"])),
+        "action": rows(data["action"]),
+        "reward": rows(data["reward"]),
+        "next_obs": rows(actor_part(data["next_obs"])),
+        "terminated": terminated,
+        "truncated": done - terminated,
+    }
+
+
+def _leaves(tree: Any, member: int) -> Any:
+    """`tree`'s arrays at `member` of their leading (members) axis."""
+    if isinstance(tree, dict):
+        return {k: _leaves(v, member) for k, v in tree.items()}
+    return np.asarray(tree)[member]
+
+
 def first_returns(rows: dict[str, np.ndarray]) -> np.ndarray:
     """Each env's first episode's return in rows [T, N] that start at a reset (0 for an env
     whose first episode has not ended)."""
@@ -154,15 +227,20 @@ def collect(settings: CollectSettings, log=print) -> dict:
     key, reset_key, score_key = jax.random.split(key, 3)
 
     started = time.perf_counter()
-    per_env = math.ceil(settings.steps / num_envs)
-    env_state, chunks = reset(reset_key), []
-    for _ in range(math.ceil(per_env / length)):
-        env_state, key, rows = play(*args, env_state, key, settings.noise, False)
-        chunks.append(jax.device_get(rows))
-        if len(chunks) == 1:
-            log(f"compiled and played {length * num_envs:,} steps in "
-                f"{time.perf_counter() - started:.1f} s")  # fmt: skip
-    steps = {k: np.concatenate([c[k] for c in chunks])[:per_env] for k in chunks[0]}
+    if settings.replay:
+        steps = replay_steps(source, policy.env_steps, settings.member)
+        per_env, num_envs = steps["reward"].shape
+        log(f"read {per_env * num_envs:,} replay rows of {num_envs} envs")
+    else:
+        per_env = math.ceil(settings.steps / num_envs)
+        env_state, chunks = reset(reset_key), []
+        for _ in range(math.ceil(per_env / length)):
+            env_state, key, rows = play(*args, env_state, key, settings.noise, False)
+            chunks.append(jax.device_get(rows))
+            if len(chunks) == 1:
+                log(f"compiled and played {length * num_envs:,} steps in "
+                    f"{time.perf_counter() - started:.1f} s")  # fmt: skip
+        steps = {k: np.concatenate([c[k] for c in chunks])[:per_env] for k in chunks[0]}
 
     def score(random: bool) -> float:
         """The mean return of at least SCORE_EPISODES episodes from fresh resets: each env's
@@ -182,7 +260,7 @@ def collect(settings: CollectSettings, log=print) -> dict:
     cut = whole.count(False)
     expert = policy_return if settings.expert_score is None else settings.expert_score
     info = {
-        "kind": "policy",
+        "kind": "replay" if settings.replay else "policy",
         "env": config.env,
         "env_options": config.env_options,
         "env_imports": list(config.env_imports),
@@ -194,7 +272,7 @@ def collect(settings: CollectSettings, log=print) -> dict:
         "algo": config.algo,
         "policy_env_steps": policy.env_steps,
         "member": policy.member,
-        "noise": settings.noise,
+        "noise": None if settings.replay else settings.noise,
         "num_envs": num_envs,
         "seed": settings.seed,
         "random_return": random_return,
@@ -205,7 +283,10 @@ def collect(settings: CollectSettings, log=print) -> dict:
         "jaxrl_version": version(),
     }
     description = settings.description or (
-        f"{config.algo} policy ({policy.env_steps:,} env steps) on {config.env}, "
+        f"{config.algo} replay buffer ({policy.env_steps:,} env steps) on {config.env}, "
+        "written by jaxrl collect --replay"
+        if settings.replay
+        else f"{config.algo} policy ({policy.env_steps:,} env steps) on {config.env}, "
         f"Gaussian action noise std {settings.noise}, collected by jaxrl collect"
     )
     path = minari_format.write(

@@ -4,6 +4,7 @@ anything is loaded or compiled."""
 
 import json
 
+import jax
 import minari
 import numpy as np
 import pytest
@@ -99,6 +100,9 @@ def test_the_same_seed_collects_the_same_data_and_another_seed_other_data(run):
         (["--steps", "10", "--noise", "-1"], "--noise must be a finite std >= 0"),
         (["--steps", "10", "--envs", "0"], "--envs must be a positive integer"),
         (["--steps", "10", "--dataset-id", "nameless"], "is not a Minari dataset id"),
+        (["--replay", "--steps", "10"], "--steps with --replay"),
+        (["--replay", "--noise", "0.1"], "--noise with --replay"),
+        ([], "--steps must be a positive integer"),
     ],
 )
 def test_bad_collect_flags_exit_2_with_one_line_and_write_nothing(
@@ -129,3 +133,41 @@ def test_an_existing_dataset_id_and_a_missing_source_are_refused(run, tmp_path, 
     assert "no such run folder or policy file" in capsys.readouterr().err
     with pytest.raises(ConfigError, match="--steps"):
         CollectSettings(str(run), "jaxrl/negative-v0", steps=-5).check()
+
+
+def test_a_replay_dataset_is_the_run_s_buffer_oldest_row_first(tmp_path, datasets, capsys):
+    """`--replay`: the rows of a ring buffer that wrapped (30 slots of 4 envs after 64
+    iterations), each env's oldest first, episodes cut where its rows ended one and at the
+    stream's ends; the reference returns as for a played dataset. An on-policy run and a
+    policy file are refused by name."""
+    config = tiny.off_policy(episode_length=EPISODE, buffer_size=120)
+    result = driver.train(config, tiny.SAC, tmp_path / "run", progress=None)
+    buffer = jax.device_get(result.state.buffer)
+    assert int(buffer.position) == 64 % 30  # wrapped twice, mid-way
+    argv = ["collect", str(tmp_path / "run"), "--dataset-id", "jaxrl/replay-v0", "--replay"]
+    assert cli.main([*argv, "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    data = minari_format.load("jaxrl/replay-v0")
+    capacity, position = buffer.capacity, int(buffer.position)
+    order = (position + np.arange(capacity)) % capacity  # full: the oldest slot is the next write
+    assert int(buffer.size) == capacity and data.rows == report["steps"] == capacity * 4
+    for name in ("obs", "action", "reward", "next_obs", "terminated"):
+        expected = np.concatenate([getattr(buffer.data, name)[order, env] for env in range(4)])
+        np.testing.assert_array_equal(getattr(data, name), expected)
+    ends = np.concatenate([buffer.data.done[order, env] for env in range(4)])
+    ends[capacity - 1 :: capacity] = 1.0  # each env's stream ends with the buffer
+    np.testing.assert_array_equal(data.done, ends)
+    meta = minari.load_dataset("jaxrl/replay-v0").storage.metadata
+    info = meta["jaxrl"]
+    assert info["kind"] == "replay" and info["noise"] is None
+    assert meta["ref_min_score"] == info["random_return"] < 0
+
+    ppo = tmp_path / "ppo"
+    driver.train(tiny.on_policy(), tiny.PPO, ppo, progress=None)
+    assert cli.main(["collect", str(ppo), "--dataset-id", "jaxrl/ppo-v0", "--replay"]) == 2
+    assert "on-policy: it keeps no replay buffer" in capsys.readouterr().err
+    policy_file = tmp_path / "sac.policy"
+    jaxrl.load_policy(tmp_path / "run").save(policy_file)
+    assert cli.main(["collect", str(policy_file), "--dataset-id", "jaxrl/p-v0", "--replay"]) == 2
+    assert "a policy file holds no replay buffer" in capsys.readouterr().err
+    assert not (datasets / "jaxrl" / "ppo-v0").exists()
