@@ -64,9 +64,9 @@ class CollectSettings:
     def check(self) -> None:
         """ConfigError naming the flag, before anything is loaded or compiled."""
         if self.replay:
-            for flag, value, default in (("--steps", self.steps, None), ("--noise", self.noise, 0.0),
-                                         ("--envs", self.envs, None)):  # fmt: skip
-                if value != default:
+            given = {"--steps": self.steps, "--noise": self.noise or None, "--envs": self.envs}
+            for flag, value in given.items():
+                if value is not None:
                     raise ConfigError(
                         f"{flag} with --replay: the dataset is the run's replay buffer as it "
                         f"is; leave {flag} unset"
@@ -156,8 +156,7 @@ def replay_steps(run_dir: pathlib.Path, step: int, member: int | None) -> dict[s
     if run_grid is not None:
         if member is None:
             member = int(np.argmax(history[-1]["eval_returns"]))
-        buffer = {"data": {k: _leaves(v, member) for k, v in buffer["data"].items()},
-                  "position": buffer["position"][member], "size": buffer["size"][member]}  # fmt: skip
+        buffer = _leaves(buffer, member)
     data, size = buffer["data"], int(buffer["size"])
     if size == 0:
         raise ConfigError(f"{where}: checkpoint {step}'s replay buffer is empty")

@@ -171,3 +171,18 @@ def test_a_replay_dataset_is_the_run_s_buffer_oldest_row_first(tmp_path, dataset
     assert cli.main(["collect", str(policy_file), "--dataset-id", "jaxrl/p-v0", "--replay"]) == 2
     assert "a policy file holds no replay buffer" in capsys.readouterr().err
     assert not (datasets / "jaxrl" / "ppo-v0").exists()
+
+
+def test_a_replay_dataset_of_several_seeds_is_the_member_s_buffer(tmp_path, datasets):
+    """Of a run of 2 seeds, `--member 1` writes member 1's buffer, not member 0's."""
+    config = tiny.off_policy(episode_length=EPISODE)
+    result = driver.train(config, tiny.SAC, tmp_path / "run", progress=None, seeds=2)
+    actions = np.asarray(result.state.buffer.data.action)  # [members, slots, envs, 1]
+    for member in (0, 1):
+        dataset_id = f"jaxrl/member{member}-v0"
+        settings = CollectSettings(str(tmp_path / "run"), dataset_id, member=member, replay=True)
+        collect.collect(settings, log=lambda line: None)
+        data = minari_format.load(dataset_id)
+        size = int(result.state.buffer.size[member])
+        expected = np.concatenate([actions[member, :size, env] for env in range(4)])
+        np.testing.assert_array_equal(data.action, expected)
