@@ -126,10 +126,15 @@ def sample(
     (e.g. [updates, batch_size]); with `shards`, each shard's equal part of the last axis
     from that shard's envs."""
     batch_shape = (batch_shape,) if isinstance(batch_shape, int) else tuple(batch_shape)
+    slot, env = _slots(buffer, key, batch_shape, shards)
+    return _split(_gather(buffer.data, slot, env, shards), batch_shape, shards)
+
+
+def _slots(buffer: ReplayBuffer, key, batch_shape: tuple[int, ...], shards: int):
+    """Uniform draws over the written slots as (slot, env within its shard), each [S, M]."""
     per_shard = buffer.num_envs // shards
     index = _draws(key, shards, batch_shape, 0, jnp.maximum(buffer.size, 1) * per_shard)
-    rows = _gather(buffer.data, index // per_shard, index % per_shard, shards)
-    return _split(rows, batch_shape, shards)
+    return index // per_shard, index % per_shard
 
 
 def sample_with_next_action(
@@ -141,9 +146,7 @@ def sample_with_next_action(
     action) nor at the newest slot (its next step is not written yet; in a full ring the slot
     after it is the oldest)."""
     batch_shape = (batch_shape,) if isinstance(batch_shape, int) else tuple(batch_shape)
-    per_shard = buffer.num_envs // shards
-    index = _draws(key, shards, batch_shape, 0, jnp.maximum(buffer.size, 1) * per_shard)
-    slot, env = index // per_shard, index % per_shard
+    slot, env = _slots(buffer, key, batch_shape, shards)
     rows = _gather(buffer.data, slot, env, shards)
     next_action = _gather(buffer.data.action, (slot + 1) % buffer.capacity, env, shards)
     newest = (buffer.position - 1) % buffer.capacity

@@ -2989,12 +2989,10 @@ MUTANTS = [
     m(
         "mixed-batch-ratio-inverted",
         "jaxrl/loops/offpolicy.py",
-        "    online = sample(config, data, buffer, online_key, gamma,"
-        " config.batch_size - from_dataset)\n"
-        "    offline = sample(config, data, dataset, offline_key, gamma, from_dataset)",
-        "    online = sample(config, data, buffer, online_key, gamma, from_dataset)\n"
-        "    offline = sample(config, data, dataset, offline_key, gamma,"
-        " config.batch_size - from_dataset)",
+        "    online = draw(buffer, online_key, gamma, config.batch_size - from_dataset)\n"
+        "    offline = draw(dataset, offline_key, gamma, from_dataset)",
+        "    online = draw(buffer, online_key, gamma, from_dataset)\n"
+        "    offline = draw(dataset, offline_key, gamma, config.batch_size - from_dataset)",
         "online batches draw --offline-ratio of their rows from the replay, not from the dataset",
         "tests/loops/test_offline.py::test_mixed_batches_take_their_share_of_rows_from_the_dataset",
     ),

@@ -40,7 +40,8 @@ def _changed(value: float, name: str) -> float:
     return value * 0.5
 
 
-def _inputs(on_policy: bool):
+def _inputs(on_policy: bool, next_action: bool = False):
+    """Abstract update inputs; `next_action` adds the dataset's next action (ReBRAC reads it)."""
     f = jax.ShapeDtypeStruct
     if on_policy:
         return Rollout(
@@ -60,6 +61,8 @@ def _inputs(on_policy: bool):
         next_obs=f((B, OBS), jnp.float32),
         terminated=f((B,), jnp.float32),
         discount=f((B,), jnp.float32),
+        next_action=f((B, ACT), jnp.float32) if next_action else None,
+        next_action_known=f((B,), jnp.float32) if next_action else None,
     )
 
 
@@ -121,7 +124,7 @@ def test_a_setting_is_state_not_program(name, field):
         _program(agent_b.act, state_a, obs, key, 1.0),
         f"{name} act with {field} changed",
     )
-    batch = _inputs(agent_a.on_policy)
+    batch = _inputs(agent_a.on_policy, agent_a.reads_next_action)
     _assert_same_program(
         _program(agent_a.update, state_a, batch, key),
         _program(agent_b.update, state_a, batch, key),
@@ -149,7 +152,7 @@ def test_a_zero_that_changes_the_program_changes_the_state_too(name, field):
     state_a, state_b = agent_a.init(key, OBS, ACT), agent_b.init(key, OBS, ACT)
     if jax.tree.structure(state_a) != jax.tree.structure(state_b):
         return
-    batch = _inputs(agent_a.on_policy)
+    batch = _inputs(agent_a.on_policy, agent_a.reads_next_action)
     _assert_same_program(
         _program(agent_a.update, state_a, batch, key),
         _program(agent_b.update, state_a, batch, key),

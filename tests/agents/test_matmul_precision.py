@@ -57,7 +57,7 @@ def test_every_matmul_of_acting_and_updating_takes_the_chosen_precision(name, mo
     for precision in ("bfloat16", "float32"):
         agent = agents.get(name).make(_config(name, matmul_precision=precision))
         act = _dots(agent.act, state, obs, key, 1.0)
-        update = _dots(agent.update, state, _inputs(agent.on_policy), key)
+        update = _dots(agent.update, state, _inputs(agent.on_policy, agent.reads_next_action), key)
         # The update holds at least the critics' forward and backward products.
         assert act[0] >= 2 and update[0] >= 6, (name, act, update)
         if precision == "bfloat16":
@@ -77,7 +77,7 @@ def test_mixed_precision_computes_hidden_layers_in_bfloat16_and_returns_float32(
     state = spec.make(_config(name)).init(key, OBS, ACT)
     monkeypatch.setattr(networks, "_platform", lambda: "gpu")
     agent = spec.make(_config(name, matmul_precision="mixed"))
-    data = _inputs(agent.on_policy)
+    data = _inputs(agent.on_policy, agent.reads_next_action)
     for fn, args in ((agent.act, (state, obs, key, 1.0)), (agent.update, (state, data, key))):
         dots, bf16, algorithm = _mixed_dots(fn, *args)
         # Every product is a bfloat16 one: the hidden layers' keep bfloat16, the output
