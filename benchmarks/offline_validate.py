@@ -139,9 +139,9 @@ def make_datasets(task: Task, name: str, expert: dict, work: pathlib.Path, log) 
     plans = {
         "medium": dict(steps=task.dataset_steps, noise=0.1, checkpoint=medium_step,
                        expert_score=final),
-        "expert-noisy": dict(steps=task.dataset_steps, noise=0.3),
+        "expert-noisy": dict(steps=task.dataset_steps, noise=0.3, expert_score=final),
         "replay": dict(replay=True, checkpoint=medium_step, expert_score=final),
-    }  # fmt: skip
+    }  # fmt: skip  (one expert score for all three, as D4RL's ref_max_score is per task)
     made = {}
     for quality, fields in plans.items():
         dataset_id = f"jaxrl/{name}-{quality}-v0"
