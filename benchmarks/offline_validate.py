@@ -32,6 +32,8 @@ import time
 
 import numpy as np
 
+from jaxrl.benchmarks.tables import fmt
+
 
 @dataclasses.dataclass(frozen=True)
 class Task:
@@ -137,8 +139,9 @@ def make_datasets(task: Task, name: str, expert: dict, work: pathlib.Path, log) 
     final = expert["return"]
     medium_step = pick_medium(expert["curve"])
     plans = {
-        "medium": dict(steps=task.dataset_steps, noise=0.1, checkpoint=medium_step,
-                       expert_score=final),
+        "medium": dict(
+            steps=task.dataset_steps, noise=0.1, checkpoint=medium_step, expert_score=final
+        ),
         "expert-noisy": dict(steps=task.dataset_steps, noise=0.3, expert_score=final),
         "replay": dict(replay=True, checkpoint=medium_step, expert_score=final),
     }  # fmt: skip  (one expert score for all three, as D4RL's ref_max_score is per task)
@@ -226,6 +229,122 @@ def online_runs(task: Task, dataset: dict, seeds: int) -> list[dict]:
             row["offline_return"], row["largest_dip"] = largest_dip(phases, means)
         rows.append(row)
     return rows
+
+
+def latest(path: pathlib.Path) -> list[dict]:
+    """The records of one validation file, a rerun's replacing the earlier one of its task,
+    kind, quality and algorithm."""
+    kept: dict[tuple, dict] = {}
+    for line in path.read_text().splitlines():
+        if line.strip():
+            r = json.loads(line)
+            kept[(r["task"], r["kind"], r.get("quality"), r.get("algo"))] = r
+    return list(kept.values())
+
+
+def _ci(interval: dict, spec: str = ",.0f") -> str:
+    return f"{interval['mean']:{spec}} [{interval['low']:{spec}}, {interval['high']:{spec}}]"
+
+
+def section(records: list[dict]) -> list[str]:
+    """RESULTS.md's tables for each task: the datasets, each offline algorithm's D4RL score
+    and its return as a percentage of the behaviour's, and offline-to-online against SAC."""
+    lines = []
+    for task in sorted({r["task"] for r in records}):
+        mine = [r for r in records if r["task"] == task]
+        data = {r["quality"]: r for r in mine if r["kind"] == "dataset"}
+        offline = [r for r in mine if r["kind"] == "offline"]
+        online = [r for r in mine if r["kind"] == "online"]
+        any_run = (offline or online or [{}])[0]
+        lines += [
+            f"## Offline RL: {mine[0]['env']} (`offline_validate --task {task}`)",
+            "",
+            f"{any_run.get('seeds', '-')} seeds in one vmapped program per run; D4RL's score "
+            "(0 random play, 100 the expert) and the",
+            "return as a percentage of the behaviour's (100: as good as the data), means with "
+            "95% bootstrap intervals.",
+            "",
+            "| dataset | episodes | random | behaviour | expert |",
+            "| --- | ---: | ---: | ---: | ---: |",
+        ]
+        for quality, d in data.items():
+            lines.append(
+                f"| {quality} | {d['episodes']} | {d['random_return']:,.0f} "
+                f"| {d['behaviour_return']:,.0f} | {d['ref_max_score']:,.0f} |"
+            )
+        qualities = [q for q in QUALITIES if q in data]
+        lines += ["", "| algorithm | " + " | ".join(qualities) + " |",
+                  "| --- |" + " --- |" * len(qualities)]  # fmt: skip
+        for algo in dict.fromkeys(r["algo"] for r in offline):
+            cells = []
+            for quality in qualities:
+                run = next(
+                    (r for r in offline if (r["algo"], r["quality"]) == (algo, quality)), None
+                )
+                share = "" if run is None else f" ({run['of_behaviour']['mean']:,.0f}% of data)"
+                cells.append("-" if run is None else _ci(run["score"]) + share)
+            lines.append(f"| {algo} | " + " | ".join(cells) + " |")
+        if online:
+            lines += ["", "| online (medium data) | final return | last offline | largest dip | "
+                      "seconds |", "| --- | ---: | ---: | ---: | ---: |"]  # fmt: skip
+            for r in online:
+                last, dip = fmt(r.get("offline_return"), ",.0f"), fmt(r.get("largest_dip"), ",.0f")
+                lines.append(
+                    f"| {r['algo']} | {_ci(r['final_return'])} | {last} | {dip} "
+                    f"| {r['seconds']:,.0f} |"
+                )
+        lines.append("")
+    return lines
+
+
+def plot(records: list[dict], folder: pathlib.Path, name: str) -> list[pathlib.Path]:
+    """Per task: the offline curves on each dataset (return against updates) and the online
+    ones (E2O from its last offline evaluation, SAC from scratch), mean over seeds with its
+    min-max spread; the expert's return dotted."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    written = []
+    for task in sorted({r["task"] for r in records}):
+        mine = [r for r in records if r["task"] == task]
+        data = {r["quality"]: r for r in mine if r["kind"] == "dataset"}
+        panels = [q for q in QUALITIES if q in data] + ["online"]
+        fig, axes = plt.subplots(1, len(panels), figsize=(4 * len(panels), 3.6))
+        for ax, panel in zip(np.atleast_1d(axes), panels, strict=True):
+            if panel == "online":
+                runs = [r for r in mine if r["kind"] == "online"]
+                for r in runs:
+                    y = np.array(r["curve"])
+                    start = max(i for i, p in enumerate(r["phases"]) if p == "offline") if (
+                        "offline" in r["phases"]) else 0  # fmt: skip
+                    x, y = np.array(r["env_steps"])[start:], y[start:]
+                    (line,) = ax.plot(x, y.mean(1), label=r["algo"])
+                    ax.fill_between(x, y.min(1), y.max(1), alpha=0.2, color=line.get_color())
+                ax.set_xlabel("online env steps")
+            else:
+                for r in (r for r in mine if r["kind"] == "offline" and r["quality"] == panel):
+                    y = np.array(r["curve"])
+                    x = np.arange(1, len(y) + 1) * r["offline_updates"] / len(y)
+                    (line,) = ax.plot(x, y.mean(1), label=r["algo"])
+                    ax.fill_between(x, y.min(1), y.max(1), alpha=0.2, color=line.get_color())
+                ax.axhline(data[panel]["behaviour_return"], color="grey", linestyle="--",
+                           linewidth=1, label="behaviour")  # fmt: skip
+                ax.set_xlabel(f"offline updates ({panel})")
+            expert = next(iter(data.values()))["ref_max_score"] if data else None
+            if expert is not None:
+                ax.axhline(expert, color="grey", linestyle=":", linewidth=1, label="expert")
+            ax.set_ylabel("greedy return")
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=7)
+        fig.suptitle(f"{mine[0]['env']} (offline_validate --task {task})")
+        fig.tight_layout()
+        path = folder / f"{name}-{task}.png"
+        fig.savefig(path, dpi=90)
+        plt.close(fig)
+        written.append(path)
+    return written
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -441,6 +441,15 @@ def write(results: pathlib.Path, summary: pathlib.Path | None = None) -> pathlib
     # tuned presets' tables.
     paths = sorted(results.glob("*.jsonl"), key=lambda p: (not p.stem.startswith("identical"), p))
     for path in paths:
+        if path.stem.startswith("offline-validate"):  # records of their own shape
+            from jaxrl.benchmarks import offline_validate
+
+            validated = offline_validate.latest(path)
+            lines += offline_validate.section(validated)
+            for png in offline_validate.plot(validated, results, path.stem):
+                link = pathlib.Path(os.path.relpath(png, summary.parent)).as_posix()
+                lines += [f"![{png.stem}]({link})", ""]
+            continue
         records = load(path)
         if not records:
             continue

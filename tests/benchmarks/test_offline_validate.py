@@ -51,3 +51,44 @@ def test_the_pipeline_runs_end_to_end_on_the_smoke_task(tmp_path):
     e2o = rows[-2]
     assert e2o["phases"][0] == "offline" and e2o["phases"][-1] == "online"
     assert e2o["largest_dip"] is not None and e2o["largest_dip"] <= 0
+
+
+def _records():
+    interval = {"mean": 40.0, "low": 30.0, "high": 50.0}
+    base = {"task": "t", "env": "classic/pendulum"}
+    return [
+        {**base, "kind": "dataset", "quality": "medium", "episodes": 12,
+         "random_return": -1200.0, "behaviour_return": -700.0, "ref_max_score": -150.0},
+        {**base, "kind": "offline", "quality": "medium", "algo": "td3_bc", "seeds": 2,
+         "score": {"mean": 1.0, "low": 0.0, "high": 2.0}, "of_behaviour": {"mean": 1.0},
+         "offline_updates": 100, "curve": [[-900.0, -800.0], [-700.0, -600.0]]},
+        # the same run again: it replaces the first
+        {**base, "kind": "offline", "quality": "medium", "algo": "td3_bc", "seeds": 2,
+         "score": interval, "of_behaviour": {"mean": 88.4}, "offline_updates": 100,
+         "curve": [[-900.0, -800.0], [-700.0, -600.0]]},
+        {**base, "kind": "online", "quality": "medium", "algo": "e2o", "seeds": 2,
+         "phases": ["offline", "online"], "env_steps": [0, 500],
+         "curve": [[-700.0] * 2, [-200.0] * 2],
+         "final_return": {"mean": -200.0, "low": -210.0, "high": -190.0},
+         "offline_return": -700.0, "largest_dip": 0.0, "seconds": 61.4},
+    ]  # fmt: skip
+
+
+def test_the_results_tables_show_the_latest_run_of_each_algorithm_and_dataset(tmp_path):
+    import json
+
+    path = tmp_path / "offline-validate-cpu.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in _records()))
+    records = offline_validate.latest(path)
+    assert len(records) == 3
+    lines = offline_validate.section(records)
+    assert "| medium | 12 | -1,200 | -700 | -150 |" in lines
+    assert "| td3_bc | 40 [30, 50] (88% of data) |" in lines
+    assert "| e2o | -200 [-210, -190] | -700 | 0 | 61 |" in lines
+    (png,) = offline_validate.plot(records, tmp_path, path.stem)
+    assert png.name == "offline-validate-cpu-t.png" and png.stat().st_size > 0
+    from jaxrl.benchmarks import report
+
+    summary = report.write(tmp_path).read_text()  # RESULTS.md takes the section and its plot
+    assert "| td3_bc | 40 [30, 50] (88% of data) |" in summary
+    assert "![offline-validate-cpu-t](offline-validate-cpu-t.png)" in summary
