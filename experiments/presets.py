@@ -492,3 +492,13 @@ PRESETS["rebrac_d4rl"] = {
     "train": {"batch_size": 1024, "offline_eval_every": 5_000},
     "agent": {},
 }
+
+# SAC-RND (Nikulin et al. 2023; tinkoff-ai/sac-rnd's per-dataset MuJoCo configs): its agent
+# settings are SACRNDConfig's defaults; the loop's are batch 1,024 and 3,000 x 1,000 updates
+# (--dataset ID --offline-updates 3000000 --steps 0, docs/OFFLINE.md), evaluated every 50,000.
+# The penalties' weights are per dataset in the paper: --actor-beta, --critic-beta.
+PRESETS["sac_rnd_d4rl"] = {
+    "algo": "sac_rnd",
+    "train": {"batch_size": 1024, "offline_eval_every": 50_000},
+    "agent": {},
+}

@@ -56,6 +56,7 @@ _LAZY = {
     "SACNConfig": ("jaxrl.agents.edac", "SACNConfig"),
     "EDACConfig": ("jaxrl.agents.edac", "EDACConfig"),
     "E2OConfig": ("jaxrl.agents.e2o", "E2OConfig"),
+    "SACRNDConfig": ("jaxrl.agents.sac_rnd", "SACRNDConfig"),
     "TD3BCConfig": ("jaxrl.agents.td3_bc", "TD3BCConfig"),
     "ReBRACConfig": ("jaxrl.agents.rebrac", "ReBRACConfig"),
     "preset": ("jaxrl.config.resolve", "preset"),

@@ -48,9 +48,10 @@ KERNEL_INITS = {
 def dense(
     width: int,
     matmul_precision: str,
-    kernel_init: str = "lecun_normal",
+    kernel_init: str | Any = "lecun_normal",
     output: bool = False,
     zero: bool = False,
+    bias_init: Any = nn.initializers.zeros,
 ) -> nn.Dense:
     """A Dense layer of `width` outputs computing at `matmul_precision`, its kernel drawn by
     `kernel_init` (KERNEL_INITS; `zero`: all zeros): every network's layers are made here.
@@ -62,13 +63,14 @@ def dense(
     a bfloat16 one (summed in float32 by GPUs' tensor cores); an `output` layer returns float32
     (values, logits, means and log-stds keep float32's resolution), its products rounding the
     operands to bfloat16 as "bfloat16" does. Parameters, optimiser states and losses stay
-    float32 in every mode: the gradients reach the float32 parameters through the casts."""
-    init = nn.initializers.zeros if zero else KERNEL_INITS[kernel_init]
+    float32 in every mode: the gradients reach the float32 parameters through the casts.
+    `kernel_init` is a KERNEL_INITS name or an initialiser; so is `bias_init`."""
+    init = KERNEL_INITS[kernel_init] if isinstance(kernel_init, str) else kernel_init
+    init = nn.initializers.zeros if zero else init
+    inits = dict(kernel_init=init, bias_init=bias_init)
     if matmul_precision == "mixed" and not output:
-        return nn.Dense(width, dtype=jnp.bfloat16, kernel_init=init)
-    return nn.Dense(
-        width, dtype=jnp.float32, precision=dense_precision(matmul_precision), kernel_init=init
-    )
+        return nn.Dense(width, dtype=jnp.bfloat16, **inits)
+    return nn.Dense(width, dtype=jnp.float32, precision=dense_precision(matmul_precision), **inits)
 
 
 def _platform() -> str:
@@ -428,3 +430,67 @@ class BRNGaussianActor(nn.Module):
         if self.log_std_clip:
             return mean, jnp.clip(raw, -20.0, self.log_std_max)
         return mean, squash_log_std(raw, self.log_std_min, self.log_std_max)
+
+
+# --- SAC-RND's random network distillation (Nikulin et al. 2023; jaxrl.agents.sac_rnd). ------
+
+
+def torch_uniform(fan_in: int):
+    """PyTorch's Linear initialisation, uniform in +-1/sqrt(fan_in), for kernels and biases:
+    the RND's target is a fixed random function, so its draw is kept as the reference code's."""
+    bound = 1.0 / float(fan_in) ** 0.5
+
+    def init(key, shape, dtype=jnp.float32):
+        return jax.random.uniform(key, shape, dtype, -bound, bound)
+
+    return init
+
+
+def _torch_dense(width: int, fan_in: int, matmul_precision: str, output: bool = False):
+    return dense(
+        width, matmul_precision, torch_uniform(fan_in), output, bias_init=torch_uniform(fan_in)
+    )
+
+
+class RNDPredictor(nn.Module):
+    """SAC-RND's predictor f(s, a): a bilinear first layer, x_k = a^T W_k s + b_k (PyTorch's
+    `nn.Bilinear`, action first), then ReLU and three Dense layers (two ReLU) to the
+    embedding; every product at `matmul_precision` (`dense`'s rules)."""
+
+    hidden: int
+    embedding: int
+    matmul_precision: str = "float32"
+
+    @nn.compact
+    def __call__(self, obs: jax.Array, action: jax.Array) -> jax.Array:
+        a, s, h, mp = action.shape[-1], obs.shape[-1], self.hidden, self.matmul_precision
+        kernel = self.param("bilinear_kernel", torch_uniform(a), (h, a, s))
+        bias = self.param("bilinear_bias", torch_uniform(a), (h,))
+        if mp == "mixed":  # a hidden layer: bfloat16 in and out, as `dense` makes them
+            action, kernel, obs, bias = (
+                x.astype(jnp.bfloat16) for x in (action, kernel, obs, bias)
+            )
+        precision = None if mp == "mixed" else dense_precision(mp)
+        x = jnp.einsum("...i,kij,...j->...k", action, kernel, obs, precision=precision)
+        x = nn.relu(x + bias)
+        x = nn.relu(_torch_dense(h, h, mp)(x))
+        x = nn.relu(_torch_dense(h, h, mp)(x))
+        return _torch_dense(self.embedding, h, mp, output=True)(x)
+
+
+class RNDTarget(nn.Module):
+    """SAC-RND's fixed random target g(s, a): the action through two ReLU layers, the third
+    modulated by the state (FiLM: relu(gamma(s) * W h + beta(s))), then to the embedding."""
+
+    hidden: int
+    embedding: int
+    matmul_precision: str = "float32"
+
+    @nn.compact
+    def __call__(self, obs: jax.Array, action: jax.Array) -> jax.Array:
+        a, s, h, mp = action.shape[-1], obs.shape[-1], self.hidden, self.matmul_precision
+        gamma, beta = jnp.split(_torch_dense(2 * h, s, mp)(obs), 2, axis=-1)
+        x = nn.relu(_torch_dense(h, a, mp)(action))
+        x = nn.relu(_torch_dense(h, h, mp)(x))
+        x = nn.relu(gamma * _torch_dense(h, h, mp)(x) + beta)
+        return _torch_dense(self.embedding, h, mp, output=True)(x)

@@ -548,7 +548,8 @@ def test_every_algorithm_gives_the_same_bits_in_another_process():
     theirs = json.loads(result.stdout.strip().splitlines()[-1])
     ours = fingerprints()
     algorithms = (
-        "sac redq droq crossq dsac_t fast_sac td3 fast_td3 pql ppo sac_n edac td3_bc rebrac e2o"
+        "sac redq droq crossq dsac_t fast_sac td3 fast_td3 pql ppo sac_n edac td3_bc rebrac e2o "
+        "sac_rnd"
     )
     assert set(ours) == set(algorithms.split())
     assert ours == theirs

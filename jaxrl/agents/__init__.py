@@ -60,6 +60,9 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
     "e2o": _spec(
         configs.E2OConfig, "e2o", "E2O: SAC-N/EDAC offline, then online: pair-min target, UCB"
     ),
+    "sac_rnd": _spec(
+        configs.SACRNDConfig, "sac_rnd", "SAC-RND: SAC, RND anti-exploration penalty, 2 critics"
+    ),
     "td3": _spec(configs.TD3Config, "td3", "TD3: clipped double Q, smoothing, delay"),
     "td3_bc": _spec(configs.TD3BCConfig, "td3_bc", "TD3+BC: TD3, actor also regressed onto data"),
     "rebrac": _spec(

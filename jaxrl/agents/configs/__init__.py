@@ -9,6 +9,7 @@ from jaxrl.agents.configs.offline import (
     EDACConfig,
     ReBRACConfig,
     SACNConfig,
+    SACRNDConfig,
     TD3BCConfig,
 )
 from jaxrl.agents.configs.ppo import PPOConfig
@@ -38,6 +39,7 @@ __all__ = [
     "ReBRACConfig",
     "SACConfig",
     "SACNConfig",
+    "SACRNDConfig",
     "TD3BCConfig",
     "TD3Config",
 ]

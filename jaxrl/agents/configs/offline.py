@@ -1,7 +1,8 @@
 """The configs of the offline agents: SAC-N and EDAC (An et al. 2021, "Uncertainty-Based
 Offline RL with Diversified Q-Ensemble"; the agent `jaxrl.agents.edac`) and TD3+BC (Fujimoto
 and Gu 2021, "A Minimalist Approach to Offline Reinforcement Learning"; `jaxrl.agents.td3_bc`),
-ReBRAC (Tarasov et al. 2023; `jaxrl.agents.rebrac`) and E2O (`jaxrl.agents.e2o`). No jax here."""
+ReBRAC (Tarasov et al. 2023; `jaxrl.agents.rebrac`), E2O (`jaxrl.agents.e2o`) and SAC-RND
+(Nikulin et al. 2023; `jaxrl.agents.sac_rnd`). No jax here."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import dataclasses
 from typing import Annotated, ClassVar
 
 from jaxrl.agents.configs.heads import ACTOR_Q
-from jaxrl.agents.configs.sac import SACConfig
+from jaxrl.agents.configs.sac import TEMPERATURE_LOSSES, SACConfig
 from jaxrl.agents.configs.td3 import TD3Config
 from jaxrl.config.choices import Choices
 
@@ -155,3 +156,65 @@ class E2OConfig(EDACConfig):
             raise ValueError(f"ucb_candidates must be an integer >= 1, got {self.ucb_candidates!r}")
         if self.ucb_lambda < 0:
             raise ValueError(f"ucb_lambda must be >= 0, got {self.ucb_lambda}")
+
+
+@dataclasses.dataclass(frozen=True)
+class SACRNDConfig(SACConfig):
+    # SAC-RND (Nikulin et al. 2023, "Anti-Exploration by Random Network Distillation"; its code
+    # tinkoff-ai/sac-rnd, as CORL's sac_rnd_jax.py keeps it, with the per-dataset configs'
+    # settings for MuJoCo): two LayerNorm critics of 3 x 256 (LayerNorm after each ReLU), a
+    # 3 x 256 actor whose raw log-std is clipped to [-5, 2], learning rates 1e-3 at batch 1024
+    # (the loop's; preset sac_rnd_d4rl), the temperature's loss alpha (H - target), 1,000 RND
+    # updates before SAC's, RND 256 wide with a 32-dimensional embedding, learning rate 3e-4.
+    # The paper tunes the two penalties' weights per dataset (its appendix); 1 here, the code's
+    # default. Its initialisation of the actor and critics (biases 0.1, output layers uniform in
+    # +-1e-3 / 3e-3) is not reproduced: jaxrl's LeCun normal; the RND's (PyTorch's) is.
+    actor_hidden: tuple[int, ...] = (256, 256, 256)
+    critic_hidden: tuple[int, ...] = (256, 256, 256)
+    critic_layer_norm: bool = True
+    critic_norm_after_relu: bool = True
+    log_std_clip: bool = True
+    log_std_max: float = 2.0
+    actor_lr: float = 1e-3
+    critic_lr: float = 1e-3
+    alpha_lr: float = 1e-3
+    temperature_loss: Annotated[str, Choices(TEMPERATURE_LOSSES)] = "alpha"
+    actor_beta: float = 1.0
+    """The actor's loss is E[alpha log pi(a|s) + actor_beta b(s, a) - min_i Q_i(s, a)], a ~
+    pi(s), b the RND bonus: the anti-exploration penalty on actions unlike the data's."""
+    critic_beta: float = 1.0
+    """The critics' target is r + gamma (1 - terminated) (min_i Q'_i(s', a') - alpha log
+    pi(a'|s') - critic_beta b(s', a')), a' ~ pi(s')."""
+    rnd_pretrain_updates: int = 1000
+    """Updates at the start of training that train the RND predictor alone (the actor,
+    critics and temperature wait); after them the RND is frozen and SAC trains."""
+    rnd_hidden: int = 256
+    """Width of the RND predictor's and target's layers."""
+    rnd_embedding: int = 32
+    """Size of the RND embedding: b(s, a) = |f(s, a) - g(s, a)|^2 / std, f the predictor, g
+    the fixed random target, std that of the squared errors over the pretraining's rows."""
+    rnd_lr: float = 3e-4
+    """Adam's learning rate for the RND predictor."""
+
+    ARRAY_FIELDS: ClassVar[tuple[str, ...]] = (
+        *SACConfig.ARRAY_FIELDS,
+        "actor_beta",
+        "critic_beta",
+    )
+
+    def __post_init__(self):
+        super().__post_init__()
+        for name in ("actor_beta", "critic_beta"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        for name in ("rnd_pretrain_updates", "rnd_hidden", "rnd_embedding"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+        if self.rnd_lr <= 0:
+            raise ValueError(f"rnd_lr must be > 0, got {self.rnd_lr}")
+        if self.policy_delay != 1 or self.critic_dropout or self.num_target_critics:
+            raise ValueError(
+                "SAC-RND updates the actor every step from its critics' minimum, without "
+                "dropout (policy_delay 1, critic_dropout 0, num_target_critics unset)"
+            )
