@@ -75,6 +75,7 @@ OFFLINE = {
     "rebrac": ({}, False),
     "sac_n": ({"num_critics": 10}, False),
     "edac": ({"num_critics": 10, "eta": 1.0}, False),
+    "sac_rnd": ({}, False),
 }
 QUALITIES = ("medium", "expert-noisy", "replay")
 
@@ -281,7 +282,10 @@ def section(records: list[dict]) -> list[str]:
                 run = next(
                     (r for r in offline if (r["algo"], r["quality"]) == (algo, quality)), None
                 )
-                share = "" if run is None else f" ({run['of_behaviour']['mean']:,.0f}% of data)"
+                below = data[quality]["behaviour_return"] <= data[quality]["random_return"]
+                share = " (data below random)" if below else ""
+                if run is not None and not below:
+                    share = f" ({run['of_behaviour']['mean']:,.0f}% of data)"
                 cells.append("-" if run is None else _ci(run["score"]) + share)
             lines.append(f"| {algo} | " + " | ".join(cells) + " |")
         if online:
@@ -354,6 +358,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--only", default="", help="offline algorithms, comma-separated")
     parser.add_argument("--out", help="JSON-lines file to append to")
+    parser.add_argument(
+        "--online",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="the offline-to-online runs (E2O against SAC) after the offline ones",
+    )
     args = parser.parse_args(argv)
     algos = [a for a in args.only.split(",") if a] or list(OFFLINE)
     if set(algos) - set(OFFLINE):
@@ -381,7 +391,7 @@ def main(argv: list[str] | None = None) -> int:
     for quality in QUALITIES:
         for algo in algos:
             emit({"quality": quality, **offline_run(task, algo, datasets[quality], args.seeds)})
-    for record in online_runs(task, datasets["medium"], args.seeds):
+    for record in online_runs(task, datasets["medium"], args.seeds) if args.online else ():
         emit({"quality": "medium", **record})
     return 0
 
