@@ -52,7 +52,10 @@ CPU_DEPARTURES: dict[str, tuple[str, ...]] = {
     # 8 x 8192 / 1,024 = 64) as one update of batch 4096 per step of 64 envs.
     "fast_td3": ("--batch-size", "4096", "--updates-per-step", "1"),
     "fast_sac": ("--batch-size", "4096", "--updates-per-step", "1"),
-    "pql": ("--batch-size", "4096", "--updates-per-step", "1"),
+    # PQL's critics are TD3's (256 x 256), cheap enough for more updates: the same samples per
+    # env step as 8 updates of batch 512. One update of 4,096 per step learnt nothing on
+    # ReacherEasy (76 against SAC's 651); 8 of 512 reached 643 (notes/2026-12-03-dmc-algos-pql.md).
+    "pql": ("--batch-size", "512", "--updates-per-step", "8"),
 }
 PARALLEL_ENVS = {"fast_td3": 64, "fast_sac": 64, "pql": 64, "sac": 128, "ppo": 64}
 
