@@ -2929,6 +2929,22 @@ MUTANTS = [
         "tests/agents/test_sac_rnd.py",
     ),
     m(
+        "brax-normalizer-variance-not-summed",
+        "jaxrl/brax/params.py",
+        "        summed_variance=var * count,",
+        "        summed_variance=var,",
+        "Brax's statistics get the variance where they keep the summed squared deviations",
+        "tests/brax/test_params.py",
+    ),
+    m(
+        "brax-layer-index-off-by-one",
+        "jaxrl/brax/params.py",
+        "        out[name.format(match.group(1))] = value",
+        "        out[name.format(int(match.group(1)) + 1)] = value",
+        "jaxrl's Dense_i becomes Brax's hidden_(i+1)",
+        "tests/brax/test_params.py",
+    ),
+    m(
         "next-action-from-the-same-slot",
         "jaxrl/replay.py",
         "    next_action = _gather(buffer.data.action, (slot + 1) % buffer.capacity, env, shards)",
