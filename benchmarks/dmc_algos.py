@@ -53,8 +53,16 @@ CPU_DEPARTURES: dict[str, tuple[str, ...]] = {
     # FastTD3's C51 critics (1024-512-256) at batch 4,096 ran 83 min without a first chunk:
     # 256 x 256 critics and actor here, with PQL's 8 updates of 512 (the same samples per env
     # step), evidence of its recipe (C51, per-env noise, AdamW) at a CPU's width.
-    "fast_td3": ("--batch-size", "512", "--updates-per-step", "8", "--critic-hidden", "256,256",
-                 "--actor-hidden", "256,256"),  # fmt: skip
+    "fast_td3": (
+        "--batch-size",
+        "512",
+        "--updates-per-step",
+        "8",
+        "--critic-hidden",
+        "256,256",
+        "--actor-hidden",
+        "256,256",
+    ),  # fmt: skip
     "fast_sac": ("--batch-size", "4096", "--updates-per-step", "1"),
     # PQL's critics are TD3's (256 x 256), cheap enough for more updates: the same samples per
     # env step as 8 updates of batch 512. One update of 4,096 per step learnt nothing on

@@ -107,10 +107,15 @@ def pick_medium(curve: list[tuple[int, float]]) -> int:
     return min(curve[:-1], key=lambda c: abs(c[1] - middle))[0]
 
 
+def last_offline(phases: list[str]) -> int:
+    """The index of the last offline evaluation (ValueError where there is none)."""
+    return max(i for i, p in enumerate(phases) if p == "offline")
+
+
 def largest_dip(phases: list[str], means: list[float]) -> tuple[float, float | None]:
     """(the last offline evaluation's mean return, the largest fall below it of an online
     evaluation's mean: 0 where none falls below, None where no online evaluation follows)."""
-    last = max(i for i, p in enumerate(phases) if p == "offline")
+    last = last_offline(phases)
     after = means[last + 1 :]
     return means[last], (min(0.0, min(after) - means[last]) if after else None)
 
@@ -321,8 +326,7 @@ def plot(records: list[dict], folder: pathlib.Path, name: str) -> list[pathlib.P
                 runs = [r for r in mine if r["kind"] == "online"]
                 for r in runs:
                     y = np.array(r["curve"])
-                    start = max(i for i, p in enumerate(r["phases"]) if p == "offline") if (
-                        "offline" in r["phases"]) else 0  # fmt: skip
+                    start = last_offline(r["phases"]) if "offline" in r["phases"] else 0
                     x, y = np.array(r["env_steps"])[start:], y[start:]
                     (line,) = ax.plot(x, y.mean(1), label=r["algo"])
                     ax.fill_between(x, y.min(1), y.max(1), alpha=0.2, color=line.get_color())

@@ -2921,14 +2921,6 @@ MUTANTS = [
         "tests/agents/test_sac_rnd.py",
     ),
     m(
-        "sac-rnd-moments-without-the-means-gap",
-        "jaxrl/agents/sac_rnd.py",
-        "        m2 = self.var * self.count + var * n + delta**2 * self.count * n / total",
-        "        m2 = self.var * self.count + var * n",
-        "SAC-RND's running variance forgets the gap between the old and the new batch's means",
-        "tests/agents/test_sac_rnd.py",
-    ),
-    m(
         "brax-normalizer-variance-not-summed",
         "jaxrl/brax/params.py",
         "        summed_variance=var * count,",

@@ -5,8 +5,8 @@ an anti-exploration penalty instead of an ensemble, the error of a random networ
 - The RND: a predictor f(s, a) (bilinear first layer) regressed onto a fixed random target
   g(s, a) (FiLM in its last hidden layer), both reading the state and action standardised by
   their moments. b(s, a) = |f - g|^2 (summed over the embedding) / std, std the running
-  standard deviation of the per-row errors seen in training (`Moments`, Chan's parallel
-  update, the reference code's RunningMeanStd).
+  standard deviation of the per-row errors seen in training (`jaxrl.normalization`'s running
+  moments, from the reference code's RunningMeanStd's start: `fresh_moments`).
 - The first `rnd_pretrain_updates` updates train the RND alone (the reference's pretraining),
   and the input moments are those of their batches (the reference takes the dataset's once:
   with 1,000 batches of 1,024 rows the two agree to sampling error). After them the RND is
@@ -26,51 +26,32 @@ import flax.struct
 import jax
 import jax.numpy as jnp
 
-from jaxrl import distributions
+from jaxrl import distributions, normalization
 from jaxrl.agents import sac_family
 from jaxrl.agents.base import Agent, Learner, adam, apply_gradients, learner
 from jaxrl.agents.configs.offline import SACRNDConfig  # jax-free, re-exported
 from jaxrl.agents.sac_family import SACState
 from jaxrl.networks import RNDPredictor, RNDTarget
+from jaxrl.normalization import RunningStats
 from jaxrl.types import Batch
 
-__all__ = ["Moments", "RNDState", "SACRNDConfig", "SACRNDState", "make"]
+__all__ = ["RNDState", "SACRNDConfig", "SACRNDState", "fresh_moments", "make"]
 
 
-@flax.struct.dataclass
-class Moments:
-    """Running mean and variance over rows (the reference code's RunningMeanStd)."""
-
-    mean: jax.Array
-    var: jax.Array
-    count: jax.Array
-
-    @classmethod
-    def create(cls, shape: tuple[int, ...] = ()) -> Moments:
-        zeros = jnp.zeros(shape, jnp.float32)
-        return cls(zeros, zeros, jnp.asarray(1e-4, jnp.float32))  # the reference's count
-
-    def update(self, rows: jax.Array) -> Moments:
-        """The moments with `rows` [B, ...] added (Chan et al.'s parallel combination)."""
-        n = rows.shape[0]
-        mean, var = rows.mean(0), rows.var(0)
-        delta, total = mean - self.mean, self.count + n
-        m2 = self.var * self.count + var * n + delta**2 * self.count * n / total
-        return Moments(self.mean + delta * n / total, m2 / total, total)
-
-    def standardise(self, x: jax.Array) -> jax.Array:
-        # sqrt(var + 1e-8) where the reference has std + 1e-8: a dimension the data holds
-        # constant stays finite instead of dividing rounding error by 1e-8.
-        return (x - self.mean) / jnp.sqrt(self.var + 1e-8)
+def fresh_moments(shape: tuple[int, ...] = ()) -> RunningStats:
+    """Running moments as the reference code's RunningMeanStd starts them (mean and variance
+    0, count 1e-4), merged by `normalization.update` (the same parallel formula)."""
+    zeros = jnp.zeros(shape, jnp.float32)
+    return RunningStats(zeros, zeros, jnp.asarray(1e-4, jnp.float32))
 
 
 @flax.struct.dataclass
 class RNDState:
     predictor: Learner
     target_params: dict  # g's, fixed at their draw
-    obs_moments: Moments
-    action_moments: Moments
-    error_moments: Moments  # of the per-row errors |f - g|^2: the bonus's scale
+    obs_moments: RunningStats
+    action_moments: RunningStats
+    error_moments: RunningStats  # of the per-row errors |f - g|^2: the bonus's scale
 
 
 @flax.struct.dataclass
@@ -87,7 +68,10 @@ def make(config: SACRNDConfig = SACRNDConfig()) -> Agent:
 
     def errors(params, rnd: RNDState, obs, action) -> jax.Array:
         """|f(s, a) - g(s, a)|^2 [B], summed over the embedding."""
-        s, a = rnd.obs_moments.standardise(obs), rnd.action_moments.standardise(action)
+        # sqrt(var + 1e-8) where the reference has std + 1e-8: a dimension the data holds
+        # constant stays finite instead of dividing rounding error by 1e-8.
+        s = normalization.normalize(rnd.obs_moments, obs, clip=0.0)
+        a = normalization.normalize(rnd.action_moments, action, clip=0.0)
         return (
             (predictor.apply(params, s, a) - target_net.apply(rnd.target_params, s, a)) ** 2
         ).sum(-1)
@@ -99,8 +83,8 @@ def make(config: SACRNDConfig = SACRNDConfig()) -> Agent:
 
     def rnd_update(state: SACRNDState, batch: Batch, key: jax.Array):
         rnd = state.rnd.replace(
-            obs_moments=state.rnd.obs_moments.update(batch.obs),
-            action_moments=state.rnd.action_moments.update(batch.action),
+            obs_moments=normalization.update(state.rnd.obs_moments, batch.obs),
+            action_moments=normalization.update(state.rnd.action_moments, batch.action),
         )
 
         def loss(params):
@@ -110,7 +94,7 @@ def make(config: SACRNDConfig = SACRNDConfig()) -> Agent:
         (rnd_loss, rows), grads = jax.value_and_grad(loss, has_aux=True)(rnd.predictor.params)
         rnd = rnd.replace(
             predictor=apply_gradients(rnd.predictor, grads, rnd_opt),
-            error_moments=rnd.error_moments.update(jax.lax.stop_gradient(rows)),
+            error_moments=normalization.update(rnd.error_moments, jax.lax.stop_gradient(rows)),
         )
         zero = jnp.zeros((), jnp.float32)
         metrics = sac_family.update_metrics(
@@ -206,9 +190,9 @@ def make(config: SACRNDConfig = SACRNDConfig()) -> Agent:
         rnd = RNDState(
             predictor=learner(predictor.init(predictor_key, obs, action), rnd_opt),
             target_params=target_net.init(target_key, obs, action),
-            obs_moments=Moments.create((obs_size,)),
-            action_moments=Moments.create((action_size,)),
-            error_moments=Moments.create(),
+            obs_moments=fresh_moments((obs_size,)),
+            action_moments=fresh_moments((action_size,)),
+            error_moments=fresh_moments(),
         )
         fields = {f.name: getattr(base, f.name) for f in dataclasses.fields(base)}
         return SACRNDState(**fields, rnd=rnd)

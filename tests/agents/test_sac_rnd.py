@@ -10,6 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from jaxrl import normalization
 from jaxrl.agents import sac_family, sac_rnd
 from tests import reference as ref
 
@@ -67,9 +68,9 @@ def _setup():
 
 def test_moments_combine_batches_as_the_whole_rows_give():
     rows = np.asarray(jax.random.normal(jax.random.PRNGKey(0), (30, 3)), np.float64) * 2 + 1
-    moments = sac_rnd.Moments.create((3,))
+    moments = sac_rnd.fresh_moments((3,))
     for part in (rows[:7], rows[7:19], rows[19:]):
-        moments = moments.update(jnp.asarray(part, jnp.float32))
+        moments = normalization.update(moments, jnp.asarray(part, jnp.float32))
     np.testing.assert_allclose(moments.mean, rows.mean(0), rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(moments.var, rows.var(0), rtol=1e-3)
     np.testing.assert_allclose(moments.count, 30.0, rtol=1e-5)
