@@ -50,9 +50,10 @@ CPU_DEPARTURES: dict[str, tuple[str, ...]] = {
     # The massively parallel recipes (1,024 envs, batch 8192-32,768, wide nets) at 64 envs:
     # the samples drawn per env step kept (FastTD3 2 x 32,768 / 1,024 = 64, FastSAC and PQL
     # 8 x 8192 / 1,024 = 64) as one update of batch 4096 per step of 64 envs.
-    # FastTD3's C51 critics (1024-512-256) at batch 4,096 ran 83 min without a first chunk:
-    # 256 x 256 critics and actor here, with PQL's 8 updates of 512 (the same samples per env
-    # step), evidence of its recipe (C51, per-env noise, AdamW) at a CPU's width.
+    # FastTD3's C51 critics (1024-512-256) at batch 4,096 cost hours a case here: 256 x 256
+    # critics and actor, with PQL's 8 updates of 512 (the same samples per env step),
+    # evidence of its recipe (C51, per-env noise, AdamW) at a CPU's width
+    # (notes/2026-12-03-dmc-algos-pql.md).
     "fast_td3": (
         "--batch-size",
         "512",
@@ -65,8 +66,8 @@ CPU_DEPARTURES: dict[str, tuple[str, ...]] = {
     ),  # fmt: skip
     "fast_sac": ("--batch-size", "4096", "--updates-per-step", "1"),
     # PQL's critics are TD3's (256 x 256), cheap enough for more updates: the same samples per
-    # env step as 8 updates of batch 512. One update of 4,096 per step learnt nothing on
-    # ReacherEasy (76 against SAC's 651); 8 of 512 reached 643 (notes/2026-12-03-dmc-algos-pql.md).
+    # env step as 8 updates of batch 512; one of 4,096 per step did not learn ReacherEasy
+    # (notes/2026-12-03-dmc-algos-pql.md).
     "pql": ("--batch-size", "512", "--updates-per-step", "8"),
 }
 PARALLEL_ENVS = {"fast_td3": 64, "fast_sac": 64, "pql": 64, "sac": 128, "ppo": 64}
