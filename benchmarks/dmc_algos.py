@@ -49,7 +49,7 @@ CPU_DEPARTURES: dict[str, tuple[str, ...]] = {
     "redq": ("--updates-per-step", "16", "--policy-delay", "1"),
     # The massively parallel recipes (1,024 envs, batch 8192-32,768, wide nets) at 64 envs:
     # the samples drawn per env step kept (FastTD3 2 x 32,768 / 1,024 = 64, FastSAC and PQL
-    # 8 x 8192 / 1,024 = 64) as one update of batch 4096 per step of 64 envs.
+    # 8 x 8192 / 1,024 = 64) as 8 updates of batch 512 per step of 64 envs.
     # FastTD3's C51 critics (1024-512-256) at batch 4,096 cost hours a case here: 256 x 256
     # critics and actor, with PQL's 8 updates of 512 (the same samples per env step),
     # evidence of its recipe (C51, per-env noise, AdamW) at a CPU's width
@@ -64,7 +64,18 @@ CPU_DEPARTURES: dict[str, tuple[str, ...]] = {
         "--actor-hidden",
         "256,256",
     ),  # fmt: skip
-    "fast_sac": ("--batch-size", "4096", "--updates-per-step", "1"),
+    # FastSAC's critics (768-384-192, LayerNorm, C51) have FastTD3's cost problem: the same
+    # CPU width and 8 x 512 (its LayerNorm, SiLU, C51 and normalisation kept).
+    "fast_sac": (
+        "--batch-size",
+        "512",
+        "--updates-per-step",
+        "8",
+        "--critic-hidden",
+        "256,256",
+        "--actor-hidden",
+        "256,256",
+    ),  # fmt: skip
     # PQL's critics are TD3's (256 x 256), cheap enough for more updates: the same samples per
     # env step as 8 updates of batch 512; one of 4,096 per step did not learn ReacherEasy
     # (notes/2026-12-03-dmc-algos-pql.md).
