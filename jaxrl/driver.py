@@ -178,6 +178,7 @@ def train(
     *,
     progress: Any = print,
     progress_fn: Callable[[int, dict[str, float]], Any] | None = None,
+    state_fn: Callable[[int, Any], Any] | None = None,
     checkpoint_every: int = 0,
     options: RunOptions | None = None,
     compile_cache: bool = True,
@@ -199,7 +200,10 @@ def train(
     "auto" / "bar" / "lines" (rich's progress bar on a terminal). `progress_fn(env_steps,
     metrics)` (as Brax's trainers call theirs): after every chunk, with that chunk's row of
     metrics.jsonl as a dict of floats (`eval_return`, `env_steps_per_second`, the losses, ...;
-    entries that are not numbers left out), e.g. for a live plot in a notebook. `options`:
+    entries that are not numbers left out), e.g. for a live plot in a notebook.
+    `state_fn(env_steps, state)`: with the loop's state (`RunResult.state`'s kind) the run
+    starts from, before its first chunk, and after every chunk (as Brax's `policy_params_fn`),
+    e.g. to save or evaluate the policy. `options`:
     how the run is kept (checkpoint cadence, retention, buffer, loggers); `checkpoint_every` is
     a shortcut for `RunOptions(checkpoint_every=...)`.
 
@@ -248,7 +252,8 @@ def train(
         state = initialized_from(source, state, run_grid)
         return _execute(trainer, run_grid, members, state, [], out_path=out_path,
                         options=options, progress=progress, progress_fn=progress_fn,
-                        start=start, saved=saved, early=early, dataset=dataset)  # fmt: skip
+                        start=start, saved=saved, early=early, dataset=dataset,
+                        state_fn=state_fn)  # fmt: skip
 
 
 def _readying(trainer: Trainer, run_grid, dataset):

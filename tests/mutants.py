@@ -3061,6 +3061,47 @@ MUTANTS = [
         "an agent trained offline acts uniformly at random until learning_starts online",
         "tests/loops/test_offline.py::test_a_pretrained_agent_acts_from_its_first_online_step",
     ),
+    m(
+        "sampled-eval-one-draw",
+        "jaxrl/loops/base.py",
+        "                step_key, noise = jax.random.fold_in(act_key, t), 1.0",
+        "                step_key, noise = act_key, 1.0",
+        "sampled evaluation draws its noise once and repeats it every step",
+        "tests/loops/test_eval_actions.py",
+    ),
+    m(
+        "brax-ppo-drops-discounting",
+        "jaxrl/brax/ppo.py",
+        '            gamma=s["discounting"],',
+        "",
+        "the drop-in ignores Brax's discounting (jaxrl's default gamma 0.99 trains instead)",
+        "tests/loops/test_ppo_loop_brax_parity.py::"
+        "test_the_drop_in_trains_this_loop_from_brax_s_own_arguments",
+    ),
+    m(
+        "brax-ppo-episode-length-unit",
+        "jaxrl/brax/ppo.py",
+        "    return -(-length // repeat)",
+        "    return length",
+        "Brax's episode_length (physics steps) taken as control steps under action_repeat",
+        "tests/brax/test_ppo.py",
+    ),
+    m(
+        "brax-ppo-progress-in-control-steps",
+        "jaxrl/brax/ppo.py",
+        "            progress_fn(step * repeat, pending.pop())",
+        "            progress_fn(step, pending.pop())",
+        "progress_fn gets jaxrl's control steps, not Brax's physics steps (x action_repeat)",
+        "tests/brax/test_ppo.py",
+    ),
+    m(
+        "brax-ppo-renamed-metric",
+        "jaxrl/brax/metrics.py",
+        '            "eval/episode_reward": float(result["eval_return"]),',
+        '            "eval/episode_return": float(result["eval_return"]),',
+        "the evaluation's return reported under another key than Brax's eval/episode_reward",
+        "tests/brax/test_ppo.py",
+    ),
 ]
 
 

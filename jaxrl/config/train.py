@@ -26,6 +26,7 @@ RANDOMIZERS = ("playground", "mass", "friction")
 AUTORESETS = ("random", "first")
 # Which envs evaluation episodes step in (TrainConfig.eval_simulator).
 EVAL_SIMULATORS = ("auto", "shared", "own")
+EVAL_ACTIONS = ("greedy", "sampled")
 
 # The loop-level settings an algorithm may choose for itself (an agent's `loop_defaults`), and
 # their values for algorithms that choose none: a config field left at None takes the agent's
@@ -136,7 +137,7 @@ SECTIONS: dict[str, Section] = {
     ),
     "evaluation": Section(
         "Evaluation: how often, on how many envs, on which physics.",
-        ("eval_every", "eval_envs", "eval_simulator", "randomize_eval"),
+        ("eval_every", "eval_envs", "eval_actions", "eval_simulator", "randomize_eval"),
     ),
     "normalisation": Section(
         "Observation normalisation: whether, the clipping, the order its statistics update in.",
@@ -263,6 +264,10 @@ class TrainConfig(OfflineSchedule):
     At most one evaluation per loop iteration (num_envs steps, x unroll_length on-policy)."""
     eval_envs: int = 16
     """Evaluation episodes, one per eval env run in parallel, each acting deterministically."""
+    eval_actions: Annotated[str, Choices(EVAL_ACTIONS)] = "greedy"
+    """Evaluation actions: "greedy" (the policy's mean, or the actor's output), or "sampled":
+    the agent's acting distribution at noise scale 1, a fresh draw per step (Brax's trainers'
+    default, `deterministic_eval=False`). "sampled" evaluates on envs of its own."""
     eval_simulator: Annotated[str, Choices(EVAL_SIMULATORS)] = "auto"
     """Where a chunk's evaluation steps: "shared", in the training envs' own step, so the
     chunk holds the simulator once (an MJX chunk compiles in about 0.7x the time), evaluation

@@ -193,12 +193,14 @@ def make_evaluate(
     data: sharding.DataAxis = sharding.UNSHARDED,
 ) -> Callable:
     """evaluate(agent_state, obs_stats, key) -> mean undiscounted return (and its spread and
-    episode length) of `eval_envs` deterministic episodes, without auto-reset; with
+    episode length) of `eval_envs` episodes (greedy, or `config.eval_actions` "sampled"),
+    without auto-reset; with
     `per_episode`, also each episode's return ("eval_returns"). The actor reads the env's
     observations through `view` (default: `observation_view(config, eval_env)`); the eval
     envs are split over `data`'s devices where they divide evenly."""
     observe = make_observe(config)
     view = view or observation_view(config, eval_env)
+    sampled = config.eval_actions == "sampled"
 
     def evaluate(agent_state, stats, key: jax.Array) -> dict:
         env_key, act_key = jax.random.split(key)
@@ -214,7 +216,10 @@ def make_evaluate(
         def body(carry):
             env_state, episode_return, alive, length, t = carry
             obs = actor_part(view(env_state.obs))
-            action = agent.act(agent_state, observe(actor_part(stats), obs), act_key, 0.0)
+            step_key, noise = act_key, 0.0
+            if sampled:  # a fresh draw per step (a greedy action reads no key)
+                step_key, noise = jax.random.fold_in(act_key, t), 1.0
+            action = agent.act(agent_state, observe(actor_part(stats), obs), step_key, noise)
             env_state = eval_env.step(env_state, action)
             # where, not multiply: a finished env may step into NaN physics.
             episode_return = episode_return + jnp.where(alive > 0, env_state.reward, 0.0)
@@ -249,6 +254,8 @@ def shares_simulator(config: TrainConfig, randomized: bool, supported: bool = Tr
         why = "the actor/learner split (split_every > 0) evaluates on envs of its own"
     elif randomized:
         why = "the training envs have randomized physics (--randomize), evaluation must not"
+    elif config.eval_actions == "sampled":
+        why = "sampled evaluation actions (eval_actions 'sampled') run on envs of their own"
     elif config.eval_envs > config.num_envs:
         why = f"eval_envs ({config.eval_envs}) is above num_envs ({config.num_envs})"
     if mode == "shared" and why:

@@ -108,3 +108,6 @@ class Plan:
     initial: Callable[[], Any]
     early: Any = None  # runner.EarlyChunk: the chunk compiling beside the initial state's work
     dataset: Any = None  # an offline run's dataset on the device (`jaxrl.loops.offline`)
+    # state_fn(step, state): the state the run starts from (before its first chunk) and the one
+    # after every chunk, on the process that reports (`driver.train`'s `state_fn`).
+    state_fn: Callable[[int, Any], Any] | None = None

@@ -286,9 +286,12 @@ class Runner:
             self._close()
             raise
         config, options, stop = self.config, self.options, self.stop
+        state_fn = self.plan.state_fn if self.primary else None
         try:
             with stop:
                 index = len(self.history)
+                if state_fn is not None:
+                    state_fn(step_of(self.row) if self.row else 0, self.state)
                 while index < config.total_chunks:
                     rows, metrics = self._train_chunk(index)
                     problem = chunk_problem(rows, metrics, config, index, self.plan.run_grid)
@@ -299,6 +302,8 @@ class Runner:
                     row = self.row
                     self.history.append(row)
                     self._log(row, rows)
+                    if state_fn is not None:
+                        state_fn(step_of(row), self.state)
                     target = options.stop_at_return
                     reached = target is not None and row["eval_return"] >= target
                     self.reached = reached

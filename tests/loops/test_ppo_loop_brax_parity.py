@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 
 import jax
 import jax.numpy as jnp
@@ -59,11 +60,36 @@ SETTINGS = dict(
 )
 
 
-def _configs(eval_simulator: str, **slip) -> tuple[TrainConfig, ppo.PPOConfig]:
+def _brax_arguments() -> dict:
+    """The arguments Brax's run below is given (but its callbacks and restored parameters)."""
+    from brax.training.agents.ppo import networks as brax_networks
+
+    factory = functools.partial(
+        brax_networks.make_ppo_networks,
+        policy_hidden_layer_sizes=step_parity.CONFIG.actor_hidden,
+        value_hidden_layer_sizes=step_parity.CONFIG.critic_hidden,
+    )
+    return dict(
+        environment=brax_peer.Drift(),
+        num_timesteps=TOTAL,
+        clipping_epsilon=step_parity.CLIP,
+        network_factory=factory,
+        seed=SEED,
+        num_evals=2,  # one evaluation interval after the initial one: RESETS epochs
+        run_evals=False,
+        **SETTINGS,
+    )
+
+
+def _configs(
+    eval_simulator: str, drop_in: bool = False, **slip
+) -> tuple[TrainConfig, ppo.PPOConfig]:
     """jaxrl's configs from `ppo_parity_flags(SETTINGS)`, as the parity suites build them, with
-    the step test's small networks; `slip` replaces run config fields, or agent config fields
-    where prefixed "agent_"."""
+    the step test's small networks, or (`drop_in`) those `jaxrl.brax.ppo.train` makes of Brax's
+    own arguments; `slip` replaces run config fields, or agent config fields where prefixed
+    "agent_"."""
     from jaxrl.benchmarks.suites import ppo_parity_flags
+    from jaxrl.brax import ppo as brax_door
     from jaxrl.config import resolve
 
     argv = ["--algo", "ppo", "--env", "classic/pendulum", "--seed", str(SEED)]
@@ -73,6 +99,14 @@ def _configs(eval_simulator: str, **slip) -> tuple[TrainConfig, ppo.PPOConfig]:
     argv += ["--critic-hidden", ",".join(map(str, step_parity.CONFIG.critic_hidden))]
     argv += ["--eval-simulator", eval_simulator]
     train_config, agent_config, _ = resolve.build_configs(argv)
+    if drop_in:
+        defaults = {
+            name: p.default
+            for name, p in inspect.signature(brax_door.train).parameters.items()
+            if p.default is not inspect.Parameter.empty
+        }
+        plan = brax_door._plan({**defaults, **_brax_arguments()})
+        train_config, agent_config = plan.config, plan.agent_config
     agent_slip = {k[6:]: v for k, v in slip.items() if k.startswith("agent_")}
     run_slip = {k: v for k, v in slip.items() if not k.startswith("agent_")}
     return (
@@ -107,7 +141,6 @@ def brax_run():
     from brax.training import acting
     from brax.training.acme import running_statistics, specs
     from brax.training.agents.ppo import losses as brax_losses
-    from brax.training.agents.ppo import networks as brax_networks
     from brax.training.agents.ppo import train as brax_train
 
     act_keys, unrolls, loss_keys, normalizers = [], [], [], []
@@ -139,32 +172,13 @@ def brax_run():
         nets.policy_network.init(keys[0]),
         nets.value_network.init(keys[1]),
     )
-    factory = lambda obs_size, act_size, preprocess_observations_fn: (  # noqa: E731
-        brax_networks.make_ppo_networks(
-            obs_size,
-            act_size,
-            preprocess_observations_fn=preprocess_observations_fn,
-            policy_hidden_layer_sizes=step_parity.CONFIG.actor_hidden,
-            value_hidden_layer_sizes=step_parity.CONFIG.critic_hidden,
-        )
-    )
     brax_peer.install_shims()
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(acting, "actor_step", recording_actor_step)
         patch.setattr(acting, "generate_unroll", recording_unroll)
         patch.setattr(brax_losses, "compute_ppo_loss", recording_loss)
         patch.setattr(running_statistics, "update", recording_update)
-        _, after, _ = brax_train.train(
-            environment=brax_peer.Drift(),
-            num_timesteps=TOTAL,
-            clipping_epsilon=step_parity.CLIP,
-            network_factory=factory,
-            seed=SEED,
-            num_evals=2,  # one evaluation interval after the initial one: RESETS epochs
-            run_evals=False,
-            restore_params=start,
-            **SETTINGS,
-        )
+        _, after, _ = brax_train.train(restore_params=start, **_brax_arguments())
         jax.effects_barrier()
     assert len(act_keys) == TRAIN_STEPS * UNROLLS * UNROLL
     assert len(unrolls) == TRAIN_STEPS * UNROLLS
@@ -194,7 +208,9 @@ def brax_run():
     )  # fmt: skip
 
 
-def _run_jaxrl(brax: dict, monkeypatch, eval_simulator: str = "own", **slip) -> dict:
+def _run_jaxrl(
+    brax: dict, monkeypatch, eval_simulator: str = "own", drop_in: bool = False, **slip
+) -> dict:
     """jaxrl's loop (one chunk: every iteration of the run) from Brax's initial parameters and
     first env states, handed Brax's draws in the order jaxrl's loop asks for them."""
     key_shape = jax.ShapeDtypeStruct((2,), jnp.uint32)
@@ -228,7 +244,7 @@ def _run_jaxrl(brax: dict, monkeypatch, eval_simulator: str = "own", **slip) -> 
 
     monkeypatch.setattr(wrappers.AutoResetWrapper, "reset", reset_as_given)
     monkeypatch.setattr(onpolicy, "make_hard_reset", hard_reset_with_brax_keys)
-    train_config, agent_config = _configs(eval_simulator, **slip)
+    train_config, agent_config = _configs(eval_simulator, drop_in, **slip)
     agent = ppo.make(agent_config)
 
     def explore(state, obs, key):
@@ -306,6 +322,12 @@ def test_loop_runs_as_brax_ppo_train_over_several_training_steps(
     resets: the same transitions collected, each update reading them normalised with the
     same statistics, the same parameters after 16 gradient steps."""
     _check(brax_run, _run_jaxrl(brax_run, monkeypatch, eval_simulator))
+
+
+def test_the_drop_in_trains_this_loop_from_brax_s_own_arguments(brax_run, monkeypatch):
+    """`jaxrl.brax.ppo.train`'s configs, made from the arguments Brax's run was given (not
+    from the parity flags), run the same loop as Brax's: the translation is exact."""
+    _check(brax_run, _run_jaxrl(brax_run, monkeypatch, "own", drop_in=True))
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,177 @@
+"""Brax's `network_factory` and `wrap_env_fn` arguments, read as jaxrl settings.
+
+A factory is Brax's `ppo_networks.make_ppo_networks` or a `functools.partial` of it (what
+Playground's notebooks pass): its options become jaxrl's PPO network settings, which build
+the same networks (the same layers, activation and initialisers; tests/brax/test_params.py
+holds them equal). An option jaxrl cannot build, or a factory of another kind, is refused by
+name. The factory itself still builds Brax's networks for `make_inference_fn`, so the
+policy a caller gets back is Brax's own.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from jaxrl.errors import ConfigError
+
+# Options that change nothing jaxrl builds: the std settings of Brax's 'normal' distribution
+# only (its 'tanh_normal' policy outputs mean and raw std), and the quantiles of a
+# distributional critic (refused apart).
+_INERT = {"noise_std_type", "init_noise_std", "state_dependent_std", "num_quantiles",
+          "preprocess_observations_fn"}  # fmt: skip
+_DEFAULTS = {
+    "distribution_type": "tanh_normal",
+    "mean_clip_scale": None,
+    "mean_kernel_init_fn": None,
+    "mean_kernel_init_kwargs": None,
+    "policy_network_kernel_init_kwargs": None,
+    "value_network_kernel_init_kwargs": None,
+    "use_distributional_critic": False,
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class NetworkSettings:
+    """A Brax factory read as jaxrl settings: `agent` (PPOConfig fields), `train`
+    (TrainConfig fields: the observation entries), and the factory itself."""
+
+    factory: Callable
+    agent: dict
+    train: dict
+
+
+def _unwrapped(factory: Callable) -> tuple[Callable, dict]:
+    options: dict = {}
+    while isinstance(factory, functools.partial):
+        if factory.args:
+            raise ConfigError(
+                "network_factory: a functools.partial with positional arguments cannot be read; "
+                "give its options by name"
+            )
+        options = {**factory.keywords, **options}
+        factory = factory.func
+    return factory, options
+
+
+def _activation(value: Any) -> str:
+    import jax
+
+    for name, fn in (("swish", jax.nn.swish), ("relu", jax.nn.relu)):
+        if value is fn:
+            return name
+    raise ConfigError(
+        f"network_factory: activation={getattr(value, '__name__', value)!r} cannot be built by "
+        "jaxrl's PPO (swish/silu or relu)"
+    )
+
+
+def _kernel_init(value: Any, name: str) -> str:
+    import jax
+
+    inits = jax.nn.initializers
+    for label, fn in (("lecun_uniform", inits.lecun_uniform), ("lecun_normal", inits.lecun_normal)):
+        if value is fn:
+            return label
+    raise ConfigError(
+        f"network_factory: {name}={getattr(value, '__name__', value)!r} cannot be built by "
+        "jaxrl's PPO (lecun_uniform or lecun_normal)"
+    )
+
+
+def ppo_settings(factory: Callable, dict_obs: bool = False) -> NetworkSettings:
+    """jaxrl's PPO settings for Brax's `network_factory` (None: make_ppo_networks)."""
+    from brax.training.agents.ppo import networks as ppo_networks
+
+    factory = factory or ppo_networks.make_ppo_networks
+    func, options = _unwrapped(factory)
+    if func is not ppo_networks.make_ppo_networks:
+        raise ConfigError(
+            f"network_factory={getattr(func, '__qualname__', func)!r} cannot be read by "
+            "jaxrl.brax.ppo: pass Brax's ppo_networks.make_ppo_networks or a functools.partial "
+            "of it (its options by name)"
+        )
+    for name, value in options.items():
+        if name in _INERT or name in {
+            "policy_hidden_layer_sizes", "value_hidden_layer_sizes", "activation",
+            "policy_obs_key", "value_obs_key", "policy_network_kernel_init_fn",
+            "value_network_kernel_init_fn",
+        }:  # fmt: skip
+            continue
+        if name not in _DEFAULTS:
+            raise ConfigError(f"network_factory: unknown make_ppo_networks option {name!r}")
+        if value != _DEFAULTS[name] and not (value == {} and _DEFAULTS[name] is None):
+            raise ConfigError(
+                f"network_factory: {name}={value!r} cannot be built by jaxrl's PPO (only "
+                f"{_DEFAULTS[name]!r})"
+            )
+    import jax
+
+    inits = jax.nn.initializers
+    policy_init = _kernel_init(
+        options.get("policy_network_kernel_init_fn", inits.lecun_uniform),
+        "policy_network_kernel_init_fn",
+    )
+    value_init = _kernel_init(
+        options.get("value_network_kernel_init_fn", inits.lecun_uniform),
+        "value_network_kernel_init_fn",
+    )
+    if policy_init != value_init:
+        raise ConfigError(
+            f"network_factory: the policy's {policy_init} and the value network's {value_init} "
+            "initialisers differ; jaxrl's PPO initialises both networks alike"
+        )
+    agent = {
+        "actor_hidden": tuple(options.get("policy_hidden_layer_sizes", (32,) * 4)),
+        "critic_hidden": tuple(options.get("value_hidden_layer_sizes", (256,) * 5)),
+        "activation": _activation(options.get("activation", jax.nn.swish)),
+        "kernel_init": policy_init,
+    }
+    train: dict = {}
+    if dict_obs:
+        train = {
+            "actor_obs": options.get("policy_obs_key", "state"),
+            "critic_obs": options.get("value_obs_key", "state"),
+        }
+    return NetworkSettings(factory=factory, agent=agent, train=train)
+
+
+def make_inference_fn(settings: NetworkSettings, env: Any, normalize: bool) -> Callable:
+    """Brax's `make_inference_fn` of the networks the caller's factory builds for `env`."""
+    from brax.training import types
+    from brax.training.acme import running_statistics
+    from brax.training.agents.ppo import networks as ppo_networks
+
+    preprocess = (
+        running_statistics.normalize if normalize else types.identity_observation_preprocessor
+    )
+    networks = settings.factory(
+        env.observation_size, env.action_size, preprocess_observations_fn=preprocess
+    )
+    return ppo_networks.make_inference_fn(networks)
+
+
+def autoreset_of(wrap_env_fn: Callable | None) -> str | None:
+    """jaxrl's autoreset for Brax's or Playground's training wrapper (None: Brax's default,
+    back to the first state), or a ConfigError for a wrapper jaxrl cannot stand in for."""
+    if wrap_env_fn is None:
+        return "first"
+    func, options = _unwrapped(wrap_env_fn)
+    import brax.envs
+
+    known = [brax.envs.training.wrap]
+    try:
+        from mujoco_playground import wrapper
+
+        known.append(wrapper.wrap_for_brax_training)
+    except ImportError:  # Playground not installed: only Brax's own wrapper is known
+        pass
+    if func not in known or set(options) - {"full_reset"}:
+        raise ConfigError(
+            f"wrap_env_fn={getattr(func, '__qualname__', func)!r} cannot be honoured: only "
+            "Brax's envs.training.wrap and Playground's wrapper.wrap_for_brax_training (what "
+            "jaxrl's own wrappers do) are accepted"
+        )
+    return "random" if options.get("full_reset") else "first"

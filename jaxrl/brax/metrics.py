@@ -1,0 +1,55 @@
+"""jaxrl's rows of metrics under Brax's keys, in Brax's units.
+
+Brax's `ppo.train` gives `progress_fn` the evaluator's `eval/...` keys and the training
+step's `training/...` keys (brax/training/acting.py `Evaluator.run_evaluation`,
+agents/ppo/train.py `training_epoch_with_timing`). Here they come from a jaxrl row:
+episode lengths and steps per second in physics steps (x action_repeat), the losses as
+Brax's loss writes them (`v_loss` is vf_loss_coefficient x jaxrl's 0.5-scaled squared error,
+`entropy_loss` is -entropy_cost x the entropy). `training/kl_mean` is Schulman's estimate of
+KL(old || new) over the minibatches, where Brax computes the two Gaussians' KL in closed form.
+Not given yet: `eval/walltime`, `eval/epoch_eval_time`, `eval/sps` (jaxrl evaluates inside the
+training program, untimed apart), `eval/std_episode_length`, and `eval/episode_<m>` of the
+env's own metrics.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class Report:
+    """Brax's metrics of jaxrl's rows for one run (`config`, `agent_config`)."""
+
+    def __init__(self, config: Any, agent_config: Any, action_repeat: int, run_evals: bool):
+        self.config, self.agent = config, agent_config
+        self.repeat, self.run_evals = action_repeat, run_evals
+
+    def _eval(self, result: dict) -> dict:
+        return {
+            "eval/episode_reward": float(result["eval_return"]),
+            "eval/episode_reward_std": float(result["eval_return_std"]),
+            "eval/avg_episode_length": float(result["eval_length"]) * self.repeat,
+        }
+
+    def initial(self, result: dict) -> dict:
+        """Brax's metrics of the evaluation at step 0 (`result`: jaxrl's evaluate's)."""
+        return self._eval(result)
+
+    def row(self, row: dict) -> dict:
+        """Brax's metrics after an evaluation interval, from jaxrl's row of it."""
+        agent = self.agent
+        value_loss = agent.value_coef * row["value_loss"]
+        entropy_loss = -agent.entropy_coef * row["entropy"]
+        training = {
+            "training/sps": row["chunk_env_steps_per_second"] * self.repeat,
+            "training/walltime": row["train_seconds"],
+            "training/total_loss": row["policy_loss"] + value_loss + entropy_loss,
+            "training/policy_loss": row["policy_loss"],
+            "training/v_loss": value_loss,
+            "training/entropy_loss": entropy_loss,
+            "training/kl_mean": row["approx_kl"],
+            "training/learning_rate": agent.learning_rate,
+        }
+        if not self.run_evals:
+            return training
+        return {**training, **self._eval(row)}

@@ -1,0 +1,352 @@
+"""`train`: Brax 0.14's `ppo.train`, by the same signature and return value, over jaxrl's PPO.
+
+    from jaxrl.brax import ppo      # was: from brax.training.agents.ppo import train as ppo
+    make_policy, params, metrics = ppo.train(environment=env, num_timesteps=..., ...)
+
+Every Brax argument is honoured or refused by name (`ConfigError`) before anything compiles.
+jaxrl's PPO runs with every implementation choice of Brax's (`benchmarks.suites
+.ppo_parity_flags`, docs/PARITY.md): advantages inside the loss per unroll, V-trace-style
+advantages, truncation masked, finished envs back at their first state, the normaliser fed
+the rollout before the update, lecun_uniform weights. Brax's units are kept: `num_timesteps`,
+`episode_length` and the steps given to `progress_fn` count physics steps (`action_repeat`
+in them); `num_evals` counts the evaluation at step 0. What is returned is Brax's:
+`params = (normalizer_params, policy_params, value_params)` in the trees Brax's
+`network_factory` builds, and `make_policy` is Brax's own `make_inference_fn` of the networks
+that factory makes, so Brax's and Playground's tools take both as they are.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable
+from typing import Any
+
+from brax.training.agents.ppo import networks as ppo_networks
+
+from jaxrl.brax import factories
+from jaxrl.brax import metrics as brax_metrics
+from jaxrl.errors import ConfigError
+
+# The values a refused argument may take (Brax's defaults, or what changes nothing here), and
+# why any other is refused.
+_REFUSED = {
+    "vision": (False, "pixel observations are not supported by jaxrl's PPO"),
+    "augment_pixels": (False, "pixel observations are not supported by jaxrl's PPO"),
+    "wrap_env": (
+        True,
+        "jaxrl wraps the env itself (time limit, action repeat, batch, auto-reset); pass the "
+        "unwrapped env",
+    ),
+    "normalize_observations_std_eps": (0.0, "only Brax's default std_eps 0.0 is supported"),
+    "normalize_observations_mode": ("welford", "only Brax's default 'welford' is supported"),
+    "normalize_until_count": (None, "the normaliser always learns (no until_count)"),
+    "clipping_epsilon_value": (None, "the value loss is not clipped by a separate epsilon"),
+    "bootstrap_on_timeout": (
+        False,
+        "Brax's time-out bootstrap (r + gamma V(s_t)) is not jaxrl's; truncations are masked",
+    ),
+    "use_distributional_critic": (False, "no distributional PPO critic"),
+    "eval_env": (
+        None,
+        "a separate evaluation env is not supported yet: evaluation runs the "
+        "training env's task on envs of its own",
+    ),  # fmt: skip
+    "log_training_metrics": (False, "the training episodes' metrics are not logged yet"),
+    "training_metrics_steps": (None, "the training episodes' metrics are not logged yet"),
+    "save_checkpoint_path": (None, "Brax-format checkpoints are not written yet"),
+    "restore_checkpoint_path": (None, "Brax-format checkpoints are not read yet"),
+    "restore_params": (None, "starting from given parameters is not supported yet"),
+}
+
+
+def train(
+    environment: Any,
+    num_timesteps: int,
+    max_devices_per_host: int | None = None,
+    wrap_env: bool = True,
+    vision: bool = False,
+    augment_pixels: bool = False,
+    num_envs: int = 1,
+    episode_length: int | None = None,
+    action_repeat: int = 1,
+    wrap_env_fn: Callable[[Any], Any] | None = None,
+    randomization_fn: Callable | None = None,
+    learning_rate: float = 1e-4,
+    entropy_cost: float = 1e-4,
+    discounting: float = 0.9,
+    unroll_length: int = 10,
+    batch_size: int = 32,
+    num_minibatches: int = 16,
+    num_updates_per_batch: int = 2,
+    num_resets_per_eval: int = 0,
+    normalize_observations: bool = False,
+    normalize_observations_std_eps: float = 0.0,
+    normalize_observations_mode: str = "welford",
+    normalize_until_count: int | None = None,
+    reward_scaling: float = 1.0,
+    clipping_epsilon: float = 0.3,
+    clipping_epsilon_value: float | None = None,
+    gae_lambda: float = 0.95,
+    max_grad_norm: float | None = None,
+    normalize_advantage: bool = True,
+    vf_loss_coefficient: float = 0.5,
+    bootstrap_on_timeout: bool = False,
+    use_distributional_critic: bool = False,
+    desired_kl: float = 0.01,
+    learning_rate_schedule: Any = None,
+    learning_rate_schedule_min_lr: float = 1e-5,
+    learning_rate_schedule_max_lr: float = 1e-2,
+    network_factory: Callable = ppo_networks.make_ppo_networks,
+    seed: int = 0,
+    use_pmap_on_reset: bool = True,
+    num_evals: int = 1,
+    eval_env: Any = None,
+    num_eval_envs: int = 128,
+    deterministic_eval: bool = False,
+    log_training_metrics: bool = False,
+    training_metrics_steps: int | None = None,
+    progress_fn: Callable[[int, dict], None] = lambda *args: None,
+    policy_params_fn: Callable[..., None] = lambda *args: None,
+    save_checkpoint_path: str | None = None,
+    restore_checkpoint_path: str | None = None,
+    restore_params: Any = None,
+    restore_value_fn: bool = True,
+    run_evals: bool = True,
+):
+    """Brax's `ppo.train` (brax/training/agents/ppo/train.py, 0.14.2): the same arguments, by
+    name and default, the same `(make_policy, params, metrics)`; docs/BRAX.md lists what each
+    argument means here. Not used here, as they change nothing in jaxrl's program:
+    `use_pmap_on_reset` (jaxrl resets in one program), `desired_kl` and the schedule's
+    `_min_lr`/`_max_lr` without Brax's adaptive-KL schedule, `restore_value_fn` without
+    parameters to restore."""
+    settings = dict(locals())
+    plan = _plan(settings)  # every check, before anything compiles
+    return _run(plan, progress_fn, policy_params_fn)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Plan:
+    """What `train` runs: jaxrl's configs, the env, and Brax's units to report in."""
+
+    config: Any  # TrainConfig
+    agent_config: Any  # PPOConfig
+    env: Any
+    randomization_fn: Any
+    networks: Any  # Brax's PPONetworks from the caller's factory, for make_policy
+    action_repeat: int
+    num_evals: int
+    run_evals: bool
+    std_eps: float
+    untrained: bool
+
+
+def _plan(s: dict) -> _Plan:
+    """The configs of Brax's arguments `s`, or a ConfigError naming the argument."""
+    from jaxrl.agents.ppo import PPOConfig
+    from jaxrl.config import TrainConfig
+
+    _refuse(s)
+    env = s["environment"]
+    repeat = _positive(s, "action_repeat")
+    for name in ("num_envs", "batch_size", "num_minibatches", "unroll_length"):
+        _positive(s, name)
+    _positive(s, "num_updates_per_batch")
+    if s["batch_size"] * s["num_minibatches"] % s["num_envs"]:
+        raise ConfigError(
+            f"batch_size x num_minibatches ({s['batch_size']} x {s['num_minibatches']}) must be "
+            f"a multiple of num_envs ({s['num_envs']}), as Brax asserts"
+        )
+    if s["num_timesteps"] < 0 or s["num_evals"] < 0 or s["num_resets_per_eval"] < 0:
+        raise ConfigError("num_timesteps, num_evals and num_resets_per_eval must be >= 0")
+    dict_obs = isinstance(getattr(env, "observation_size", None), dict)
+    net = factories.ppo_settings(s["network_factory"], dict_obs)
+    autoreset = factories.autoreset_of(s["wrap_env_fn"])
+    unrolls = s["batch_size"] * s["num_minibatches"] // s["num_envs"]
+    per_step = s["batch_size"] * s["num_minibatches"] * s["unroll_length"]  # control steps
+    epochs, steps_per_epoch = _epochs(s, per_step * repeat)
+    total = epochs * steps_per_epoch * per_step
+    try:
+        config = TrainConfig(
+            algo="ppo",
+            env=f"brax/{type(env).__name__}",
+            seed=int(s["seed"]),
+            total_steps=max(total, per_step),
+            num_envs=s["num_envs"],
+            episode_length=_episode_length(s, env, repeat),
+            action_repeat=repeat,
+            unroll_length=s["unroll_length"] * unrolls,
+            eval_every=steps_per_epoch * max(s["num_resets_per_eval"], 1) * per_step,
+            eval_envs=s["num_eval_envs"] if s["run_evals"] else 1,
+            eval_actions="greedy" if s["deterministic_eval"] else "sampled",
+            eval_simulator="own",  # Brax's evaluator steps envs of its own
+            normalize_observations=bool(s["normalize_observations"]),
+            obs_clip=0.0,
+            gamma=s["discounting"],
+            renormalize_rollout=True,
+            autoreset=autoreset,
+            reset_every=steps_per_epoch if s["num_resets_per_eval"] else 0,
+            devices=_devices(s["max_devices_per_host"]),
+            **net.train,
+        )
+        agent_config = PPOConfig(
+            learning_rate=s["learning_rate"],
+            num_epochs=s["num_updates_per_batch"],
+            num_minibatches=s["num_minibatches"],
+            clip_epsilon=s["clipping_epsilon"],
+            value_coef=s["vf_loss_coefficient"],
+            entropy_coef=s["entropy_cost"],
+            max_grad_norm=0.0 if s["max_grad_norm"] is None else s["max_grad_norm"],
+            gae_lambda=s["gae_lambda"],
+            advantage_estimator="vtrace",
+            gae_horizon=s["unroll_length"],
+            truncation="mask",
+            advantage_in_loss=True,
+            normalize_advantages=bool(s["normalize_advantage"]),
+            reward_scale=s["reward_scaling"],
+            softplus_std=True,
+            **net.agent,
+        )
+    except ValueError as error:  # a field's own check: its message names the field
+        raise ConfigError(str(error)) from None
+    return _Plan(
+        config=config,
+        agent_config=agent_config,
+        env=_checked_env(env),
+        randomization_fn=s["randomization_fn"],
+        networks=net,
+        action_repeat=repeat,
+        num_evals=s["num_evals"],
+        run_evals=bool(s["run_evals"]),
+        std_eps=s["normalize_observations_std_eps"],
+        untrained=s["num_timesteps"] == 0,
+    )
+
+
+def _refuse(s: dict) -> None:
+    for name, (allowed, why) in _REFUSED.items():
+        value = s[name]
+        if value is allowed or value == allowed:
+            continue
+        raise ConfigError(f"{name}={value!r} cannot be honoured by jaxrl.brax.ppo: {why}")
+    schedule = s["learning_rate_schedule"]
+    if schedule is not None and str(getattr(schedule, "value", schedule)).upper() != "NONE":
+        raise ConfigError(
+            f"learning_rate_schedule={schedule!r} cannot be honoured by jaxrl.brax.ppo: only a "
+            "constant learning rate (None) is supported, not Brax's adaptive-KL schedule"
+        )
+
+
+def _positive(s: dict, name: str) -> int:
+    value = s[name]
+    if not isinstance(value, int) or value < 1:
+        raise ConfigError(f"{name} must be an integer >= 1, got {value!r}")
+    return value
+
+
+def _epochs(s: dict, physics_per_step: int) -> tuple[int, int]:
+    """(training epochs, training steps per epoch) as Brax's `ppo.train` counts them: each
+    evaluation interval after the first evaluation holds max(num_resets_per_eval, 1) epochs of
+    ceil(num_timesteps / (intervals x epochs x physics steps per training step)) steps."""
+    intervals = max(s["num_evals"] - 1, 1)
+    resets = max(s["num_resets_per_eval"], 1)
+    steps = math.ceil(s["num_timesteps"] / (intervals * physics_per_step * resets))
+    return intervals * resets, max(steps, 1)
+
+
+def _episode_length(s: dict, env: Any, repeat: int) -> int:
+    """jaxrl's time limit in control steps from Brax's in physics steps (its EpisodeWrapper
+    ends an episode once steps x action_repeat reach episode_length); where None, the env's
+    own `episode_length` or its Playground config's."""
+    length = s["episode_length"]
+    if length is None:
+        length = getattr(env, "episode_length", None)
+        cfg = getattr(env, "_config", None)
+        if length is None and cfg is not None and "episode_length" in cfg:
+            length = int(cfg.episode_length)
+        if length is None:
+            raise ConfigError(
+                f"episode_length=None and the env ({type(env).__name__}) has none of its own: "
+                "pass episode_length (physics steps, as Brax counts them)"
+            )
+        return int(length)  # the env's own count is of control steps
+    if not isinstance(length, int) or length < 1:
+        raise ConfigError(f"episode_length must be an integer >= 1, got {length!r}")
+    return -(-length // repeat)
+
+
+def _devices(max_devices_per_host: int | None) -> int | str:
+    import jax
+
+    local = jax.local_device_count()
+    if max_devices_per_host is not None and max_devices_per_host < 1:
+        raise ConfigError(f"max_devices_per_host must be >= 1, got {max_devices_per_host}")
+    count = min(local, max_devices_per_host or local)
+    return 0 if count == 1 else count
+
+
+def _checked_env(env: Any) -> Any:
+    """The unwrapped env, which jaxrl wraps itself (`factories.autoreset_of` reads the
+    caller's `wrap_env_fn`)."""
+    from jaxrl import envs
+
+    try:
+        envs.check_env_object(env)
+    except (TypeError, ValueError) as error:
+        raise ConfigError(f"environment: {error}") from None
+    return env
+
+
+def _run(plan: _Plan, progress_fn: Callable, policy_params_fn: Callable):
+    """Trains `plan` with jaxrl's driver and reports as Brax does: progress_fn at step 0
+    (num_evals > 1) and after every evaluation interval, policy_params_fn at step 0 and
+    after every interval, in physics steps."""
+    import jax
+
+    from jaxrl import driver
+    from jaxrl.brax import params as brax_params
+
+    config, repeat = plan.config, plan.action_repeat
+    make_policy = factories.make_inference_fn(
+        plan.networks, plan.env, config.normalize_observations
+    )
+    report = brax_metrics.Report(config, plan.agent_config, repeat, plan.run_evals)
+    evaluate = None
+    if plan.num_evals > 1 and plan.run_evals:  # Brax evaluates the untrained policy first
+        trainer = driver.check_setting(config, plan.agent_config, plan.env)
+        evaluate = jax.jit(trainer.evaluate)
+
+    def brax_params_of(state):
+        return brax_params.ppo_to_brax(state.agent.params, state.obs_stats, plan.std_eps)
+
+    pending: list[dict] = []  # the interval's metrics, reported after policy_params_fn
+
+    def state_fn(step: int, state) -> None:
+        if step == 0 and evaluate is not None:
+            key = jax.random.fold_in(jax.random.PRNGKey(config.seed), 0x5EED)
+            result = jax.device_get(evaluate(state.agent, state.obs_stats, key))
+            progress_fn(0, report.initial(result))
+        policy_params_fn(step * repeat, make_policy, brax_params_of(state))
+        if pending and plan.num_evals > 0:  # Brax's order: params, then progress
+            progress_fn(step * repeat, pending.pop())
+
+    def on_row(step: int, row: dict) -> None:
+        pending[:] = [report.row(row)]
+
+    if plan.untrained:  # num_timesteps=0: Brax returns the first parameters, untrained
+        trainer = driver.check_setting(config, plan.agent_config, plan.env)
+        state = jax.jit(trainer.init)(jax.random.PRNGKey(config.seed))
+        return make_policy, brax_params_of(state), {}
+    result = driver.train(
+        config,
+        plan.agent_config,
+        None,
+        progress=None,
+        progress_fn=on_row,
+        state_fn=state_fn,
+        compile_cache=True,
+        env=plan.env,
+        randomization_fn=plan.randomization_fn,
+    )
+    last = report.row(result.history[-1]) if plan.num_evals > 0 else {}
+    return make_policy, brax_params_of(result.state), last
