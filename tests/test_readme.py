@@ -31,6 +31,7 @@ README_LINKS = (
     "docs/SCALING.md",  # seeds, grids, devices, hosts
     "docs/SCALE.md",  # jaxrl scale: scaling laws in the UTD ratio
     "docs/BENCHMARKS.md",
+    "docs/BRAX.md",  # the Brax door: jaxrl.brax.ppo.train
     "docs/PARITY.md",  # parity with Brax
     "docs/ALGORITHMS.md",
     "docs/DESIGN.md",
@@ -51,7 +52,10 @@ def _python_blocks(page: str = "docs/API.md") -> list[str]:
     # Every Python example of the README and the docs is one the tests below run.
     counts = {name: len(blocks) for name, blocks in found.items() if blocks}
     # SCALE.md's: tests/test_scale.py; OFFLINE.md's: test_readme_run_folder_commands_work_as_written
-    assert counts == {"docs/API.md": 4, "docs/SCALE.md": 1, "docs/OFFLINE.md": 1}
+    assert counts == {
+        "README.md": 1, "docs/API.md": 4, "docs/BRAX.md": 1, "docs/SCALE.md": 1,
+        "docs/OFFLINE.md": 1,
+    }  # fmt: skip
     return found[page]
 
 
@@ -78,6 +82,24 @@ def test_readme_ppo_example_learns_inverted_pendulum():
     returns = np.asarray(namespace["metrics"]["eval_return"])
     assert returns.shape == (8,)
     assert returns.max() >= 900.0 and returns[0] < 900.0, returns
+
+
+def test_the_brax_examples_run_with_brax_s_results():
+    """README's three lines and docs/BRAX.md's example: Brax's arguments in, Brax's triple and
+    progress out (8,192 physics steps: one training step of Brax's default 10,240 in the
+    README; two intervals of two steps of 2,560 in BRAX.md, evaluated at 0, 5,120, 10,240)."""
+    from jaxrl.benchmarks import peers
+
+    peers.install_jax_shims()  # Brax's networks and inference function, built by the door
+    namespace: dict = {}
+    exec(compile(_python_blocks("README.md")[0], "README.md", "exec"), namespace)
+    assert {"eval/episode_reward", "training/total_loss"} <= set(namespace["metrics"])
+    assert set(namespace["params"][1]["params"]) == {f"hidden_{i}" for i in range(5)}
+    namespace = {}
+    exec(compile(_python_blocks("docs/BRAX.md")[0], "docs/BRAX.md", "exec"), namespace)
+    assert [step for step, _ in namespace["steps"]] == [0, 5120, 10240]
+    action, _ = namespace["policy"](np.zeros((3, 2), np.float32), None)
+    assert action.shape == (3, 1) and np.all(np.abs(action) <= 1.0)
 
 
 def test_readme_own_env_example_trains_by_object_and_by_name():
