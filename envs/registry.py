@@ -142,6 +142,16 @@ def check_env_object(env: Any, what: str = "the env") -> Any:
             f"{what} ({type(env).__name__}) lacks {', '.join(missing)}: an env needs Brax's "
             "reset(key) -> State, step(state, action) -> State, observation_size, action_size"
         )
+    config = getattr(env, "_config", None)  # a MuJoCo Playground env's config
+    impl = config.get("impl", None) if hasattr(config, "get") else None
+    if isinstance(impl, str) and impl.lower() == "warp":
+        # Playground 0.2 builds its Warp version when `impl` is not given: its physics is not
+        # JAX, and ends in a broadcasting error deep in the batched wrappers.
+        raise EnvOptionError(
+            f"{what} ({type(env).__name__}) is MuJoCo Playground's Warp implementation "
+            "(impl='warp', Playground's default): jaxrl runs MJX's JAX one; load it with "
+            "registry.load(name, config_overrides={'impl': 'jax'})"
+        )
     return env
 
 

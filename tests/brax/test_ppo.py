@@ -241,3 +241,23 @@ def test_it_learns_brax_s_own_ppo_test():
     )
     assert metrics["eval/episode_reward"] > 135
     assert jnp.isfinite(metrics["training/total_loss"])
+
+
+def test_a_playground_env_built_as_warp_is_refused_with_how_to_load_the_jax_one():
+    """Playground 0.2's `registry.load(task)` without `impl` builds the Warp version (its
+    config's `impl` is then "warp"), which ended in a broadcasting traceback deep in the
+    wrappers; now one line says what to do, from the drop-in and from `jaxrl.train(...,
+    env=env)` alike. (Built here as Drift with such a config: in a process that imported
+    jaxrl, Playground cannot build its Warp version at all, `envs/skip_warp.py`.)"""
+    import ml_collections
+
+    from jaxrl import driver
+    from jaxrl.config import TrainConfig
+
+    class WarpBuilt(brax_peer.Drift):
+        _config = ml_collections.ConfigDict({"impl": "warp", "episode_length": 100})
+
+    with pytest.raises(ConfigError, match="impl.*jax"):
+        ppo.train(WarpBuilt(), num_timesteps=1000)
+    with pytest.raises(ValueError, match=r"config_overrides=\{'impl': 'jax'\}"):
+        driver.train(TrainConfig(algo="ppo", env="playground/CartpoleBalance"), env=WarpBuilt())
