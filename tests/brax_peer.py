@@ -27,6 +27,22 @@ class Drift:
         return state.replace(pipeline_state=x, obs=x, reward=reward, done=done)
 
 
+class MeteredDrift(Drift):
+    """Drift with metrics of its own in its State, as MJX tasks keep them: the position's
+    first coordinate, and a *per_step metric (Brax's evaluator reports it per step)."""
+
+    def reset(self, rng):
+        state = super().reset(rng)
+        zero = jnp.zeros(())
+        return state.replace(metrics={"x0": zero, "push_per_step": zero})
+
+    def step(self, state, action):
+        state = super().step(state, action)
+        metrics = {**state.metrics, "x0": state.pipeline_state[0],
+                   "push_per_step": jnp.abs(action[0])}  # fmt: skip
+        return state.replace(metrics=metrics)
+
+
 def install_shims():
     """Brax 0.14.2's trainers call jax.device_put_replicated, which jax removed."""
     from jaxrl.benchmarks import peers

@@ -7,14 +7,17 @@ episode lengths and steps per second in physics steps (x action_repeat), the los
 Brax's loss writes them (`v_loss` is vf_loss_coefficient x jaxrl's 0.5-scaled squared error,
 `entropy_loss` is -entropy_cost x the entropy). `training/kl_mean` is Schulman's estimate of
 KL(old || new) over the minibatches, where Brax computes the two Gaussians' KL in closed form.
-Not given yet: `eval/walltime`, `eval/epoch_eval_time`, `eval/sps` (jaxrl evaluates inside the
-training program, untimed apart), `eval/std_episode_length`, and `eval/episode_<m>` of the
-env's own metrics.
+The env's own metrics are `eval/episode_<name>` and `_std`, summed over each episode as Brax's
+evaluator sums them (`TrainConfig.eval_env_metrics`). Not given yet: `eval/walltime`,
+`eval/epoch_eval_time`, `eval/sps` (jaxrl evaluates inside the training program, untimed
+apart).
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+ENV_METRIC = "eval_episode/"  # jaxrl's evaluation's prefix of the env's own metrics
 
 
 class Report:
@@ -25,11 +28,16 @@ class Report:
         self.repeat, self.run_evals = action_repeat, run_evals
 
     def _eval(self, result: dict) -> dict:
-        return {
+        out = {
             "eval/episode_reward": float(result["eval_return"]),
             "eval/episode_reward_std": float(result["eval_return_std"]),
             "eval/avg_episode_length": float(result["eval_length"]) * self.repeat,
+            "eval/std_episode_length": float(result["eval_length_std"]) * self.repeat,
         }
+        for key, value in result.items():  # the env's own metrics (eval_env_metrics)
+            if key.startswith(ENV_METRIC):
+                out["eval/episode_" + key[len(ENV_METRIC) :]] = float(value)
+        return out
 
     def initial(self, result: dict) -> dict:
         """Brax's metrics of the evaluation at step 0 (`result`: jaxrl's evaluate's)."""

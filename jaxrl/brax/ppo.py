@@ -180,6 +180,7 @@ def _plan(s: dict) -> _Plan:
             eval_envs=s["num_eval_envs"] if s["run_evals"] else 1,
             eval_actions="greedy" if s["deterministic_eval"] else "sampled",
             eval_simulator="own",  # Brax's evaluator steps envs of its own
+            eval_env_metrics=True,
             normalize_observations=bool(s["normalize_observations"]),
             obs_clip=0.0,
             gamma=s["discounting"],

@@ -137,7 +137,14 @@ SECTIONS: dict[str, Section] = {
     ),
     "evaluation": Section(
         "Evaluation: how often, on how many envs, on which physics.",
-        ("eval_every", "eval_envs", "eval_actions", "eval_simulator", "randomize_eval"),
+        (
+            "eval_every",
+            "eval_envs",
+            "eval_actions",
+            "eval_env_metrics",
+            "eval_simulator",
+            "randomize_eval",
+        ),
     ),
     "normalisation": Section(
         "Observation normalisation: whether, the clipping, the order its statistics update in.",
@@ -268,6 +275,11 @@ class TrainConfig(OfflineSchedule):
     """Evaluation actions: "greedy" (the policy's mean, or the actor's output), or "sampled":
     the agent's acting distribution at noise scale 1, a fresh draw per step (Brax's trainers'
     default, `deterministic_eval=False`). "sampled" evaluates on envs of its own."""
+    eval_env_metrics: bool = False
+    """Also report each of the env's own metrics (its State.metrics), summed over every
+    evaluation episode, as eval_episode/<name> and its _std across episodes (those named
+    *per_step: per physics step), and eval_length_std, as Brax's evaluator does. Evaluates
+    on envs of its own."""
     eval_simulator: Annotated[str, Choices(EVAL_SIMULATORS)] = "auto"
     """Where a chunk's evaluation steps: "shared", in the training envs' own step, so the
     chunk holds the simulator once (an MJX chunk compiles in about 0.7x the time), evaluation

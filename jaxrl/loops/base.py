@@ -201,6 +201,7 @@ def make_evaluate(
     observe = make_observe(config)
     view = view or observation_view(config, eval_env)
     sampled = config.eval_actions == "sampled"
+    with_metrics, repeat = config.eval_env_metrics, config.action_repeat or 1
 
     def evaluate(agent_state, stats, key: jax.Array) -> dict:
         env_key, act_key = jax.random.split(key)
@@ -214,7 +215,7 @@ def make_evaluate(
             return jnp.any(alive > 0) & (t < eval_env.episode_length)
 
         def body(carry):
-            env_state, episode_return, alive, length, t = carry
+            env_state, episode_return, alive, length, t, sums = carry
             obs = actor_part(view(env_state.obs))
             step_key, noise = act_key, 0.0
             if sampled:  # a fresh draw per step (a greedy action reads no key)
@@ -223,17 +224,28 @@ def make_evaluate(
             env_state = eval_env.step(env_state, action)
             # where, not multiply: a finished env may step into NaN physics.
             episode_return = episode_return + jnp.where(alive > 0, env_state.reward, 0.0)
+            if with_metrics:  # the env's own metrics, summed over each episode
+                sums = {k: v + jnp.where(alive > 0, env_state.metrics[k], 0.0)
+                        for k, v in sums.items()}  # fmt: skip
             length = length + alive
             alive = alive * (1.0 - env_state.done)
-            return env_state, episode_return, alive, length, t + 1
+            return env_state, episode_return, alive, length, t + 1, sums
 
-        carry = (start, zeros, zeros + 1, zeros, 0)
-        _, episode_return, _, length, _ = jax.lax.while_loop(cond, body, carry)
+        sums = {k: zeros for k in start.metrics} if with_metrics else {}
+        carry = (start, zeros, zeros + 1, zeros, 0, sums)
+        _, episode_return, _, length, _, sums = jax.lax.while_loop(cond, body, carry)
         result = {
             "eval_return": episode_return.mean(),
             "eval_return_std": episode_return.std(),
             "eval_length": length.mean(),
         }
+        if with_metrics:
+            result["eval_length_std"] = length.std()
+            for name, total in sums.items():  # Brax's Evaluator: "per_step" ones per step
+                if name.endswith("per_step"):
+                    total = total / jnp.maximum(length * repeat, 1.0)
+                result[f"eval_episode/{name}"] = total.mean()
+                result[f"eval_episode/{name}_std"] = total.std()
         if per_episode:
             result["eval_returns"] = episode_return
         return result
@@ -256,6 +268,8 @@ def shares_simulator(config: TrainConfig, randomized: bool, supported: bool = Tr
         why = "the training envs have randomized physics (--randomize), evaluation must not"
     elif config.eval_actions == "sampled":
         why = "sampled evaluation actions (eval_actions 'sampled') run on envs of their own"
+    elif config.eval_env_metrics:
+        why = "the env's metrics (eval_env_metrics) are summed on envs of their own"
     elif config.eval_envs > config.num_envs:
         why = f"eval_envs ({config.eval_envs}) is above num_envs ({config.num_envs})"
     if mode == "shared" and why:

@@ -22,7 +22,7 @@ from jaxrl.brax import ppo
 from jaxrl.errors import ConfigError
 from tests import brax_peer
 
-# Drift: 3 observations, 2 actions. Two training steps per interval of 2 x 5 x 4 x 2 physics
+# MeteredDrift: 3 observations, 2 actions. Two training steps per interval of 2 x 5 x 4 x 2 physics
 # steps (action_repeat 2), 3 evaluations with the one at step 0.
 RUN = dict(
     num_timesteps=160,
@@ -39,7 +39,13 @@ RUN = dict(
     seed=1,
 )
 # The keys jaxrl gives, every one a key Brax gives at the same step.
-EVAL_KEYS = {"eval/episode_reward", "eval/episode_reward_std", "eval/avg_episode_length"}
+EVAL_KEYS = {
+    "eval/episode_reward", "eval/episode_reward_std", "eval/avg_episode_length",
+    "eval/std_episode_length",
+    # MeteredDrift's own metrics, summed over each episode
+    "eval/episode_x0", "eval/episode_x0_std", "eval/episode_push_per_step",
+    "eval/episode_push_per_step_std",
+}  # fmt: skip
 TRAIN_KEYS = {
     "training/sps", "training/walltime", "training/total_loss", "training/policy_loss",
     "training/v_loss", "training/entropy_loss", "training/kl_mean", "training/learning_rate",
@@ -53,7 +59,7 @@ def _arguments(**changes) -> dict:
         for name, p in inspect.signature(ppo.train).parameters.items()
         if p.default is not inspect.Parameter.empty
     }
-    return {**defaults, **RUN, "environment": brax_peer.Drift(), **changes}
+    return {**defaults, **RUN, "environment": brax_peer.MeteredDrift(), **changes}
 
 
 def test_the_signature_is_brax_s():

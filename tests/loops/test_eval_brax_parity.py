@@ -45,7 +45,9 @@ def _statistics():
     return brax, normalization.update(normalization.init(OBS), seen)
 
 
-def _jaxrl_returns(algo: str, agent, agent_state, stats, **slip) -> np.ndarray:
+def _jaxrl_evaluation(algo, agent, agent_state, stats, env=None, **slip) -> dict:
+    """jaxrl's evaluation (`make_evaluate`, per episode) of the trainer's own eval env for
+    `env` (default: `Drift`), at the parity flags' run config with `slip`."""
     """Each episode's return from jaxrl's evaluation (`make_evaluate`, per episode) of the
     trainer's own eval env, for the parity flags' run config."""
     from jaxrl.benchmarks.suites import ppo_parity_flags, sac_parity_flags
@@ -60,24 +62,33 @@ def _jaxrl_returns(algo: str, agent, agent_state, stats, **slip) -> np.ndarray:
     argv += ["--num-envs", str(settings["num_envs"])]
     config, _, _ = resolve.build_configs([*argv, *flags])
     config = dataclasses.replace(config, **slip)
-    trainer = make_train(config, agent, brax_peer.Drift())
-    evaluate = make_evaluate(config, agent, trainer.eval_env, per_episode=True)
-    result = jax.jit(evaluate)(agent_state, stats, KEY)
+    trainer = make_train(config, agent, env or brax_peer.Drift())
+    evaluate = make_evaluate(trainer.config, agent, trainer.eval_env, per_episode=True)
+    return jax.device_get(jax.jit(evaluate)(agent_state, stats, KEY))
+
+
+def _jaxrl_returns(algo: str, agent, agent_state, stats, **slip) -> tuple:
+    result = _jaxrl_evaluation(algo, agent, agent_state, stats, **slip)
     return np.asarray(result["eval_returns"]), float(result["eval_return"])
 
 
-def _brax_returns(policy_fn, params) -> tuple[np.ndarray, np.ndarray]:
-    """Each episode's return and length from Brax's Evaluator (its unroll, from the reset key
-    jaxrl's evaluation uses), with Brax's training wrappers on `Drift`."""
+def _brax_eval_metrics(policy_fn, params, env=None):
+    """Brax's Evaluator's episode metrics (its unroll, from the reset key jaxrl's evaluation
+    uses), with Brax's training wrappers on `env` (default: `Drift`)."""
     from brax import envs as brax_envs
     from brax.training import acting
 
-    env = brax_envs.training.wrap(brax_peer.Drift(), episode_length=EPISODE)
+    env = brax_envs.training.wrap(env or brax_peer.Drift(), episode_length=EPISODE)
     evaluator = acting.Evaluator(env, policy_fn, EVAL_ENVS, EPISODE, 1, jax.random.PRNGKey(0))
     env_key = jax.random.split(KEY)[0]
     state = evaluator._generate_eval_unroll(evaluator._eval_state_to_donate, params, env_key)
-    metrics = state.info["eval_metrics"]
-    return np.asarray(metrics.episode_metrics["reward"]), np.asarray(metrics.episode_steps)
+    return jax.tree.map(np.asarray, state.info["eval_metrics"])
+
+
+def _brax_returns(policy_fn, params) -> tuple[np.ndarray, np.ndarray]:
+    """Each episode's return and length from Brax's Evaluator on `Drift`."""
+    metrics = _brax_eval_metrics(policy_fn, params)
+    return metrics.episode_metrics["reward"], metrics.episode_steps
 
 
 def _check(brax: tuple, jaxrl: tuple) -> None:
@@ -155,3 +166,34 @@ def test_evaluation_sees_a_perturbed_policy():
     jaxrl = _jaxrl_returns("ppo", agent, state.replace(params=params), stats)
     with pytest.raises(AssertionError, match="Not equal"):
         _check(brax, jaxrl)
+
+
+def test_the_env_s_own_metrics_are_summed_as_brax_s_evaluator_reports_them():
+    """`eval_env_metrics`: each env metric summed over every episode (a *per_step one per
+    step), mean and spread over episodes, and the spread of the lengths, equal to what Brax's
+    Evaluator reports as eval/episode_<name>, its _std and eval/std_episode_length."""
+    from brax.training import acting
+    from brax.training.agents.ppo import networks as brax_networks
+
+    _, agent, state, stats = _ppo()
+    nets = ppo_parity._brax_networks()
+    policy_fn = functools.partial(brax_networks.make_inference_fn(nets), deterministic=True)
+    keys = jax.random.split(jax.random.PRNGKey(2), 3)
+    params = (
+        _statistics()[0],
+        jax.tree.map(lambda x: 3.0 * x, nets.policy_network.init(keys[0])),
+        nets.value_network.init(keys[1]),
+    )
+    brax = _brax_eval_metrics(policy_fn, params, brax_peer.MeteredDrift())
+    ours = _jaxrl_evaluation(
+        "ppo", agent, state, stats, brax_peer.MeteredDrift(), eval_env_metrics=True
+    )
+    lengths = np.maximum(brax.episode_steps, 1.0).astype(float)
+    assert (brax.episode_steps < EPISODE).any()  # episodes of several lengths
+    for name in ("x0", "push_per_step"):
+        value = brax.episode_metrics[name]
+        for fn, suffix in ((np.mean, ""), (np.std, "_std")):
+            want = acting._agg_fn(value, fn, True, name.endswith("per_step"), lengths)
+            np.testing.assert_allclose(ours[f"eval_episode/{name}{suffix}"], want, rtol=1e-5,
+                                       atol=1e-6, err_msg=name + suffix)  # fmt: skip
+    np.testing.assert_allclose(ours["eval_length_std"], np.std(brax.episode_steps), rtol=1e-6)
