@@ -179,6 +179,7 @@ def train(
     progress: Any = print,
     progress_fn: Callable[[int, dict[str, float]], Any] | None = None,
     state_fn: Callable[[int, Any], Any] | None = None,
+    start_fn: Callable[[Any], Any] | None = None,
     checkpoint_every: int = 0,
     options: RunOptions | None = None,
     compile_cache: bool = True,
@@ -203,7 +204,9 @@ def train(
     entries that are not numbers left out), e.g. for a live plot in a notebook.
     `state_fn(env_steps, state)`: with the loop's state (`RunResult.state`'s kind) the run
     starts from, before its first chunk, and after every chunk (as Brax's `policy_params_fn`),
-    e.g. to save or evaluate the policy. `options`:
+    e.g. to save or evaluate the policy. `start_fn(state) -> state`: the run's first state
+    made from the one it would start from (parameters of your own, as Brax's
+    `restore_params`); a rollback to the start makes it again. `options`:
     how the run is kept (checkpoint cadence, retention, buffer, loggers); `checkpoint_every` is
     a shortcut for `RunOptions(checkpoint_every=...)`.
 
@@ -250,10 +253,11 @@ def train(
     with _readying(trainer, run_grid, dataset) as early:
         state = _initial_state(trainer, run_grid, members, early)
         state = initialized_from(source, state, run_grid)
+        state = start_fn(state) if start_fn is not None else state
         return _execute(trainer, run_grid, members, state, [], out_path=out_path,
                         options=options, progress=progress, progress_fn=progress_fn,
                         start=start, saved=saved, early=early, dataset=dataset,
-                        state_fn=state_fn)  # fmt: skip
+                        state_fn=state_fn, start_fn=start_fn)  # fmt: skip
 
 
 def _readying(trainer: Trainer, run_grid, dataset):
@@ -290,13 +294,14 @@ def _dataset(trainer: Trainer, saved: dict | None = None) -> tuple[Any, dict]:
     return offline.dataset_buffer(data), about
 
 
-def _execute(trainer, run_grid, members, state, history, **fields) -> RunResult:
+def _execute(trainer, run_grid, members, state, history, start_fn=None, **fields) -> RunResult:
     """`execute`s the plan of a run (`train`'s or `resume`'s) from `state` after `history`;
-    `fields`: the Plan's others."""
+    `start_fn`: `train`'s; `fields`: the Plan's others."""
     source = check_init_from(trainer.config)
 
     def initial():  # the run's first state, as a rollback without a checkpoint restarts it
-        return initialized_from(source, _initial_state(trainer, run_grid, members), run_grid)
+        first = initialized_from(source, _initial_state(trainer, run_grid, members), run_grid)
+        return start_fn(first) if start_fn is not None else first
 
     plan = Plan(trainer=trainer, state=state, history=history, run_grid=run_grid,
                 initial=initial, **fields)  # fmt: skip

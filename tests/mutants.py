@@ -3102,6 +3102,22 @@ MUTANTS = [
         "the evaluation's return reported under another key than Brax's eval/episode_reward",
         "tests/brax/test_ppo.py",
     ),
+    m(
+        "brax-ppo-restores-the-value-anyway",
+        "jaxrl/brax/ppo.py",
+        "    if not restore_value_fn:",
+        "    if False:",
+        "restore_value_fn=False still restores the value network",
+        "tests/brax/test_ppo.py::test_restore_params_and_restore_value_fn",
+    ),
+    m(
+        "brax-ppo-checkpoint-in-control-steps",
+        "jaxrl/brax/ppo.py",
+        "            save(step * repeat, params)",
+        "            save(step, params)",
+        "checkpoints named by jaxrl's control steps, not Brax's physics steps",
+        "tests/brax/test_ppo.py::test_checkpoints_are_brax_s_both_ways",
+    ),
 ]
 
 

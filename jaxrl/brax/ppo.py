@@ -54,9 +54,6 @@ _REFUSED = {
     ),  # fmt: skip
     "log_training_metrics": (False, "the training episodes' metrics are not logged yet"),
     "training_metrics_steps": (None, "the training episodes' metrics are not logged yet"),
-    "save_checkpoint_path": (None, "Brax-format checkpoints are not written yet"),
-    "restore_checkpoint_path": (None, "Brax-format checkpoints are not read yet"),
-    "restore_params": (None, "starting from given parameters is not supported yet"),
 }
 
 
@@ -139,6 +136,9 @@ class _Plan:
     run_evals: bool
     std_eps: float
     untrained: bool
+    restored: Any  # Brax's (normalizer, policy, value) to start from, or None
+    restore_value_fn: bool
+    save_checkpoint_path: Any
 
 
 def _plan(s: dict) -> _Plan:
@@ -221,7 +221,27 @@ def _plan(s: dict) -> _Plan:
         run_evals=bool(s["run_evals"]),
         std_eps=s["normalize_observations_std_eps"],
         untrained=s["num_timesteps"] == 0,
+        restored=_restored(s),
+        restore_value_fn=bool(s["restore_value_fn"]),
+        save_checkpoint_path=s["save_checkpoint_path"],
     )
+
+
+def _restored(s: dict) -> Any:
+    """The parameters to start from, as Brax takes them: `restore_params`, else the
+    checkpoint at `restore_checkpoint_path` (a `<step>/` folder Brax's `ppo.train` wrote), read
+    by Brax's own loader; None to start afresh."""
+    if s["restore_params"] is not None:
+        return s["restore_params"]
+    path = s["restore_checkpoint_path"]
+    if path is None:
+        return None
+    from brax.training.agents.ppo import checkpoint
+
+    try:
+        return checkpoint.load(path)
+    except (OSError, ValueError) as error:  # a missing path, or not an orbax checkpoint
+        raise ConfigError(f"restore_checkpoint_path={str(path)!r}: {error}") from None
 
 
 def _refuse(s: dict) -> None:
@@ -320,6 +340,11 @@ def _run(plan: _Plan, progress_fn: Callable, policy_params_fn: Callable):
     def brax_params_of(state):
         return brax_params.ppo_to_brax(state.agent.params, state.obs_stats, plan.std_eps)
 
+    def start_fn(state):  # Brax's restore: the policy and normaliser (and value, if asked)
+        return _start_from(state, plan.restored, plan.restore_value_fn)
+
+    save = _saver(plan)
+
     pending: list[dict] = []  # the interval's metrics, reported after policy_params_fn
 
     def state_fn(step: int, state) -> None:
@@ -327,7 +352,10 @@ def _run(plan: _Plan, progress_fn: Callable, policy_params_fn: Callable):
             key = jax.random.fold_in(jax.random.PRNGKey(config.seed), 0x5EED)
             result = jax.device_get(evaluate(state.agent, state.obs_stats, key))
             progress_fn(0, report.initial(result))
-        policy_params_fn(step * repeat, make_policy, brax_params_of(state))
+        params = brax_params_of(state)
+        policy_params_fn(step * repeat, make_policy, params)
+        if step and save is not None:
+            save(step * repeat, params)
         if pending and plan.num_evals > 0:  # Brax's order: params, then progress
             progress_fn(step * repeat, pending.pop())
 
@@ -337,7 +365,7 @@ def _run(plan: _Plan, progress_fn: Callable, policy_params_fn: Callable):
     if plan.untrained:  # num_timesteps=0: Brax returns the first parameters, untrained
         trainer = driver.check_setting(config, plan.agent_config, plan.env)
         state = jax.jit(trainer.init)(jax.random.PRNGKey(config.seed))
-        return make_policy, brax_params_of(state), {}
+        return make_policy, brax_params_of(start_fn(state)), {}
     result = driver.train(
         config,
         plan.agent_config,
@@ -345,9 +373,60 @@ def _run(plan: _Plan, progress_fn: Callable, policy_params_fn: Callable):
         progress=None,
         progress_fn=on_row,
         state_fn=state_fn,
+        start_fn=start_fn if plan.restored is not None else None,
         compile_cache=True,
         env=plan.env,
         randomization_fn=plan.randomization_fn,
     )
     last = report.row(result.history[-1]) if plan.num_evals > 0 else {}
     return make_policy, brax_params_of(result.state), last
+
+
+def _start_from(state, restored, restore_value_fn: bool):
+    """`state` with Brax's parameters `restored` (None: as it is); the value network's own
+    fresh ones kept where `restore_value_fn` is False. Fresh optimiser state either way, as
+    Brax's restore leaves it."""
+    if restored is None:
+        return state
+    import jax
+    import jax.numpy as jnp
+
+    from jaxrl.brax import params as brax_params
+
+    agent_params, stats = brax_params.ppo_from_brax(tuple(restored))
+    if not restore_value_fn:
+        agent_params = {**agent_params, "value": state.agent.params["value"]}
+    mine = state.agent.params
+    shapes = lambda tree: jax.tree.map(jnp.shape, tree)  # noqa: E731
+    if jax.tree.structure(agent_params) != jax.tree.structure(mine) or shapes(
+        agent_params
+    ) != shapes(mine):
+        raise ConfigError(
+            "restore_params / restore_checkpoint_path: the parameters do not fit the networks "
+            f"network_factory builds here ({shapes(agent_params)} against {shapes(mine)})"
+        )
+    agent_params = jax.tree.map(lambda x, like: jnp.asarray(x, like.dtype), agent_params, mine)
+    stats = jax.tree.map(lambda x, like: jnp.asarray(x, like.dtype), stats, state.obs_stats)
+    return state.replace(agent=state.agent.replace(params=agent_params), obs_stats=stats)
+
+
+def _saver(plan: _Plan):
+    """save(step, params): Brax's own `ppo.checkpoint.save` of Brax's params at `step`
+    (physics steps) under save_checkpoint_path, with the network config Brax writes beside
+    them, so that Brax's `checkpoint.load` and `load_policy` read it; None without a path."""
+    if plan.save_checkpoint_path is None:
+        return None
+    import jax.numpy as jnp
+    from brax.training.acme import specs
+    from brax.training.agents.ppo import checkpoint
+
+    size = plan.env.observation_size
+    if not isinstance(size, int):
+        raise ConfigError("save_checkpoint_path: dict observations' checkpoints are not written")
+    config = checkpoint.network_config(
+        observation_size=specs.Array((size,), jnp.dtype("float32")),
+        action_size=plan.env.action_size,
+        normalize_observations=plan.config.normalize_observations,
+        network_factory=plan.networks.factory,
+    )
+    return lambda step, params: checkpoint.save(plan.save_checkpoint_path, step, params, config)

@@ -154,21 +154,84 @@ def test_a_factory_partial_builds_brax_s_trees():
     assert shapes(params[2]) == shapes(nets.value_network.init(jax.random.PRNGKey(0)))
 
 
-def _recorded(train) -> dict:
+def _recorded(train, checkpoints) -> dict:
     progress, params_calls = [], []
+    arguments = {
+        k: v for k, v in _arguments().items() if k not in ("progress_fn", "policy_params_fn")
+    }
     make_policy, params, metrics = train(
         progress_fn=lambda step, m: progress.append((step, dict(m))),
         policy_params_fn=lambda step, mp, p: params_calls.append((step, p)),
-        **{k: v for k, v in _arguments().items() if k not in ("progress_fn", "policy_params_fn")},
+        **{**arguments, "save_checkpoint_path": str(checkpoints)},
     )
     return dict(make_policy=make_policy, params=params, metrics=metrics, progress=progress,
-                params_calls=params_calls)  # fmt: skip
+                params_calls=params_calls, checkpoints=checkpoints)  # fmt: skip
 
 
 @pytest.fixture(scope="module")
-def runs():
+def runs(tmp_path_factory):
     brax_peer.install_shims()
-    return {"brax": _recorded(brax_ppo.train), "jaxrl": _recorded(ppo.train)}
+    folder = tmp_path_factory.mktemp("checkpoints")
+    return {
+        "brax": _recorded(brax_ppo.train, folder / "brax"),
+        "jaxrl": _recorded(ppo.train, folder / "jaxrl"),
+    }
+
+
+def _equal(a, b) -> None:
+    """Equal leaves, in trees of one structure but lists for tuples (Brax's loader's)."""
+    a, b = (tuple(t) if isinstance(t, list) else t for t in (a, b))
+    assert jax.tree.structure(a) == jax.tree.structure(b)
+    for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True):
+        np.testing.assert_allclose(np.asarray(x), np.asarray(y))
+
+
+def test_checkpoints_are_brax_s_both_ways(runs):
+    """jaxrl writes Brax's checkpoints (the same folders and network config, read by Brax's
+    own loader), resumes from those Brax's `ppo.train` wrote, and Brax's `ppo.train` starts
+    from jaxrl's."""
+    import json
+
+    from brax.training.agents.ppo import checkpoint
+
+    brax, ours = runs["brax"], runs["jaxrl"]
+    folders = sorted(p.name for p in brax["checkpoints"].iterdir())
+    assert folders == sorted(p.name for p in ours["checkpoints"].iterdir())
+    assert folders == ["000000000080", "000000000160"]  # after each interval, physics steps
+    for name in folders:
+        config = "ppo_network_config.json"
+        assert json.loads((ours["checkpoints"] / name / config).read_text()) == json.loads(
+            (brax["checkpoints"] / name / config).read_text()
+        )
+    last = folders[-1]
+    _equal(checkpoint.load(ours["checkpoints"] / last), ours["params"])
+    # jaxrl from Brax's checkpoint, and Brax from jaxrl's (0 steps: the restored parameters).
+    for train, theirs in ((ppo.train, brax), (brax_ppo.train, ours)):
+        path = str(theirs["checkpoints"] / last)
+        _, params, _ = train(**_arguments(num_timesteps=0, restore_checkpoint_path=path))
+        _equal(params[:2], theirs["params"][:2])
+        _equal(params[0].count, theirs["params"][0].count)
+        _equal(params[2], theirs["params"][2])
+
+
+def test_restore_params_and_restore_value_fn(runs):
+    brax = runs["brax"]["params"]
+    _, fresh, _ = ppo.train(**_arguments(num_timesteps=0))
+    _, params, _ = ppo.train(**_arguments(num_timesteps=0, restore_params=brax))
+    _equal(params, brax)
+    _, params, _ = ppo.train(
+        **_arguments(num_timesteps=0, restore_params=brax, restore_value_fn=False)
+    )
+    _equal(params[1], brax[1])
+    _equal(params[2], fresh[2])  # the value network's own first parameters
+
+
+def test_a_checkpoint_that_is_not_there_is_refused_by_name(tmp_path, monkeypatch):
+    from jaxrl import driver
+
+    monkeypatch.setattr(driver, "train", lambda *a, **kw: pytest.fail("compiled"))
+    with pytest.raises(ConfigError, match="restore_checkpoint_path"):
+        ppo.train(**_arguments(restore_checkpoint_path=str(tmp_path / "none")))
 
 
 def test_progress_comes_at_brax_s_steps_with_brax_s_keys(runs):
