@@ -554,16 +554,16 @@ MUTANTS = [
     m(
         "eval-not-greedy",
         "jaxrl/loops/base.py",
-        "action = agent.act(agent_state, observe(actor_part(stats), obs), act_key, 0.0)",
-        "action = agent.act(agent_state, observe(actor_part(stats), obs), act_key, 1.0)",
+        "            step_key, noise = act_key, 0.0",
+        "            step_key, noise = act_key, 1.0",
         "evaluation acts with exploration noise",
         WIRING,
     ),
     m(
         "eval-unnormalised",
         "jaxrl/loops/base.py",
-        "action = agent.act(agent_state, observe(actor_part(stats), obs), act_key, 0.0)",
-        "action = agent.act(agent_state, obs, act_key, 0.0)",
+        "action = agent.act(agent_state, observe(actor_part(stats), obs), step_key, noise)",
+        "action = agent.act(agent_state, obs, step_key, noise)",
         "evaluation feeds raw observations to a policy trained on normalised ones",
         WIRING,
     ),
@@ -3084,7 +3084,7 @@ MUTANTS = [
         "    return -(-length // repeat)",
         "    return length",
         "Brax's episode_length (physics steps) taken as control steps under action_repeat",
-        "tests/brax/test_ppo.py",
+        "tests/brax/test_ppo_train.py",
     ),
     m(
         "brax-ppo-progress-in-control-steps",
@@ -3092,7 +3092,7 @@ MUTANTS = [
         "            progress_fn(step * repeat, pending.pop())",
         "            progress_fn(step, pending.pop())",
         "progress_fn gets jaxrl's control steps, not Brax's physics steps (x action_repeat)",
-        "tests/brax/test_ppo.py",
+        "tests/brax/test_ppo_train.py",
     ),
     m(
         "brax-ppo-renamed-metric",
@@ -3100,7 +3100,7 @@ MUTANTS = [
         '            "eval/episode_reward": float(result["eval_return"]),',
         '            "eval/episode_return": float(result["eval_return"]),',
         "the evaluation's return reported under another key than Brax's eval/episode_reward",
-        "tests/brax/test_ppo.py",
+        "tests/brax/test_ppo_train.py",
     ),
     m(
         "brax-ppo-restores-the-value-anyway",
@@ -3108,7 +3108,7 @@ MUTANTS = [
         "    if not restore_value_fn:",
         "    if False:",
         "restore_value_fn=False still restores the value network",
-        "tests/brax/test_ppo.py::test_restore_params_and_restore_value_fn",
+        "tests/brax/test_ppo_train.py::test_restore_params_and_restore_value_fn",
     ),
     m(
         "brax-ppo-checkpoint-in-control-steps",
@@ -3116,7 +3116,7 @@ MUTANTS = [
         "            save(step * repeat, params)",
         "            save(step, params)",
         "checkpoints named by jaxrl's control steps, not Brax's physics steps",
-        "tests/brax/test_ppo.py::test_checkpoints_are_brax_s_both_ways",
+        "tests/brax/test_ppo_train.py::test_checkpoints_are_brax_s_both_ways",
     ),
 ]
 
