@@ -289,10 +289,11 @@ PARITY_SAC_TASKS["brax/hopper"] = (BRAX_SAC_HOPPER, 100_352)
 
 
 def brax_sac_first_update_rows(settings: dict) -> int:
-    """The replay rows stored when Brax's SAC makes its first gradient step: its prefill
-    (whole steps of every env, ceil(min_replay_size / num_envs) of them) and one more step."""
-    envs = settings["num_envs"]
-    return (-(-settings["min_replay_size"] // envs) + 1) * envs
+    """The replay rows stored when Brax's SAC makes its first gradient step (`jaxrl.brax.sac
+    .first_update_rows`)."""
+    from jaxrl.brax import sac
+
+    return sac.first_update_rows(settings["num_envs"], settings["min_replay_size"])
 
 
 def sac_parity_flags(

@@ -160,14 +160,17 @@ def with_algorithm(config: TrainConfig, agent_config: Any) -> TrainConfig:
         raise ConfigError(str(error)) from None
 
 
-def check_setting(config: TrainConfig, agent_config: Any, env: Any = None) -> Trainer:
+def check_setting(
+    config: TrainConfig, agent_config: Any, env: Any = None, randomization_fn: Any = None
+) -> Trainer:
     """The checks `train` makes of a run's settings before compiling anything: the agent's
     config, the env's name and options (the env is built), the run's sizes against the agent's
     and the algorithm's loop defaults. Raises ConfigError (or the env's own error). Returns the
-    trainer it built (nothing of it compiled)."""
+    trainer it built (nothing of it compiled), over `randomization_fn`'s physics where given."""
     config = with_algorithm(config, agent_config)
     agent_config = _check_agent_config(config, agent_config, env)
-    return make_train(config, agents.get(config.algo).make(agent_config), env)
+    agent = agents.get(config.algo).make(agent_config)
+    return make_train(config, agent, env, randomization_fn)
 
 
 # Over 80 lines only by its docstring (the API reference of every argument); its code is ~45.

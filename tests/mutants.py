@@ -3080,7 +3080,7 @@ MUTANTS = [
     ),
     m(
         "brax-ppo-episode-length-unit",
-        "jaxrl/brax/ppo.py",
+        "jaxrl/brax/arguments.py",
         "    return -(-length // repeat)",
         "    return length",
         "Brax's episode_length (physics steps) taken as control steps under action_repeat",
@@ -3117,6 +3117,57 @@ MUTANTS = [
         "            save(step, params)",
         "checkpoints named by jaxrl's control steps, not Brax's physics steps",
         "tests/brax/test_ppo_train.py::test_checkpoints_are_brax_s_both_ways",
+    ),
+    m(
+        "brax-sac-prefill-rounded-down",
+        "jaxrl/brax/sac.py",
+        "    prefill = -(-min_replay // envs)",
+        "    prefill = min_replay // envs",
+        "Brax's prefill of ceil(min_replay_size / num_envs) steps rounded down",
+        "tests/brax/test_sac_train.py::test_brax_s_units_become_jaxrl_s",
+    ),
+    m(
+        "brax-sac-progress-in-control-steps",
+        "jaxrl/brax/sac.py",
+        "            progress_fn(step * repeat, pending.pop())",
+        "            progress_fn(step, pending.pop())",
+        "the SAC door's progress_fn gets control steps, not Brax's physics steps",
+        "tests/brax/test_sac_train.py",
+    ),
+    m(
+        "brax-sac-target-entropy",
+        "jaxrl/brax/sac.py",
+        "            target_entropy_scale=0.5,",
+        "            target_entropy_scale=1.0,",
+        "the SAC door trains with the paper's target entropy -|A|, not Brax's -|A|/2",
+        "tests/brax/test_sac_train.py::test_the_configs_are_the_parity_suites_sac_parity_flags",
+    ),
+    m(
+        "brax-sac-renamed-metric",
+        "jaxrl/brax/metrics.py",
+        '            "training/critic_loss": row["critic_loss"],',
+        '            "training/q_loss": row["critic_loss"],',
+        "the SAC critic's loss reported under another key than Brax's training/critic_loss",
+        "tests/brax/test_sac_train.py",
+    ),
+    m(
+        "prefill-leaves-the-statistics",
+        "jaxrl/loops/offpolicy.py",
+        "            obs_stats=stats,\n            noise_scale=noise_scale,\n            key=key,",
+        "            obs_stats=state.obs_stats,\n"
+        "            noise_scale=noise_scale,\n            key=key,",
+        "the replay prefill does not feed the observation normaliser",
+        "tests/brax/test_sac_train.py::"
+        "test_a_prefill_then_chunks_trains_as_chunks_that_stored_it_first",
+    ),
+    m(
+        "prefill-draws-its-own-keys",
+        "jaxrl/loops/offpolicy.py",
+        "        key, act_key, _ = jax.random.split(state.key, 3)\n        acting",
+        "        key, act_key = jax.random.split(state.key)\n        acting",
+        "the prefill splits its keys otherwise than the chunk's iteration",
+        "tests/brax/test_sac_train.py::"
+        "test_a_prefill_then_chunks_trains_as_chunks_that_stored_it_first",
     ),
 ]
 

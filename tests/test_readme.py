@@ -53,7 +53,7 @@ def _python_blocks(page: str = "docs/API.md") -> list[str]:
     counts = {name: len(blocks) for name, blocks in found.items() if blocks}
     # SCALE.md's: tests/test_scale.py; OFFLINE.md's: test_readme_run_folder_commands_work_as_written
     assert counts == {
-        "README.md": 1, "docs/API.md": 4, "docs/BRAX.md": 1, "docs/SCALE.md": 1,
+        "README.md": 1, "docs/API.md": 4, "docs/BRAX.md": 2, "docs/SCALE.md": 1,
         "docs/OFFLINE.md": 1,
     }  # fmt: skip
     return found[page]
@@ -98,6 +98,21 @@ def test_the_brax_examples_run_with_brax_s_results():
     namespace = {}
     exec(compile(_python_blocks("docs/BRAX.md")[0], "docs/BRAX.md", "exec"), namespace)
     assert [step for step, _ in namespace["steps"]] == [0, 5120, 10240]
+    action, _ = namespace["policy"](np.zeros((3, 2), np.float32), None)
+    assert action.shape == (3, 1) and np.all(np.abs(action) <= 1.0)
+
+
+def test_the_brax_sac_example_runs_with_brax_s_results():
+    """docs/BRAX.md's SAC example: Brax's (normalizer, policy) pair, its inference function,
+    and the evaluation's metrics after the prefill of 256 rows and two intervals."""
+    from jaxrl.benchmarks import peers
+
+    peers.install_jax_shims()
+    namespace: dict = {}
+    exec(compile(_python_blocks("docs/BRAX.md")[1], "docs/BRAX.md", "exec"), namespace)
+    assert {"eval/episode_reward", "training/critic_loss"} <= set(namespace["metrics"])
+    assert set(namespace["policy_params"]["params"]) == {f"hidden_{i}" for i in range(3)}
+    assert int(namespace["normalizer_params"].count) == 2048
     action, _ = namespace["policy"](np.zeros((3, 2), np.float32), None)
     assert action.shape == (3, 1) and np.all(np.abs(action) <= 1.0)
 

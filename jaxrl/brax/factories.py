@@ -1,7 +1,8 @@
 """Brax's `network_factory` and `wrap_env_fn` arguments, read as jaxrl settings.
 
-A factory is Brax's `ppo_networks.make_ppo_networks` or a `functools.partial` of it (what
-Playground's notebooks pass): its options become jaxrl's PPO network settings, which build
+A factory is Brax's `ppo_networks.make_ppo_networks` (`sac_networks.make_sac_networks`) or a
+`functools.partial` of it (what Playground's notebooks pass): its options become jaxrl's PPO
+(SAC) network settings, which build
 the same networks (the same layers, activation and initialisers; tests/brax/test_params.py
 holds them equal). An option jaxrl cannot build, or a factory of another kind, is refused by
 name. The factory itself still builds Brax's networks for `make_inference_fn`, so the
@@ -56,7 +57,7 @@ def _unwrapped(factory: Callable) -> tuple[Callable, dict]:
     return factory, options
 
 
-def _activation(value: Any) -> str:
+def _activation(value: Any, algo: str = "PPO") -> str:
     import jax
 
     for name, fn in (("swish", jax.nn.swish), ("relu", jax.nn.relu)):
@@ -64,11 +65,11 @@ def _activation(value: Any) -> str:
             return name
     raise ConfigError(
         f"network_factory: activation={getattr(value, '__name__', value)!r} cannot be built by "
-        "jaxrl's PPO (swish/silu or relu)"
+        f"jaxrl's {algo} (swish/silu or relu)"
     )
 
 
-def _kernel_init(value: Any, name: str) -> str:
+def _kernel_init(value: Any, name: str, algo: str = "PPO") -> str:
     import jax
 
     inits = jax.nn.initializers
@@ -77,7 +78,7 @@ def _kernel_init(value: Any, name: str) -> str:
             return label
     raise ConfigError(
         f"network_factory: {name}={getattr(value, '__name__', value)!r} cannot be built by "
-        "jaxrl's PPO (lecun_uniform or lecun_normal)"
+        f"jaxrl's {algo} (lecun_uniform or lecun_normal)"
     )
 
 
@@ -138,11 +139,75 @@ def ppo_settings(factory: Callable, dict_obs: bool = False) -> NetworkSettings:
     return NetworkSettings(factory=factory, agent=agent, train=train)
 
 
+# make_sac_networks' options jaxrl builds as they are, and those it builds only at Brax's
+# default; the std options shape Brax's 'normal' distribution only, not the 'tanh_normal' one.
+_SAC_READ = {"hidden_layer_sizes", "activation", "q_network_layer_norm",
+             "policy_network_kernel_init_fn", "q_network_kernel_init_fn"}  # fmt: skip
+_SAC_INERT = {"noise_std_type", "init_noise_std", "state_dependent_std",
+              "preprocess_observations_fn"}  # fmt: skip
+_SAC_DEFAULTS = {
+    "distribution_type": "tanh_normal",
+    # Brax's policy MLP puts LayerNorm after the activation, jaxrl's SAC policy before it.
+    "policy_network_layer_norm": False,
+    "policy_network_kernel_init_kwargs": None,
+    "q_network_kernel_init_kwargs": None,
+}
+
+
+def sac_settings(factory: Callable) -> NetworkSettings:
+    """jaxrl's SAC settings for Brax's `network_factory` (None: make_sac_networks): two
+    critics of Brax's MLP (LayerNorm after the ReLU, where asked), the softplus std head."""
+    import jax
+    from brax.training.agents.sac import networks as sac_networks
+
+    factory = factory or sac_networks.make_sac_networks
+    func, options = _unwrapped(factory)
+    if func is not sac_networks.make_sac_networks:
+        raise ConfigError(
+            f"network_factory={getattr(func, '__qualname__', func)!r} cannot be read by "
+            "jaxrl.brax.sac: pass Brax's sac_networks.make_sac_networks or a functools.partial "
+            "of it (its options by name)"
+        )
+    for name, value in options.items():
+        if name in _SAC_READ or name in _SAC_INERT:
+            continue
+        if name not in _SAC_DEFAULTS:
+            raise ConfigError(f"network_factory: unknown make_sac_networks option {name!r}")
+        if value != _SAC_DEFAULTS[name] and not (value == {} and _SAC_DEFAULTS[name] is None):
+            raise ConfigError(
+                f"network_factory: {name}={value!r} cannot be built by jaxrl's SAC (only "
+                f"{_SAC_DEFAULTS[name]!r})"
+            )
+    inits = jax.nn.initializers
+    policy_init, q_init = (
+        _kernel_init(options.get(name, inits.lecun_uniform), name, "SAC")
+        for name in ("policy_network_kernel_init_fn", "q_network_kernel_init_fn")
+    )
+    if policy_init != q_init:
+        raise ConfigError(
+            f"network_factory: the policy's {policy_init} and the Q network's {q_init} "
+            "initialisers differ; jaxrl's SAC initialises both networks alike"
+        )
+    hidden = tuple(options.get("hidden_layer_sizes", (256, 256)))
+    layer_norm = bool(options.get("q_network_layer_norm", False))
+    agent = {
+        "actor_hidden": hidden,
+        "critic_hidden": hidden,
+        "activation": _activation(options.get("activation", jax.nn.relu), "SAC"),
+        "kernel_init": policy_init,
+        "critic_layer_norm": layer_norm,
+        "critic_norm_after_relu": layer_norm,
+    }
+    return NetworkSettings(factory=factory, agent=agent, train={})
+
+
 def make_inference_fn(settings: NetworkSettings, env: Any, normalize: bool) -> Callable:
-    """Brax's `make_inference_fn` of the networks the caller's factory builds for `env`."""
+    """Brax's `make_inference_fn` of the networks the caller's factory builds for `env`
+    (PPO's or SAC's, by the factory's module)."""
     from brax.training import types
     from brax.training.acme import running_statistics
     from brax.training.agents.ppo import networks as ppo_networks
+    from brax.training.agents.sac import networks as sac_networks
 
     preprocess = (
         running_statistics.normalize if normalize else types.identity_observation_preprocessor
@@ -150,7 +215,8 @@ def make_inference_fn(settings: NetworkSettings, env: Any, normalize: bool) -> C
     networks = settings.factory(
         env.observation_size, env.action_size, preprocess_observations_fn=preprocess
     )
-    return ppo_networks.make_inference_fn(networks)
+    module = sac_networks if isinstance(networks, sac_networks.SACNetworks) else ppo_networks
+    return module.make_inference_fn(networks)
 
 
 def autoreset_of(wrap_env_fn: Callable | None) -> str | None:

@@ -1,8 +1,9 @@
 """jaxrl's rows of metrics under Brax's keys, in Brax's units.
 
-Brax's `ppo.train` gives `progress_fn` the evaluator's `eval/...` keys and the training
-step's `training/...` keys (brax/training/acting.py `Evaluator.run_evaluation`,
-agents/ppo/train.py `training_epoch_with_timing`). Here they come from a jaxrl row:
+Brax's `ppo.train` (and `sac.train`, with its SAC losses) gives `progress_fn` the
+evaluator's `eval/...` keys and the training step's `training/...` keys
+(brax/training/acting.py `Evaluator.run_evaluation`, agents/ppo/train.py
+`training_epoch_with_timing`). Here they come from a jaxrl row:
 episode lengths and steps per second in physics steps (x action_repeat), the losses as
 Brax's loss writes them (`v_loss` is vf_loss_coefficient x jaxrl's 0.5-scaled squared error,
 `entropy_loss` is -entropy_cost x the entropy). `training/kl_mean` is Schulman's estimate of
@@ -45,12 +46,20 @@ class Report:
 
     def row(self, row: dict) -> dict:
         """Brax's metrics after an evaluation interval, from jaxrl's row of it."""
-        agent = self.agent
-        value_loss = agent.value_coef * row["value_loss"]
-        entropy_loss = -agent.entropy_coef * row["entropy"]
         training = {
             "training/sps": row["chunk_env_steps_per_second"] * self.repeat,
             "training/walltime": row["train_seconds"],
+            **(self._sac(row) if self.config.algo == "sac" else self._ppo(row)),
+        }
+        if not self.run_evals:
+            return training
+        return {**training, **self._eval(row)}
+
+    def _ppo(self, row: dict) -> dict:
+        agent = self.agent
+        value_loss = agent.value_coef * row["value_loss"]
+        entropy_loss = -agent.entropy_coef * row["entropy"]
+        return {
             "training/total_loss": row["policy_loss"] + value_loss + entropy_loss,
             "training/policy_loss": row["policy_loss"],
             "training/v_loss": value_loss,
@@ -58,6 +67,20 @@ class Report:
             "training/kl_mean": row["approx_kl"],
             "training/learning_rate": agent.learning_rate,
         }
-        if not self.run_evals:
-            return training
-        return {**training, **self._eval(row)}
+
+    def _sac(self, row: dict) -> dict:
+        """Brax SAC's training step metrics: its losses and temperature averaged over the
+        interval's updates, as jaxrl's row averages them, and the replay's size averaged over
+        the interval's training steps, as Brax's epoch averages it."""
+        config = self.config
+        capacity = config.replay_capacity
+        end = int(row["env_steps"]) // config.num_envs  # iterations done, the prefill in them
+        start = end - config.iterations_per_chunk
+        sizes = [min((i + 1) * config.num_envs, capacity) for i in range(start, end)]
+        return {
+            "training/critic_loss": row["critic_loss"],
+            "training/actor_loss": row["actor_loss"],
+            "training/alpha_loss": row["alpha_loss"],
+            "training/alpha": row["alpha"],
+            "training/buffer_current_size": sum(sizes) / len(sizes),
+        }

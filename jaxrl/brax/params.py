@@ -1,4 +1,4 @@
-"""jaxrl's PPO parameters and observation statistics in Brax's layouts, and back.
+"""jaxrl's PPO and SAC parameters and observation statistics in Brax's layouts, and back.
 
 Brax's `ppo.train` returns `(normalizer_params, policy_params, value_params)`: a
 `running_statistics.RunningStatisticsState` and the two networks' flax trees as
@@ -7,6 +7,8 @@ jaxrl's PPO keeps `{"policy": {"params": {"MLP_0": {"Dense_i": ...}}}, "value": 
 {"Dense_i": ...}}}` and a `normalization.RunningStats`. The layers are the same matrices in the
 same order (jaxrl's default PPO widths are Brax's), so a rename carries them both ways; a tree
 with any other module (LayerNorm, a residual block) has no Brax counterpart and is refused.
+Brax's `sac.train` returns `(normalizer_params, policy_params)`, the policy the same MLP
+(`hidden_i`) that jaxrl's SAC policy keeps as `{"params": {"MLP_0": {"Dense_i": ...}}}`.
 
 The statistics: Brax keeps the count as a `UInt64`, the summed squared deviations and the std
 (clipped to [1e-6, 1e6], as its `update` leaves it); jaxrl the float count and the variance.
@@ -86,3 +88,21 @@ def normalizer_from_brax(state: Any) -> RunningStats:
     count = int(state.count) if hasattr(state.count, "hi") else int(np.asarray(state.count))
     var = state.summed_variance / count if count else jnp.ones_like(state.mean)
     return RunningStats(jnp.asarray(state.mean), jnp.asarray(var), jnp.asarray(count, jnp.float32))
+
+
+def sac_to_brax(actor_params: dict, stats: RunningStats) -> tuple:
+    """(normalizer_params, policy_params) as Brax's `sac.train` returns them, from one
+    member's SAC policy parameters (a GaussianActor's `{"params": {"MLP_0": ...}}`) and
+    observation statistics."""
+    policy = actor_params["params"]
+    if set(policy) != {"MLP_0"}:
+        raise ConfigError(f"the policy network holds {sorted(policy)}: Brax's is one MLP")
+    policy = _renamed(policy["MLP_0"], _DENSE, "hidden_{}", "the policy network")
+    return normalizer_to_brax(stats), {"params": policy}
+
+
+def sac_from_brax(params: tuple) -> tuple[dict, RunningStats]:
+    """jaxrl's SAC policy parameters and observation statistics from Brax's pair."""
+    normalizer, policy = params[0], params[1]
+    layers = _renamed(policy["params"], _HIDDEN, "Dense_{}", "policy")
+    return {"params": {"MLP_0": layers}}, normalizer_from_brax(normalizer)

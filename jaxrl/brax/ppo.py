@@ -24,7 +24,7 @@ from typing import Any
 
 from brax.training.agents.ppo import networks as ppo_networks
 
-from jaxrl.brax import factories
+from jaxrl.brax import arguments, factories
 from jaxrl.brax import metrics as brax_metrics
 from jaxrl.errors import ConfigError
 
@@ -148,10 +148,10 @@ def _plan(s: dict) -> _Plan:
 
     _refuse(s)
     env = s["environment"]
-    repeat = _positive(s, "action_repeat")
+    repeat = arguments.positive(s, "action_repeat")
     for name in ("num_envs", "batch_size", "num_minibatches", "unroll_length"):
-        _positive(s, name)
-    _positive(s, "num_updates_per_batch")
+        arguments.positive(s, name)
+    arguments.positive(s, "num_updates_per_batch")
     if s["batch_size"] * s["num_minibatches"] % s["num_envs"]:
         raise ConfigError(
             f"batch_size x num_minibatches ({s['batch_size']} x {s['num_minibatches']}) must be "
@@ -173,7 +173,7 @@ def _plan(s: dict) -> _Plan:
             seed=int(s["seed"]),
             total_steps=max(total, per_step),
             num_envs=s["num_envs"],
-            episode_length=_episode_length(s, env, repeat),
+            episode_length=arguments.episode_length(s, env, repeat),
             action_repeat=repeat,
             unroll_length=s["unroll_length"] * unrolls,
             eval_every=steps_per_epoch * max(s["num_resets_per_eval"], 1) * per_step,
@@ -187,7 +187,7 @@ def _plan(s: dict) -> _Plan:
             renormalize_rollout=True,
             autoreset=autoreset,
             reset_every=steps_per_epoch if s["num_resets_per_eval"] else 0,
-            devices=_devices(s["max_devices_per_host"]),
+            devices=arguments.devices(s["max_devices_per_host"]),
             **net.train,
         )
         agent_config = PPOConfig(
@@ -213,7 +213,7 @@ def _plan(s: dict) -> _Plan:
     return _Plan(
         config=config,
         agent_config=agent_config,
-        env=_checked_env(env),
+        env=arguments.checked_env(env),
         randomization_fn=s["randomization_fn"],
         networks=net,
         action_repeat=repeat,
@@ -233,36 +233,19 @@ def _restored(s: dict) -> Any:
     by Brax's own loader; None to start afresh."""
     if s["restore_params"] is not None:
         return s["restore_params"]
-    path = s["restore_checkpoint_path"]
-    if path is None:
-        return None
     from brax.training.agents.ppo import checkpoint
 
-    try:
-        return checkpoint.load(path)
-    except (OSError, ValueError) as error:  # a missing path, or not an orbax checkpoint
-        raise ConfigError(f"restore_checkpoint_path={str(path)!r}: {error}") from None
+    return arguments.load_checkpoint(s["restore_checkpoint_path"], checkpoint)
 
 
 def _refuse(s: dict) -> None:
-    for name, (allowed, why) in _REFUSED.items():
-        value = s[name]
-        if value is allowed or value == allowed:
-            continue
-        raise ConfigError(f"{name}={value!r} cannot be honoured by jaxrl.brax.ppo: {why}")
+    arguments.refuse(s, _REFUSED, "jaxrl.brax.ppo")
     schedule = s["learning_rate_schedule"]
     if schedule is not None and str(getattr(schedule, "value", schedule)).upper() != "NONE":
         raise ConfigError(
             f"learning_rate_schedule={schedule!r} cannot be honoured by jaxrl.brax.ppo: only a "
             "constant learning rate (None) is supported, not Brax's adaptive-KL schedule"
         )
-
-
-def _positive(s: dict, name: str) -> int:
-    value = s[name]
-    if not isinstance(value, int) or value < 1:
-        raise ConfigError(f"{name} must be an integer >= 1, got {value!r}")
-    return value
 
 
 def _epochs(s: dict, physics_per_step: int) -> tuple[int, int]:
@@ -273,49 +256,6 @@ def _epochs(s: dict, physics_per_step: int) -> tuple[int, int]:
     resets = max(s["num_resets_per_eval"], 1)
     steps = math.ceil(s["num_timesteps"] / (intervals * physics_per_step * resets))
     return intervals * resets, max(steps, 1)
-
-
-def _episode_length(s: dict, env: Any, repeat: int) -> int:
-    """jaxrl's time limit in control steps from Brax's in physics steps (its EpisodeWrapper
-    ends an episode once steps x action_repeat reach episode_length); where None, the env's
-    own `episode_length` or its Playground config's."""
-    length = s["episode_length"]
-    if length is None:
-        length = getattr(env, "episode_length", None)
-        cfg = getattr(env, "_config", None)
-        if length is None and cfg is not None and "episode_length" in cfg:
-            length = int(cfg.episode_length)
-        if length is None:
-            raise ConfigError(
-                f"episode_length=None and the env ({type(env).__name__}) has none of its own: "
-                "pass episode_length (physics steps, as Brax counts them)"
-            )
-        return int(length)  # the env's own count is of control steps
-    if not isinstance(length, int) or length < 1:
-        raise ConfigError(f"episode_length must be an integer >= 1, got {length!r}")
-    return -(-length // repeat)
-
-
-def _devices(max_devices_per_host: int | None) -> int | str:
-    import jax
-
-    local = jax.local_device_count()
-    if max_devices_per_host is not None and max_devices_per_host < 1:
-        raise ConfigError(f"max_devices_per_host must be >= 1, got {max_devices_per_host}")
-    count = min(local, max_devices_per_host or local)
-    return 0 if count == 1 else count
-
-
-def _checked_env(env: Any) -> Any:
-    """The unwrapped env, which jaxrl wraps itself (`factories.autoreset_of` reads the
-    caller's `wrap_env_fn`)."""
-    from jaxrl import envs
-
-    try:
-        envs.check_env_object(env)
-    except (TypeError, ValueError) as error:
-        raise ConfigError(f"environment: {error}") from None
-    return env
 
 
 def _run(plan: _Plan, progress_fn: Callable, policy_params_fn: Callable):
@@ -334,7 +274,7 @@ def _run(plan: _Plan, progress_fn: Callable, policy_params_fn: Callable):
     report = brax_metrics.Report(config, plan.agent_config, repeat, plan.run_evals)
     evaluate = None
     if plan.num_evals > 1 and plan.run_evals:  # Brax evaluates the untrained policy first
-        trainer = driver.check_setting(config, plan.agent_config, plan.env)
+        trainer = driver.check_setting(config, plan.agent_config, plan.env, plan.randomization_fn)
         evaluate = jax.jit(trainer.evaluate)
 
     def brax_params_of(state):
@@ -388,25 +328,14 @@ def _start_from(state, restored, restore_value_fn: bool):
     Brax's restore leaves it."""
     if restored is None:
         return state
-    import jax
-    import jax.numpy as jnp
-
     from jaxrl.brax import params as brax_params
 
     agent_params, stats = brax_params.ppo_from_brax(tuple(restored))
     if not restore_value_fn:
         agent_params = {**agent_params, "value": state.agent.params["value"]}
-    mine = state.agent.params
-    shapes = lambda tree: jax.tree.map(jnp.shape, tree)  # noqa: E731
-    if jax.tree.structure(agent_params) != jax.tree.structure(mine) or shapes(
-        agent_params
-    ) != shapes(mine):
-        raise ConfigError(
-            "restore_params / restore_checkpoint_path: the parameters do not fit the networks "
-            f"network_factory builds here ({shapes(agent_params)} against {shapes(mine)})"
-        )
-    agent_params = jax.tree.map(lambda x, like: jnp.asarray(x, like.dtype), agent_params, mine)
-    stats = jax.tree.map(lambda x, like: jnp.asarray(x, like.dtype), stats, state.obs_stats)
+    what = "restore_params / restore_checkpoint_path"
+    agent_params = arguments.cast_like(agent_params, state.agent.params, what)
+    stats = arguments.cast_like(stats, state.obs_stats, what)
     return state.replace(agent=state.agent.replace(params=agent_params), obs_stats=stats)
 
 

@@ -58,6 +58,11 @@ class Trainer(NamedTuple):
     """`offline_chunk(state, dataset) -> (state, metrics)`: a chunk of updates on a dataset on
     the device (`jaxrl.loops.offline`), for the run's first `offline_chunks` chunks; None for
     a run without --offline-updates."""
+    prefill: Callable[[Any, int], Any] | None = None
+    """`prefill(state, iterations) -> state`: `iterations` loop iterations that act, step
+    the envs, update the observation statistics and store, without an update or an
+    evaluation (Brax SAC's replay prefill, `jaxrl.brax.sac`); `iterations` static. None for
+    the on-policy loop."""
 
 
 def make_envs(

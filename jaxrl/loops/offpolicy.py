@@ -350,6 +350,7 @@ def make_train(
     return Trainer(
         config, agent, env, eval_env, parts.init, chunk, evaluate, train, policy, view, data,
         reset=make_reset(config, env, data, KEY_SPLITS), offline_chunk=offline_chunk,
+        prefill=make_prefill(config, parts),
     )  # fmt: skip
 
 
@@ -395,6 +396,40 @@ def _learned(
         acting_agent=acting_agent,
     )
     return new_state, metrics
+
+
+def make_prefill(config: TrainConfig, parts: Parts) -> Callable:
+    """`Trainer.prefill`: iterations of `make_chunk`'s scan without the updates, drawing their
+    keys as it does, so a prefill of P iterations and chunks after it train exactly as chunks
+    whose first P iterations stored rows short of learning_starts. Its own program, small:
+    no update and no evaluation in it."""
+
+    def iteration(state: OffPolicyState, _):
+        key, act_key, _ = jax.random.split(state.key, 3)
+        acting = state.agent if config.acting_lag == 0 else state.acting_agent
+        env_state, transition, stats, noise_scale, _ = parts.collect(
+            acting,
+            state.env_state,
+            state.obs_stats,
+            state.noise_scale,
+            state.iteration,
+            act_key,
+            state.hp,
+        )
+        new_state = state.replace(
+            env_state=env_state,
+            buffer=replay.add(state.buffer, transition),
+            obs_stats=stats,
+            noise_scale=noise_scale,
+            key=key,
+            iteration=state.iteration + 1,
+        )
+        return new_state, None
+
+    def prefill(state: OffPolicyState, iterations: int) -> OffPolicyState:
+        return jax.lax.scan(iteration, state, None, iterations)[0]
+
+    return prefill
 
 
 def begin_online(agent: Agent, state: OffPolicyState) -> OffPolicyState:

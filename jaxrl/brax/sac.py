@@ -1,0 +1,314 @@
+"""`train`: Brax 0.14's `sac.train`, by the same signature and return value, over jaxrl's SAC.
+
+    from jaxrl.brax import sac      # was: from brax.training.agents.sac import train as sac
+    make_policy, params, metrics = sac.train(environment=env, num_timesteps=..., ...)
+
+Every Brax argument is honoured or refused by name (`ConfigError`) before anything compiles.
+jaxrl's SAC runs with every choice of Brax's SAC (`benchmarks.suites.sac_parity_flags`,
+docs/PARITY.md): target entropy -|A|/2, the temperature's loss in alpha on a draw of its own
+(lr 3e-4, alpha 1 at first), the softplus std head, the actor against the critics the update
+started from, truncated rows masked out of the critic loss, LayerNorm after the ReLU where the
+factory asks, finished envs back at their first state, the normaliser fed the observations
+acted on, lecun_uniform weights. As in Brax, the untrained policy first fills the replay with
+ceil(min_replay_size / num_envs) steps of every env (a program of its own, no update in it),
+then each evaluation interval is `ceil((num_timesteps - prefill) / (intervals x num_envs x
+action_repeat))` training steps, each one env step and `grad_updates_per_step` updates; the
+steps reported are Brax's (physics steps, the prefill in them). Returned: Brax's `(make_policy,
+(normalizer_params, policy_params), metrics)`, `make_policy` Brax's own `make_inference_fn` of
+the caller's factory's networks.
+
+Departure: Brax samples a batch from however few rows the prefill stored; jaxrl's first update
+waits for `batch_size` rows (`jaxrl.loops.offpolicy.Parts.ready`), which with Brax's defaults
+(min_replay_size 0, one env) delays it by batch_size - 1 steps.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+from brax.training.agents.sac import networks as sac_networks
+
+from jaxrl.brax import arguments, factories
+from jaxrl.brax import metrics as brax_metrics
+from jaxrl.errors import ConfigError
+
+DOOR = "jaxrl.brax.sac"
+_REFUSED = {
+    "wrap_env": (
+        True,
+        "jaxrl wraps the env itself (time limit, action repeat, batch, auto-reset); pass the "
+        "unwrapped env",
+    ),
+    "eval_env": (
+        None,
+        "a separate evaluation env is not supported yet: evaluation runs the "
+        "training env's task on envs of its own",
+    ),  # fmt: skip
+}
+
+
+def train(
+    environment: Any,
+    num_timesteps: int,
+    episode_length: int,
+    wrap_env: bool = True,
+    wrap_env_fn: Callable[[Any], Any] | None = None,
+    action_repeat: int = 1,
+    num_envs: int = 1,
+    num_eval_envs: int = 128,
+    learning_rate: float = 1e-4,
+    discounting: float = 0.9,
+    seed: int = 0,
+    batch_size: int = 256,
+    num_evals: int = 1,
+    normalize_observations: bool = False,
+    max_devices_per_host: int | None = None,
+    reward_scaling: float = 1.0,
+    tau: float = 0.005,
+    min_replay_size: int = 0,
+    max_replay_size: int | None = None,
+    grad_updates_per_step: int = 1,
+    deterministic_eval: bool = False,
+    network_factory: Callable = sac_networks.make_sac_networks,
+    progress_fn: Callable[[int, dict], None] = lambda *args: None,
+    eval_env: Any = None,
+    randomization_fn: Callable | None = None,
+    checkpoint_logdir: str | None = None,
+    restore_checkpoint_path: str | None = None,
+    *,
+    num_resets_per_eval: int = 0,
+):
+    """Brax's `sac.train` (brax/training/agents/sac/train.py, 0.14.2): the same arguments, by
+    name and default, the same `(make_policy, params, metrics)`; docs/BRAX.md lists what each
+    means here. `num_resets_per_eval`, which MuJoCo Playground's `brax_sac_config` passes and
+    Brax's `sac.train` refuses, is accepted; jaxrl's off-policy loop does not hard-reset its
+    training envs, so a value above 0 is ignored with a warning."""
+    settings = dict(locals())
+    plan = _plan(settings)  # every check, before anything compiles
+    return _run(plan, progress_fn)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Plan:
+    """What `train` runs: jaxrl's configs, the env, the prefill, and Brax's units."""
+
+    config: Any  # TrainConfig
+    agent_config: Any  # SACConfig
+    env: Any
+    randomization_fn: Any
+    networks: Any  # factories.NetworkSettings of the caller's factory, for make_policy
+    action_repeat: int
+    prefill: int  # Brax's prefill: loop iterations (env steps of every env) before learning
+    steps_per_interval: int  # training steps (iterations) per evaluation interval
+    num_evals: int
+    restored: Any  # Brax's (normalizer, policy) to start from, or None
+    checkpoint_logdir: Any
+
+
+def first_update_rows(num_envs: int, min_replay_size: int) -> int:
+    """The replay rows stored when Brax's SAC makes its first gradient step: its prefill
+    (whole steps of every env, ceil(min_replay_size / num_envs) of them) and one more step."""
+    return (-(-min_replay_size // num_envs) + 1) * num_envs
+
+
+def _plan(s: dict) -> _Plan:
+    """The configs of Brax's arguments `s`, or a ConfigError naming the argument."""
+    from jaxrl.agents.configs.sac import SACConfig
+    from jaxrl.config import TrainConfig
+
+    arguments.refuse(s, _REFUSED, DOOR)
+    env = s["environment"]
+    repeat = arguments.positive(s, "action_repeat")
+    envs = arguments.positive(s, "num_envs")
+    for name in ("batch_size", "grad_updates_per_step", "num_eval_envs"):
+        arguments.positive(s, name)
+    prefill, per_interval = _steps(s, envs, repeat)
+    if s["num_resets_per_eval"]:
+        warnings.warn(
+            f"num_resets_per_eval={s['num_resets_per_eval']} is ignored by {DOOR}: jaxrl's "
+            "off-policy loop does not hard-reset its training envs between evaluations",
+            stacklevel=3,
+        )
+    intervals = max(s["num_evals"] - 1, 1)
+    rows = (prefill + intervals * per_interval) * envs  # every row the run stores
+    replay = s["max_replay_size"] or s["num_timesteps"]
+    net = factories.sac_settings(s["network_factory"])
+    if isinstance(getattr(env, "observation_size", None), dict):
+        raise ConfigError("environment: dictionary observations are not implemented in SAC")
+    try:
+        config = TrainConfig(
+            algo="sac",
+            env=f"brax/{type(env).__name__}",
+            seed=int(s["seed"]),
+            total_steps=intervals * per_interval * envs,
+            num_envs=envs,
+            episode_length=arguments.episode_length(s, env, repeat),
+            action_repeat=repeat,
+            batch_size=s["batch_size"],
+            updates_per_step=s["grad_updates_per_step"],
+            # The run never stores more than `rows`: a larger buffer would never wrap either.
+            buffer_size=max(min(replay, rows), envs),
+            learning_starts=first_update_rows(envs, s["min_replay_size"]),
+            warmup_actions="policy",  # Brax's prefill acts with the untrained policy
+            eval_every=per_interval * envs,
+            eval_envs=s["num_eval_envs"],
+            eval_actions="greedy" if s["deterministic_eval"] else "sampled",
+            eval_simulator="own",  # Brax's evaluator steps envs of its own
+            eval_env_metrics=True,
+            normalize_observations=bool(s["normalize_observations"]),
+            obs_clip=0.0,
+            gamma=s["discounting"],
+            renormalize_rollout=True,
+            autoreset=factories.autoreset_of(s["wrap_env_fn"]),
+            devices=arguments.devices(s["max_devices_per_host"]),
+        )
+        agent_config = SACConfig(
+            actor_lr=s["learning_rate"],
+            critic_lr=s["learning_rate"],
+            alpha_lr=3e-4,
+            init_alpha=1.0,
+            target_entropy_scale=0.5,
+            tau=s["tau"],
+            reward_scale=s["reward_scaling"],
+            softplus_std=True,
+            actor_uses_updated_critic=False,
+            temperature_loss="alpha",
+            temperature_draw="own",
+            truncation="mask",
+            **net.agent,
+        )
+    except ValueError as error:  # a field's own check: its message names the field
+        raise ConfigError(str(error)) from None
+    from brax.training.agents.sac import checkpoint
+
+    return _Plan(
+        config=config,
+        agent_config=agent_config,
+        env=arguments.checked_env(env),
+        randomization_fn=s["randomization_fn"],
+        networks=net,
+        action_repeat=repeat,
+        prefill=prefill,
+        steps_per_interval=per_interval,
+        num_evals=s["num_evals"],
+        restored=arguments.load_checkpoint(s["restore_checkpoint_path"], checkpoint),
+        checkpoint_logdir=s["checkpoint_logdir"],
+    )
+
+
+def _steps(s: dict, envs: int, repeat: int) -> tuple[int, int]:
+    """(prefill iterations, training steps per evaluation interval) as Brax's `sac.train`
+    counts them, with its checks."""
+    total, min_replay = s["num_timesteps"], s["min_replay_size"]
+    if not isinstance(min_replay, int) or min_replay < 0:
+        raise ConfigError(f"min_replay_size must be an integer >= 0, got {min_replay!r}")
+    if not isinstance(total, int) or min_replay >= total:
+        raise ConfigError(
+            f"num_timesteps={total!r} with min_replay_size={min_replay}: no training would "
+            "happen (Brax's sac.train needs min_replay_size < num_timesteps)"
+        )
+    if not isinstance(s["num_evals"], int) or s["num_evals"] < 0:
+        raise ConfigError(f"num_evals must be an integer >= 0, got {s['num_evals']!r}")
+    prefill = -(-min_replay // envs)
+    left = total - prefill * envs * repeat
+    if left < 0:
+        raise ConfigError(
+            f"the prefill ({prefill} steps of {envs} envs x action_repeat {repeat}) exceeds "
+            f"num_timesteps={total}"
+        )
+    intervals = max(s["num_evals"] - 1, 1)
+    return prefill, -(-left // (intervals * envs * repeat))
+
+
+def _run(plan: _Plan, progress_fn: Callable):
+    """Trains `plan` with jaxrl's driver and reports as Brax does: the evaluation at step 0
+    (num_evals > 1, before the prefill), the prefill, then progress_fn after every interval,
+    in physics steps, a checkpoint before it where checkpoint_logdir is given."""
+    import jax
+
+    from jaxrl import driver
+    from jaxrl.brax import params as brax_params
+
+    config, repeat = plan.config, plan.action_repeat
+    make_policy = factories.make_inference_fn(
+        plan.networks, plan.env, config.normalize_observations
+    )
+    report = brax_metrics.Report(config, plan.agent_config, repeat, True)
+    trainer = driver.check_setting(config, plan.agent_config, plan.env, plan.randomization_fn)
+    prefill = jax.jit(trainer.prefill, static_argnums=1)
+    evaluate = jax.jit(trainer.evaluate) if plan.num_evals > 1 else None
+    reported = []  # the step-0 evaluation, reported once (a rollback restarts from start_fn)
+
+    def start_fn(state):  # Brax: restore, evaluate at step 0, prefill the replay
+        state = _start_from(state, plan.restored)
+        if evaluate is not None and not reported:
+            key = jax.random.fold_in(jax.random.PRNGKey(config.seed), 0x5EED)
+            progress_fn(
+                0, report.initial(jax.device_get(evaluate(state.agent, state.obs_stats, key)))
+            )
+            reported.append(0)
+        return prefill(state, plan.prefill) if plan.prefill else state
+
+    save = _saver(plan)
+    pending: list[dict] = []  # the interval's metrics, reported after its checkpoint
+
+    def state_fn(step: int, state) -> None:
+        if step and save is not None:  # Brax's order: the checkpoint, then progress_fn
+            save(step * repeat, _brax_params(state))
+        if pending:
+            progress_fn(step * repeat, pending.pop())
+
+    def on_row(step: int, row: dict) -> None:
+        pending[:] = [report.row(row)]
+
+    def _brax_params(state):
+        return brax_params.sac_to_brax(state.agent.actor.params, state.obs_stats)
+
+    result = driver.train(
+        config,
+        plan.agent_config,
+        None,
+        progress=None,
+        progress_fn=on_row,
+        state_fn=state_fn,
+        start_fn=start_fn,
+        compile_cache=True,
+        env=plan.env,
+        randomization_fn=plan.randomization_fn,
+    )
+    return make_policy, _brax_params(result.state), report.row(result.history[-1])
+
+
+def _start_from(state, restored):
+    """`state` with Brax's (normalizer, policy) `restored` (None: as it is): the critics,
+    the temperature and the optimisers fresh, as Brax's restore leaves them."""
+    if restored is None:
+        return state
+    from jaxrl.brax import params as brax_params
+
+    policy, stats = brax_params.sac_from_brax(tuple(restored))
+    what = "restore_checkpoint_path"
+    policy = arguments.cast_like(policy, state.agent.actor.params, what)
+    stats = arguments.cast_like(stats, state.obs_stats, what)
+    actor = state.agent.actor.replace(params=policy)
+    return state.replace(agent=state.agent.replace(actor=actor), obs_stats=stats)
+
+
+def _saver(plan: _Plan):
+    """save(step, params): Brax's own `sac.checkpoint.save` of Brax's params at `step`
+    (physics steps) under checkpoint_logdir, with the network config Brax's `sac.train`
+    writes beside them; None without a folder."""
+    if plan.checkpoint_logdir is None:
+        return None
+    from brax.training.agents.sac import checkpoint
+
+    config = checkpoint.network_config(
+        observation_size=plan.env.observation_size,
+        action_size=plan.env.action_size,
+        normalize_observations=plan.config.normalize_observations,
+        network_factory=plan.networks.factory,
+    )
+    return lambda step, params: checkpoint.save(plan.checkpoint_logdir, step, params, config)
