@@ -97,3 +97,14 @@ def record_sac_training(patch, steps: list, seen: dict, states: list) -> None:
     patch.setattr(acting, "actor_step", recording_actor_step)
     patch.setattr(brax_losses, "make_losses", recording_losses)
     patch.setattr(brax_train, "TrainingState", recording_state)
+
+
+def assert_trees_equal(a, b) -> None:
+    """Equal leaves, in trees of one structure but lists for tuples (Brax's checkpoint
+    loader gives lists)."""
+    import numpy as np
+
+    a, b = (tuple(t) if isinstance(t, list) else t for t in (a, b))
+    assert jax.tree.structure(a) == jax.tree.structure(b)
+    for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True):
+        np.testing.assert_allclose(np.asarray(x), np.asarray(y))

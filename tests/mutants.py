@@ -3163,8 +3163,8 @@ MUTANTS = [
     m(
         "prefill-draws-its-own-keys",
         "jaxrl/loops/offpolicy.py",
-        "        key, act_key, _ = jax.random.split(state.key, 3)\n        acting",
-        "        key, _, act_key = jax.random.split(state.key, 3)\n        acting",
+        "        key, act_key, _ = jax.random.split(state.key, 3)\n        env_state",
+        "        key, _, act_key = jax.random.split(state.key, 3)\n        env_state",
         "the prefill acts with another of its keys than the chunk's iteration does",
         "tests/brax/test_sac_train.py::"
         "test_a_prefill_then_chunks_trains_as_chunks_that_stored_it_first",

@@ -57,6 +57,19 @@ def _unwrapped(factory: Callable) -> tuple[Callable, dict]:
     return factory, options
 
 
+def _options(factory: Callable, expected: Callable, door: str, module: str) -> dict:
+    """The options a factory (`expected`, or a partial of it) passes by name, else a
+    ConfigError saying what jaxrl.brax.<door> reads."""
+    func, options = _unwrapped(factory)
+    if func is not expected:
+        raise ConfigError(
+            f"network_factory={getattr(func, '__qualname__', func)!r} cannot be read by "
+            f"jaxrl.brax.{door}: pass Brax's {module}.{expected.__name__} or a "
+            "functools.partial of it (its options by name)"
+        )
+    return options
+
+
 def _activation(value: Any, algo: str = "PPO") -> str:
     import jax
 
@@ -87,13 +100,7 @@ def ppo_settings(factory: Callable, dict_obs: bool = False) -> NetworkSettings:
     from brax.training.agents.ppo import networks as ppo_networks
 
     factory = factory or ppo_networks.make_ppo_networks
-    func, options = _unwrapped(factory)
-    if func is not ppo_networks.make_ppo_networks:
-        raise ConfigError(
-            f"network_factory={getattr(func, '__qualname__', func)!r} cannot be read by "
-            "jaxrl.brax.ppo: pass Brax's ppo_networks.make_ppo_networks or a functools.partial "
-            "of it (its options by name)"
-        )
+    options = _options(factory, ppo_networks.make_ppo_networks, "ppo", "ppo_networks")
     for name, value in options.items():
         if name in _INERT or name in {
             "policy_hidden_layer_sizes", "value_hidden_layer_sizes", "activation",
@@ -161,13 +168,7 @@ def sac_settings(factory: Callable) -> NetworkSettings:
     from brax.training.agents.sac import networks as sac_networks
 
     factory = factory or sac_networks.make_sac_networks
-    func, options = _unwrapped(factory)
-    if func is not sac_networks.make_sac_networks:
-        raise ConfigError(
-            f"network_factory={getattr(func, '__qualname__', func)!r} cannot be read by "
-            "jaxrl.brax.sac: pass Brax's sac_networks.make_sac_networks or a functools.partial "
-            "of it (its options by name)"
-        )
+    options = _options(factory, sac_networks.make_sac_networks, "sac", "sac_networks")
     for name, value in options.items():
         if name in _SAC_READ or name in _SAC_INERT:
             continue

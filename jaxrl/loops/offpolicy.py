@@ -398,6 +398,13 @@ def _learned(
     return new_state, metrics
 
 
+def _collect(config: TrainConfig, parts: Parts, state: OffPolicyState, act_key: jax.Array):
+    """`Parts.collect` of one iteration from `state`, acting with `act_key`."""
+    acting = state.agent if config.acting_lag == 0 else state.acting_agent
+    args = (state.env_state, state.obs_stats, state.noise_scale, state.iteration)
+    return parts.collect(acting, *args, act_key, state.hp)
+
+
 def make_prefill(config: TrainConfig, parts: Parts) -> Callable:
     """`Trainer.prefill`: iterations of `make_chunk`'s scan without the updates, drawing their
     keys as it does, so a prefill of P iterations and chunks after it train exactly as chunks
@@ -406,16 +413,7 @@ def make_prefill(config: TrainConfig, parts: Parts) -> Callable:
 
     def iteration(state: OffPolicyState, _):
         key, act_key, _ = jax.random.split(state.key, 3)
-        acting = state.agent if config.acting_lag == 0 else state.acting_agent
-        env_state, transition, stats, noise_scale, _ = parts.collect(
-            acting,
-            state.env_state,
-            state.obs_stats,
-            state.noise_scale,
-            state.iteration,
-            act_key,
-            state.hp,
-        )
+        env_state, transition, stats, noise_scale, _ = _collect(config, parts, state, act_key)
         new_state = state.replace(
             env_state=env_state,
             buffer=replay.add(state.buffer, transition),
@@ -446,16 +444,7 @@ def make_chunk(config: TrainConfig, agent: Agent, parts: Parts, evaluate: Callab
 
     def iteration(state: OffPolicyState, dataset):
         key, act_key, learn_key = jax.random.split(state.key, 3)
-        acting = state.agent if config.acting_lag == 0 else state.acting_agent
-        collected = parts.collect(
-            acting,
-            state.env_state,
-            state.obs_stats,
-            state.noise_scale,
-            state.iteration,
-            act_key,
-            state.hp,
-        )
+        collected = _collect(config, parts, state, act_key)
         new_state, metrics = _learned(config, parts, state, collected, learn_key, dataset=dataset)
         return new_state.replace(key=key, iteration=state.iteration + 1), metrics
 

@@ -178,14 +178,6 @@ def runs(tmp_path_factory):
     }
 
 
-def _equal(a, b) -> None:
-    """Equal leaves, in trees of one structure but lists for tuples (Brax's loader's)."""
-    a, b = (tuple(t) if isinstance(t, list) else t for t in (a, b))
-    assert jax.tree.structure(a) == jax.tree.structure(b)
-    for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True):
-        np.testing.assert_allclose(np.asarray(x), np.asarray(y))
-
-
 def test_checkpoints_are_brax_s_both_ways(runs):
     """jaxrl writes Brax's checkpoints (the same folders and network config, read by Brax's
     own loader), resumes from those Brax's `ppo.train` wrote, and Brax's `ppo.train` starts
@@ -204,26 +196,26 @@ def test_checkpoints_are_brax_s_both_ways(runs):
             (brax["checkpoints"] / name / config).read_text()
         )
     last = folders[-1]
-    _equal(checkpoint.load(ours["checkpoints"] / last), ours["params"])
+    brax_peer.assert_trees_equal(checkpoint.load(ours["checkpoints"] / last), ours["params"])
     # jaxrl from Brax's checkpoint, and Brax from jaxrl's (0 steps: the restored parameters).
     for train, theirs in ((ppo.train, brax), (brax_ppo.train, ours)):
         path = str(theirs["checkpoints"] / last)
         _, params, _ = train(**_arguments(num_timesteps=0, restore_checkpoint_path=path))
-        _equal(params[:2], theirs["params"][:2])
-        _equal(params[0].count, theirs["params"][0].count)
-        _equal(params[2], theirs["params"][2])
+        brax_peer.assert_trees_equal(params[:2], theirs["params"][:2])
+        brax_peer.assert_trees_equal(params[0].count, theirs["params"][0].count)
+        brax_peer.assert_trees_equal(params[2], theirs["params"][2])
 
 
 def test_restore_params_and_restore_value_fn(runs):
     brax = runs["brax"]["params"]
     _, fresh, _ = ppo.train(**_arguments(num_timesteps=0))
     _, params, _ = ppo.train(**_arguments(num_timesteps=0, restore_params=brax))
-    _equal(params, brax)
+    brax_peer.assert_trees_equal(params, brax)
     _, params, _ = ppo.train(
         **_arguments(num_timesteps=0, restore_params=brax, restore_value_fn=False)
     )
-    _equal(params[1], brax[1])
-    _equal(params[2], fresh[2])  # the value network's own first parameters
+    brax_peer.assert_trees_equal(params[1], brax[1])
+    brax_peer.assert_trees_equal(params[2], fresh[2])  # the value network's own first parameters
 
 
 def test_a_checkpoint_that_is_not_there_is_refused_by_name(tmp_path, monkeypatch):

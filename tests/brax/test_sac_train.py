@@ -219,14 +219,6 @@ def runs(tmp_path_factory):
     }
 
 
-def _equal(a, b) -> None:
-    """Equal leaves, in trees of one structure but lists for tuples (Brax's loader's)."""
-    a, b = (tuple(t) if isinstance(t, list) else t for t in (a, b))
-    assert jax.tree.structure(a) == jax.tree.structure(b)
-    for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True):
-        np.testing.assert_allclose(np.asarray(x), np.asarray(y))
-
-
 def test_progress_comes_at_brax_s_steps_with_brax_s_keys(runs):
     brax, ours = runs["brax"]["progress"], runs["jaxrl"]["progress"]
     assert [s for s, _ in ours] == [s for s, _ in brax] == [0, 40, 64]
@@ -258,7 +250,7 @@ def test_the_params_and_the_checkpoints_are_brax_s(runs):
         assert json.loads((ours["checkpoints"] / name / config).read_text()) == json.loads(
             (brax["checkpoints"] / name / config).read_text()
         )
-    _equal(checkpoint.load(ours["checkpoints"] / folders[-1]), ours["params"])
+    brax_peer.assert_trees_equal(checkpoint.load(ours["checkpoints"] / folders[-1]), ours["params"])
     # jaxrl from Brax's checkpoint: its first state holds Brax's policy and normaliser.
     from jaxrl import driver
     from jaxrl.brax import params as brax_params
@@ -268,8 +260,11 @@ def test_the_params_and_the_checkpoints_are_brax_s(runs):
     trainer = driver.check_setting(plan.config, plan.agent_config, plan.env)
     state = sac._start_from(trainer.init(jax.random.PRNGKey(0)), plan.restored)
     restored = brax_params.sac_to_brax(state.agent.actor.params, state.obs_stats)
-    _equal(restored[1], brax["params"][1])
-    _equal((restored[0].mean, restored[0].count), (brax["params"][0].mean, brax["params"][0].count))
+    brax_peer.assert_trees_equal(restored[1], brax["params"][1])
+    normalizer = brax["params"][0]
+    brax_peer.assert_trees_equal(
+        (restored[0].mean, restored[0].count), (normalizer.mean, normalizer.count)
+    )
     # Brax 0.14.2's sac.train cannot restore any checkpoint, its own included: it puts the
     # loaded (host) arrays in its device-replicated state, and its first evaluation fails
     # reading their shards. It fails alike on jaxrl's, so the format is not what stops it.
