@@ -3145,8 +3145,8 @@ MUTANTS = [
     m(
         "brax-sac-renamed-metric",
         "jaxrl/brax/metrics.py",
-        '            "training/critic_loss": row["critic_loss"],',
-        '            "training/q_loss": row["critic_loss"],',
+        '            "training/critic_loss": row["critic_loss"] / self.agent.num_critics,',
+        '            "training/q_loss": row["critic_loss"] / self.agent.num_critics,',
         "the SAC critic's loss reported under another key than Brax's training/critic_loss",
         "tests/brax/test_sac_train.py",
     ),

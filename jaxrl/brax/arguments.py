@@ -5,6 +5,7 @@ and the parameters a run starts from (`restore_checkpoint_path`, read by Brax's 
 
 from __future__ import annotations
 
+import numbers
 from typing import Any
 
 from jaxrl.errors import ConfigError
@@ -20,11 +21,19 @@ def refuse(s: dict, refused: dict, door: str) -> None:
         raise ConfigError(f"{name}={value!r} cannot be honoured by {door}: {why}")
 
 
+def integer(s: dict, name: str) -> int:
+    """`s[name]` as an int (a numpy integer too, as Brax takes it), else a ConfigError."""
+    value = s[name]
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ConfigError(f"{name} must be an integer, got {value!r}")
+    return int(value)
+
+
 def positive(s: dict, name: str) -> int:
     value = s[name]
-    if not isinstance(value, int) or value < 1:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
         raise ConfigError(f"{name} must be an integer >= 1, got {value!r}")
-    return value
+    return int(value)
 
 
 def episode_length(s: dict, env: Any, repeat: int) -> int:

@@ -78,7 +78,8 @@ class Report:
         start = end - config.iterations_per_chunk
         sizes = [min((i + 1) * config.num_envs, capacity) for i in range(start, end)]
         return {
-            "training/critic_loss": row["critic_loss"],
+            # jaxrl's critic loss sums the critics' losses, Brax's averages them.
+            "training/critic_loss": row["critic_loss"] / self.agent.num_critics,
             "training/actor_loss": row["actor_loss"],
             "training/alpha_loss": row["alpha_loss"],
             "training/alpha": row["alpha"],

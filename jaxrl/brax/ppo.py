@@ -181,6 +181,7 @@ def _plan(s: dict) -> _Plan:
             eval_actions="greedy" if s["deterministic_eval"] else "sampled",
             eval_simulator="own",  # Brax's evaluator steps envs of its own
             eval_env_metrics=True,
+            randomize_eval=s["randomization_fn"] is not None,  # Brax randomizes its evaluator's
             normalize_observations=bool(s["normalize_observations"]),
             obs_clip=0.0,
             gamma=s["discounting"],

@@ -17,9 +17,11 @@ steps reported are Brax's (physics steps, the prefill in them). Returned: Brax's
 (normalizer_params, policy_params), metrics)`, `make_policy` Brax's own `make_inference_fn` of
 the caller's factory's networks.
 
-Departure: Brax samples a batch from however few rows the prefill stored; jaxrl's first update
-waits for `batch_size` rows (`jaxrl.loops.offpolicy.Parts.ready`), which with Brax's defaults
-(min_replay_size 0, one env) delays it by batch_size - 1 steps.
+Departures (docs/BRAX.md): Brax samples a batch from however few rows the prefill stored;
+jaxrl's first update waits for `batch_size` rows (`jaxrl.loops.offpolicy.Parts.ready`), which
+with Brax's defaults (min_replay_size 0, one env) delays it by batch_size - 1 steps. Without
+normalize_observations the returned normaliser is a fresh one (Brax's counts the observations
+it never applies).
 """
 
 from __future__ import annotations
@@ -123,8 +125,9 @@ def _plan(s: dict) -> _Plan:
     env = s["environment"]
     repeat = arguments.positive(s, "action_repeat")
     envs = arguments.positive(s, "num_envs")
+    s = dict(s)
     for name in ("batch_size", "grad_updates_per_step", "num_eval_envs"):
-        arguments.positive(s, name)
+        s[name] = arguments.positive(s, name)
     prefill, per_interval = _steps(s, envs, repeat)
     if s["num_resets_per_eval"]:
         warnings.warn(
@@ -134,7 +137,14 @@ def _plan(s: dict) -> _Plan:
         )
     intervals = max(s["num_evals"] - 1, 1)
     rows = (prefill + intervals * per_interval) * envs  # every row the run stores
-    replay = s["max_replay_size"] or s["num_timesteps"]
+    replay = s["max_replay_size"]
+    if replay is None:
+        replay = max(s["num_timesteps"], s["batch_size"])
+    elif replay < max(s["batch_size"], envs):
+        raise ConfigError(
+            f"max_replay_size={replay!r} must hold a batch (batch_size={s['batch_size']}) and a "
+            f"step of every env (num_envs={envs})"
+        )
     net = factories.sac_settings(s["network_factory"])
     if isinstance(getattr(env, "observation_size", None), dict):
         raise ConfigError("environment: dictionary observations are not implemented in SAC")
@@ -150,14 +160,16 @@ def _plan(s: dict) -> _Plan:
             batch_size=s["batch_size"],
             updates_per_step=s["grad_updates_per_step"],
             # The run never stores more than `rows`: a larger buffer would never wrap either.
-            buffer_size=max(min(replay, rows), envs),
-            learning_starts=first_update_rows(envs, s["min_replay_size"]),
-            warmup_actions="policy",  # Brax's prefill acts with the untrained policy
+            buffer_size=min(replay, max(rows, s["batch_size"])),
+            # The prefill runs apart (Trainer.prefill), so the chunks learn from their first
+            # iteration on: Brax's first update, one training step after the prefill.
+            learning_starts=0,
             eval_every=per_interval * envs,
             eval_envs=s["num_eval_envs"],
             eval_actions="greedy" if s["deterministic_eval"] else "sampled",
             eval_simulator="own",  # Brax's evaluator steps envs of its own
             eval_env_metrics=True,
+            randomize_eval=s["randomization_fn"] is not None,  # Brax randomizes its evaluator's
             normalize_observations=bool(s["normalize_observations"]),
             obs_clip=0.0,
             gamma=s["discounting"],
@@ -202,15 +214,16 @@ def _plan(s: dict) -> _Plan:
 def _steps(s: dict, envs: int, repeat: int) -> tuple[int, int]:
     """(prefill iterations, training steps per evaluation interval) as Brax's `sac.train`
     counts them, with its checks."""
-    total, min_replay = s["num_timesteps"], s["min_replay_size"]
-    if not isinstance(min_replay, int) or min_replay < 0:
+    total = arguments.integer(s, "num_timesteps")
+    min_replay = arguments.integer(s, "min_replay_size")
+    if min_replay < 0:
         raise ConfigError(f"min_replay_size must be an integer >= 0, got {min_replay!r}")
-    if not isinstance(total, int) or min_replay >= total:
+    if min_replay >= total:
         raise ConfigError(
             f"num_timesteps={total!r} with min_replay_size={min_replay}: no training would "
             "happen (Brax's sac.train needs min_replay_size < num_timesteps)"
         )
-    if not isinstance(s["num_evals"], int) or s["num_evals"] < 0:
+    if arguments.integer(s, "num_evals") < 0:
         raise ConfigError(f"num_evals must be an integer >= 0, got {s['num_evals']!r}")
     prefill = -(-min_replay // envs)
     left = total - prefill * envs * repeat
@@ -301,7 +314,7 @@ def _saver(plan: _Plan):
     """save(step, params): Brax's own `sac.checkpoint.save` of Brax's params at `step`
     (physics steps) under checkpoint_logdir, with the network config Brax's `sac.train`
     writes beside them; None without a folder."""
-    if plan.checkpoint_logdir is None:
+    if not plan.checkpoint_logdir:  # Brax saves only where it is given a folder
         return None
     from brax.training.agents.sac import checkpoint
 
