@@ -3151,6 +3151,22 @@ MUTANTS = [
         "tests/brax/test_sac_train.py",
     ),
     m(
+        "brax-sac-critic-loss-summed",
+        "jaxrl/brax/metrics.py",
+        '            "training/critic_loss": row["critic_loss"] / self.agent.num_critics,',
+        '            "training/critic_loss": row["critic_loss"],',
+        "the SAC door reports jaxrl's sum over the critics where Brax reports their mean",
+        "tests/brax/test_sac_train.py::test_the_critic_loss_is_brax_s_mean_over_the_critics",
+    ),
+    m(
+        "brax-sac-eval-on-nominal-physics",
+        "jaxrl/brax/sac.py",
+        '            randomize_eval=s["randomization_fn"] is not None,',
+        "            randomize_eval=False,",
+        "the SAC door evaluates on nominal physics where Brax randomizes its evaluator's envs",
+        "tests/brax/test_sac_train.py::test_brax_s_units_become_jaxrl_s",
+    ),
+    m(
         "prefill-leaves-the-statistics",
         "jaxrl/loops/offpolicy.py",
         "            obs_stats=stats,\n            noise_scale=noise_scale,\n            key=key,",

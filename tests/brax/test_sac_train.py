@@ -147,6 +147,9 @@ def test_brax_s_units_become_jaxrl_s():
     assert plan.config.buffer_size == (3 + 3 * per_interval) * 4  # never more rows than that
     assert plan.config.eval_actions == "sampled"  # Brax's default deterministic_eval=False
     assert sac._plan(_arguments(deterministic_eval=True)).config.eval_actions == "greedy"
+    assert not plan.config.randomize_eval
+    randomized = sac._plan(_arguments(randomization_fn=lambda model, rng: (model, None)))
+    assert randomized.config.randomize_eval  # Brax's evaluator steps randomized envs too
     with pytest.warns(UserWarning, match="num_resets_per_eval"):
         sac._plan(_arguments(num_resets_per_eval=10))
 
