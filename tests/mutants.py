@@ -3081,8 +3081,8 @@ MUTANTS = [
     m(
         "brax-ppo-episode-length-unit",
         "jaxrl/brax/arguments.py",
-        "    return -(-length // repeat)",
-        "    return length",
+        '    return -(-positive(s, "episode_length") // repeat)',
+        '    return positive(s, "episode_length")',
         "Brax's episode_length (physics steps) taken as control steps under action_repeat",
         "tests/brax/test_ppo_train.py",
     ),

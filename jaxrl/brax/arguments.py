@@ -21,19 +21,23 @@ def refuse(s: dict, refused: dict, door: str) -> None:
         raise ConfigError(f"{name}={value!r} cannot be honoured by {door}: {why}")
 
 
+def _is_integer(value: Any) -> bool:
+    """An int or a numpy integer (Brax takes either), not a bool."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
 def integer(s: dict, name: str) -> int:
-    """`s[name]` as an int (a numpy integer too, as Brax takes it), else a ConfigError."""
-    value = s[name]
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ConfigError(f"{name} must be an integer, got {value!r}")
-    return int(value)
+    """`s[name]` as an int, else a ConfigError."""
+    if not _is_integer(s[name]):
+        raise ConfigError(f"{name} must be an integer, got {s[name]!r}")
+    return int(s[name])
 
 
 def positive(s: dict, name: str) -> int:
-    value = s[name]
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise ConfigError(f"{name} must be an integer >= 1, got {value!r}")
-    return int(value)
+    """`s[name]` as an int >= 1, else a ConfigError."""
+    if not _is_integer(s[name]) or s[name] < 1:
+        raise ConfigError(f"{name} must be an integer >= 1, got {s[name]!r}")
+    return int(s[name])
 
 
 def episode_length(s: dict, env: Any, repeat: int) -> int:
@@ -52,9 +56,7 @@ def episode_length(s: dict, env: Any, repeat: int) -> int:
                 "pass episode_length (physics steps, as Brax counts them)"
             )
         return int(length)  # the env's own count is of control steps
-    if not isinstance(length, int) or length < 1:
-        raise ConfigError(f"episode_length must be an integer >= 1, got {length!r}")
-    return -(-length // repeat)
+    return -(-positive(s, "episode_length") // repeat)
 
 
 def devices(max_devices_per_host: int | None) -> int | str:

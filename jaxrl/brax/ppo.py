@@ -149,9 +149,10 @@ def _plan(s: dict) -> _Plan:
     _refuse(s)
     env = s["environment"]
     repeat = arguments.positive(s, "action_repeat")
-    for name in ("num_envs", "batch_size", "num_minibatches", "unroll_length"):
-        arguments.positive(s, name)
-    arguments.positive(s, "num_updates_per_batch")
+    s = dict(s)  # its sizes as ints (Brax takes numpy integers too)
+    for name in ("num_envs", "batch_size", "num_minibatches", "unroll_length",
+                 "num_updates_per_batch"):  # fmt: skip
+        s[name] = arguments.positive(s, name)
     if s["batch_size"] * s["num_minibatches"] % s["num_envs"]:
         raise ConfigError(
             f"batch_size x num_minibatches ({s['batch_size']} x {s['num_minibatches']}) must be "

@@ -137,10 +137,9 @@ def _plan(s: dict) -> _Plan:
         )
     intervals = max(s["num_evals"] - 1, 1)
     rows = (prefill + intervals * per_interval) * envs  # every row the run stores
-    replay = s["max_replay_size"]
-    if replay is None:
+    if s["max_replay_size"] is None:
         replay = max(s["num_timesteps"], s["batch_size"])
-    elif replay < max(s["batch_size"], envs):
+    elif (replay := arguments.integer(s, "max_replay_size")) < max(s["batch_size"], envs):
         raise ConfigError(
             f"max_replay_size={replay!r} must hold a batch (batch_size={s['batch_size']}) and a "
             f"step of every env (num_envs={envs})"

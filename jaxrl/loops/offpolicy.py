@@ -408,8 +408,9 @@ def _collect(config: TrainConfig, parts: Parts, state: OffPolicyState, act_key: 
 def make_prefill(config: TrainConfig, parts: Parts) -> Callable:
     """`Trainer.prefill`: iterations of `make_chunk`'s scan without the updates, drawing their
     keys as it does, so a prefill of P iterations and chunks after it train exactly as chunks
-    whose first P iterations stored rows short of learning_starts. Its own program, small:
-    no update and no evaluation in it."""
+    whose first P iterations stored rows short of learning_starts (for an agent without
+    `begin_online`, which a chunk applies before its iterations). Its own program, small: no
+    update and no evaluation in it."""
 
     def iteration(state: OffPolicyState, _):
         key, act_key, _ = jax.random.split(state.key, 3)

@@ -135,6 +135,12 @@ def test_brax_s_units_become_jaxrl_s():
     assert ppo._plan(_arguments(deterministic_eval=True)).config.eval_actions == "greedy"
 
 
+def test_numpy_integers_are_taken_as_brax_takes_them():
+    plan = ppo._plan(_arguments(num_envs=np.int64(4), batch_size=np.int64(4)))
+    assert plan.config.num_envs == 4 and isinstance(plan.config.num_envs, int)
+    assert isinstance(plan.agent_config.num_minibatches, int)
+
+
 def test_a_factory_partial_builds_brax_s_trees():
     factory = functools.partial(
         ppo_networks.make_ppo_networks,
