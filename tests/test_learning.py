@@ -106,8 +106,8 @@ DMC_CASES = [
         ("fast_sac", C51_REACHER),
         # Of noise_scale_max 0.2 and 0.4 by gamma 0.97 and 0.99 (seed 0, 16,384 env steps),
         # only 0.2 with 0.97 passed 130 (474 at 8,192): PQL's mixed exploration over 8 envs.
-        # Its evaluations swing widely with the code generator's rounding (on one CPU 286 at
-        # 12,288 and 577 at 20,480; on another past 300 by 16,384): a budget of 24,576.
+        # Its evaluations swing with the code generator's rounding between machines
+        # (benchmarks/notes/2026-12-04-pql-guard.md): a budget of 24,576.
         ("pql", ["--noise-scale-max", "0.2", "--gamma", "0.97", "--steps", "24576"]),
         ("crossq", ["--critic-hidden", "64,64"]),
     )
