@@ -1,5 +1,5 @@
-"""`jaxrl` command line: train (and resume), eval, render, collect, plot, sweep, scale, list,
-bench.
+"""`jaxrl` command line: train (and resume), eval, render, collect, export, plot, sweep, scale,
+list, bench.
 
 Each command parses its arguments and hands them on. `jaxrl train`'s flags are resolved into
 configs by `jaxrl.config.resolve` (every field of TrainConfig and of the chosen algorithm's
@@ -32,7 +32,7 @@ from jaxrl import gl
 from jaxrl.errors import ConfigError, Interrupted, JaxrlError
 from jaxrl.version import version
 
-_ARGS = ("ResumeArgs", "EvalArgs", "RenderArgs", "CollectArgs")
+_ARGS = ("ResumeArgs", "EvalArgs", "RenderArgs", "CollectArgs", "ExportArgs")
 
 
 def __getattr__(name: str):
@@ -247,6 +247,30 @@ def cmd_collect(argv: list[str]) -> int:
     return 0
 
 
+def cmd_export(argv: list[str]) -> int:
+    from jaxrl.cli_args import ExportArgs
+    from jaxrl.export import sources
+
+    args = _parse(
+        ExportArgs,
+        "jaxrl export",
+        "Write a saved policy (jaxrl run, .policy file or Brax checkpoint) as an ONNX model: "
+        "raw observations in, greedy actions out.",
+        argv,
+    )
+    report = sources.export(args.source, args.out, args.checkpoint_step, args.member, args.opset)
+    if args.json:
+        print(json.dumps(report))
+    else:
+        inputs = ", ".join(f"{k} [batch, {v}]" for k, v in report["inputs"].items())
+        outputs = ", ".join(f"{k} [batch, {v}]" for k, v in report["outputs"].items())
+        print(
+            f"wrote {report['path']} ({report['bytes']:,} bytes, opset {report['opset']}): "
+            f"{report['algorithm']} policy, {inputs} -> {outputs}"
+        )
+    return 0
+
+
 def cmd_plot(argv: list[str]) -> int:
     from jaxrl import plot
 
@@ -320,6 +344,7 @@ COMMANDS = {
     "eval": (cmd_eval, "greedy return of a saved policy"),
     "render": (cmd_render, "a video of a saved policy"),
     "collect": (cmd_collect, "a Minari dataset of a saved policy's (noisy) episodes"),
+    "export": (cmd_export, "a saved policy as an ONNX model, to run without JAX"),
     "plot": (cmd_plot, "learning curves of runs, seeds as mean and 95% band"),
     "sweep": (cmd_sweep, "train a grid of settings x seeds, summarise final returns"),
     "scale": (cmd_scale, "fit data and compute to a return against the UTD ratio; predict"),

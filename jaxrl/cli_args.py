@@ -77,3 +77,22 @@ class RenderArgs:
 class CollectArgs(CollectSettings):
     json: bool = False
     """Print the result as JSON."""
+
+
+@dataclasses.dataclass
+class ExportArgs:
+    source: Annotated[str, tyro.conf.Positional]
+    """A jaxrl run folder, a .policy file (Policy.save), or a Brax/Playground checkpoint
+    (a <step>/ folder with ppo_network_config.json or sac_network_config.json, or its parent)."""
+    out: str
+    """The ONNX file to write."""
+    checkpoint_step: int | None = None
+    """The checkpoint's step (a jaxrl run's env steps; a Brax folder's step); default: the
+    newest."""
+    member: int | None = None
+    """Of a run of several seeds or settings: the member (index); default: the one with the
+    best eval return at the checkpoint."""
+    opset: int = 11
+    """The ONNX opset (11 loads in ONNX Runtime, Isaac Lab and Playground's examples)."""
+    json: bool = False
+    """Print the result as JSON."""

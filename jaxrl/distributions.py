@@ -8,6 +8,7 @@ and mode with the numerically stable tanh correction below.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -69,11 +70,20 @@ def tanh_gaussian_entropy(key: jax.Array, mean: jax.Array, log_std: jax.Array) -
     return gaussian + jnp.sum(_log_abs_det_tanh(u), axis=-1)
 
 
+def is_zero(noise_scale: Any) -> bool:
+    """Whether a noise scale is the Python number 0 (known at trace time): a greedy action."""
+    return isinstance(noise_scale, int | float) and noise_scale == 0
+
+
 def tanh_gaussian_act(
     key: jax.Array, mean: jax.Array, log_std: jax.Array, noise_scale: jax.Array | float
 ) -> jax.Array:
     """An acting sample tanh(mean + noise_scale * std * eps); noise_scale is a scalar or one
-    value per row ([N] for [N, A] means), and 0 gives the mode tanh(mean)."""
+    value per row ([N] for [N, A] means), and 0 gives the mode tanh(mean). A Python 0 (a
+    greedy policy's) draws nothing, so the greedy program holds no random-number ops (an
+    exported ONNX graph cannot hold them) and costs no draw."""
+    if is_zero(noise_scale):
+        return jnp.tanh(mean)
     scale = jnp.expand_dims(jnp.asarray(noise_scale, mean.dtype), -1)
     return jnp.tanh(
         mean + scale * jnp.exp(log_std) * jax.random.normal(key, mean.shape, mean.dtype)

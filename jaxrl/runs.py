@@ -135,6 +135,14 @@ class Policy:
             f"{sizes}{member})"
         )
 
+    def export_onnx(self, path: str | os.PathLike, opset: int = 11) -> pathlib.Path:
+        """Writes this policy as an ONNX model (`jaxrl export`; docs/EXPORT.md): raw
+        observations `obs` [batch, obs_size] in, greedy `actions` [batch, action_size] out,
+        the normalisation inside. Needs `pip install 'jaxrl[export]'`."""
+        from jaxrl.export.policy import export_policy
+
+        return export_policy(self, path, opset)
+
     def save(self, path: str | os.PathLike) -> pathlib.Path:
         """Writes this policy to one file (`jaxrl.load_policy(path)` reads it back): its
         configs, parameters and observation statistics, without the optimiser states."""

@@ -138,7 +138,7 @@ def make(config: E2OConfig = E2OConfig()) -> Agent:
     def act(state: E2OState, obs: jax.Array, key: jax.Array, noise_scale=1.0) -> jax.Array:
         actor = sac_family.actor_network(config, state.action_size)
         mean, log_std = actor.apply(state.actor.params, obs)
-        greedy = isinstance(noise_scale, int | float) and noise_scale == 0  # every draw the mode
+        greedy = distributions.is_zero(noise_scale)  # every draw the mode
         if config.ucb_candidates == 1 or greedy:  # (and a greedy policy reads no critic)
             return distributions.tanh_gaussian_act(key, mean, log_std, noise_scale)
         keys = jax.random.split(key, config.ucb_candidates)

@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from jaxrl import heads
+from jaxrl import distributions, heads
 from jaxrl.agents.base import (
     Agent,
     Learner,
@@ -164,6 +164,8 @@ def acting(config: TD3Config) -> Callable[..., jax.Array]:
 
     def act(state: TD3State, obs: jax.Array, key: jax.Array, noise_scale=1.0) -> jax.Array:
         action = actor_network(config, state.action_size).apply(state.actor.params, obs)
+        if distributions.is_zero(noise_scale):  # greedy: no draw (tanh_gaussian_act's reason)
+            return jnp.clip(action, -1.0, 1.0)
         scale = jnp.expand_dims(jnp.asarray(noise_scale, action.dtype), -1)
         noise = state.hp["exploration_noise"] * scale * jax.random.normal(key, action.shape)
         return jnp.clip(action + noise, -1.0, 1.0)

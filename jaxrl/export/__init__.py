@@ -1,0 +1,2 @@
+"""Policies out of jaxrl: ONNX models of jaxrl runs, policy files and Brax checkpoints
+(`jaxrl export`, `Policy.export_onnx`; docs/EXPORT.md)."""
