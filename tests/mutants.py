@@ -3185,6 +3185,48 @@ MUTANTS = [
         "tests/brax/test_sac_train.py::"
         "test_a_prefill_then_chunks_trains_as_chunks_that_stored_it_first",
     ),
+    m(
+        "export-without-normaliser",
+        "jaxrl/export/policy.py",
+        "    apply = make_policy(policy.config, agents",
+        "    apply = make_policy(dataclasses.replace(policy.config, normalize_observations=False), "
+        "agents",
+        "the exported graph leaves out the run's observation normalisation",
+        "tests/export/test_onnx.py::test_every_algorithm_s_graph_is_its_greedy_policy",
+    ),
+    m(
+        "export-tanh-left-out",
+        "jaxrl/export/graph.py",
+        '    "tanh": "Tanh",',
+        '    "tanh": "Identity",',
+        "the exported graph leaves out the squashing into the action space (tanh)",
+        "tests/export/test_onnx.py::test_a_sac_graph_is_numpy_s_normalise_mlp_and_tanh",
+    ),
+    m(
+        "export-split-reads-the-wrong-half",
+        "jaxrl/export/graph.py",
+        "            bounds = [g.const([start], np.int64), g.const([start + int(size)], np.int64)]",
+        "            bounds = [g.const([-int(size)], np.int64), g.const([_INT64_MAX], np.int64)]",
+        "a split's pieces all read its last part (the actor's log-std half as its mean)",
+        "tests/export/test_onnx.py::test_a_sac_graph_is_numpy_s_normalise_mlp_and_tanh",
+    ),
+    m(
+        "crossq-acts-with-batch-statistics",
+        "jaxrl/networks.py",
+        "            mean, var = running_mean.value, running_var.value",
+        "            mean, var = x.mean(axes), x.var(axes)",
+        "CrossQ's BatchRenorm in evaluation mode normalises with the batch's statistics, not "
+        "the running ones",
+        "tests/export/test_onnx.py::test_a_crossq_graph_normalises_with_the_running_statistics",
+    ),
+    m(
+        "brax-export-without-normaliser",
+        "jaxrl/export/brax_checkpoint.py",
+        "preprocess_observations_fn=running_statistics.normalize if normalize else _identity,",
+        "preprocess_observations_fn=_identity,",
+        "a Brax checkpoint's policy exported without its observation normaliser",
+        "tests/export/test_onnx.py::test_a_brax_checkpoint_exports_brax_s_greedy_policy",
+    ),
 ]
 
 
