@@ -32,6 +32,7 @@ README_LINKS = (
     "docs/SCALE.md",  # jaxrl scale: scaling laws in the UTD ratio
     "docs/BENCHMARKS.md",
     "docs/BRAX.md",  # the Brax door: jaxrl.brax.ppo.train
+    "docs/EXPORT.md",  # jaxrl export: policies to ONNX
     "docs/PARITY.md",  # parity with Brax
     "docs/ALGORITHMS.md",
     "docs/DESIGN.md",
@@ -54,7 +55,7 @@ def _python_blocks(page: str = "docs/API.md") -> list[str]:
     # SCALE.md's: tests/test_scale.py; OFFLINE.md's: test_readme_run_folder_commands_work_as_written
     assert counts == {
         "README.md": 1, "docs/API.md": 4, "docs/BRAX.md": 2, "docs/SCALE.md": 1,
-        "docs/OFFLINE.md": 1,
+        "docs/OFFLINE.md": 1, "docs/EXPORT.md": 1,
     }  # fmt: skip
     return found[page]
 
@@ -156,6 +157,21 @@ def test_readme_policy_example_runs_on_a_saved_run(tmp_path, monkeypatch):
     assert (tmp_path / "pendulum.policy").is_file()
 
 
+def test_the_export_example_runs_the_exported_policy_without_jax(tmp_path, monkeypatch):
+    """docs/EXPORT.md: `jaxrl export runs/pendulum --out pendulum.onnx`, then its Python
+    block, which gives load_policy's actions."""
+    config = tiny.off_policy(normalize_observations=True)
+    jaxrl.train(config, tiny.SAC, tmp_path / "runs" / "pendulum", progress=None)
+    monkeypatch.chdir(tmp_path)
+    assert ["export", "runs/pendulum", "--out", "pendulum.onnx"] in _readme_commands()
+    assert cli.main(["export", "runs/pendulum", "--out", "pendulum.onnx"]) == 0
+    namespace: dict = {}
+    exec(compile(_python_blocks("docs/EXPORT.md")[0], "docs/EXPORT.md", "exec"), namespace)
+    want = jaxrl.load_policy("runs/pendulum")(namespace["obs"])
+    assert namespace["actions"].shape == (4, 1)
+    np.testing.assert_allclose(namespace["actions"], np.asarray(want), atol=1e-5)
+
+
 def _readme_commands() -> list[list[str]]:
     """Every `jaxrl ...` command of the bash blocks of README.md and the docs pages, in that
     order, split as the shell would."""
@@ -194,6 +210,8 @@ def test_readme_commands_parse(tmp_path, monkeypatch):
             tyro.cli(cli.RenderArgs, args=rest, registry=resolve.parser_registry())
         elif command == "collect":
             tyro.cli(cli.CollectArgs, args=rest, registry=resolve.parser_registry())
+        elif command == "export":
+            tyro.cli(cli.ExportArgs, args=rest, registry=resolve.parser_registry())
         elif command == "plot":
             plot.build_parser().parse_args(rest)
         elif command == "sweep":
@@ -208,7 +226,8 @@ def test_readme_commands_parse(tmp_path, monkeypatch):
             continue
         else:
             raise AssertionError(f"README or docs document an unknown command: jaxrl {command}")
-    assert {"train", "eval", "render", "collect", "plot", "sweep", "scale", "list", "bench"} <= seen
+    commands = {"train", "eval", "render", "collect", "export", "plot", "sweep", "scale", "list"}
+    assert commands | {"bench"} <= seen
 
 
 @pytest.mark.slow
