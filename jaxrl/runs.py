@@ -89,10 +89,13 @@ def configs_from_json(saved: dict) -> tuple[TrainConfig, Any]:
 
 
 # A standalone policy file (`Policy.save`): flax's msgpack of the configs (as config.json
-# holds them), the env's sizes, the agent state without its optimiser states and the
-# observation statistics. Its first bytes name the format, so `load_policy` tells it from a
-# run folder and refuses other files by name.
-POLICY_FORMAT = "jaxrl-policy-1"
+# holds them), the env's sizes, the arrays of the agent state that the greedy action reads
+# (by path; the critics, targets and optimiser states are left out and come back as zeros)
+# and the observation statistics. Its first bytes name the format, so `load_policy` tells it
+# from a run folder and refuses other files by name. Format 1 held the whole agent state
+# without its optimiser states; it is still read.
+POLICY_FORMAT = "jaxrl-policy-2"
+_POLICY_FORMATS = ("jaxrl-policy-1", POLICY_FORMAT)
 
 
 @dataclasses.dataclass
@@ -163,7 +166,7 @@ class Policy:
                 },
                 default=str,
             ),
-            "agent_state": serialization.to_state_dict(_without_optimisers(self.agent_state)),
+            "agent_state": _read_arrays(self),
             "obs_stats": serialization.to_state_dict(self.obs_stats),
         }
         path = pathlib.Path(path)
@@ -187,6 +190,57 @@ def _without_optimisers(agent_state: Any) -> Any:
     )
 
 
+def _greedy_obs(policy: Policy) -> Any:
+    """An observation batch's shape as the policy takes it: an array, or the dict entry that a
+    run of dict observations reads (as the exporter feeds it)."""
+    obs_size, critic_size, _ = policy.sizes
+    like = jax.ShapeDtypeStruct((1, obs_size), jnp.float32)
+    entry = policy.config.actor_obs or ("state" if critic_size is not None else None)
+    return {entry: like} if entry else like
+
+
+def _read_arrays(policy: Policy) -> dict[str, np.ndarray]:
+    """The agent state's arrays that the greedy action depends on, by their tree paths: found
+    from the policy's jaxpr, so every algorithm's actor (and CrossQ's BatchRenorm statistics)
+    is kept and its critics, target critics, temperature and optimiser states are not."""
+    from jaxrl.export.graph import inputs_read
+
+    agent = agents.get(policy.config.algo).make(policy.agent_config)
+    apply = make_policy(policy.config, agent)
+    closed = jax.make_jaxpr(apply)(policy.agent_state, policy.obs_stats, _greedy_obs(policy))
+    reads = inputs_read(closed.jaxpr)
+    leaves = jax.tree_util.tree_flatten_with_path(policy.agent_state)[0]
+    return {
+        jax.tree_util.keystr(path): np.asarray(jax.device_get(leaf))
+        for (path, leaf), read in zip(leaves, reads[: len(leaves)], strict=True)
+        if read
+    }
+
+
+def _agent_state_from(like: Any, saved: dict, format_: str) -> Any:
+    """The agent state of a policy file: format 1's state dict, or format 2's arrays by path
+    with zeros where an array was left out (nothing the policy computes reads them)."""
+    from flax import serialization
+
+    like = _without_optimisers(like)
+    if format_ == "jaxrl-policy-1":
+        return jax.tree.map(jnp.asarray, serialization.from_state_dict(like, saved))
+    leaves, treedef = jax.tree_util.tree_flatten_with_path(like)
+    arrays = []
+    for path, leaf in leaves:
+        value = saved.get(jax.tree_util.keystr(path))
+        if value is None:
+            arrays.append(jnp.zeros(leaf.shape, leaf.dtype))
+        elif tuple(np.shape(value)) != tuple(leaf.shape):
+            raise RunError(
+                f"the policy file's {jax.tree_util.keystr(path)} has shape {np.shape(value)}, "
+                f"where its config builds {tuple(leaf.shape)}"
+            )
+        else:
+            arrays.append(jnp.asarray(value, leaf.dtype))
+    return jax.tree_util.tree_unflatten(treedef, arrays)
+
+
 def _load_policy_file(path: pathlib.Path) -> Policy:
     from flax import serialization
 
@@ -194,7 +248,7 @@ def _load_policy_file(path: pathlib.Path) -> Policy:
         record = serialization.msgpack_restore(path.read_bytes())
     except Exception:  # msgpack's own errors name no file
         record = None
-    if not isinstance(record, dict) or record.get("format") != POLICY_FORMAT:
+    if not isinstance(record, dict) or record.get("format") not in _POLICY_FORMATS:
         raise RunError(f"{path} is neither a run folder nor a policy file written by Policy.save")
     saved = json.loads(record["config"])
     config, agent_config = configs_from_json(saved)
@@ -204,11 +258,10 @@ def _load_policy_file(path: pathlib.Path) -> Policy:
     like_agent = jax.eval_shape(
         lambda key: init_agent(agent, key, view, sizes[2]), jax.random.PRNGKey(0)
     )
-    like_agent = _without_optimisers(like_agent)
     like_stats = jax.eval_shape(lambda: normalization.init(view.sizes))
-    as_arrays = lambda tree: jax.tree.map(jnp.asarray, tree)  # noqa: E731
-    agent_state = as_arrays(serialization.from_state_dict(like_agent, record["agent_state"]))
-    stats = as_arrays(serialization.from_state_dict(like_stats, record["obs_stats"]))
+    agent_state = _agent_state_from(like_agent, record["agent_state"], record["format"])
+    stats = serialization.from_state_dict(like_stats, record["obs_stats"])
+    stats = jax.tree.map(jnp.asarray, stats)
     return _policy(
         config, agent_config, agent, agent_state, stats, int(saved["env_steps"]),
         saved.get("member"), sizes,

@@ -3227,6 +3227,32 @@ MUTANTS = [
         "a Brax checkpoint's policy exported without its observation normaliser",
         "tests/export/test_onnx.py::test_a_brax_checkpoint_exports_brax_s_greedy_policy",
     ),
+    m(
+        "policy-file-reads-the-wrong-end",
+        "jaxrl/runs.py",
+        "zip(leaves, reads[: len(leaves)], strict=True)",
+        "zip(leaves, reads[-len(leaves) :], strict=True)",
+        "the policy file keeps the arrays at the wrong end of the jaxpr's inputs (the "
+        "statistics' and observation's flags read as the agent's)",
+        "tests/export/test_onnx.py::test_a_policy_file_holds_what_the_greedy_action_reads",
+    ),
+    m(
+        "policy-file-calls-read-nothing",
+        "jaxrl/export/graph.py",
+        "            reads = inputs_read(_body(eqn).jaxpr, wanted)",
+        "            reads = [False] * len(eqn.invars)",
+        "the policy file's liveness takes a nested call (jit, closed_call) to read none of its "
+        "inputs",
+        "tests/export/test_onnx.py::test_a_policy_file_holds_what_the_greedy_action_reads",
+    ),
+    m(
+        "policy-file-loads-by-another-key",
+        "jaxrl/runs.py",
+        "        value = saved.get(jax.tree_util.keystr(path))",
+        "        value = saved.get(str(path))",
+        "a policy file's arrays are looked up by another spelling of their paths (all zeros)",
+        "tests/export/test_onnx.py::test_a_policy_file_holds_what_the_greedy_action_reads",
+    ),
 ]
 
 

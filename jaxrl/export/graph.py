@@ -170,6 +170,24 @@ def _live(jaxpr: Any) -> list[Any]:
     return kept[::-1]
 
 
+def inputs_read(jaxpr: Any, outputs: list[bool] | None = None) -> list[bool]:
+    """Which of `jaxpr`'s inputs its outputs (those marked in `outputs`, default all) depend
+    on, looking inside call-like equations (a nested jit reads only what its body reads)."""
+    outputs = [True] * len(jaxpr.outvars) if outputs is None else outputs
+    needed = {v for v, used in zip(jaxpr.outvars, outputs, strict=True) if used}
+    needed -= {v for v in needed if _is_literal(v)}
+    for eqn in reversed(jaxpr.eqns):
+        wanted = [v in needed for v in eqn.outvars]
+        if not any(wanted):
+            continue
+        if eqn.primitive.name in ("jit", "pjit", "closed_call", "core_call"):
+            reads = inputs_read(_body(eqn).jaxpr, wanted)
+        else:
+            reads = [True] * len(eqn.invars)
+        needed.update(v for v, r in zip(eqn.invars, reads, strict=True) if r and not _is_literal(v))
+    return [v in needed for v in jaxpr.invars]
+
+
 def _static(shape: tuple, what: str) -> list[int]:
     """A shape with its one batch-sized axis as -1 (ONNX's Reshape infers it)."""
     dims = [d if isinstance(d, int) else -1 for d in shape]

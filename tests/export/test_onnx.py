@@ -171,6 +171,37 @@ def test_a_mixed_precision_policy_exports_with_float32_products():
     )
 
 
+@pytest.mark.parametrize("algo", sorted(agents.ALGORITHMS))
+def test_a_policy_file_holds_what_the_greedy_action_reads(algo, tmp_path):
+    """Policy.save keeps every array the action depends on, found independently by moving
+    each array of the agent state and watching the action (issue 72: a SAC file was 3/4
+    critic); it keeps no critic or target, and the file loads to the same actions."""
+    from flax import serialization
+
+    policy = _policy(algo)
+    path = policy.save(tmp_path / f"{algo}.policy")
+    kept = serialization.msgpack_restore(path.read_bytes())["agent_state"]
+    obs = jnp.asarray(_observations())
+    base = np.asarray(policy(obs))
+    state = runs._without_optimisers(policy.agent_state)
+    leaves, structure = jax.tree_util.tree_flatten_with_path(state)
+    moves = 0
+    for i, (where, leaf) in enumerate(leaves):
+        if not jnp.issubdtype(leaf.dtype, jnp.floating):
+            continue
+        moved = [x for _, x in leaves]
+        moved[i] = leaf + 0.5 * jax.random.normal(jax.random.PRNGKey(i), leaf.shape, leaf.dtype)
+        acted = policy._apply(jax.tree_util.tree_unflatten(structure, moved), policy.obs_stats, obs)
+        if not np.allclose(np.asarray(acted), base, atol=1e-6):
+            moves += 1
+            assert jax.tree_util.keystr(where) in kept, f"{jax.tree_util.keystr(where)} left out"
+    assert moves > 0
+    assert all(k.startswith((".actor.params", ".actor_stats", ".params['policy']")) for k in kept)
+    total = sum(x.size for _, x in leaves)
+    assert sum(np.size(v) for v in kept.values()) < 0.75 * total
+    np.testing.assert_array_equal(np.asarray(runs.load_policy(path)(obs)), base)
+
+
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
     """A tiny SAC run on the pendulum, and a run of two seeds."""
