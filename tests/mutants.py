@@ -3253,6 +3253,32 @@ MUTANTS = [
         "a policy file's arrays are looked up by another spelling of their paths (all zeros)",
         "tests/export/test_onnx.py::test_a_policy_file_holds_what_the_greedy_action_reads",
     ),
+    m(
+        "sim-to-sim-forwards-after-the-target-moves",
+        "docs/examples/reacher_sim_to_sim.py",
+        "        self.data.mocap_pos[self.target, :2] = target_xy\n        return self.observe()",
+        "        self.data.mocap_pos[self.target, :2] = target_xy\n"
+        "        mujoco.mj_forward(self.model, self.data)\n        return self.observe()",
+        "the sim-to-sim reset reads its first observation with the target in place, where "
+        "Playground's reads it before the target moves",
+        "tests/export/test_sim_to_sim.py",
+    ),
+    m(
+        "sim-to-sim-one-physics-step",
+        "docs/examples/reacher_sim_to_sim.py",
+        "        self.substeps = round(CTRL_DT / SIM_DT)",
+        "        self.substeps = 1",
+        "the sim-to-sim env takes one physics step per control step instead of four",
+        "tests/export/test_sim_to_sim.py",
+    ),
+    m(
+        "sim-to-sim-finger-to-target-reversed",
+        "docs/examples/reacher_sim_to_sim.py",
+        "        return xpos[self.target_geom, :2] - xpos[self.finger_geom, :2]",
+        "        return xpos[self.finger_geom, :2] - xpos[self.target_geom, :2]",
+        "the sim-to-sim observation's finger-to-target vector points the other way",
+        "tests/export/test_sim_to_sim.py",
+    ),
 ]
 
 
