@@ -3254,6 +3254,14 @@ MUTANTS = [
         "tests/export/test_onnx.py::test_a_policy_file_holds_what_the_greedy_action_reads",
     ),
     m(
+        "brax-checkpoint-oldest-step",
+        "jaxrl/export/brax_checkpoint.py",
+        "        return steps[max(steps)]",
+        "        return steps[min(steps)]",
+        "a folder of Brax checkpoints gives its oldest step's policy, not its newest",
+        "tests/export/test_onnx.py::test_load_policy_reads_a_brax_checkpoint",
+    ),
+    m(
         "sim-to-sim-forwards-after-the-target-moves",
         "docs/examples/reacher_sim_to_sim.py",
         "        self.data.mocap_pos[self.target, :2] = target_xy\n        return self.observe()",

@@ -11,12 +11,14 @@ only the first parameters, never the policy of trained ones, so those entries ar
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import os
 import pathlib
 from collections.abc import Callable
 from typing import Any
 
-from jaxrl.export.graph import ExportError
+from jaxrl.export.graph import DEFAULT_OPSET, ExportError
 
 CONFIGS = {"ppo_network_config.json": "ppo", "sac_network_config.json": "sac"}
 # The factory arguments that only draw the first parameters (Brax's _KERNEL_INIT_FN_KEYWORDS
@@ -106,11 +108,72 @@ def load(folder: pathlib.Path) -> tuple[Callable, dict[str, int], dict[str, str]
 
     metadata = {
         "algorithm": f"brax_{algo}",
+        "env": "",  # a Brax checkpoint does not record its env
         "source": str(folder),
-        "env_steps": folder.name if folder.name.isdigit() else "",
+        "env_steps": str(int(folder.name)) if folder.name.isdigit() else "",
+        "observation_size": str(inputs["obs"]) if whole else json.dumps(inputs),
         "action_size": str(action_size),
+        "normalized_observations": str(normalize),
     }
     return policy, inputs, metadata
+
+
+@dataclasses.dataclass(repr=False)
+class BraxPolicy:
+    """The greedy policy of a Brax or Playground checkpoint, as `jaxrl.load_policy(folder)`
+    gives it: `policy(obs) -> action` (Brax's own networks and inference fn, deterministic),
+    and `policy.export_onnx(path)`. `obs` is one observation [obs_size] or a batch, or a dict
+    of them for a checkpoint of dict observations."""
+
+    folder: pathlib.Path
+    inputs: dict[str, int]
+    """{input name: size}: "obs" for an array observation, else the dict's entries."""
+    metadata: dict[str, str]
+    greedy: Callable = dataclasses.field(repr=False)
+    """dict of float32 [batch, size] observations -> [batch, action_size] actions."""
+
+    def __post_init__(self):
+        import jax
+
+        self._jitted = jax.jit(self.greedy)
+
+    def __call__(self, obs: Any) -> Any:
+        import jax.numpy as jnp
+
+        whole = list(self.inputs) == ["obs"]
+        obs = {"obs": obs} if whole else obs
+        obs = {k: jnp.asarray(v, jnp.float32) for k, v in obs.items() if k in self.inputs}
+        single = next(iter(obs.values())).ndim == 1
+        action = self._jitted({k: v[None] if single else v for k, v in obs.items()})
+        return action[0] if single else action
+
+    def __repr__(self) -> str:
+        return f"BraxPolicy({self.metadata['algorithm']} checkpoint {self.folder})"
+
+    def model(self, opset: int = DEFAULT_OPSET) -> Any:
+        """This policy's ONNX model (`jaxrl export FOLDER`)."""
+        from jaxrl.export.graph import to_model
+        from jaxrl.export.policy import OUTPUT, require_onnx
+        from jaxrl.version import version
+
+        require_onnx()
+        metadata = {"producer": f"jaxrl {version()}", "jaxrl_version": version(), **self.metadata}
+        return to_model(self.greedy, self.inputs, OUTPUT, opset, metadata)
+
+    def export_onnx(self, path: str | os.PathLike, opset: int = DEFAULT_OPSET) -> pathlib.Path:
+        """Writes this policy as an ONNX model (as `jaxrl export FOLDER` does)."""
+        from jaxrl.export.policy import check_out
+        from jaxrl.files import write_atomically
+
+        path = check_out(path)
+        write_atomically(path, self.model(opset).SerializeToString())
+        return path
+
+
+def load_policy(folder: pathlib.Path) -> BraxPolicy:
+    """The BraxPolicy of the checkpoint `folder` (a `<step>/` folder, as `find` gives it)."""
+    fn, inputs, metadata = load(folder)
+    return BraxPolicy(folder, inputs, metadata, fn)
 
 
 def _identity(x, _stats):

@@ -307,6 +307,11 @@ def _shaped(g: _Graph, eqn: Any, ins: list[str]) -> str:
         return g.reduce(op[name], ins[0], tuple(params["axes"]))
     if name == "dot_general":
         return _matmul(g, eqn, ins)
+    if name.startswith("random_") or name.startswith("threefry"):
+        raise ExportError(
+            f"the policy draws random numbers (JAX primitive {name!r}): only a greedy policy "
+            "can be exported"
+        )
     raise ExportError(
         f"the policy uses the JAX primitive {name!r}, which the ONNX exporter does not convert"
     )

@@ -8,8 +8,8 @@ import pathlib
 from typing import Any
 
 from jaxrl.export import brax_checkpoint
-from jaxrl.export.graph import DEFAULT_OPSET, ExportError, to_model
-from jaxrl.export.policy import OUTPUT, check_out, policy_model, require_onnx
+from jaxrl.export.graph import DEFAULT_OPSET, ExportError
+from jaxrl.export.policy import check_out, policy_model, require_onnx
 from jaxrl.files import write_atomically
 
 
@@ -34,11 +34,7 @@ def export(
             raise ExportError(
                 f"{source} is a Brax checkpoint of one policy: --member does not apply"
             )
-        fn, inputs, metadata = brax_checkpoint.load(folder)
-        from jaxrl.version import version
-
-        metadata = {"producer": f"jaxrl {version()}", "jaxrl_version": version(), **metadata}
-        model = to_model(fn, inputs, OUTPUT, opset, metadata)
+        model = brax_checkpoint.load_policy(folder).model(opset)
     else:
         model = _jaxrl_model(source_path, checkpoint_step, member, opset)
     write_atomically(out, model.SerializeToString())
