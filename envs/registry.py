@@ -11,6 +11,7 @@ import importlib
 import inspect
 import os
 import sys
+import warnings
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -324,6 +325,9 @@ def _defaults(function: Any) -> dict:
     }
 
 
+_BRAX_UNMAINTAINED = "Brax System, piplines and environments are not actively being maintained"
+
+
 def _make_brax(task: str, options: dict):
     from brax import envs as brax_envs
 
@@ -339,7 +343,11 @@ def _make_brax(task: str, options: dict):
         raise EnvOptionError(
             f"Unknown Brax backend {backend!r} for brax/{task}; choose one of {BRAX_BACKENDS}."
         )
-    env = _BraxEnv(env_cls(**{**options, "backend": backend}))
+    with warnings.catch_warnings():
+        # Brax's every env load warns that its envs are unmaintained; jaxrl keeps them for
+        # comparison with Brax's trainers, and the README says so once.
+        warnings.filterwarnings("ignore", message=_BRAX_UNMAINTAINED, category=UserWarning)
+        env = _BraxEnv(env_cls(**{**options, "backend": backend}))
     env.episode_length = 1000
     env.action_repeat = 1
     return env

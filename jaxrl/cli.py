@@ -532,8 +532,17 @@ def _main(argv: list[str]) -> int:
     try:
         return COMMANDS[command][0](rest)
     except JaxrlError as error:
-        print(f"jaxrl {command}: error: {error}", file=sys.stderr)
+        message = str(error)
+        if command in _TRAIN_FLAG_COMMANDS and type(error) is ConfigError:
+            from jaxrl.config.resolve import as_flags
+
+            message = as_flags(message)  # the flag the user typed, not the config's field
+        print(f"jaxrl {command}: error: {message}", file=sys.stderr)
         return 2
+
+
+# The commands whose config errors are told in flags: sweep's and scale's --grid name fields.
+_TRAIN_FLAG_COMMANDS = ("train",)
 
 
 if __name__ == "__main__":

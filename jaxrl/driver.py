@@ -441,6 +441,8 @@ def resume(
             # Killed after its final checkpoint, before its summary: nothing is left to train.
             return _summary_only(out_path, step, history, state, reached, run_grid, say)
         _check_resumable(out_path, step, total, reached, target, total_steps)
+        if say and step:
+            say(f"{out_path}: resuming from its checkpoint at {step:,} env steps, to {total:,}")
         if reached:
             options = dataclasses.replace(options, stop_at_return=None)
         if total_steps is not None:

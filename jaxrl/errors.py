@@ -21,6 +21,11 @@ class ConfigError(JaxrlError, ValueError):
     """An inconsistent or out-of-range setting, found before anything is compiled."""
 
 
+class SavedConfigError(ConfigError):
+    """A bad value in a config.json (a run's, or one written by hand): named by its field, as
+    the file spells it, not by a command-line flag."""
+
+
 class EnvOptionError(JaxrlError, ValueError):
     """An env option, task or asset that the env cannot take."""
 

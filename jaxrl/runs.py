@@ -9,7 +9,7 @@ import math
 import os
 import pathlib
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jax
 import jax.numpy as jnp
@@ -17,11 +17,14 @@ import numpy as np
 
 from jaxrl import agents, checkpoint, grid, normalization
 from jaxrl.config import ConfigError, TrainConfig
-from jaxrl.errors import JaxrlError
+from jaxrl.errors import JaxrlError, SavedConfigError
 from jaxrl.files import SCALE_GRID, SWEEP_PLAN, write_atomically
 from jaxrl.loops.base import init_agent, make_eval_env, make_evaluate, make_policy
 from jaxrl.observations import ObservationView
 from jaxrl.version import version
+
+if TYPE_CHECKING:
+    from jaxrl.export.brax_checkpoint import BraxPolicy
 
 
 class RunError(JaxrlError, ValueError):
@@ -78,14 +81,28 @@ def configs_from_json(saved: dict) -> tuple[TrainConfig, Any]:
     try:
         return _from_dict(TrainConfig, train), _from_dict(spec.config_cls, saved["agent"])
     except ConfigError as error:
-        written = saved.get("versions", {}).get("jaxrl")
-        by = f"jaxrl {written}" if written else "a jaxrl older than 0.1.0"
-
-        raise ConfigError(
-            f"{error}: this config was written by {by}, and this is jaxrl {version()}; "
-            "continue or evaluate the run with the version that wrote it, or edit its "
-            "config.json to this version's fields (jaxrl train --help lists them)"
+        versions = saved.get("versions")
+        written = versions.get("jaxrl") if isinstance(versions, dict) else None
+        where = f"in the config's {_which(error)} entry"
+        if written is None and "has no field" in str(error):
+            raise SavedConfigError(
+                f"{error} ({where}; the config names no jaxrl version: if an older jaxrl wrote "
+                "it, continue or evaluate the run with that version, or edit its config.json to "
+                "this version's fields, which jaxrl train --help lists)"
+            ) from None
+        if written is None or str(written) == version():
+            # Hand-written, or written by this version: the value is wrong, not the version.
+            raise SavedConfigError(f"{error} ({where})") from None
+        raise SavedConfigError(
+            f"{error}: this config was written by jaxrl {written}, and this is jaxrl "
+            f"{version()}; continue or evaluate the run with the version that wrote it, or "
+            "edit its config.json to this version's fields (jaxrl train --help lists them)"
         ) from None
+
+
+def _which(error: ConfigError) -> str:
+    """ "train" or "agent": the config.json entry a _from_dict error is about."""
+    return "train" if str(error).startswith("TrainConfig") else "agent"
 
 
 # A standalone policy file (`Policy.save`): flax's msgpack of the configs (as config.json
@@ -138,13 +155,14 @@ class Policy:
             f"{sizes}{member})"
         )
 
-    def export_onnx(self, path: str | os.PathLike, opset: int = 11) -> pathlib.Path:
+    def export_onnx(self, path: str | os.PathLike, opset: int | None = None) -> pathlib.Path:
         """Writes this policy as an ONNX model (`jaxrl export`; docs/EXPORT.md): raw
         observations `obs` [batch, obs_size] in, greedy `actions` [batch, action_size] out,
         the normalisation inside. Needs `pip install 'jaxrl[export]'`."""
+        from jaxrl.export.graph import DEFAULT_OPSET
         from jaxrl.export.policy import export_policy
 
-        return export_policy(self, path, opset)
+        return export_policy(self, path, DEFAULT_OPSET if opset is None else opset)
 
     def save(self, path: str | os.PathLike) -> pathlib.Path:
         """Writes this policy to one file (`jaxrl.load_policy(path)` reads it back): its
@@ -308,12 +326,21 @@ def check_env_given(
 
 def load_policy(
     run_dir: str | os.PathLike, checkpoint_step: int | None = None, member: int | None = None
-) -> Policy:
+) -> Policy | BraxPolicy:
     """The greedy policy of a run's newest checkpoint (or of `checkpoint_step`, in env steps):
     `policy = jaxrl.load_policy("runs/NAME"); action = policy(obs)`. Builds no env.
     Of a run of several members (`--seeds`, `--vmap`): member `member` (an index, setting-major
     as the grid lists them), by default the one with the best eval return at that checkpoint.
-    `run_dir` may also be a file written by `Policy.save` (no other argument then applies)."""
+    `run_dir` may also be a file written by `Policy.save` (no other argument then applies), or
+    a Brax or Playground checkpoint folder as Brax's trainers write it (a `<step>/` folder, or
+    their parent: its newest step or `checkpoint_step`), whose policy is a `BraxPolicy`."""
+    brax_folder = _brax_checkpoint(pathlib.Path(run_dir), checkpoint_step)
+    if brax_folder is not None:
+        from jaxrl.export import brax_checkpoint
+
+        if member is not None:
+            raise RunError(f"{run_dir} is a Brax checkpoint of one policy: member does not apply")
+        return brax_checkpoint.load_policy(brax_folder)
     if pathlib.Path(run_dir).is_file():
         if checkpoint_step is not None or member is not None:
             raise RunError(
@@ -353,6 +380,15 @@ def load_policy(
         raise RunError(f"member {member}: {run_dir} is a run of one seed")
     sizes = (obs_size, critic_size, action_size)
     return _policy(config, agent_config, agent, agent_state, stats, step, label, sizes)
+
+
+def _brax_checkpoint(path: pathlib.Path, step: int | None) -> pathlib.Path | None:
+    """The Brax checkpoint folder `path` names, or None for anything else (a jaxrl run)."""
+    if not path.is_dir() or (path / "config.json").is_file():
+        return None
+    from jaxrl.export import brax_checkpoint
+
+    return brax_checkpoint.find(path, step)
 
 
 def evaluate_run(

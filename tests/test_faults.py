@@ -418,9 +418,33 @@ def test_a_config_of_another_jaxrl_version_names_the_field_and_versions(finished
         driver.resume(copy, progress=None)
     message = str(raised.value)
     assert "TrainConfig has no field(s) replay_ratio" in message
-    assert "written by a jaxrl older than 0.1.0" in message
+    assert "the config names no jaxrl version: if an older jaxrl wrote it" in message
     with pytest.raises(driver.ConfigError, match="no field.s. replay_ratio"):
         runs.load_policy(copy)
+    saved["versions"]["jaxrl"] = "0.0.9"
+    (copy / "config.json").write_text(json.dumps(saved))
+    with pytest.raises(driver.ConfigError, match="written by jaxrl 0.0.9, and this is jaxrl"):
+        runs.load_policy(copy)
+
+
+def test_a_wrong_value_in_a_config_blames_the_value_not_a_version(finished_run, tmp_path):
+    """A config.json of this version (or with none, as if written by hand) with a wrong value:
+    the field and the entry are named, and no version is blamed."""
+    from jaxrl import runs
+    from jaxrl.version import version
+
+    run, _ = finished_run
+    copy = _copy_stopped_after(run, tmp_path, 256)
+    saved = json.loads((copy / "config.json").read_text())
+    saved["train"]["num_envs"] = "many"
+    for versions in ({"jaxrl": version()}, {}):
+        saved["versions"] = versions
+        (copy / "config.json").write_text(json.dumps(saved))
+        with pytest.raises(driver.ConfigError) as raised:
+            runs.load_policy(copy)
+        message = str(raised.value)
+        assert "num_envs must be a positive integer, got 'many'" in message
+        assert "(in the config's train entry)" in message and "version" not in message
 
 
 # -- resources -------------------------------------------------------------------------------

@@ -72,7 +72,9 @@ def test_a_resumed_run_s_progress_starts_where_it_stopped(tmp_path, monkeypatch)
     lines = []
     driver.resume(tmp_path / "run", progress=lines.append)
     assert [call[2:4] for call in calls] == [(256, 128)]  # (total, done): the bar starts at 128
-    assert len(lines) == 3 and "compiling" in lines[0] and "256/256 steps" in lines[2]
+    # It says which checkpoint it goes on from, then compiles and trains the rest.
+    assert lines[0] == f"{tmp_path / 'run'}: resuming from its checkpoint at 128 env steps, to 256"
+    assert len(lines) == 4 and "compiling" in lines[1] and "256/256 steps" in lines[3]
 
 
 def test_extending_a_short_run_equals_the_long_run(tmp_path):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import typing
 from collections.abc import Iterable
 from typing import Annotated, Any
@@ -72,3 +73,13 @@ def check_choices(config: Any, error: type[Exception] = ValueError) -> None:
                 f"{name} must be one of {', '.join(choices.values)}{several}, got "
                 f"{', '.join(map(repr, unknown))}"
             )
+
+
+def check_finite(config: Any, error: type[Exception] = ValueError) -> None:
+    """Every float field of a config is a finite number: an inf or nan learning rate, scale or
+    coefficient is refused here, before anything compiles, rather than found as a non-finite
+    loss after the first update."""
+    for field in dataclasses.fields(config):
+        value = getattr(config, field.name)
+        if isinstance(value, float) and not math.isfinite(value):
+            raise error(f"{field.name} must be a finite number, got {value}")

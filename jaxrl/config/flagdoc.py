@@ -19,23 +19,17 @@ from jaxrl import agents
 from jaxrl.config import resolve
 
 COMMAND = "python -m jaxrl.config.flagdoc > docs/FLAGS.md"
-_ARG_CONFIG = type(resolve.tyro.conf.arg())
 
 
 def _flag_and_metavar(cls: type, field: dataclasses.Field) -> tuple[str, str] | None:
     """The flag as --help writes it (aliases too) and its value's metavar; None for a field
     without a flag (env_options: --env-option sets it)."""
-    hint = resolve.type_hints(cls)[field.name]
-    extras: tuple = ()
-    if typing.get_origin(hint) is Annotated:
-        hint, *extras = typing.get_args(hint)
-    configs = [e for e in extras if isinstance(e, _ARG_CONFIG)]
-    name = configs[0].name if configs and configs[0].name else field.name
-    flags = ["--" + name.replace("_", "-")]
-    if configs and configs[0].aliases:
-        flags = list(configs[0].aliases) + flags
-    if typing.get_origin(hint) is dict:
+    flags = resolve.field_flags(cls, field)
+    if not flags:
         return None
+    hint = resolve.type_hints(cls)[field.name]
+    if typing.get_origin(hint) is Annotated:
+        hint = typing.get_args(hint)[0]
     metavar = resolve.field_metavar(cls, field.name, hint)
     if metavar is None:
         metavar = _metavar(hint)

@@ -21,6 +21,7 @@ import inspect
 import json
 import math
 import pathlib
+import re
 import textwrap
 import types
 import typing
@@ -257,6 +258,101 @@ def _from_command(algo: str, command: Any, cls: type) -> Any:
     return cls(**kwargs)
 
 
+def field_flags(cls: type, field: dataclasses.Field) -> list[str]:
+    """A config field's flags as --help lists them: its tyro aliases first, then its name (or
+    tyro's `name=`) as --kebab-case; [] for a field without a flag (env_options: --env-option
+    sets it). Booleans also take --no-X (listed by `train_flags`, not here)."""
+    hint = type_hints(cls)[field.name]
+    extras: tuple = ()
+    if typing.get_origin(hint) is Annotated:
+        hint, *extras = typing.get_args(hint)
+    if typing.get_origin(hint) is dict:
+        return []
+    configs = [e for e in extras if isinstance(e, _ARG_CONFIG)]
+    name = configs[0].name if configs and configs[0].name else field.name
+    aliases = list(configs[0].aliases) if configs and configs[0].aliases else []
+    return aliases + ["--" + name.replace("_", "-")]
+
+
+@functools.cache
+def train_flags(algo: str) -> frozenset[str]:
+    """Every flag `jaxrl train --algo ALGO` takes."""
+    flags = {"-h", "--help"}
+    for members in section_fields(algo).values():
+        for cls, field in members:
+            names = field_flags(cls, field)
+            flags.update(names)
+            if type_hints(cls, include_extras=False)[field.name] in (bool, bool | None):
+                flags.update("--no-" + name[2:] for name in names)
+    return frozenset(flags)
+
+
+@functools.cache
+def _field_flags_by_name() -> dict[str, str]:
+    """{config field name: its flag} over the run's options, TrainConfig and every agent."""
+    classes = [TrainOptions, TrainConfig, *(spec.config_cls for spec in agents.ALGORITHMS.values())]
+    out = {}
+    for cls in classes:
+        for field in dataclasses.fields(cls):
+            flags = field_flags(cls, field)
+            if flags:
+                out.setdefault(field.name, flags[0])
+    return out
+
+
+def as_flags(message: str) -> str:
+    """A config check's message in the command line's words: each config field it names
+    becomes its flag (total_steps -> --steps). A field of several words is replaced wherever
+    it stands but before "=" (`--vmap NAME=...` names fields); a one-word field only before
+    "must" (so "an env object" stays as it is)."""
+    for name, flag in sorted(_field_flags_by_name().items(), key=lambda kv: -len(kv[0])):
+        if "_" in name:
+            message = re.sub(rf"(?<![\w-]){re.escape(name)}(?![\w=-])", flag, message)
+        else:
+            message = re.sub(rf"(?<![\w-]){re.escape(name)}(?= must\b)", flag, message)
+    return message
+
+
+# Flags of other trainers (Brax, Stable-Baselines3, CleanRL) that a newcomer types first.
+_OTHER_TRAINERS = {
+    "--num-timesteps": ("--steps",),
+    "--total-timesteps": ("--steps",),
+    "--timesteps": ("--steps",),
+    "--discounting": ("--gamma",),
+    "--num-eval-envs": ("--eval-envs",),
+}
+
+
+def check_flags(argv: list[str], algo: str) -> None:
+    """Every --flag of `argv` is one `jaxrl train --algo ALGO` takes: a flag of another
+    algorithm names it; an unknown one gets the closest flags (or this trainer's name for a
+    flag of Brax or SB3) in one line, before tyro, whose own error lists the flag's value as
+    one more unrecognised option."""
+    own = train_flags(algo)
+    for word in argv:
+        flag = word.split("=", 1)[0]
+        if not flag.startswith("--") or flag == "--" or flag.replace("_", "-") in own:
+            continue
+        owners = [
+            name
+            for name, spec in agents.ALGORITHMS.items()
+            if name != algo and flag in train_flags(name)
+        ]
+        if owners:
+            raise ConfigError(
+                f"{flag} is an option of {', '.join(owners)}, not of {algo}; pass --algo "
+                f"{owners[0]} (or a preset of it) to use it."
+            )
+        close = list(_OTHER_TRAINERS.get(flag, ()))
+        if flag in ("--lr", "--learning-rate"):
+            close = sorted(f for f in own if f.endswith("-lr") or f == "--learning-rate")
+        close = close or difflib.get_close_matches(flag, sorted(own), n=3, cutoff=0.7)
+        hint = f"; did you mean {' or '.join(close)}?" if close else "."
+        raise ConfigError(
+            f"unknown flag {flag}{hint} (jaxrl train --algo {algo} --help lists its flags)"
+        )
+
+
 def flag_names(cls: type) -> set[str]:
     names = set()
     hints = type_hints(cls, include_extras=False)
@@ -300,29 +396,6 @@ def _optional_bool_flags(argv: list[str], classes: tuple[type, ...]) -> list[str
         else:
             out.append(word)
     return out
-
-
-def _check_foreign_flags(argv: list[str], algo: str) -> None:
-    """A flag of another algorithm's config names that algorithm (tyro would only say it is
-    unrecognised)."""
-    own = (
-        flag_names(TrainConfig) | flag_names(TrainOptions) | flag_names(agents.get(algo).config_cls)
-    )
-    own |= {"--steps", "--algo", "-h", "--help"}
-    for word in argv:
-        flag = word.split("=", 1)[0]
-        if not flag.startswith("--") or flag in own:
-            continue
-        owners = [
-            name
-            for name, spec in agents.ALGORITHMS.items()
-            if name != algo and flag in flag_names(spec.config_cls)
-        ]
-        if owners:
-            raise ConfigError(
-                f"{flag} is an option of {', '.join(owners)}, not of {algo}; pass --algo "
-                f"{owners[0]} (or a preset of it) to use it."
-            )
 
 
 def _preset(name: str) -> dict:
@@ -418,7 +491,7 @@ def build_configs(argv: list[str]) -> tuple[TrainConfig, Any, TrainOptions]:
     train options). Bad input raises ConfigError (or exits 2 from tyro for bad flags)."""
     known = pre_parse(argv)
     train, agent, run_options = _starting_configs(known)
-    _check_foreign_flags(argv, train.algo)
+    check_flags(argv, train.algo)
     cls = _command_class(train.algo)
     argv = _optional_bool_flags(argv, (TrainConfig, agents.get(train.algo).config_cls))
     try:

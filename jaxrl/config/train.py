@@ -11,7 +11,7 @@ from typing import Annotated, Any, ClassVar, Literal, NamedTuple
 
 import tyro
 
-from jaxrl.config.choices import Choices, check_choices
+from jaxrl.config.choices import Choices, check_choices, check_finite
 from jaxrl.config.offline import OfflineSchedule, whole
 from jaxrl.config.options import TrainOptions
 from jaxrl.errors import ConfigError  # raised here; also importable as jaxrl.config.ConfigError
@@ -170,9 +170,8 @@ class TrainConfig(OfflineSchedule):
     env: str = "classic/pendulum"
     """Environment as family/name, e.g. brax/ant or classic/pendulum (`jaxrl list` names them)."""
     algo: str | None = None
-    """Algorithm to train, e.g. sac, td3 or ppo (`jaxrl list` names them all); None: the one
-    whose config is trained with this one (`jaxrl.train(TrainConfig(...), TD3Config())`), or
-    SAC without one."""
+    """Algorithm to train, e.g. sac, td3 or ppo (`jaxrl list` names them all; default sac, or
+    the preset's). In Python, None takes the algorithm of the agent config passed with it."""
     seed: int = 0
     """Random seed: initialisation, env resets, exploration and batch sampling derive from it."""
     total_steps: Annotated[int, tyro.conf.arg(aliases=("--steps",))] = 50_000
@@ -360,6 +359,7 @@ class TrainConfig(OfflineSchedule):
             object.__setattr__(self, "env_imports", (self.env_imports,))
         # Every field marked with Choices, whichever its section: randomize, autoreset, ...
         check_choices(self, ConfigError)
+        check_finite(self, ConfigError)
         self._check_run()
         self._check_env()
         self._check_collection()

@@ -151,8 +151,8 @@ def test_a_resume_refuses_a_dataset_that_changed(tmp_path, datasets):
         (["--dataset", "jaxrl/nowhere-v0"], "no such local Minari dataset"),
         (["--env", "classic/mountain_car_continuous"], "observations of size 3"),
         (["--dataset", None], "--offline-updates 64: name the data with --dataset"),
-        (["--offline-updates", "0"], "total_steps must be a positive integer"),
-        (["--steps", "1000", "--offline-ratio", "1.5"], "offline_ratio must be in [0, 1]"),
+        (["--offline-updates", "0"], "--steps must be a positive integer"),
+        (["--steps", "1000", "--offline-ratio", "1.5"], "--offline-ratio must be in [0, 1]"),
         (
             ["--offline-updates", "0", "--steps", "1000", "--offline-ratio", "0"],
             "nothing would read the dataset",

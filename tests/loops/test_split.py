@@ -62,5 +62,5 @@ def test_split_every_bad_value_exits_2_before_anything_is_written(tmp_path, caps
     out = tmp_path / "run"
     code = cli.main(["train", "--algo", "pql", "--split-every", "-2", "--out", str(out)])
     assert code == 2
-    assert "split_every must be an integer >= 0" in capsys.readouterr().err
+    assert "--split-every must be an integer >= 0" in capsys.readouterr().err
     assert not out.exists()

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Annotated, Any
 
-from jaxrl.config.choices import Choices, check_choices
+from jaxrl.config.choices import Choices, check_choices, check_finite
 
 MATMUL_PRECISIONS = ("float32", "bfloat16", "mixed")
 """The agents' `matmul_precision` choices (`networks.dense_precision`)."""
@@ -63,6 +63,7 @@ def check_network_config(config: Any, residual: bool = False) -> None:
     """Shared checks of an agent config, called first by every agent config's __post_init__:
     widths, counts >= 1 and learning rates > 0, by the field names the agents use, and every
     field marked with `Choices`; raises ValueError naming the field."""
+    check_finite(config)
     fields = vars(config)
     for name in ("actor_hidden", "critic_hidden"):
         widths = fields[name]
