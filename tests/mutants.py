@@ -3262,6 +3262,22 @@ MUTANTS = [
         "tests/export/test_onnx.py::test_load_policy_reads_a_brax_checkpoint",
     ),
     m(
+        "playground-preset-without-prefill",
+        "jaxrl/brax/playground.py",
+        "        rows = plan.prefill * config.num_envs",
+        "        rows = plan.prefill",
+        "--preset playground's SAC counts Brax's prefill in steps of all envs, not rows",
+        "tests/brax/test_playground_preset.py",
+    ),
+    m(
+        "playground-preset-factory-options-dropped",
+        "jaxrl/brax/playground.py",
+        "        values[\"network_factory\"] = functools.partial(make, **factory)",
+        "        values[\"network_factory\"] = functools.partial(make)",
+        "--preset playground drops the options of Playground's network_factory",
+        "tests/brax/test_playground_preset.py",
+    ),
+    m(
         "sim-to-sim-forwards-after-the-target-moves",
         "docs/examples/reacher_sim_to_sim.py",
         "        self.data.mocap_pos[self.target, :2] = target_xy\n        return self.observe()",

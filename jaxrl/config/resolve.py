@@ -398,13 +398,19 @@ def _optional_bool_flags(argv: list[str], classes: tuple[type, ...]) -> list[str
     return out
 
 
+PLAYGROUND = "playground"  # --preset playground: Playground's own config of the --env task
+
+
 def _preset(name: str) -> dict:
     from jaxrl.experiments.presets import PRESETS
 
     if name not in PRESETS:
         close = difflib.get_close_matches(name, PRESETS, n=3)
         hint = f" Did you mean {', '.join(close)}?" if close else ""
-        raise ConfigError(f"Unknown preset {name!r}.{hint} Available: {', '.join(PRESETS)}.")
+        raise ConfigError(
+            f"Unknown preset {name!r}.{hint} Available: {', '.join(PRESETS)}, and playground "
+            "(Playground's own config of the --env task)."
+        )
     return PRESETS[name]
 
 
@@ -436,6 +442,11 @@ def _starting_configs(known: argparse.Namespace) -> tuple[TrainConfig, Any, dict
         option_names = {f.name for f in dataclasses.fields(TrainOptions)}
         run_options = {k: v for k, v in saved.get("run", {}).items() if k in option_names}
         return train, agent, run_options
+    if known.preset == PLAYGROUND:
+        from jaxrl.brax import playground
+
+        train, agent = playground.configs(known.algo or "ppo", known.env)
+        return train, agent, {}
     preset = _preset(known.preset) if known.preset else {}
     algo = known.algo or preset.get("algo", "sac")
     if preset and known.algo and known.algo != preset["algo"]:
@@ -480,7 +491,7 @@ def preset(name: str, **changes: Any) -> tuple[TrainConfig, Any]:
 
 def pre_parse(argv: list[str]) -> argparse.Namespace:
     pre = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
-    for flag in ("--algo", "--preset", "--config", "--resume"):
+    for flag in ("--algo", "--preset", "--config", "--resume", "--env"):
         pre.add_argument(flag, default=None)
     known, _ = pre.parse_known_args(argv)
     return known
