@@ -218,16 +218,41 @@ def _greedy_obs(policy: Policy) -> Any:
 
 
 def _read_arrays(policy: Policy) -> dict[str, np.ndarray]:
-    """The agent state's arrays that the greedy action depends on, by their tree paths: found
-    from the policy's jaxpr, so every algorithm's actor (and CrossQ's BatchRenorm statistics)
-    is kept and its critics, target critics, temperature and optimiser states are not."""
-    from jaxrl.export.graph import inputs_read
+    return policy_arrays(
+        policy.config, policy.agent_config, policy.agent_state, policy.obs_stats,
+        _greedy_obs(policy),
+    )  # fmt: skip
 
-    agent = agents.get(policy.config.algo).make(policy.agent_config)
-    apply = make_policy(policy.config, agent)
-    closed = jax.make_jaxpr(apply)(policy.agent_state, policy.obs_stats, _greedy_obs(policy))
+
+def policy_arrays(
+    config: TrainConfig,
+    agent_config: Any,
+    agent_state: Any,
+    obs_stats: Any,
+    obs_like: Any,
+    exploring: bool = False,
+) -> dict[str, np.ndarray]:
+    """The agent state's arrays that the greedy action of `obs_like` observations depends on
+    (and, `exploring`, the exploring action of an array observation: its noise's settings),
+    by their tree paths: found from the policy's jaxpr, so every algorithm's actor (and
+    CrossQ's BatchRenorm statistics) is kept and its critics, target critics, temperature and
+    optimiser states are not. `agent_state_from_arrays` puts them back."""
+    from jaxrl.export.graph import inputs_read
+    from jaxrl.loops.base import make_observe
+    from jaxrl.observations import actor_part
+
+    agent = agents.get(config.algo).make(agent_config)
+    greedy, observe = make_policy(config, agent), make_observe(config)
+
+    def apply(state, stats, obs):
+        if not exploring:
+            return greedy(state, stats, obs)
+        noisy = agent.act(state, observe(actor_part(stats), obs), jax.random.PRNGKey(0), 1.0)
+        return greedy(state, stats, obs), noisy
+
+    closed = jax.make_jaxpr(apply)(agent_state, obs_stats, obs_like)
     reads = inputs_read(closed.jaxpr)
-    leaves = jax.tree_util.tree_flatten_with_path(policy.agent_state)[0]
+    leaves = jax.tree_util.tree_flatten_with_path(agent_state)[0]
     return {
         jax.tree_util.keystr(path): np.asarray(jax.device_get(leaf))
         for (path, leaf), read in zip(leaves, reads[: len(leaves)], strict=True)
@@ -235,28 +260,34 @@ def _read_arrays(policy: Policy) -> dict[str, np.ndarray]:
     }
 
 
-def _agent_state_from(like: Any, saved: dict, format_: str) -> Any:
-    """The agent state of a policy file: format 1's state dict, or format 2's arrays by path
-    with zeros where an array was left out (nothing the policy computes reads them)."""
-    from flax import serialization
-
-    like = _without_optimisers(like)
-    if format_ == "jaxrl-policy-1":
-        return jax.tree.map(jnp.asarray, serialization.from_state_dict(like, saved))
-    leaves, treedef = jax.tree_util.tree_flatten_with_path(like)
-    arrays = []
+def agent_state_from_arrays(like: Any, arrays: dict) -> Any:
+    """An agent state shaped as `like` (arrays or shapes), its optimiser states dropped, from
+    `policy_arrays`' arrays by path, with zeros where an array was left out (nothing the
+    policy computes reads them)."""
+    leaves, treedef = jax.tree_util.tree_flatten_with_path(_without_optimisers(like))
+    out = []
     for path, leaf in leaves:
-        value = saved.get(jax.tree_util.keystr(path))
+        value = arrays.get(jax.tree_util.keystr(path))
         if value is None:
-            arrays.append(jnp.zeros(leaf.shape, leaf.dtype))
+            out.append(jnp.zeros(leaf.shape, leaf.dtype))
         elif tuple(np.shape(value)) != tuple(leaf.shape):
             raise RunError(
-                f"the policy file's {jax.tree_util.keystr(path)} has shape {np.shape(value)}, "
-                f"where its config builds {tuple(leaf.shape)}"
+                f"the policy's {jax.tree_util.keystr(path)} has shape {np.shape(value)}, where "
+                f"its config builds {tuple(leaf.shape)}"
             )
         else:
-            arrays.append(jnp.asarray(value, leaf.dtype))
-    return jax.tree_util.tree_unflatten(treedef, arrays)
+            out.append(jnp.asarray(value, leaf.dtype))
+    return jax.tree_util.tree_unflatten(treedef, out)
+
+
+def _agent_state_from(like: Any, saved: dict, format_: str) -> Any:
+    """The agent state of a policy file: format 1's state dict, or format 2's arrays."""
+    from flax import serialization
+
+    if format_ == "jaxrl-policy-1":
+        like = _without_optimisers(like)
+        return jax.tree.map(jnp.asarray, serialization.from_state_dict(like, saved))
+    return agent_state_from_arrays(like, saved)
 
 
 def _load_policy_file(path: pathlib.Path) -> Policy:

@@ -54,7 +54,7 @@ def _python_blocks(page: str = "docs/API.md") -> list[str]:
     counts = {name: len(blocks) for name, blocks in found.items() if blocks}
     # SCALE.md's: tests/test_scale.py; OFFLINE.md's: test_readme_run_folder_commands_work_as_written
     assert counts == {
-        "README.md": 1, "docs/API.md": 4, "docs/BRAX.md": 2, "docs/SCALE.md": 1,
+        "README.md": 1, "docs/API.md": 4, "docs/BRAX.md": 3, "docs/SCALE.md": 1,
         "docs/OFFLINE.md": 1, "docs/EXPORT.md": 1,
     }  # fmt: skip
     return found[page]
@@ -116,6 +116,17 @@ def test_the_brax_sac_example_runs_with_brax_s_results():
     assert int(namespace["normalizer_params"].count) == 2048
     action, _ = namespace["policy"](np.zeros((3, 2), np.float32), None)
     assert action.shape == (3, 1) and np.all(np.abs(action) <= 1.0)
+
+
+def test_the_brax_crossq_example_runs_with_brax_s_results():
+    """docs/BRAX.md's example of the other algorithms' door: CrossQ by Brax's sac.train
+    arguments and its own options, Brax's metrics and normaliser, jaxrl's make_policy."""
+    namespace: dict = {"obs": np.zeros((3, 2), np.float32)}
+    exec(compile(_python_blocks("docs/BRAX.md")[2], "docs/BRAX.md", "exec"), namespace)
+    assert {"eval/episode_reward", "training/critic_loss"} <= set(namespace["metrics"])
+    normalizer, policy_params = namespace["params"]
+    assert int(normalizer.count) == 2048 and ".actor_stats" in "".join(policy_params)
+    assert namespace["action"].shape == (3, 1) and np.all(np.abs(namespace["action"]) <= 1.0)
 
 
 def test_readme_own_env_example_trains_by_object_and_by_name():

@@ -44,7 +44,8 @@ class NetworkSettings:
     train: dict
 
 
-def _unwrapped(factory: Callable) -> tuple[Callable, dict]:
+def unwrapped(factory: Callable) -> tuple[Callable, dict]:
+    """(the function, its options by name) of a factory or a functools.partial of one."""
     options: dict = {}
     while isinstance(factory, functools.partial):
         if factory.args:
@@ -60,7 +61,7 @@ def _unwrapped(factory: Callable) -> tuple[Callable, dict]:
 def _options(factory: Callable, expected: Callable, door: str, module: str) -> dict:
     """The options a factory (`expected`, or a partial of it) passes by name, else a
     ConfigError saying what jaxrl.brax.<door> reads."""
-    func, options = _unwrapped(factory)
+    func, options = unwrapped(factory)
     if func is not expected:
         raise ConfigError(
             f"network_factory={getattr(func, '__qualname__', func)!r} cannot be read by "
@@ -225,7 +226,7 @@ def autoreset_of(wrap_env_fn: Callable | None) -> str | None:
     back to the first state), or a ConfigError for a wrapper jaxrl cannot stand in for."""
     if wrap_env_fn is None:
         return "first"
-    func, options = _unwrapped(wrap_env_fn)
+    func, options = unwrapped(wrap_env_fn)
     import brax.envs
 
     known = [brax.envs.training.wrap]

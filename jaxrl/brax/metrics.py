@@ -49,7 +49,7 @@ class Report:
         training = {
             "training/sps": row["chunk_env_steps_per_second"] * self.repeat,
             "training/walltime": row["train_seconds"],
-            **(self._sac(row) if self.config.algo == "sac" else self._ppo(row)),
+            **(self._ppo(row) if self.config.algo == "ppo" else self._off_policy(row)),
         }
         if not self.run_evals:
             return training
@@ -68,20 +68,22 @@ class Report:
             "training/learning_rate": agent.learning_rate,
         }
 
-    def _sac(self, row: dict) -> dict:
+    def _off_policy(self, row: dict) -> dict:
         """Brax SAC's training step metrics: its losses and temperature averaged over the
         interval's updates, as jaxrl's row averages them, and the replay's size averaged over
-        the interval's training steps, as Brax's epoch averages it."""
+        the interval's training steps, as Brax's epoch averages it. An algorithm without a
+        temperature (TD3, PQL, ...) reports none."""
         config = self.config
         capacity = config.replay_capacity
         end = int(row["env_steps"]) // config.num_envs  # iterations done, the prefill in them
         start = end - config.iterations_per_chunk
         sizes = [min((i + 1) * config.num_envs, capacity) for i in range(start, end)]
-        return {
+        out = {
             # jaxrl's critic loss sums the critics' losses, Brax's averages them.
             "training/critic_loss": row["critic_loss"] / self.agent.num_critics,
             "training/actor_loss": row["actor_loss"],
-            "training/alpha_loss": row["alpha_loss"],
-            "training/alpha": row["alpha"],
-            "training/buffer_current_size": sum(sizes) / len(sizes),
         }
+        for name in ("alpha_loss", "alpha"):
+            if name in row:
+                out[f"training/{name}"] = row[name]
+        return {**out, "training/buffer_current_size": sum(sizes) / len(sizes)}

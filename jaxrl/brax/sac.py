@@ -27,6 +27,7 @@ it never applies).
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -116,12 +117,21 @@ def first_update_rows(num_envs: int, min_replay_size: int) -> int:
     return (-(-min_replay_size // num_envs) + 1) * num_envs
 
 
-def _plan(s: dict) -> _Plan:
-    """The configs of Brax's arguments `s`, or a ConfigError naming the argument."""
-    from jaxrl.agents.configs.sac import SACConfig
+def _plan(s: dict, algo: str = "sac", options: dict | None = None) -> _Plan:
+    """The configs of Brax's arguments `s` for `algo` (SAC, or another off-policy algorithm
+    through `jaxrl.brax.offpolicy`, with its own `options`), or a ConfigError naming the
+    argument."""
     from jaxrl.config import TrainConfig
 
-    arguments.refuse(s, _REFUSED, DOOR)
+    door = f"jaxrl.brax.{algo}"
+    arguments.refuse(s, _REFUSED, door)
+    if algo != "sac":
+        for name in ("checkpoint_logdir", "restore_checkpoint_path"):
+            if s[name]:
+                raise ConfigError(
+                    f"{name} cannot be honoured by {door}: Brax has no checkpoint format for "
+                    f"{algo}'s networks (jaxrl.train's run folders keep {algo}'s checkpoints)"
+                )
     env = s["environment"]
     repeat = arguments.positive(s, "action_repeat")
     envs = arguments.positive(s, "num_envs")
@@ -131,7 +141,7 @@ def _plan(s: dict) -> _Plan:
     prefill, per_interval = _steps(s, envs, repeat)
     if s["num_resets_per_eval"]:
         warnings.warn(
-            f"num_resets_per_eval={s['num_resets_per_eval']} is ignored by {DOOR}: jaxrl's "
+            f"num_resets_per_eval={s['num_resets_per_eval']} is ignored by {door}: jaxrl's "
             "off-policy loop does not hard-reset its training envs between evaluations",
             stacklevel=3,
         )
@@ -144,12 +154,12 @@ def _plan(s: dict) -> _Plan:
             f"max_replay_size={replay!r} must hold a batch (batch_size={s['batch_size']}) and a "
             f"step of every env (num_envs={envs})"
         )
-    net = factories.sac_settings(s["network_factory"])
+    net = factories.sac_settings(s["network_factory"]) if s["network_factory"] else None
     if isinstance(getattr(env, "observation_size", None), dict):
         raise ConfigError("environment: dictionary observations are not implemented in SAC")
     try:
         config = TrainConfig(
-            algo="sac",
+            algo=algo,
             env=f"brax/{type(env).__name__}",
             seed=int(s["seed"]),
             total_steps=intervals * per_interval * envs,
@@ -176,21 +186,7 @@ def _plan(s: dict) -> _Plan:
             autoreset=factories.autoreset_of(s["wrap_env_fn"]),
             devices=arguments.devices(s["max_devices_per_host"]),
         )
-        agent_config = SACConfig(
-            actor_lr=s["learning_rate"],
-            critic_lr=s["learning_rate"],
-            alpha_lr=3e-4,
-            init_alpha=1.0,
-            target_entropy_scale=0.5,
-            tau=s["tau"],
-            reward_scale=s["reward_scaling"],
-            softplus_std=True,
-            actor_uses_updated_critic=False,
-            temperature_loss="alpha",
-            temperature_draw="own",
-            truncation="mask",
-            **net.agent,
-        )
+        agent_config = _agent_config(s, algo, net, options or {})
     except ValueError as error:  # a field's own check: its message names the field
         raise ConfigError(str(error)) from None
     from brax.training.agents.sac import checkpoint
@@ -208,6 +204,67 @@ def _plan(s: dict) -> _Plan:
         restored=arguments.load_checkpoint(s["restore_checkpoint_path"], checkpoint),
         checkpoint_logdir=s["checkpoint_logdir"],
     )
+
+
+# The make_sac_networks options behind each network setting: a setting the algorithm lacks
+# is refused where the caller's factory chose it, and left to the algorithm where Brax's
+# default stands in.
+_FACTORY_OPTIONS = {
+    "actor_hidden": {"hidden_layer_sizes"},
+    "critic_hidden": {"hidden_layer_sizes"},
+    "activation": {"activation"},
+    "kernel_init": {"policy_network_kernel_init_fn", "q_network_kernel_init_fn"},
+    "critic_layer_norm": {"q_network_layer_norm"},
+    "critic_norm_after_relu": {"q_network_layer_norm"},
+}
+
+
+def _agent_config(s: dict, algo: str, net: Any, options: dict) -> Any:
+    """SAC with every choice of Brax's SAC; another algorithm with its own defaults, Brax's
+    learning rate, tau and reward scaling, the factory's networks where one is given, and the
+    caller's `options` (fields of its config) over them."""
+    from jaxrl import agents
+    from jaxrl.agents.configs.sac import SACConfig
+
+    if algo == "sac":
+        net = net or factories.sac_settings(None)
+        return SACConfig(
+            actor_lr=s["learning_rate"],
+            critic_lr=s["learning_rate"],
+            alpha_lr=3e-4,
+            init_alpha=1.0,
+            target_entropy_scale=0.5,
+            tau=s["tau"],
+            reward_scale=s["reward_scaling"],
+            softplus_std=True,
+            actor_uses_updated_critic=False,
+            temperature_loss="alpha",
+            temperature_draw="own",
+            truncation="mask",
+            **net.agent,
+        )
+    cls = agents.get(algo).config_cls
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(options) - set(fields))
+    if unknown:
+        raise ConfigError(
+            f"{', '.join(unknown)}: not an option of {algo} ({cls.__name__}); its options are "
+            f"its config's fields ({', '.join(fields)})"
+        )
+    values = {"actor_lr": s["learning_rate"], "critic_lr": s["learning_rate"]}
+    for argument, name in (("tau", "tau"), ("reward_scaling", "reward_scale")):
+        if name in fields:
+            values[name] = s[argument]
+        elif s[argument] != inspect.signature(train).parameters[argument].default:
+            raise ConfigError(f"{argument}={s[argument]!r}: {algo} has no {name}")
+    given = set(factories.unwrapped(s["network_factory"])[1]) if net else set()
+    for name, value in (net.agent if net else {}).items():
+        if name in fields:
+            values[name] = value
+        elif _FACTORY_OPTIONS[name] & given and value != getattr(SACConfig(), name):
+            raise ConfigError(f"network_factory: {algo}'s networks have no {name} (={value!r})")
+    values = {k: v for k, v in values.items() if k in fields}
+    return cls(**{**values, **options})
 
 
 def _steps(s: dict, envs: int, repeat: int) -> tuple[int, int]:
@@ -245,9 +302,12 @@ def _run(plan: _Plan, progress_fn: Callable):
     from jaxrl.brax import params as brax_params
 
     config, repeat = plan.config, plan.action_repeat
-    make_policy = factories.make_inference_fn(
-        plan.networks, plan.env, config.normalize_observations
-    )
+    if config.algo == "sac":
+        make_policy = factories.make_inference_fn(
+            plan.networks or factories.sac_settings(None), plan.env, config.normalize_observations
+        )
+    else:
+        make_policy = _jaxrl_make_policy(plan)
     report = brax_metrics.Report(config, plan.agent_config, repeat, True)
     trainer = driver.check_setting(config, plan.agent_config, plan.env, plan.randomization_fn)
     prefill = jax.jit(trainer.prefill, static_argnums=1)
@@ -277,7 +337,9 @@ def _run(plan: _Plan, progress_fn: Callable):
         pending[:] = [report.row(row)]
 
     def _brax_params(state):
-        return brax_params.sac_to_brax(state.agent.actor.params, state.obs_stats)
+        if config.algo == "sac":
+            return brax_params.sac_to_brax(state.agent.actor.params, state.obs_stats)
+        return _policy_params(plan, state)
 
     result = driver.train(
         config,
@@ -292,6 +354,60 @@ def _run(plan: _Plan, progress_fn: Callable):
         randomization_fn=plan.randomization_fn,
     )
     return make_policy, _brax_params(result.state), report.row(result.history[-1])
+
+
+def _policy_params(plan: _Plan, state) -> tuple:
+    """(normalizer_params, policy_params) of an algorithm Brax has no networks for: Brax's
+    normaliser, and the agent state's arrays its greedy and exploring actions read, by path
+    (`jaxrl.runs.policy_arrays`), which `make_policy` puts back into the agent."""
+    import jax
+
+    from jaxrl import runs
+    from jaxrl.brax import params as brax_params
+
+    obs_like = jax.ShapeDtypeStruct((1, plan.env.observation_size), jax.numpy.float32)
+    arrays = runs.policy_arrays(
+        plan.config, plan.agent_config, state.agent, state.obs_stats, obs_like, exploring=True
+    )
+    return brax_params.normalizer_to_brax(state.obs_stats), arrays
+
+
+def _jaxrl_make_policy(plan: _Plan) -> Callable:
+    """Brax's `make_policy(params, deterministic=False) -> policy(obs, key) -> (action, {})`
+    for an algorithm Brax has no networks for, from jaxrl's agent: greedy where
+    `deterministic`, else the agent's exploring action (noise scale 1)."""
+    import jax
+    import jax.numpy as jnp
+
+    from jaxrl import agents, runs
+    from jaxrl.brax import params as brax_params
+    from jaxrl.loops.base import init_agent, make_observe, make_policy
+    from jaxrl.observations import ObservationView, actor_part
+
+    config = plan.config
+    agent = agents.get(config.algo).make(plan.agent_config)
+    view = ObservationView(None, None, plan.env.observation_size, None)
+    like = jax.eval_shape(
+        lambda key: init_agent(agent, key, view, plan.env.action_size), jax.random.PRNGKey(0)
+    )
+    greedy, observe = make_policy(config, agent), make_observe(config)
+
+    def make(params, deterministic: bool = False):
+        normalizer, arrays = params
+        state = runs.agent_state_from_arrays(like, arrays)
+        stats = brax_params.normalizer_from_brax(normalizer)
+
+        def policy(obs, key):
+            if deterministic:
+                return greedy(state, stats, obs), {}
+            obs = jnp.asarray(obs, jnp.float32)
+            batch = obs.reshape(-1, obs.shape[-1])
+            action = agent.act(state, observe(actor_part(stats), batch), key, 1.0)
+            return action.reshape(obs.shape[:-1] + action.shape[-1:]), {}
+
+        return policy
+
+    return make
 
 
 def _start_from(state, restored):

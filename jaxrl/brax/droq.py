@@ -1,0 +1,6 @@
+"""`jaxrl.brax.droq.train`: Brax's `sac.train` arguments over jaxrl's droq,
+and its own options as keywords (jaxrl.brax.offpolicy, docs/BRAX.md)."""
+
+from jaxrl.brax.offpolicy import door
+
+train = door("droq")

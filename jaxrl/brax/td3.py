@@ -1,0 +1,6 @@
+"""`jaxrl.brax.td3.train`: Brax's `sac.train` arguments over jaxrl's td3,
+and its own options as keywords (jaxrl.brax.offpolicy, docs/BRAX.md)."""
+
+from jaxrl.brax.offpolicy import door
+
+train = door("td3")
