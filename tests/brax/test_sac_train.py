@@ -324,6 +324,15 @@ def test_brax_s_inference_fn_acts_with_jaxrl_s_params(runs):
     assert not np.allclose(sampled, action)
 
 
+# Brax's SAC train test's settings (brax/training/agents/sac/train_test.py) and threshold.
+BRAX_SAC_TEST = dict(
+    num_timesteps=2**15, episode_length=128, num_envs=64, learning_rate=3e-4, discounting=0.99,
+    batch_size=64, normalize_observations=True, reward_scaling=10, grad_updates_per_step=64,
+    num_evals=3, seed=0,
+)  # fmt: skip
+BRAX_SAC_THRESHOLD = 140 * 0.995
+
+
 @pytest.mark.slow
 def test_it_learns_brax_s_own_sac_test():
     """Brax's SAC train test (brax/training/agents/sac/train_test.py, testTrain): its `fast`
@@ -331,18 +340,5 @@ def test_it_learns_brax_s_own_sac_test():
     separate eval_env of the same task (not taken yet)."""
     from brax import envs
 
-    _, _, metrics = sac.train(
-        envs.get_environment("fast"),
-        num_timesteps=2**15,
-        episode_length=128,
-        num_envs=64,
-        learning_rate=3e-4,
-        discounting=0.99,
-        batch_size=64,
-        normalize_observations=True,
-        reward_scaling=10,
-        grad_updates_per_step=64,
-        num_evals=3,
-        seed=0,
-    )
-    assert metrics["eval/episode_reward"] > 140 * 0.995
+    _, _, metrics = sac.train(envs.get_environment("fast"), **BRAX_SAC_TEST)
+    assert metrics["eval/episode_reward"] > BRAX_SAC_THRESHOLD
