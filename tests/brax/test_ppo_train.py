@@ -328,3 +328,44 @@ def test_a_playground_env_built_as_warp_is_refused_with_how_to_load_the_jax_one(
         ppo.train(WarpBuilt(), num_timesteps=1000)
     with pytest.raises(ValueError, match=r"config_overrides=\{'impl': 'jax'\}"):
         driver.train(TrainConfig(algo="ppo", env="playground/CartpoleBalance"), env=WarpBuilt())
+
+
+def test_playground_s_notebook_pattern_runs_end_to_end():
+    """Playground's training notebooks: `functools.partial(ppo.train, **brax_ppo_config(task),
+    network_factory=..., progress_fn=...)`, then `train_fn(environment=env,
+    wrap_env_fn=wrapper.wrap_for_brax_training)`, with only the import changed (its sizes cut
+    to a CPU test's: the notebook's config otherwise as Playground writes it)."""
+    import functools
+
+    from brax.training.agents.ppo import networks as ppo_networks
+    from mujoco_playground import registry, wrapper
+    from mujoco_playground.config import dm_control_suite_params
+
+    task = "CartpoleBalance"
+    env = registry.load(task, config_overrides={"impl": "jax"})
+    config = dm_control_suite_params.brax_ppo_config(task)
+    small = dict(
+        num_timesteps=2 * 8 * 4 * 30, num_envs=8, batch_size=8, num_minibatches=4, num_evals=2,
+        num_eval_envs=4, episode_length=60, num_updates_per_batch=2,
+    )  # fmt: skip
+    config.update(small)
+    factory = functools.partial(
+        ppo_networks.make_ppo_networks, policy_hidden_layer_sizes=(16, 16),
+        value_hidden_layer_sizes=(16, 16),
+    )  # fmt: skip
+    steps = []
+    train_fn = functools.partial(
+        ppo.train,
+        **dict(config),
+        network_factory=factory,
+        progress_fn=lambda step, metrics: steps.append((step, metrics)),
+    )
+    make_inference_fn, params, metrics = train_fn(
+        environment=env, wrap_env_fn=wrapper.wrap_for_brax_training
+    )
+    assert [step for step, _ in steps][0] == 0 and steps[-1][0] >= small["num_timesteps"]
+    assert {"eval/episode_reward", "training/total_loss"} <= set(metrics)
+    assert np.isfinite(metrics["eval/episode_reward"])
+    policy = make_inference_fn(params, deterministic=True)
+    action, _ = policy(jnp.zeros((3, env.observation_size)), jax.random.PRNGKey(0))
+    assert action.shape == (3, env.action_size)
