@@ -247,6 +247,10 @@ def test_as_flags_leaves_plain_words_alone():
     assert resolve.as_flags("an env object; the seed of an env") == (
         "an env object; the seed of an env"
     )
+    # --vmap and --grid name fields as the user wrote them; paths stay paths.
+    vmap = "--vmap actor_lr+critic_lr names actor_lr twice"
+    assert resolve.as_flags(vmap) == vmap
+    assert resolve.as_flags("runs/batch_size/config.json") == "runs/batch_size/config.json"
 
 
 def test_env_option_values_are_literals_with_lowercase_booleans():

@@ -156,7 +156,7 @@ def _plan(s: dict, algo: str = "sac", options: dict | None = None) -> _Plan:
         )
     net = factories.sac_settings(s["network_factory"]) if s["network_factory"] else None
     if isinstance(getattr(env, "observation_size", None), dict):
-        raise ConfigError("environment: dictionary observations are not implemented in SAC")
+        raise ConfigError(f"environment: dictionary observations are not implemented in {algo}")
     try:
         config = TrainConfig(
             algo=algo,
@@ -175,7 +175,7 @@ def _plan(s: dict, algo: str = "sac", options: dict | None = None) -> _Plan:
             learning_starts=0,
             eval_every=per_interval * envs,
             eval_envs=s["num_eval_envs"],
-            eval_actions="greedy" if s["deterministic_eval"] else "sampled",
+            eval_actions=_eval_actions(s["deterministic_eval"], algo),
             eval_simulator="own",  # Brax's evaluator steps envs of its own
             eval_env_metrics=True,
             randomize_eval=s["randomization_fn"] is not None,  # Brax randomizes its evaluator's
@@ -217,6 +217,16 @@ _FACTORY_OPTIONS = {
     "critic_layer_norm": {"q_network_layer_norm"},
     "critic_norm_after_relu": {"q_network_layer_norm"},
 }
+
+
+def _eval_actions(deterministic: bool, algo: str) -> str:
+    """Brax's `deterministic_eval` as jaxrl's eval_actions. FastTD3 and PQL spread their noise
+    over the envs (scales up to 0.4 and 0.8 of a noise of std 1): a "sampled" evaluation acts at
+    scale 1, a noise training never used, so they evaluate greedily."""
+    from jaxrl import agents
+
+    per_env = (agents.get(algo).make().loop_defaults or {}).get("noise_scale_max") is not None
+    return "greedy" if deterministic or per_env else "sampled"
 
 
 def _agent_config(s: dict, algo: str, net: Any, options: dict) -> Any:
@@ -381,11 +391,12 @@ def _jaxrl_make_policy(plan: _Plan) -> Callable:
 
     from jaxrl import agents, runs
     from jaxrl.brax import params as brax_params
-    from jaxrl.loops.base import init_agent, make_observe, make_policy
+    from jaxrl.loops.base import init_agent, make_observe, make_policy, resolve_config
     from jaxrl.observations import ObservationView, actor_part
 
-    config = plan.config
-    agent = agents.get(config.algo).make(plan.agent_config)
+    agent = agents.get(plan.config.algo).make(plan.agent_config)
+    config = resolve_config(plan.config, agent)
+    noise = _exploring_scale(config)
     view = ObservationView(None, None, plan.env.observation_size, None)
     like = jax.eval_shape(
         lambda key: init_agent(agent, key, view, plan.env.action_size), jax.random.PRNGKey(0)
@@ -402,12 +413,21 @@ def _jaxrl_make_policy(plan: _Plan) -> Callable:
                 return greedy(state, stats, obs), {}
             obs = jnp.asarray(obs, jnp.float32)
             batch = obs.reshape(-1, obs.shape[-1])
-            action = agent.act(state, observe(actor_part(stats), batch), key, 1.0)
+            action = agent.act(state, observe(actor_part(stats), batch), key, noise)
             return action.reshape(obs.shape[:-1] + action.shape[-1:]), {}
 
         return policy
 
     return make
+
+
+def _exploring_scale(config: Any) -> float:
+    """The noise scale of an exploring action: 1, or for an algorithm that spreads its noise
+    over the envs (FastTD3, PQL: each env its scale in [noise_scale_min, noise_scale_max]) the
+    middle of that range, which its training acted with on average."""
+    if config.noise_scale_min is None or config.noise_scale_max is None:
+        return 1.0
+    return (config.noise_scale_min + config.noise_scale_max) / 2
 
 
 def _start_from(state, restored):

@@ -305,9 +305,11 @@ def as_flags(message: str) -> str:
     becomes its flag (total_steps -> --steps). A field of several words is replaced wherever
     it stands but before "=" (`--vmap NAME=...` names fields); a one-word field only before
     "must" (so "an env object" stays as it is)."""
+    if "--vmap" in message or "--grid" in message:  # these name fields, as the user wrote them
+        return message
     for name, flag in sorted(_field_flags_by_name().items(), key=lambda kv: -len(kv[0])):
         if "_" in name:
-            message = re.sub(rf"(?<![\w-]){re.escape(name)}(?![\w=-])", flag, message)
+            message = re.sub(rf"(?<![\w/+-]){re.escape(name)}(?![\w=/+-])", flag, message)
         else:
             message = re.sub(rf"(?<![\w-]){re.escape(name)}(?= must\b)", flag, message)
     return message
@@ -465,6 +467,11 @@ def preset(name: str, **changes: Any) -> tuple[TrainConfig, Any]:
     algorithm's config). `changes` replace fields of either by name, e.g.
     `jaxrl.preset("sac_pendulum", seed=3, actor_lr=1e-3)`; a name both have is refused (replace
     it on the config you mean with dataclasses.replace)."""
+    if name == PLAYGROUND:
+        raise ConfigError(
+            "preset 'playground' takes its task from --env: in Python, "
+            "jaxrl.brax.playground.configs(algo, 'playground/TASK') gives its configs"
+        )
     values = _preset(name)
     train = TrainConfig(algo=values["algo"], **values.get("train", {}))
     agent_cls = agents.get(values["algo"]).config_cls

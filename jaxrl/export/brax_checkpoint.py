@@ -142,6 +142,9 @@ class BraxPolicy:
 
         whole = list(self.inputs) == ["obs"]
         obs = {"obs": obs} if whole else obs
+        missing = sorted(set(self.inputs) - set(obs))
+        if missing:
+            raise ValueError(f"the policy reads observation entries {missing}, not given")
         obs = {k: jnp.asarray(v, jnp.float32) for k, v in obs.items() if k in self.inputs}
         single = next(iter(obs.values())).ndim == 1
         action = self._jitted({k: v[None] if single else v for k, v in obs.items()})

@@ -63,6 +63,23 @@ def test_brax_s_arguments_and_the_options_reach_the_algorithm_s_configs(algo):
     assert agent.actor_hidden == own.actor_hidden and agent.critic_hidden == own.critic_hidden
 
 
+def test_per_env_noise_algorithms_evaluate_greedily_and_explore_at_their_middle_scale():
+    """FastTD3 and PQL spread their exploration over the envs (scales in a range of a noise of
+    std 1): Brax's sampled evaluation would act at scale 1, which their training never used."""
+    from jaxrl.brax.sac import _exploring_scale
+    from jaxrl.loops.base import resolve_config
+
+    for algo, sampled in (("td3", "sampled"), ("fast_td3", "greedy"), ("pql", "greedy")):
+        plan = sac._plan(_arguments(algo), algo, {})
+        assert plan.config.eval_actions == sampled, algo
+        config = resolve_config(plan.config, agents.get(algo).make(plan.agent_config))
+        scale = _exploring_scale(config)
+        if algo == "td3":  # one noise for every env
+            assert scale == 1.0
+        else:  # the middle of the envs' range, below 1
+            assert scale == (config.noise_scale_min + config.noise_scale_max) / 2 < 1.0
+
+
 def test_a_factory_s_networks_are_taken_and_options_checked():
     import functools
 

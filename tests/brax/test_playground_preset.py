@@ -98,3 +98,5 @@ def test_what_playground_has_no_config_for_is_refused_by_name(tmp_path, capsys, 
     assert not out.exists()
     with pytest.raises(ConfigError, match="Available: .*and playground"):
         resolve.build_configs(["--preset", "playgrund"])
+    with pytest.raises(ConfigError, match="jaxrl.brax.playground.configs"):
+        resolve.preset("playground")
