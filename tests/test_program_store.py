@@ -395,9 +395,10 @@ def test_an_early_load_is_dropped_by_a_split_run_and_a_failed_command_forgets_it
     monkeypatch, tmp_path
 ):
     """An actor/learner split compiles its own programs: it drops what `prefetch_early`
-    started. A `jaxrl train` that fails (here on a flag tyro rejects) forgets its command
-    line's id, so a later run in the process is not written under it, and passes its exit
-    code through `cli._ended` (which ends a process of its own at once while a load runs)."""
+    started. A `jaxrl train` that fails (on a value tyro rejects, on an unknown flag)
+    forgets its command line's id, so a later run in the process is not written under it,
+    and passes its exit code through `cli._ended` (which ends a process of its own at once
+    while a load runs)."""
     from jaxrl import cli
     from jaxrl.run.runner import prefetching_chunk
 
@@ -412,9 +413,13 @@ def test_an_early_load_is_dropped_by_a_split_run_and_a_failed_command_forgets_it
     monkeypatch.setattr(programs, "default_cache_dir", lambda: tmp_path)
     ended = []
     monkeypatch.setattr(cli, "_ended", lambda code, whole: ended.append(code) or code)
-    with pytest.raises(SystemExit) as stop:
-        cli.main(["train", *COMMAND, "--no-such-flag"])
+    with pytest.raises(SystemExit) as stop:  # a value tyro rejects: its own exit
+        cli.main(["train", *COMMAND, "--num-envs", "many"])
     assert stop.value.code == 2 and ended == [2]
+    assert programs._EARLY["id"] is None
+    # An unknown flag is jaxrl's own error, before tyro: exit code 2, and the id forgotten too.
+    programs._EARLY["id"] = "command"
+    assert cli.main(["train", *COMMAND, "--no-such-flag"]) == 2 and ended == [2, 2]
     assert programs._EARLY["id"] is None
 
 

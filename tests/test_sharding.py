@@ -64,8 +64,8 @@ def test_device_counts_that_cannot_work_are_refused_before_compiling():
 
 def test_envs_or_batch_that_do_not_divide_over_the_devices_exit_2_and_write_nothing(tmp_path):
     for flags, name in (
-        (["--num-envs", "6"], "num_envs 6"),
-        (["--batch-size", "30"], "batch_size 30"),
+        (["--num-envs", "6"], "--num-envs 6"),  # the command line's errors name its flags
+        (["--batch-size", "30"], "--batch-size 30"),
     ):
         run = tmp_path / name.replace(" ", "_")
         argv = ["-m", "jaxrl.cli", "train", "--devices", "4", "--steps", "8000", *flags]
@@ -117,7 +117,10 @@ def test_two_processes_train_one_run_and_end_with_the_same_parameters(tmp_path):
     [
         (["--num-processes", "2", "--process-id", "0"], "need --coordinator HOST:PORT"),
         (["--coordinator", "localhost:1", "--num-processes", "2"], "needs --num-processes N and"),
-        (["--coordinator", "localhost:1", "--num-processes", "2", "--process-id", "2"], "< num"),
+        (
+            ["--coordinator", "localhost:1", "--num-processes", "2", "--process-id", "2"],
+            "need 0 <= --process-id < --num-processes",
+        ),
         (["--coordinator", "host0", "--num-processes", "2", "--process-id", "0"], "HOST:PORT"),
     ],
 )
