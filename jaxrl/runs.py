@@ -155,6 +155,13 @@ class Policy:
             f"{sizes}{member})"
         )
 
+    @property
+    def actor_entry(self) -> str | None:
+        """The entry of a dict observation the policy reads (the run's `actor_obs`, "state"
+        by default), or None for an array observation."""
+        critic_size = None if self.sizes is None else self.sizes[1]
+        return self.config.actor_obs or ("state" if critic_size is not None else None)
+
     def export_onnx(self, path: str | os.PathLike, opset: int | None = None) -> pathlib.Path:
         """Writes this policy as an ONNX model (`jaxrl export`; docs/EXPORT.md): raw
         observations `obs` [batch, obs_size] in, greedy `actions` [batch, action_size] out,
@@ -184,7 +191,9 @@ class Policy:
                 },
                 default=str,
             ),
-            "agent_state": _read_arrays(self),
+            "agent_state": policy_arrays(
+                self.config, self.agent_config, self.agent_state, self.obs_stats, _greedy_obs(self)
+            ),
             "obs_stats": serialization.to_state_dict(self.obs_stats),
         }
         path = pathlib.Path(path)
@@ -211,17 +220,8 @@ def _without_optimisers(agent_state: Any) -> Any:
 def _greedy_obs(policy: Policy) -> Any:
     """An observation batch's shape as the policy takes it: an array, or the dict entry that a
     run of dict observations reads (as the exporter feeds it)."""
-    obs_size, critic_size, _ = policy.sizes
-    like = jax.ShapeDtypeStruct((1, obs_size), jnp.float32)
-    entry = policy.config.actor_obs or ("state" if critic_size is not None else None)
-    return {entry: like} if entry else like
-
-
-def _read_arrays(policy: Policy) -> dict[str, np.ndarray]:
-    return policy_arrays(
-        policy.config, policy.agent_config, policy.agent_state, policy.obs_stats,
-        _greedy_obs(policy),
-    )  # fmt: skip
+    like = jax.ShapeDtypeStruct((1, policy.sizes[0]), jnp.float32)
+    return {policy.actor_entry: like} if policy.actor_entry else like
 
 
 def policy_arrays(

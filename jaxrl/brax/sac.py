@@ -385,7 +385,7 @@ def _policy_params(plan: _Plan, state) -> tuple:
 def _jaxrl_make_policy(plan: _Plan) -> Callable:
     """Brax's `make_policy(params, deterministic=False) -> policy(obs, key) -> (action, {})`
     for an algorithm Brax has no networks for, from jaxrl's agent: greedy where
-    `deterministic`, else the agent's exploring action (noise scale 1)."""
+    `deterministic`, else the agent's exploring action (at `_exploring_scale`)."""
     import jax
     import jax.numpy as jnp
 

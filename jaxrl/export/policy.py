@@ -52,7 +52,7 @@ def policy_model(policy: Any, opset: int = DEFAULT_OPSET) -> Any:
     require_onnx()
     if policy.sizes is None:
         raise ExportError("this policy does not know its env's sizes; load it with load_policy")
-    obs_size, critic_size, action_size = policy.sizes
+    obs_size, _, action_size = policy.sizes
     agent_config, products = policy.agent_config, "float32"
     precision = getattr(agent_config, "matmul_precision", "float32")
     if precision != "float32":
@@ -60,7 +60,7 @@ def policy_model(policy: Any, opset: int = DEFAULT_OPSET) -> Any:
         agent_config = dataclasses.replace(agent_config, matmul_precision="float32")
         products = f"float32 (trained with matmul_precision {precision})"
     apply = make_policy(policy.config, agents.get(policy.config.algo).make(agent_config))
-    entry = policy.config.actor_obs or ("state" if critic_size is not None else None)
+    entry = policy.actor_entry
     name = entry or "obs"
 
     def greedy(inputs: dict) -> Any:
