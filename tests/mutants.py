@@ -3296,8 +3296,8 @@ MUTANTS = [
     m(
         "playground-preset-factory-options-dropped",
         "jaxrl/brax/playground.py",
-        "        values[\"network_factory\"] = functools.partial(make, **factory)",
-        "        values[\"network_factory\"] = functools.partial(make)",
+        '        values["network_factory"] = functools.partial(make, **factory)',
+        '        values["network_factory"] = functools.partial(make)',
         "--preset playground drops the options of Playground's network_factory",
         "tests/brax/test_playground_preset.py",
     ),

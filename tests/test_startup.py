@@ -73,6 +73,22 @@ def test_train_help_and_the_env_registry_import_no_simulator():
     assert _loaded(code, SIMULATORS) == []
 
 
+def test_train_help_with_the_playground_preset_imports_no_jax():
+    """--preset playground reads Playground's config of the task when a run starts; its help
+    shows jaxrl's defaults and builds no env."""
+    code = (
+        "from jaxrl import cli\n"
+        "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
+        "    try:\n"
+        "        cli.main(['train', '--algo', 'sac', '--env', 'playground/CartpoleBalance',\n"
+        "                  '--preset', 'playground', '--help'])\n"
+        "    except SystemExit as exit:\n"
+        "        assert exit.code == 0\n"
+        "assert 'Playground' in out.getvalue()\n"
+    )
+    assert _loaded(code, SIMULATORS + JAX) == []
+
+
 def test_mjx_imported_through_jaxrl_skips_warp_silently_and_warp_stays_importable():
     """envs/skip_warp.py: MJX imported after jaxrl's envs loads neither Warp nor its Warp
     port, prints nothing, and builds a Playground env; Warp itself can be imported after."""

@@ -444,11 +444,15 @@ def _starting_configs(known: argparse.Namespace) -> tuple[TrainConfig, Any, dict
         option_names = {f.name for f in dataclasses.fields(TrainOptions)}
         run_options = {k: v for k, v in saved.get("run", {}).items() if k in option_names}
         return train, agent, run_options
-    if known.preset == PLAYGROUND:
+    if known.preset == PLAYGROUND and not known.help:
         from jaxrl.brax import playground
 
-        train, agent = playground.configs(known.algo or "ppo", known.env)
+        env_options = parse_env_options(known.env_option or ())  # the task as the run makes it
+        train, agent = playground.configs(known.algo or "ppo", known.env, env_options)
         return train, agent, {}
+    if known.preset == PLAYGROUND:  # --help imports no JAX, so Playground's config is not read
+        algo = known.algo or "ppo"
+        return TrainConfig(algo=algo), agents.get(algo).config_cls(), {}
     preset = _preset(known.preset) if known.preset else {}
     algo = known.algo or preset.get("algo", "sac")
     if preset and known.algo and known.algo != preset["algo"]:
@@ -500,8 +504,20 @@ def pre_parse(argv: list[str]) -> argparse.Namespace:
     pre = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
     for flag in ("--algo", "--preset", "--config", "--resume", "--env"):
         pre.add_argument(flag, default=None)
+    pre.add_argument("--env-option", action="append", default=None)
+    pre.add_argument("-h", "--help", action="store_true")
     known, _ = pre.parse_known_args(argv)
     return known
+
+
+_DESCRIPTION = (
+    "Train an agent. Every option has a flag; defaults shown are the preset's or saved "
+    "config's where one is given."
+)
+_PLAYGROUND_HELP = (
+    " With --preset playground they are jaxrl's own: Playground's config of the --env task is "
+    "read when the run starts, as help imports no JAX."
+)
 
 
 def build_configs(argv: list[str]) -> tuple[TrainConfig, Any, TrainOptions]:
@@ -516,8 +532,7 @@ def build_configs(argv: list[str]) -> tuple[TrainConfig, Any, TrainOptions]:
         command = tyro.cli(
             cls,
             prog="jaxrl train",
-            description="Train an agent. Every option has a flag; defaults shown are the "
-            "preset's or saved config's where one is given.",
+            description=_DESCRIPTION + (_PLAYGROUND_HELP if known.preset == PLAYGROUND else ""),
             args=argv,
             default=_to_command(
                 train.algo,

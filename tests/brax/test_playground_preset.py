@@ -100,3 +100,18 @@ def test_what_playground_has_no_config_for_is_refused_by_name(tmp_path, capsys, 
         resolve.build_configs(["--preset", "playgrund"])
     with pytest.raises(ConfigError, match="jaxrl.brax.playground.configs"):
         resolve.preset("playground")
+
+
+def test_env_options_reach_the_env_the_config_is_planned_on(monkeypatch):
+    """--env-option changes the task the run trains on, so the door plans on that task too
+    (its observation size, for one), not on Playground's default one."""
+    from jaxrl import envs
+
+    made = []
+    make = envs.make
+    monkeypatch.setattr(
+        envs, "make", lambda name, **options: made.append(options) or make(name, **options)
+    )
+    train, _ = _configs("ppo", "--env-option", "episode_length=500")
+    assert made == [{"episode_length": 500}]
+    assert train.env_options == {"episode_length": 500}
