@@ -9,6 +9,7 @@ from jaxrl.envs.registry import (
     EnvOptionError,
     RegistrationError,
     UnknownEnvError,
+    WithEvalEnv,
     adapt,
     bounded_actions,
     check_env_object,
@@ -20,6 +21,7 @@ from jaxrl.envs.registry import (
     make,
     make_vec,
     register,
+    split_eval_env,
     unregister,
     wrap,
 )
@@ -38,6 +40,7 @@ __all__ = [
     "RegistrationError",
     "EpisodeWrapper",
     "UnknownEnvError",
+    "WithEvalEnv",
     "VmapWrapper",
     "adapt",
     "bounded_actions",
@@ -50,6 +53,7 @@ __all__ = [
     "make",
     "make_vec",
     "register",
+    "split_eval_env",
     "unregister",
     "wrap",
 ]

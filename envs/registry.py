@@ -419,6 +419,34 @@ def _make_playground(task: str, options: dict):
     return _PlaygroundEnv(env, int(cfg.episode_length), int(cfg.get("action_repeat", 1)))
 
 
+@dataclasses.dataclass(frozen=True)
+class WithEvalEnv:
+    """An env to train in and another to evaluate in (Brax's trainers' `eval_env`), passed
+    wherever jaxrl takes an env object: `jaxrl.train(config, agent, env=WithEvalEnv(env,
+    eval_env))`. Both are wrapped alike (time limit, action repeat, randomization); evaluation
+    then runs on envs of its own. Their observation and action sizes must agree."""
+
+    env: Any
+    eval_env: Any
+
+
+def split_eval_env(env: Any) -> tuple[Any, Any]:
+    """(training env, evaluation env or None) of an env object or a `WithEvalEnv`, each
+    checked (`adapt`), their sizes compared."""
+    if not isinstance(env, WithEvalEnv):
+        return check_env_object(env), None
+    train = check_env_object(env.env, "the env")
+    evaluate = check_env_object(env.eval_env, "eval_env")
+    for name in ("observation_size", "action_size"):
+        mine, theirs = getattr(train, name), getattr(evaluate, name)
+        if mine != theirs:
+            raise EnvOptionError(
+                f"eval_env ({type(evaluate).__name__}) has {name} {theirs}, the env it "
+                f"evaluates ({type(train).__name__}) {mine}: they must agree"
+            )
+    return train, evaluate
+
+
 def adapt(env: Any) -> Any:
     """Your env, checked. Dict observations (a Playground robot task's) stay whole: the run's
     `actor_obs` / `critic_obs` name the entries actor and critic read (`jaxrl.observations`)."""

@@ -138,7 +138,7 @@ def _check_agent_config(config: TrainConfig, agent_config: Any, env: Any = None)
         envs.import_modules(config.env_imports)
         envs.check_name(config.env)
     else:
-        envs.check_env_object(env)
+        envs.split_eval_env(env)  # the env, and the evaluation env where one is given
         if config.env_options:
             raise ConfigError(
                 f"env_options {config.env_options} go to the registry's env maker; with an "

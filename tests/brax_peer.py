@@ -43,6 +43,25 @@ class MeteredDrift(Drift):
         return state.replace(metrics=metrics)
 
 
+class PaidDrift(MeteredDrift):
+    """MeteredDrift paying 1 per physics step and never ending: an episode's return is its
+    length, whatever the policy (an evaluation env told apart from the training one)."""
+
+    def step(self, state, action):
+        state = super().step(state, action)
+        return state.replace(reward=jnp.ones(()), done=jnp.zeros(()))
+
+
+class WideDrift(Drift):
+    """Drift with one more observation: an eval_env that does not fit Drift's policy."""
+
+    observation_size = 4
+
+    def reset(self, rng):
+        state = super().reset(rng)
+        return state.replace(obs=jnp.concatenate([state.obs, jnp.zeros(1)]))
+
+
 def install_shims():
     """Brax 0.14.2's trainers call jax.device_put_replicated, which jax removed."""
     from jaxrl.benchmarks import peers

@@ -3327,6 +3327,32 @@ MUTANTS = [
         "the sim-to-sim observation's finger-to-target vector points the other way",
         "tests/export/test_sim_to_sim.py",
     ),
+    m(
+        "brax-eval-env-ignored",
+        "jaxrl/loops/base.py",
+        "    return env, _eval_envs(config, eval_base, eval_dr, sizes)",
+        "    return env, _eval_envs(config, base, eval_dr, sizes)",
+        "a separate evaluation env (Brax's eval_env, envs.WithEvalEnv) is ignored: evaluation "
+        "runs in the training env",
+        "tests/brax/test_sac_train.py::test_eval_env_is_where_evaluation_runs",
+    ),
+    m(
+        "brax-ppo-eval-env-without-evaluations",
+        "jaxrl/brax/ppo.py",
+        'trainer_env=arguments.checked_envs(env, s["eval_env"] if s["run_evals"] else None)',
+        'trainer_env=arguments.checked_envs(env, s["eval_env"])',
+        "the PPO door takes eval_env even with run_evals=False, where Brax ignores it",
+        "tests/brax/test_ppo_train.py::test_eval_env_is_where_evaluation_runs",
+    ),
+    m(
+        "playground-preset-env-options-dropped",
+        "jaxrl/config/resolve.py",
+        "        env_options = parse_env_options(known.env_option or ())",
+        "        env_options = {}",
+        "--preset playground plans on Playground's default task, without the --env-option",
+        "tests/brax/test_playground_preset.py::"
+        "test_env_options_reach_the_env_the_config_is_planned_on",
+    ),
 ]
 
 

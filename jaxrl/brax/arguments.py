@@ -82,6 +82,22 @@ def checked_env(env: Any) -> Any:
     return env
 
 
+def checked_envs(env: Any, eval_env: Any) -> Any:
+    """What the trainer is given: the unwrapped `env` (`checked_env`), or, with Brax's
+    `eval_env`, an `envs.WithEvalEnv` of the two, whose sizes must agree; both are wrapped
+    alike, as Brax wraps its `eval_env` as it wraps the training env."""
+    from jaxrl import envs
+
+    env = checked_env(env)
+    if eval_env is None:
+        return env
+    try:
+        envs.split_eval_env(envs.WithEvalEnv(env, eval_env))
+    except (TypeError, ValueError) as error:
+        raise ConfigError(f"eval_env: {error}") from None
+    return envs.WithEvalEnv(env, eval_env)
+
+
 def load_checkpoint(path: Any, checkpoint_module: Any) -> Any:
     """Brax's params in the checkpoint folder `path` (a `<step>/` folder Brax's trainer wrote),
     read by that trainer's own `checkpoint.load`; None where `path` is None."""

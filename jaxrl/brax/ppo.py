@@ -47,11 +47,6 @@ _REFUSED = {
         "Brax's time-out bootstrap (r + gamma V(s_t)) is not jaxrl's; truncations are masked",
     ),
     "use_distributional_critic": (False, "no distributional PPO critic"),
-    "eval_env": (
-        None,
-        "a separate evaluation env is not supported yet: evaluation runs the "
-        "training env's task on envs of its own",
-    ),  # fmt: skip
     "log_training_metrics": (False, "the training episodes' metrics are not logged yet"),
     "training_metrics_steps": (None, "the training episodes' metrics are not logged yet"),
 }
@@ -129,6 +124,7 @@ class _Plan:
     config: Any  # TrainConfig
     agent_config: Any  # PPOConfig
     env: Any
+    trainer_env: Any  # env, or envs.WithEvalEnv of env and Brax's eval_env
     randomization_fn: Any
     networks: Any  # Brax's PPONetworks from the caller's factory, for make_policy
     action_repeat: int
@@ -216,6 +212,7 @@ def _plan(s: dict) -> _Plan:
         config=config,
         agent_config=agent_config,
         env=arguments.checked_env(env),
+        trainer_env=arguments.checked_envs(env, s["eval_env"] if s["run_evals"] else None),
         randomization_fn=s["randomization_fn"],
         networks=net,
         action_repeat=repeat,
@@ -276,7 +273,9 @@ def _run(plan: _Plan, progress_fn: Callable, policy_params_fn: Callable):
     report = brax_metrics.Report(config, plan.agent_config, repeat, plan.run_evals)
     evaluate = None
     if plan.num_evals > 1 and plan.run_evals:  # Brax evaluates the untrained policy first
-        trainer = driver.check_setting(config, plan.agent_config, plan.env, plan.randomization_fn)
+        trainer = driver.check_setting(
+            config, plan.agent_config, plan.trainer_env, plan.randomization_fn
+        )
         evaluate = jax.jit(trainer.evaluate)
 
     def brax_params_of(state):
@@ -317,7 +316,7 @@ def _run(plan: _Plan, progress_fn: Callable, policy_params_fn: Callable):
         state_fn=state_fn,
         start_fn=start_fn if plan.restored is not None else None,
         compile_cache=True,
-        env=plan.env,
+        env=plan.trainer_env,
         randomization_fn=plan.randomization_fn,
     )
     last = report.row(result.history[-1]) if plan.num_evals > 0 else {}

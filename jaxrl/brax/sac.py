@@ -45,11 +45,6 @@ _REFUSED = {
         "jaxrl wraps the env itself (time limit, action repeat, batch, auto-reset); pass the "
         "unwrapped env",
     ),
-    "eval_env": (
-        None,
-        "a separate evaluation env is not supported yet: evaluation runs the "
-        "training env's task on envs of its own",
-    ),  # fmt: skip
 }
 
 
@@ -101,6 +96,7 @@ class _Plan:
     config: Any  # TrainConfig
     agent_config: Any  # SACConfig
     env: Any
+    trainer_env: Any  # env, or envs.WithEvalEnv of env and Brax's eval_env
     randomization_fn: Any
     networks: Any  # factories.NetworkSettings of the caller's factory, for make_policy
     action_repeat: int
@@ -195,6 +191,7 @@ def _plan(s: dict, algo: str = "sac", options: dict | None = None) -> _Plan:
         config=config,
         agent_config=agent_config,
         env=arguments.checked_env(env),
+        trainer_env=arguments.checked_envs(env, s["eval_env"]),
         randomization_fn=s["randomization_fn"],
         networks=net,
         action_repeat=repeat,
@@ -319,7 +316,9 @@ def _run(plan: _Plan, progress_fn: Callable):
     else:
         make_policy = _jaxrl_make_policy(plan)
     report = brax_metrics.Report(config, plan.agent_config, repeat, True)
-    trainer = driver.check_setting(config, plan.agent_config, plan.env, plan.randomization_fn)
+    trainer = driver.check_setting(
+        config, plan.agent_config, plan.trainer_env, plan.randomization_fn
+    )
     prefill = jax.jit(trainer.prefill, static_argnums=1)
     evaluate = jax.jit(trainer.evaluate) if plan.num_evals > 1 else None
     reported = []  # the step-0 evaluation, reported once (a rollback restarts from start_fn)
@@ -360,7 +359,7 @@ def _run(plan: _Plan, progress_fn: Callable):
         state_fn=state_fn,
         start_fn=start_fn,
         compile_cache=True,
-        env=plan.env,
+        env=plan.trainer_env,
         randomization_fn=plan.randomization_fn,
     )
     return make_policy, _brax_params(result.state), report.row(result.history[-1])

@@ -75,18 +75,18 @@ def make_envs(
     Domain randomization (`randomization_fn(model, rng) -> (models, in_axes)`, else the one
     `config.randomize` names): each training env gets its own physics, drawn from the seed;
     evaluation envs other draws where `config.randomize_eval`, else the nominal physics."""
-    base, train_dr, eval_dr, sizes = _env_parts(config, base, randomization_fn)
+    base, eval_base, train_dr, eval_dr, sizes = _env_parts(config, base, randomization_fn)
     first = config.autoreset == "first"
     env = envs.wrap(base, config.num_envs, randomization=train_dr, reset_to_first=first, **sizes)
-    return env, _eval_envs(config, base, eval_dr, sizes)
+    return env, _eval_envs(config, eval_base, eval_dr, sizes)
 
 
 def make_eval_env(config: TrainConfig, base: Any = None, randomization_fn: Any = None) -> Any:
     """`make_envs`' evaluation envs alone, the same ones, without the training envs (whose
     physics, where randomized, are drawn for every one of `config.num_envs` envs): what `jaxrl
     eval` of a run's checkpoint needs."""
-    base, _, eval_dr, sizes = _env_parts(config, base, randomization_fn)
-    return _eval_envs(config, base, eval_dr, sizes)
+    _, eval_base, _, eval_dr, sizes = _env_parts(config, base, randomization_fn)
+    return _eval_envs(config, eval_base, eval_dr, sizes)
 
 
 def _eval_envs(config: TrainConfig, base: Any, eval_dr: Any, sizes: dict) -> Any:
@@ -94,10 +94,14 @@ def _eval_envs(config: TrainConfig, base: Any, eval_dr: Any, sizes: dict) -> Any
 
 
 def _env_parts(config: TrainConfig, base: Any, randomization_fn: Any) -> tuple:
-    """(base env, training and evaluation randomization or None, `envs.wrap`'s sizes)."""
+    """(base env, evaluation base env, training and evaluation randomization or None,
+    `envs.wrap`'s sizes). The evaluation base is the training one unless `base` is an
+    `envs.WithEvalEnv`."""
+    eval_base = None
     if base is None:
         base = registry_env(config)
     else:
+        base, eval_base = envs.split_eval_env(base)
         base = envs.adapt(base)
     if randomization_fn is None and config.randomize:
         from jaxrl.envs import randomization
@@ -122,7 +126,7 @@ def _env_parts(config: TrainConfig, base: Any, randomization_fn: Any) -> tuple:
         action_repeat=config.action_repeat,
         joint_limit_actions=config.joint_limit_actions,
     )
-    return base, train_dr, eval_dr, sizes
+    return base, base if eval_base is None else eval_base, train_dr, eval_dr, sizes
 
 
 def registry_env(config: TrainConfig) -> Any:
@@ -258,17 +262,22 @@ def make_evaluate(
     return evaluate
 
 
-def shares_simulator(config: TrainConfig, randomized: bool, supported: bool = True) -> bool:
+def shares_simulator(
+    config: TrainConfig, randomized: bool, supported: bool = True, env: Any = None
+) -> bool:
     """Whether the chunk's evaluation steps in the training envs (`config.eval_simulator`,
     `SharedEvaluation`): "auto" shares on a GPU or TPU where it can; "shared" where it cannot is
     a ConfigError. `randomized`: the training envs have physics of their own per env (domain
-    randomization), which evaluation must not step in; `supported`: the loop can share."""
+    randomization), which evaluation must not step in; `supported`: the loop can share; `env`:
+    the env object the loop was given, an `envs.WithEvalEnv` evaluating in another env."""
     mode = config.eval_simulator
     if mode == "own":
         return False
     why = None
     if not supported:
         why = "the actor/learner split (split_every > 0) evaluates on envs of its own"
+    elif isinstance(env, envs.WithEvalEnv):
+        why = "a separate evaluation env (eval_env) is stepped on envs of its own"
     elif randomized:
         why = "the training envs have randomized physics (--randomize), evaluation must not"
     elif config.eval_actions == "sampled":

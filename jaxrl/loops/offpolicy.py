@@ -327,13 +327,14 @@ def make_train(
 ) -> Trainer:
     """The replay program (`jaxrl.loops.make_train` picks it for agents without `explore`);
     `config` resolved (`jaxrl.loops.base.resolve_config`)."""
+    given = env
     env, eval_env = make_envs(config, env, randomization_fn)
     view = observation_view(config, env)
     data = sharding.data_axis(config.devices, config.num_envs, config.batch_size)
     parts = make_parts(config, agent, env, view, data)
     evaluate = make_evaluate(config, agent, eval_env, view=view, data=data)
     randomized = randomization_fn is not None or bool(config.randomize)
-    if shares_simulator(config, randomized):
+    if shares_simulator(config, randomized, env=given):
         chunk = make_shared_chunk(config, agent, env, view, data, parts)
     else:
         chunk = make_chunk(config, agent, parts, evaluate)

@@ -58,13 +58,14 @@ def make_train(
 ) -> Trainer:
     """The on-policy program (`jaxrl.loops.make_train` picks it for agents with `explore`);
     `config` resolved (`jaxrl.loops.base.resolve_config`)."""
+    given = env
     env, eval_env = make_envs(config, env, randomization_fn)
     view = observation_view(config, env)
     data = sharding.data_axis(config.devices, config.num_envs)
     evaluate = make_evaluate(config, agent, eval_env, view=view, data=data)
     init = make_init(config, agent, env, view, data)
     randomized = randomization_fn is not None or bool(config.randomize)
-    if shares_simulator(config, randomized):
+    if shares_simulator(config, randomized, env=given):
         chunk = make_shared_chunk(config, agent, env, view, data)
     else:
         chunk = make_chunk(config, agent, env, view, data, evaluate)

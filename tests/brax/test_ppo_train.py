@@ -107,6 +107,7 @@ def test_an_argument_jaxrl_cannot_honour_is_refused_by_name(name):
         (dict(episode_length=0), "episode_length"),
         (dict(num_envs=0), "num_envs"),
         (dict(learning_rate=-1.0), "learning_rate"),
+        (dict(eval_env=brax_peer.WideDrift()), "eval_env.*observation_size 4"),
     ],
 )
 def test_bad_or_unsupported_settings_fail_before_compiling(change, named, monkeypatch):
@@ -115,6 +116,21 @@ def test_bad_or_unsupported_settings_fail_before_compiling(change, named, monkey
     monkeypatch.setattr(driver, "train", lambda *a, **kw: pytest.fail("compiled"))
     with pytest.raises(ConfigError, match=named):
         ppo.train(**_arguments(**change))
+
+
+def test_eval_env_is_where_evaluation_runs():
+    """Brax's `eval_env`: evaluation episodes run in it, wrapped as the training env is
+    (PaidDrift: each episode returns its length, 7 control steps of 2 physics steps); with
+    run_evals=False it is ignored, as Brax ignores it."""
+    steps = []
+    _, _, metrics = ppo.train(
+        **_arguments(eval_env=brax_peer.PaidDrift(), progress_fn=lambda s, m: steps.append(m))
+    )
+    for reported in (steps[0], metrics):  # the step-0 evaluation and the last one
+        assert reported["eval/episode_reward"] == reported["eval/avg_episode_length"] == 14
+        assert reported["eval/episode_reward_std"] == 0
+    plan = ppo._plan(_arguments(eval_env=brax_peer.WideDrift(), run_evals=False))
+    assert isinstance(plan.trainer_env, brax_peer.MeteredDrift)
 
 
 def test_brax_s_units_become_jaxrl_s():

@@ -90,7 +90,7 @@ def test_the_signature_is_brax_s_and_playground_s_extra_setting():
     "change, named",
     [
         (dict(wrap_env=False), "wrap_env"),
-        (dict(eval_env=brax_peer.Drift()), "eval_env"),
+        (dict(eval_env=brax_peer.WideDrift()), "eval_env.*observation_size 4"),
         (dict(min_replay_size=64), "min_replay_size"),
         (dict(num_envs=0), "num_envs"),
         (dict(batch_size=0), "batch_size"),
@@ -126,6 +126,18 @@ def test_bad_or_unsupported_settings_fail_before_compiling(change, named, monkey
     monkeypatch.setattr(driver, "train", lambda *a, **kw: pytest.fail("compiled"))
     with pytest.raises(ConfigError, match=named):
         sac.train(**_arguments(**change))
+
+
+def test_eval_env_is_where_evaluation_runs():
+    """Brax's `eval_env`: evaluation episodes run in it, wrapped as the training env is.
+    PaidDrift pays 1 a physics step and never ends, so each episode returns its length."""
+    steps = []
+    _, _, metrics = sac.train(
+        **_arguments(eval_env=brax_peer.PaidDrift(), progress_fn=lambda s, m: steps.append(m))
+    )
+    for reported in (steps[0], metrics):  # the step-0 evaluation and the last one
+        assert reported["eval/episode_reward"] == reported["eval/avg_episode_length"] == 14
+        assert reported["eval/episode_reward_std"] == 0
 
 
 def test_brax_s_units_become_jaxrl_s():
@@ -337,8 +349,10 @@ BRAX_SAC_THRESHOLD = 140 * 0.995
 def test_it_learns_brax_s_own_sac_test():
     """Brax's SAC train test (brax/training/agents/sac/train_test.py, testTrain): its `fast`
     env and settings and its threshold, 140 x 0.995 (a random policy: about 70), but for its
-    separate eval_env of the same task (not taken yet)."""
+    separate eval_env of the same task."""
     from brax import envs
 
-    _, _, metrics = sac.train(envs.get_environment("fast"), **BRAX_SAC_TEST)
+    _, _, metrics = sac.train(
+        envs.get_environment("fast"), eval_env=envs.get_environment("fast"), **BRAX_SAC_TEST
+    )
     assert metrics["eval/episode_reward"] > BRAX_SAC_THRESHOLD

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from brax.envs.base import State
 
-from jaxrl import agents, make_train
+from jaxrl import agents, envs, make_train
 from jaxrl.config import ConfigError
 from jaxrl.loops import base
 from tests import codegen, tiny
@@ -159,6 +159,9 @@ def test_shared_is_refused_where_it_cannot_share():
         base.shares_simulator(config, randomized=True)
     with pytest.raises(ConfigError, match="actor/learner split"):
         base.shares_simulator(config, randomized=False, supported=False)
+    separate = envs.WithEvalEnv(object(), object())  # Brax's eval_env: evaluated on its own
+    with pytest.raises(ConfigError, match="separate evaluation env"):
+        base.shares_simulator(config, randomized=False, env=separate)
     assert not base.shares_simulator(tiny.off_policy(eval_simulator="own"), randomized=False)
 
 
