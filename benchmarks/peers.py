@@ -4,6 +4,7 @@ the benchmark suite, on the same env object jaxrl's `brax/*` family builds."""
 from __future__ import annotations
 
 import functools
+import os
 import time
 
 import jax
@@ -26,8 +27,8 @@ def install_jax_shims() -> None:
 
 
 def run(case: Case) -> tuple[list[dict], float, dict]:
-    """Trains with Brax's trainer; returns the evaluation points, the gradient updates done and
-    extra fields for the record."""
+    """Trains with Brax's trainer (system "door": jaxrl's door of it, `jaxrl.brax`); returns
+    the evaluation points, the gradient updates done and extra fields for the record."""
     install_jax_shims()
     from jaxrl import envs
 
@@ -72,7 +73,13 @@ def run(case: Case) -> tuple[list[dict], float, dict]:
         network_factory = functools.partial(networks.make_ppo_networks, **sizes)
     else:
         raise ValueError(f"no Brax peer named {case.algo!r}; peers: sac, ppo")
-    train.train(
+    trainer = train.train
+    if case.system == "door":  # the same call through jaxrl's door (benchmarks/door_speed.py)
+        os.environ["JAXRL_COMPILE_CACHE"] = "0"  # cold, as Brax's trainer and jaxrl's case
+        from jaxrl.brax import ppo, sac
+
+        trainer = {"ppo": ppo, "sac": sac}[case.algo].train
+    trainer(
         environment=env,
         num_timesteps=case.total_steps,
         num_envs=case.num_envs,

@@ -412,6 +412,10 @@ def writer_for(stem: str):
     """The section writer of a records file named `stem` (`<suite>-<backend>`)."""
     if stem.startswith("identical"):
         return identical_section
+    if stem.startswith("door"):
+        from jaxrl.benchmarks import door_speed
+
+        return door_speed.section
     if stem.startswith("dmc_algos"):
         from jaxrl.benchmarks import dmc_algos
 
@@ -455,7 +459,7 @@ def write(results: pathlib.Path, summary: pathlib.Path | None = None) -> pathlib
             continue
         writer = writer_for(path.stem)
         lines += writer(path.stem, records)
-        if writer is identical_section:  # short fixed budgets: a speed table, not curves
+        if writer is identical_section or path.stem.startswith("door"):  # speed tables only
             continue
         for png in plot(path.stem, records, results):
             link = pathlib.Path(os.path.relpath(png, summary.parent)).as_posix()

@@ -19,8 +19,9 @@ PENDULUM, INVERTED_PENDULUM = -250.0, 900.0
 
 @dataclasses.dataclass(frozen=True)
 class Case:
-    # "jaxrl", "brax", "limit", "profile", "speed" (jaxrl's update alone, `benchmarks.speed`) or
-    # "brax-speed" (Brax's PPO update alone at a brax case's settings)
+    # "jaxrl", "brax", "door" (Brax's arguments through `jaxrl.brax`), "limit", "profile",
+    # "speed" (jaxrl's update alone, `benchmarks.speed`) or "brax-speed" (Brax's PPO update
+    # alone at a brax case's settings)
     system: str
     algo: str  # jaxrl algorithm, Brax trainer ("sac", "ppo"), or "random" for the limit
     env: str
@@ -849,6 +850,12 @@ def _dmc_algos() -> list[Case]:
     return dmc_algos.cases(jaxrl_case)
 
 
+def _door() -> list[Case]:
+    from jaxrl.benchmarks import door_speed  # its own module: its cases and its report
+
+    return door_speed.cases(_identical())
+
+
 SUITES = {
     "smoke": _smoke,
     "cpu": _cpu,
@@ -866,4 +873,5 @@ SUITES = {
     "gpu-mixed": _gpu_mixed,
     "gpu-unroll": _gpu_unroll,
     "dmc_algos": _dmc_algos,
+    "door": _door,
 }
