@@ -407,7 +407,7 @@ def resume(
         # to whole exchanges: the run's own chunks and evaluation points go on (as --steps
         # keeps them).
         length = {"total_steps": saved["env_info"]["num_chunks"] * per_chunk}
-        length["eval_every"] = per_chunk
+        length.update(eval_every=per_chunk, num_evals=None)
         if dataclasses.replace(trainer.config, **length).env_steps_per_chunk == per_chunk:
             config = dataclasses.replace(config, **length)
             trainer = _make_trainer(config, agent, agent_config, env, randomization_fn)
@@ -477,7 +477,9 @@ def _saved_settings(saved, out_path, total_steps, devices, wandb, env, randomiza
                 f"--steps {total_steps:,} is below the {done:,} env steps the run has done."
             )
         # Same chunk length, more (or fewer) chunks: see TrainConfig.iterations_per_chunk.
-        config = dataclasses.replace(config, total_steps=chunks * per_chunk, eval_every=per_chunk)
+        config = dataclasses.replace(
+            config, total_steps=chunks * per_chunk, eval_every=per_chunk, num_evals=None
+        )
     if devices is not None:
         config = dataclasses.replace(config, devices=devices)
         saved["train"]["devices"] = devices

@@ -43,7 +43,7 @@ from jaxrl.errors import JaxrlError
 # depend on them), nor eval_every as asked: `--resume --steps` writes the chunk's env steps
 # there (5000 becomes 5008 where a chunk is 313 iterations of 16 envs). The evaluation
 # cadence the run has is its env_info's env_steps_per_chunk, which stays in the setting.
-IGNORED_KEYS = ("seed", "total_steps", "devices", "eval_every")
+IGNORED_KEYS = ("seed", "total_steps", "devices", "eval_every", "num_evals")
 CADENCE = ("env_info", "env_steps_per_chunk")
 
 # The parts of config.json that describe a setting. "run" (checkpoint cadence, loggers),

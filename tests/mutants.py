@@ -3353,6 +3353,23 @@ MUTANTS = [
         "tests/brax/test_playground_preset.py::"
         "test_env_options_reach_the_env_the_config_is_planned_on",
     ),
+    m(
+        "default-evals-without-a-floor",
+        "jaxrl/config/train.py",
+        "        return max(-(-self.total_steps // DEFAULT_EVALS), DEFAULT_EVAL_EVERY)",
+        "        return max(-(-self.total_steps // DEFAULT_EVALS), 1)",
+        "a run with no cadence given evaluates 20 times however short, not at most every 5,000 "
+        "env steps",
+        "tests/test_runs.py::test_the_evaluation_cadence_defaults_to_a_count_per_run",
+    ),
+    m(
+        "resume-keeps-num-evals",
+        "jaxrl/driver.py",
+        "            config, total_steps=chunks * per_chunk, eval_every=per_chunk, num_evals=None",
+        "            config, total_steps=chunks * per_chunk, eval_every=per_chunk",
+        "--steps on resume pins the chunk's length but leaves num_evals set beside it",
+        "tests/test_runs.py::test_a_run_with_num_evals_extended_keeps_its_chunks",
+    ),
 ]
 
 

@@ -13,6 +13,7 @@ import pytest
 
 import jaxrl
 from jaxrl import checkpoint, driver, envs, logs, runs, sac
+from jaxrl.config import ConfigError
 from jaxrl.loops import make_train
 from jaxrl.run.rows import rounding_note
 from tests import tiny
@@ -342,7 +343,51 @@ def test_first_progress_line_says_how_the_run_was_rounded_up():
     )
     lines.clear()
     driver.train(_sac(total_steps=512), tiny.SAC, progress=lines.append)  # 4 x 128: exact
-    assert "compiled in" in lines[1] and not any("rounded" in line for line in lines)
+    # Its evaluations (4 x 2 episodes of up to 200 steps) may step more than its training.
+    assert lines[0] == (
+        "[sac classic/pendulum] 4 evaluations of 2 episodes, up to 1,600 env steps, 3.1x the "
+        "512 of training; --num-evals or --eval-every evaluates less often"
+    )
+    assert "compiled in" in lines[2] and not any("rounded" in line for line in lines)
+
+
+def test_the_evaluation_cadence_defaults_to_a_count_per_run():
+    """Neither eval_every nor num_evals: 20 evaluations, none closer than 5,000 env steps (a
+    short run evaluates as it always did, a long one not hundreds of times); num_evals spaces
+    that many evenly; the two together are refused. Where evaluation may step the envs more
+    than training does, the first lines say so (issue 73's PPO run: 300 evaluations)."""
+    from jaxrl.config import resolve
+    from jaxrl.run.rows import evaluation_note
+
+    ppo = ["--algo", "ppo", "--env", "brax/inverted_pendulum", "--steps", "1500000"]
+    configs = {
+        "long": resolve.build_configs(ppo)[0],
+        "every": resolve.build_configs([*ppo, "--eval-every", "5000"])[0],
+        "short": resolve.build_configs(["--steps", "20000"])[0],
+        "count": resolve.build_configs(["--steps", "20000", "--num-evals", "3"])[0],
+    }
+    chunks = {name: (c.num_chunks, c.env_steps_per_chunk) for name, c in configs.items()}
+    # Whole iterations: PPO's of 320 env steps (16 envs x 20), SAC's of 16.
+    assert chunks["long"] == (20, 75_200) and chunks["every"] == (300, 5_120)
+    assert chunks["short"] == (4, 5008) and chunks["count"] == (3, 6672)
+    assert evaluation_note(configs["long"], 1000) is None
+    note = evaluation_note(configs["every"], 1000)
+    assert note.startswith(f"{chunks['every'][0]} evaluations of 16 episodes, up to ")
+    assert note.endswith("--num-evals or --eval-every evaluates less often")
+    with pytest.raises(ConfigError, match="eval_every .5000. and num_evals .3. both set"):
+        _sac(eval_every=5000, num_evals=3)
+    with pytest.raises(ConfigError, match="num_evals must be a positive integer, got 0"):
+        _sac(eval_every=None, num_evals=0)
+
+
+def test_a_run_with_num_evals_extended_keeps_its_chunks(tmp_path):
+    """--steps on resume keeps the evaluation points of a run spaced by num_evals: the run
+    of 2 evaluations over 256 steps, extended to 512, is the run of 4 over 512."""
+    long = driver.train(_sac(eval_every=None, num_evals=4), tiny.SAC, tmp_path / "long", **QUIET)
+    short = _sac(total_steps=256, eval_every=None, num_evals=2)
+    driver.train(short, tiny.SAC, tmp_path / "short", **QUIET)
+    extended = driver.resume(tmp_path / "short", total_steps=512, **QUIET)
+    _assert_same_run(extended, long)
 
 
 def test_progress_fn_gets_each_chunk_s_row_as_numbers(tmp_path):

@@ -27,6 +27,8 @@ AUTORESETS = ("random", "first")
 # Which envs evaluation episodes step in (TrainConfig.eval_simulator).
 EVAL_SIMULATORS = ("auto", "shared", "own")
 EVAL_ACTIONS = ("greedy", "sampled")
+# The evaluations of a run that sets neither eval_every nor num_evals, at least this far apart.
+DEFAULT_EVALS, DEFAULT_EVAL_EVERY = 20, 5_000
 
 # The loop-level settings an algorithm may choose for itself (an agent's `loop_defaults`), and
 # their values for algorithms that choose none: a config field left at None takes the agent's
@@ -139,6 +141,7 @@ SECTIONS: dict[str, Section] = {
         "Evaluation: how often, on how many envs, on which physics.",
         (
             "eval_every",
+            "num_evals",
             "eval_envs",
             "eval_actions",
             "eval_env_metrics",
@@ -265,9 +268,13 @@ class TrainConfig(OfflineSchedule):
     warmup_actions: Annotated[str, Choices(WARMUP_ACTIONS)] = "uniform"
     """Warm-up actions: "uniform" random in [-1, 1] (the SAC/TD3 papers) or "policy".
     "policy": the untrained policy's own samples (Brax's SAC prefills its buffer that way)."""
-    eval_every: int = 5_000
-    """Env steps, all envs together, between deterministic evaluations (one chunk each).
-    At most one evaluation per loop iteration (num_envs steps, x unroll_length on-policy)."""
+    eval_every: int | None = None
+    """Env steps, all envs together, between evaluations (one chunk each); None: from
+    num_evals. At most one evaluation per loop iteration (num_envs steps, x unroll_length
+    on-policy)."""
+    num_evals: int | None = None
+    """Evaluations over the run (Brax's num_evals, less its one at step 0), evenly spaced; with
+    eval_every, one or the other. Neither given: 20, but none closer than 5,000 env steps."""
     eval_envs: int = 16
     """Evaluation episodes, one per eval env run in parallel, each acting deterministically."""
     eval_actions: Annotated[str, Choices(EVAL_ACTIONS)] = "greedy"
@@ -453,10 +460,15 @@ class TrainConfig(OfflineSchedule):
             )
 
     def _check_evaluation(self) -> None:
-        for name in ("eval_every", "eval_envs"):
+        for name in ("eval_every", "num_evals", "eval_envs"):
             value = getattr(self, name)
-            if not _whole(value, 1):
+            if not _whole(value, 1) and (value is not None or name == "eval_envs"):
                 raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+        if self.eval_every is not None and self.num_evals is not None:
+            raise ConfigError(
+                f"eval_every ({self.eval_every}) and num_evals ({self.num_evals}) both set the "
+                "evaluations' cadence: give one"
+            )
         if self.eval_simulator == "shared" and self.eval_envs > self.num_envs:
             raise ConfigError(
                 f"eval_simulator 'shared' steps the evaluation in the {self.num_envs} training "
@@ -530,21 +542,33 @@ class TrainConfig(OfflineSchedule):
         return self.num_envs * self.steps_per_iteration
 
     @property
+    def eval_interval(self) -> int:
+        """Env steps between evaluations as asked: eval_every; else total_steps / num_evals
+        rounded up; else one of DEFAULT_EVALS, at least DEFAULT_EVAL_EVERY apart (a short run
+        evaluates as often as before num_evals existed, a long one 20 times, not thousands)."""
+        if self.eval_every is not None:
+            return self.eval_every
+        if self.num_evals is not None:
+            return max(-(-self.total_steps // self.num_evals), 1)
+        return max(-(-self.total_steps // DEFAULT_EVALS), DEFAULT_EVAL_EVERY)
+
+    @property
     def num_chunks(self) -> int:
-        """Evaluations in the run's online part: one every eval_every env steps, but at most
+        """Evaluations in the run's online part: one every eval_interval env steps, but at most
         one per iteration (a step of all envs, or a rollout), so the run does not overshoot
-        total_steps when an iteration is longer than eval_every."""
-        per_chunk = max(self.eval_every, self.env_steps_per_iteration)
+        total_steps when an iteration is longer than eval_interval."""
+        per_chunk = max(self.eval_interval, self.env_steps_per_iteration)
         return -(-self.total_steps // per_chunk)
 
     @property
     def iterations_per_chunk(self) -> int:
         """Loop iterations per chunk, spread so the run ends at the first multiple of
-        num_chunks iterations at or above total_steps: an evaluation about every eval_every
+        num_chunks iterations at or above total_steps: an evaluation about every eval_interval
         env steps. A run without env steps (offline only) keeps the size of one evaluation's."""
         if not self.num_chunks:
             return -(
-                -max(self.eval_every, self.env_steps_per_iteration) // self.env_steps_per_iteration
+                -max(self.eval_interval, self.env_steps_per_iteration)
+                // self.env_steps_per_iteration
             )
         iterations = -(-self.total_steps // self.env_steps_per_iteration)
         iterations = -(-iterations // self.num_chunks)

@@ -25,7 +25,15 @@ from jaxrl.run.folder import _meta, _write_summary
 from jaxrl.run.health import NonFiniteError, _roll_back, chunk_problem, stop_message
 from jaxrl.run.plan import Plan, RunResult
 from jaxrl.run.resources import _shardings
-from jaxrl.run.rows import _grid_row, _row, _without_seeds, rounding_note, step_of, where
+from jaxrl.run.rows import (
+    _grid_row,
+    _row,
+    _without_seeds,
+    evaluation_note,
+    rounding_note,
+    step_of,
+    where,
+)
 from jaxrl.run.state import compile_with_options
 
 
@@ -353,6 +361,9 @@ class Runner:
             rounded = rounding_note(config)
             if rounded:
                 self.reporter.message(f"[{self.name}] {rounded}")
+            costly = evaluation_note(config, plan.trainer.env.episode_length)
+            if costly and not history:
+                self.reporter.message(f"[{self.name}] {costly}")
             if _chunk_stored(plan):
                 self.reporter.message(f"[{self.name}] loading the program an earlier run stored")
                 self.reporter.status("loading")
