@@ -1,8 +1,8 @@
 """MuJoCo's MJX imports NVIDIA Warp and its own Warp port (mujoco_warp) when `mujoco.mjx` is first
 imported, whether or not Warp is used. jaxrl never uses it: every Playground env is built with
-`impl="jax"`. On a 2-core CPU that import alone took 8 to 12 s of every process's start-up
-(`import mujoco.mjx`: 12.6 to 15.8 s with Warp, 3.9 to 5.2 s without, measured beside a
-loaded machine), paid by each `jaxrl` command that builds an env and by each test subprocess.
+`impl="jax"`. On a 2-core CPU that import alone took seconds of every process's start-up
+(benchmarks/notes/2026-12-06-code-figures.md), paid by each `jaxrl` command that builds an env
+and by each test subprocess.
 
 `install()` adds an import hook that refuses `warp` while MJX is being imported, so MJX records
 Warp as missing (its `WARP_INSTALLED = False`, the state it is in on a machine without Warp)

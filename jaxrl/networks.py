@@ -187,10 +187,8 @@ class QEnsemble(nn.Module):
         # Each critic gets the inputs along the ensemble axis (a broadcast of a few columns)
         # rather than shared (in_axes=None). Shared, the first layer's product has the
         # ensemble axis on its kernel only; XLA:CPU then lays its [E, B, H] output out batch
-        # first and transposes it in the forward and backward passes: at FastTD3's sizes 7
-        # transposes per critic loss and gradient, the largest of 268 MB, 4% to 12% of their
-        # time on this CPU across SAC's to FastTD3's sizes. XLA:GPU folds most into its
-        # products (FastTD3's update: 130 to 126 kernels, deviceless, H100). Same values to
+        # first and transposes it in the forward and backward passes, a few percent of the
+        # update's time (benchmarks/notes/2026-12-06-code-figures.md). Same values to
         # float32 rounding (tests/agents/test_redq_droq.py).
         ensemble = nn.vmap(
             QNetwork,

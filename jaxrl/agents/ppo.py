@@ -504,9 +504,8 @@ def _update_unrolls(learner: _Learner, state: PPOState, rollout: Rollout, key: j
         # Each minibatch time first ([H, B], the loss's own order, as Brax's loss swaps its
         # batch), laid out so in memory here, once per epoch, where it is gathered anyway: fed
         # [B, H] and swapped inside the loss, XLA:GPU kept the losses' [H, B] arrays in the
-        # data's [B, H] order and transposed the value network's 256-wide activations to and
-        # from it: 20 transposes per gradient step at Playground's settings, 13 of them of
-        # 31 MB (`benchmarks/gpu_kernels.py`, compiled for an H100).
+        # data's [B, H] order and transposed the value network's activations to and from it
+        # at every gradient step (benchmarks/notes/2026-12-06-code-figures.md).
         shuffled = jax.vmap(time_major)(shuffled)
         (params, opt_state, _), metrics = jax.lax.scan(
             minibatch_step, (params, opt_state, grad_key), shuffled

@@ -250,11 +250,8 @@ class TrainConfig(OfflineSchedule):
     written out (`jax.lax.scan`'s unroll; updates_per_step: no loop). Off-policy, one-program
     loop only (an actor/learner split's learners keep their loop). The same updates, to float
     rounding (XLA fuses the written-out program its own way); a speed choice for GPUs, where
-    XLA copies the agent's whole state on every trip of that loop: `fast_td3_playground` on
-    CheetahRun compiled for an H100 launched 483 kernels per learning env step in its updates,
-    207 of them copies, and 259 with 1 copy written out (unroll_updates 2,
-    benchmarks/README.md). The update is then compiled that many times over, so the first
-    compile takes longer. Not timed on a GPU yet."""
+    XLA copies the agent's whole state on every trip of that loop. The update is then compiled
+    that many times over, so the first compile takes longer. Not timed on a GPU yet."""
     buffer_size: int = 1_000_000
     """Replay buffer capacity in transitions (off-policy only).
     Rounded down to a multiple of num_envs, so row i + num_envs is the same env's next step."""
@@ -288,20 +285,12 @@ class TrainConfig(OfflineSchedule):
     on envs of its own."""
     eval_simulator: Annotated[str, Choices(EVAL_SIMULATORS)] = "auto"
     """Where a chunk's evaluation steps: "shared", in the training envs' own step, so the
-    chunk holds the simulator once (an MJX chunk compiles in about 0.7x the time), evaluation
-    then stepping num_envs envs of which the first eval_envs are its episodes; "own", a batch
-    of eval_envs envs of its own (the simulator compiled twice); "auto", shared on a GPU or TPU
-    and own on a CPU, where stepping num_envs envs costs num_envs / eval_envs times as much,
-    and where even at num_envs = eval_envs a shared evaluation's steps cost more than its own
-    (FastTD3's preset on CheetahRun at 16 envs: 1.45 s a chunk against 1.15 s, though it
-    compiles in 33 s against 51 s). On a GPU shared compiles sooner but runs slower too (one
-    H200, PPO at Playground's CartpoleBalance settings: 37 s and 893k env-steps/s against
-    44 s and 1.09M): it ends sooner for short runs such as Playground's presets (6M steps),
-    own for runs of more than about 35M steps there; pass "own" for long runs.
-    Shared needs eval_envs <= num_envs and no domain randomization. Both compute the same
-    thing: bit for bit on simple tasks (CartpoleBalance), but on contact-rich MJX tasks
-    (CheetahRun) XLA compiles the physics of the two programs with other float32 roundings
-    (about 1e-5 relative after 128 env steps), so long runs there drift apart."""
+    chunk holds the simulator once and compiles sooner, evaluation then stepping num_envs
+    envs of which the first eval_envs are its episodes; "own", a batch of eval_envs envs of
+    its own (the simulator compiled twice), which steps faster; "auto", shared on a GPU or
+    TPU, own on a CPU. Pass "own" for long runs. Shared needs eval_envs <= num_envs and no
+    domain randomization. The same returns, to float32 rounding on contact-rich MJX tasks
+    (timings: benchmarks/notes/2026-12-06-code-figures.md)."""
     normalize_observations: bool | None = None
     """Normalise observations by their running mean and std; None: the algorithm's own choice.
     None takes the agent's `loop_defaults`, then `LOOP_DEFAULTS` of jaxrl.config (False):

@@ -213,14 +213,13 @@ def make_learn(config: TrainConfig, agent: Agent, data) -> Callable:
     `training`), each update runs where they hold (`learn_if`), else leaves the state as it
     is with zero metrics: the condition inside each update, not around the loop of updates.
     XLA:GPU copied every leaf of the agent's state on every update when that loop sat inside
-    a conditional inside the chunk's loop. Compiled for an H100 (benchmarks/README.md), kernels
-    per update on CheetahRun: `fast_td3_playground` 215, 102 of them copies, against 121 and
-    none (113 with no condition at all); `sac_dmc` 157 and 67 against 103 and none (90). The
-    gather then runs where no update does (the warm-up's iterations, a shared evaluation's
-    trips): one gather of the rows the iteration's updates would take. `training` (the
-    shared chunk's; the same for every member of a grid) stays a real conditional under vmap
-    where a batched `ready` turns into a select, so an evaluation trip never runs the
-    updates. `dataset` (a run that mixes one into its online batches): `mixed_sample`'s rows."""
+    a conditional inside the chunk's loop (kernel counts:
+    benchmarks/notes/2026-12-06-code-figures.md). The gather then runs where no update does
+    (the warm-up's iterations, a shared evaluation's trips): one gather of the rows the
+    iteration's updates would take. `training` (the shared chunk's; the same for every member
+    of a grid) stays a real conditional under vmap where a batched `ready` turns into a
+    select, so an evaluation trip never runs the updates. `dataset` (a run that mixes one
+    into its online batches): `mixed_sample`'s rows."""
     observe = make_observe(config)
 
     def learn(agent_state, buffer, stats, key, gamma, ready=None, training=None, dataset=None):

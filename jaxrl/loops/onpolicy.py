@@ -269,10 +269,8 @@ def make_shared_chunk(config: TrainConfig, agent: Agent, env: Any, view, data) -
     its last phase's spare trips skipping the step. The same training and returns as
     `make_chunk`'s, with the simulator compiled once (a hard reset, `reset_every`, keeps a reset
     of its own). The update sits outside the inner scan because its conditional is paid on
-    every trip of the loop whose body holds it: with the update in each trip's body, a chunk of
-    Playground's CartpoleBalance PPO settings at 16 envs took 0.41 s on this CPU, 0.28 s of it
-    put down to learning (`benchmarks/profile.py`), against 0.13 s and 0.01 s with phases
-    (`make_chunk`: 0.07 s and 0.02 s)."""
+    every trip of the loop whose body holds it: inside, a chunk ran about 3x slower
+    (benchmarks/notes/2026-12-06-code-figures.md)."""
     act, after_step = make_act(config, agent, view), make_after_step(config, view, data)
     finish, hard_reset = make_finish(config), make_hard_reset(config, env, data)
     shared = make_shared_evaluation(config, agent, env, view, data)

@@ -77,15 +77,10 @@ def _lower_chunk(trainer, run_grid, state, **placed) -> Any:
 
 # XLA's copy insertion by region analysis, on CPU and on GPU: without it, a conditional whose
 # branch passes an operand through unchanged copies it every time (the auto-reset's `cond`
-# copied the env states on every env step, `learn_if`'s skipping branch the agent's state:
-# FastTD3's 25 MB, 3 ms a copy on CPU). With it, `fast_td3_playground`'s chunk (CheetahRun, 16
-# envs) ran in 1.1 s instead of 1.9 s on this CPU, and 1.5 s instead of 4.5 to 5.1 s with
-# `eval_simulator="shared"`; the computation and its numbers are the same
-# (tests/test_program_store.py). On a GPU each copy is a kernel of its own: PPO's chunk at
-# Playground's CartpoleBalance settings, compiled for an H100 (`benchmarks/gpu_kernels.py`,
-# no GPU needed), launched 219 kernels per env step, 104 of them copies (the auto-reset's
-# pass-through branch copies the 65 leaves of the env states), against 147 and 32 with the
-# option; Brax's rollout launches 150. Off by default in XLA.
+# copied the env states on every env step, `learn_if`'s skipping branch the agent's state).
+# With it chunks run faster on CPU, and on a GPU, where each copy is a kernel of its own,
+# launch fewer kernels (benchmarks/notes/2026-12-06-code-figures.md); the computation and its
+# numbers are the same (tests/test_program_store.py). Off by default in XLA.
 CHUNK_OPTIONS = {
     "cpu": {"xla_cpu_copy_insertion_use_region_analysis": True},
     "gpu": {"xla_gpu_copy_insertion_use_region_analysis": True},
@@ -152,9 +147,7 @@ class EarlyChunk:
     it hands them to `start`: the chunk is traced and lowered there, on the calling thread (jax
     traces on one thread at a time here), then compiled by XLA on a thread of its own, which
     holds no lock of Python's while it compiles, while the calling thread compiles and runs the
-    initial state's programs. `Runner` then `take`s it. On one H200, `fast_td3_playground` on
-    CheetahRun: the chunk's XLA compile 45 to 49 s, the initial state's 17 to 19 s
-    (benchmarks/README.md).
+    initial state's programs. `Runner` then `take`s it.
 
     Used for one device and no actor/learner split (`prefetching_chunk`), and only where the
     chunk will compile: not where the store of compiled programs holds it or `prefetch` is

@@ -56,11 +56,9 @@ class PPOConfig(InitSettings):
     gae_scan: Annotated[str, Choices(GAE_SCANS)] = "sequential"
     """How the advantage recursion runs: "sequential", step by step as Brax's loop does (bit
     for bit its numbers), or "associative", a log-depth parallel scan
-    (`jax.lax.associative_scan`): fewer, wider kernels (for a 30-step unroll on a CPU, 9
-    instead of 31), the same numbers to float tolerance. A speed experiment for GPUs, where
-    PPO's update may be bound by its kernels' number; not measured there yet. Its final
-    returns on ppo_cartpole_balance (CPU, 21 seeds) were lower, as often as with the rewards
-    moved by one rounding: PPO amplifies rounding there (benchmarks/README.md)."""
+    (`jax.lax.associative_scan`): fewer, wider kernels, the same numbers to float tolerance,
+    which PPO amplifies over a run. A speed experiment for GPUs, where PPO's update may be
+    bound by its kernels' number; not timed there yet."""
     truncation: Annotated[str, Choices(TRUNCATIONS)] = "bootstrap"
     """How a truncated step (the time limit) enters the advantages. "bootstrap": from V of the
     observation it reached (`Rollout.next_obs`). "mask" (Brax's PPO, whose rollouts keep only
