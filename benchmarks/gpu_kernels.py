@@ -5,10 +5,10 @@ HLO read by `speed.kernel_counts` (issue 39).
     pip install 'jax[cuda12]==<jax's version>'   # the CUDA plugin; no GPU or driver needed
     python -m jaxrl.benchmarks.gpu_kernels --out benchmarks/results/gpu-kernels.jsonl
 
-On a GPU the PPO update and rollout at Playground's settings launch kernels too small to fill
-the card (`benchmarks/README.md`), so their number is what their time follows, and GPU time is
-scarce: this counts them, for jaxrl's programs and Brax's, at `suites.GPU_SPEED_PPO`'s settings
-(Playground's CartpoleBalance PPO: 2048 envs, batch 1024 x 32, unroll 30, 16 epochs), and
+On a GPU the PPO update and rollout at Playground's settings launch kernels too small to fill the
+card (`benchmarks/notes/2026-11-28-gpu-kernels.md`), so their number is what their time follows, and
+GPU time is scarce: this counts them, for jaxrl's programs and Brax's, at `suites.GPU_SPEED_PPO`'s
+settings (Playground's CartpoleBalance PPO: 2048 envs, batch 1024 x 32, unroll 30, 16 epochs), and
 `fast_td3_playground`'s chunk on CheetahRun, each chunk compiled with XLA's defaults and with
 `runner.CHUNK_OPTIONS`. Nothing runs: the counts are XLA:GPU's program, not its timings, and
 without a GPU XLA skips autotuning (its default product kernels are counted; a fusion's

@@ -129,11 +129,12 @@ def identical_section(name: str, records: list[dict]) -> list[str]:
         f" throughput >= {SPEED_TARGETS['throughput']:g}x Brax's, compile <="
         f" {SPEED_TARGETS['compile']:g}x. jaxrl's evaluation stops once every episode has"
         " ended, Brax's runs the whole episode length: on Brax's envs, whose episodes end"
-        " early, that is most of the throughput ratio (benchmarks/README.md, where the time"
-        " goes). Against Brax's training alone: jaxrl's rate (its evaluations included) over"
-        " Brax's with the seconds its Evaluator reports taken out, over the window's evaluation"
-        " intervals with no compilation in them (`parity_report.rate_without_evaluations`;"
-        " records from before the peer kept them: -)."
+        " early, that is most of the throughput ratio (where the time goes:"
+        " benchmarks/notes/2026-11-25-identical-cpu.md). Against Brax's training alone:"
+        " jaxrl's rate (its evaluations included) over Brax's with the seconds its Evaluator"
+        " reports taken out, over the window's evaluation intervals with no compilation in"
+        " them (`parity_report.rate_without_evaluations`; records from before the peer kept"
+        " them: -)."
     )
     lines.append("")
     lines += [

@@ -667,7 +667,7 @@ def _parity_dmc() -> list[Case]:
 
 # The extra SAC ReacherEasy seeds of `parity_dmc_more` (first, count): seeds 5 to 9 ran on
 # 2026-11-26, seeds 10 to 14 and 15 to 19 on 2026-11-27, seeds 20 to 24 on 2026-11-27 (a
-# later session; benchmarks/README.md).
+# later session; benchmarks/notes/2026-11-27-parity-dmc-more-seeds.md).
 PARITY_DMC_MORE = (20, 5)
 
 
@@ -778,13 +778,13 @@ def _gpu_speed() -> list[Case]:
     return speeds + [ppo, ppo_bf16, brax, dataclasses.replace(ppo_bf16, seeds=3)]
 
 
-# Issue 39's follow-up on an H200 (2026-11-27, benchmarks/README.md): at GPU_SPEED_PPO's
-# settings jaxrl's PPO ran at 822,878 env-steps/s against Brax's 1,208,630, while its update
-# alone took 0.57 s of its 1.19 s per iteration. This suite splits the rest: the same run with
-# the evaluation in the chunk's own scan ("shared", what "auto" picks on a GPU) and with its
-# own envs ("own"), Brax beside them, and both chunks profiled (`benchmarks/profile.py`:
-# simulate, learn, evaluate, other), then the update alone (a `speed` case). About 9 minutes
-# of an H200, one case at a time.
+# Issue 39's follow-up on an H200 (2026-11-27, benchmarks/notes/2026-11-27-gpu-speed-h200.md):
+# at GPU_SPEED_PPO's settings jaxrl's PPO ran at 822,878 env-steps/s against Brax's 1,208,630,
+# while its update alone took 0.57 s of its 1.19 s per iteration. This suite splits the rest:
+# the same run with the evaluation in the chunk's own scan ("shared", what "auto" picks on a
+# GPU) and with its own envs ("own"), Brax beside them, and both chunks profiled
+# (`benchmarks/profile.py`: simulate, learn, evaluate, other), then the update alone (a `speed`
+# case). About 9 minutes of an H200, one case at a time.
 OWN_EVAL = ("--eval-simulator", "own")
 
 
@@ -801,10 +801,11 @@ def _gpu_split() -> list[Case]:
 # on the H200; "mixed" keeps the hidden activations in bfloat16 too (`networks.dense`). The
 # update alone in float32, bfloat16 and mixed (PPO and FastTD3: `speed` cases, about 45 s
 # each), then the PPO run in float32 and mixed beside Brax's, and mixed over 3 seeds for its
-# learning (float32's 3 seeds are gpu-parity's). Run on an H200 (benchmarks/README.md): mixed
-# took a quarter off PPO's update, but the run reached only 0.81x Brax's rate, its rollout and
-# shared evaluation weighing as much as the update; so mixed with the evaluation's own
-# simulator (`gpu-split` found it 0.2 s an iteration cheaper in float32) follows Brax's run.
+# learning (float32's 3 seeds are gpu-parity's). Run on an H200
+# (benchmarks/notes/2026-11-28-gpu-mixed-h200.md): mixed took a quarter off PPO's update, but the
+# run reached only 0.81x Brax's rate, its rollout and shared evaluation weighing as much as the
+# update; so mixed with the evaluation's own simulator (`gpu-split` found it 0.2 s an iteration
+# cheaper in float32) follows Brax's run.
 # About 10 minutes of an H200, one case at a time (`--jobs 1`).
 MIXED = ("--matmul-precision", "mixed")
 

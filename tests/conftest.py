@@ -36,8 +36,8 @@ def _jaxlib_version() -> str:
 
 # The store of compiled programs (jaxrl.run.programs) keys a program on the source files it was
 # traced from; a test that monkeypatches a function inside a program would load another test's
-# program of the same settings. Off here; tests/test_program_store.py and the re-run test of
-# tests/test_compile_cache.py turn it on over folders of their own.
+# program of the same settings. Off here; tests/run/test_program_store.py and the re-run test of
+# tests/run/test_compile_cache.py turn it on over folders of their own.
 os.environ.setdefault("JAXRL_PROGRAM_STORE", "0")
 
 DEFAULT_XLA_FLAGS = "JAXRL_TESTS_DEFAULT_XLA_FLAGS"  # the flags the suite was started with
@@ -82,15 +82,15 @@ skip_warp.install()
 LONG_FIRST = (
     "tests/test_learning.py",
     "tests/test_sharding.py",
-    "tests/test_faults.py::test_every_algorithm",
-    "tests/test_faults.py::test_sac_killed",
-    "tests/test_faults.py::test_ppo_killed",
+    "tests/run/test_faults.py::test_every_algorithm",
+    "tests/run/test_faults.py::test_sac_killed",
+    "tests/run/test_faults.py::test_ppo_killed",
     "tests/loops/test_split.py",
-    "tests/test_bench.py",
+    "tests/benchmarks/test_bench.py",
     "tests/test_readme.py",
     "tests/envs/test_randomization.py",
     "tests/test_commands.py",
-    "tests/test_scale.py::test_scale_trains_fits_and_goes_on_after_a_kill",
+    "tests/experiments/test_scale.py::test_scale_trains_fits_and_goes_on_after_a_kill",
 )
 
 

@@ -1,6 +1,6 @@
 """Fingerprints of a short run of every algorithm: a hash of its metric rows (timings left
 out) and of every array of its final state (parameters, optimiser states, replay buffer, env
-states, key). tests/test_faults.py compares those of its own process with those printed by
+states, key). tests/run/test_faults.py compares those of its own process with those printed by
 
     python -m tests.determinism_worker
 

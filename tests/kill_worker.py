@@ -1,5 +1,5 @@
 """Runs `jaxrl ARGS...` in this process and SIGKILLs it at a chosen moment, for
-tests/test_faults.py. SIGKILL cannot be caught: nothing of jaxrl's runs after it, as when the
+tests/run/test_faults.py. SIGKILL cannot be caught: nothing of jaxrl's runs after it, as when the
 machine loses power or the job scheduler kills the job.
 
     python -m tests.kill_worker POINT ARGS...

@@ -68,15 +68,15 @@ PPO_REF = "tests/agents/test_ppo_update_reference.py"
 BRAX_PPO = "tests/agents/test_ppo_brax_parity.py"
 SAC_BRAX = "tests/agents/test_sac_brax_parity.py"
 SAC_LOOP_BRAX = "tests/loops/test_sac_loop_brax_parity.py"
-WIRING = "tests/test_wiring.py"
-SCALE = "tests/test_scale.py"
-STORE = "tests/test_program_store.py"
-RUNS = "tests/test_runs.py"
+WIRING = "tests/loops/test_wiring.py"
+SCALE = "tests/experiments/test_scale.py"
+STORE = "tests/run/test_program_store.py"
+RUNS = "tests/run/test_runs.py"
 OWN_ENV = "tests/envs/test_own_env.py"
 RANDOMIZATION = "tests/envs/test_randomization.py"
 SPLIT = "tests/loops/test_split.py"
 PROPERTIES = "tests/test_properties.py"
-FAULTS = "tests/test_faults.py"
+FAULTS = "tests/run/test_faults.py"
 STARTUP = "tests/test_startup.py"
 NARROW_BAR = RUNS + "::test_progress_bar_keeps_its_graphic_and_every_column_in_80_columns"
 
@@ -387,7 +387,7 @@ MUTANTS = [
         '    pick = max if branch == "costliest" else min',
         "    pick = max",
         "kernel_counts ignores branch='cheapest': an auto-reset step is counted with its reset",
-        "tests/test_speed.py",
+        "tests/benchmarks/test_speed.py",
     ),
     m(
         "kernel-counts-copies-miscounted",
@@ -395,7 +395,7 @@ MUTANTS = [
         '                copies += op == "copy"',
         '                copies += op == "copy-start"',
         "kernel_counts counts no copies (XLA:GPU's copy is `copy`, not `copy-start`)",
-        "tests/test_speed.py",
+        "tests/benchmarks/test_speed.py",
     ),
     m(
         "unroll-updates-ignored",
@@ -927,7 +927,7 @@ MUTANTS = [
         "        if cached is None:\n            return serialize_executable.serialize(compiled)\n",
         "        if True:\n            return serialize_executable.serialize(compiled)\n",
         "a program JAX's cache gave is stored re-serialised (without its code on XLA:CPU)",
-        "tests/test_compile_cache.py",
+        "tests/run/test_compile_cache.py",
     ),
     m(
         "store-drops-the-cache-bytes",
@@ -935,7 +935,7 @@ MUTANTS = [
         "cached = unpacked[0] if hits and len(unpacked) == 1 else None",
         "cached = None",
         "a program JAX's cache gave is never stored (every re-run traces it again)",
-        "tests/test_compile_cache.py",
+        "tests/run/test_compile_cache.py",
     ),
     m(
         "store-keeps-in-memory-programs",
@@ -943,7 +943,7 @@ MUTANTS = [
         '    if source == "memory":\n        return noted(',
         '    if source == "memory" and False:\n        return noted(',
         "a program jax's in-process cache gave is stored re-serialised (without its code)",
-        "tests/test_compile_cache.py",
+        "tests/run/test_compile_cache.py",
     ),
     m(
         "ppo-loop-skips-the-last-hard-reset",
@@ -1228,7 +1228,7 @@ MUTANTS = [
         '    line = first_sentence(_field_docstrings(cls).get(field.name, ""))',
         '    line = _field_docstrings(cls).get(field.name, "").split("\\n")[0]',
         "--help cuts each description at the docstring's first line, mid-sentence",
-        "tests/test_help.py",
+        "tests/config/test_help.py",
     ),
     m(
         "atomic-write-shared-temporary",
@@ -1240,7 +1240,7 @@ MUTANTS = [
 """,
         "    temporary = path.with_name(path.name + '.tmp')\n",
         "every writer of a file writes it through PATH.tmp, so two at once move each other's",
-        "tests/test_faults.py",
+        "tests/run/test_faults.py",
     ),
     m(
         "atomic-write-leaves-temporary",
@@ -1248,7 +1248,7 @@ MUTANTS = [
         "        temporary.unlink(missing_ok=True)\n",
         "        pass\n",
         "a write that fails (a full disk) leaves its temporary file beside the old one",
-        "tests/test_faults.py",
+        "tests/run/test_faults.py",
     ),
     m(
         "sweep-resume-trusts-the-folders",
@@ -1280,7 +1280,7 @@ MUTANTS = [
         "self._bar.console.print(text, markup=False)",
         "self._bar.console.print(text)",
         "on a terminal, rich takes each line's '[sac brax/ant]' for a style tag and drops it",
-        "tests/test_runs.py",
+        "tests/run/test_runs.py",
     ),
     m(
         "progress-silent-while-compiling",
@@ -1288,7 +1288,7 @@ MUTANTS = [
         """                self.reporter.message(f"[{self.name}] compiling{again}")\n""",
         "                pass\n",
         "nothing is shown while the program compiles (tens of seconds for an MJX preset)",
-        "tests/test_runs.py",
+        "tests/run/test_runs.py",
     ),
     m(
         "resume-done-line-this-process-only",
@@ -1304,7 +1304,7 @@ MUTANTS = [
         '            if "RESOURCE_EXHAUSTED" not in str(error):\n',
         "            if True:\n",
         "a loaded program's first call that ran out of GPU memory bars its entry for good",
-        "tests/test_program_store.py",
+        "tests/run/test_program_store.py",
     ),
     m(
         "sweep-goes-on-after-ctrl-c-in-a-last-chunk",
@@ -1344,7 +1344,7 @@ MUTANTS = [
         "    if say and total_steps is not None and total != total_steps:",
         "    if False:",
         "train --resume --steps 500 trains to 512 without saying so",
-        "tests/test_runs.py",
+        "tests/run/test_runs.py",
     ),
     m(
         "progress-says-compiling-a-loaded-program",
@@ -1376,7 +1376,7 @@ MUTANTS = [
         "        os.chmod(temporary, _MODE)\n",
         "",
         "config.json and summaries come out 0600, unreadable to others sharing the folder",
-        "tests/test_faults.py",
+        "tests/run/test_faults.py",
     ),
     m(
         "sweep-resume-compares-raw-values",
@@ -1400,7 +1400,7 @@ MUTANTS = [
         "        if result.interrupted:",
         "        if False:",
         "Ctrl-C in a scale program's last chunk finishes it and the grid trains on",
-        "tests/test_scale.py",
+        "tests/experiments/test_scale.py",
     ),
     m(
         "sweep-settings-unchecked",
@@ -1854,7 +1854,7 @@ MUTANTS = [
         'seconds = last["wall_seconds"] - first["wall_seconds"] - compiling',
         'seconds = last["wall_seconds"] - first["wall_seconds"]',
         "a peer's late compilation is counted as training time in its steady rate",
-        "tests/test_bench.py",
+        "tests/benchmarks/test_bench.py",
     ),
     m(
         "speed-ratio-inverted",
@@ -1862,7 +1862,7 @@ MUTANTS = [
         'k: means["jaxrl"][k] / means["brax"][k]',
         'k: means["brax"][k] / means["jaxrl"][k]',
         "the identical-settings ratios are Brax over jaxrl",
-        "tests/test_bench.py",
+        "tests/benchmarks/test_bench.py",
     ),
     m(
         "run-once-swallows-errors",
@@ -2116,7 +2116,7 @@ MUTANTS = [
         'total += eqn.params["length"] * inner',
         "total += inner",
         "a scan's body counted once, as XLA's cost analysis does (PPO's epochs x minibatches lost)",
-        "tests/test_speed.py",
+        "tests/benchmarks/test_speed.py",
     ),
     m(
         "speed-cond-sums-branches",
@@ -2124,7 +2124,7 @@ MUTANTS = [
         "total += max(c[0] for c in counted)",
         "total += sum(c[0] for c in counted)",
         "a cond counted as both its branches run",
-        "tests/test_speed.py",
+        "tests/benchmarks/test_speed.py",
     ),
     m(
         "ctrl-c-exit-through-python-shutdown",
@@ -2140,7 +2140,7 @@ MUTANTS = [
         "        return tuple(range(first, first + count))",
         "        return tuple(range(count))",
         "--seed 3 --seeds 3 trains seeds 0, 1, 2: the --seed silently dropped",
-        "tests/test_runs.py",
+        "tests/run/test_runs.py",
     ),
     m(
         "gae-associative-compose-swapped",
@@ -2156,7 +2156,7 @@ MUTANTS = [
         "                total, copies = total + n * per_trip[0], copies + n * per_trip[1]",
         "                total, copies = total + per_trip[0], copies + per_trip[1]",
         "a loop's kernels counted once per call, not once per trip",
-        "tests/test_speed.py",
+        "tests/benchmarks/test_speed.py",
     ),
     m(
         "kernels-cond-sums-branches",
@@ -2164,7 +2164,7 @@ MUTANTS = [
         "                taken = pick(options, default=(0, 0))",
         "                taken = tuple(map(sum, zip(*options, strict=True)))",
         "a conditional's kernels counted as both its branches run",
-        "tests/test_speed.py",
+        "tests/benchmarks/test_speed.py",
     ),
     m(
         "kernels-outer-trips-ignored",
@@ -2172,7 +2172,7 @@ MUTANTS = [
         "            spread(callee, times * n)",
         "            spread(callee, n)",
         "an inner loop's trips per call leave out the trips of the loops around it",
-        "tests/test_speed.py",
+        "tests/benchmarks/test_speed.py",
     ),
     m(
         "shares-not-checked",
@@ -2285,7 +2285,7 @@ MUTANTS = [
         '    if jax.default_backend() == "cpu":\n        jax.jit(jnp.linalg.cholesky)',
         '    if jax.default_backend() == "none":\n        jax.jit(jnp.linalg.cholesky)',
         "a loaded program calls LAPACK before jaxlib has pointed its kernels at it",
-        "tests/test_compile_cache.py",
+        "tests/run/test_compile_cache.py",
     ),
     m(
         "store-seed-free-with-randomization",
@@ -2616,7 +2616,7 @@ MUTANTS = [
         '            ratio = ours["seconds_per_update"] / theirs["seconds_per_update"]',
         '            ratio = theirs["seconds_per_update"] / ours["seconds_per_update"]',
         "the report gives Brax's update time over jaxrl's as jaxrl's over Brax's",
-        "tests/test_speed.py",
+        "tests/benchmarks/test_speed.py",
     ),
     m(
         "optional-bool-bad-value-passed-to-tyro",
@@ -2669,8 +2669,8 @@ MUTANTS = [
     m(
         "plot-resumed-eval-every-splits-seeds",
         "jaxrl/plot.py",
-        'IGNORED_KEYS = ("seed", "total_steps", "devices", "eval_every")',
-        'IGNORED_KEYS = ("seed", "total_steps")',
+        'IGNORED_KEYS = ("seed", "total_steps", "devices", "eval_every", "num_evals")',
+        'IGNORED_KEYS = ("seed", "total_steps", "num_evals")',
         "a seed resumed with --steps or on other devices is drawn as another setting",
         "tests/test_plot.py",
     ),
@@ -2731,7 +2731,7 @@ MUTANTS = [
         "        record.setdefault(key, value)",
         "    record.update(memory())",
         "a speed case's peak device memory is the matmul yardstick's, not its update's",
-        "tests/test_speed.py",
+        "tests/benchmarks/test_speed.py",
     ),
     m(
         "tensorboard-writers-share-a-file",
@@ -2747,7 +2747,7 @@ MUTANTS = [
         '            if "case" in record and "system" in record:',
         '            if "case" in record:',
         "RESULTS.md gains an empty section for each file of a stand-alone script's records",
-        "tests/test_bench.py::test_the_report_reads_suite_records_only",
+        "tests/benchmarks/test_bench.py::test_the_report_reads_suite_records_only",
     ),
     m(
         "mujoco-gl-unchecked",
@@ -3360,7 +3360,7 @@ MUTANTS = [
         "        return max(-(-self.total_steps // DEFAULT_EVALS), 1)",
         "a run with no cadence given evaluates 20 times however short, not at most every 5,000 "
         "env steps",
-        "tests/test_runs.py::test_the_evaluation_cadence_defaults_to_a_count_per_run",
+        "tests/run/test_runs.py::test_the_evaluation_cadence_defaults_to_a_count_per_run",
     ),
     m(
         "resume-keeps-num-evals",
@@ -3368,7 +3368,7 @@ MUTANTS = [
         "            config, total_steps=chunks * per_chunk, eval_every=per_chunk, num_evals=None",
         "            config, total_steps=chunks * per_chunk, eval_every=per_chunk",
         "--steps on resume pins the chunk's length but leaves num_evals set beside it",
-        "tests/test_runs.py::test_a_run_with_num_evals_extended_keeps_its_chunks",
+        "tests/run/test_runs.py::test_a_run_with_num_evals_extended_keeps_its_chunks",
     ),
 ]
 

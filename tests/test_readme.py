@@ -52,7 +52,8 @@ def _python_blocks(page: str = "docs/API.md") -> list[str]:
     found = _blocks("python")
     # Every Python example of the README and the docs is one the tests below run.
     counts = {name: len(blocks) for name, blocks in found.items() if blocks}
-    # SCALE.md's: tests/test_scale.py; OFFLINE.md's: test_readme_run_folder_commands_work_as_written
+    # SCALE.md's: tests/experiments/test_scale.py; OFFLINE.md's:
+    # test_readme_run_folder_commands_work_as_written
     assert counts == {
         "README.md": 1, "docs/API.md": 4, "docs/BRAX.md": 3, "docs/SCALE.md": 1,
         "docs/OFFLINE.md": 1, "docs/EXPORT.md": 1,

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The wheels a lent GPU machine lacks (it has jax with CUDA, flax, optax, chex, orbax and no
-# network; benchmarks/README.md, "Learning parity on a GPU"), downloaded here into .whl/ for
+# network; benchmarks/README.md, "On a GPU machine without network"), downloaded here into .whl/ for
 # `run` to carry (carry [".whl"]; about 30 MB). mujoco-mjx at this venv's version, so both
 # machines run the same simulator; Python 3.12 wheels, the GPU machine's.
 #   bash benchmarks/gpu/wheels.sh            (then: run ... carry [".whl"])

@@ -5,7 +5,7 @@ docstring of its config field (`--help` shows the first sentence).
 
     python -m jaxrl.config.flagdoc > docs/FLAGS.md
 
-tests/test_help.py checks that the committed file is what this writes now.
+tests/config/test_help.py checks that the committed file is what this writes now.
 """
 
 from __future__ import annotations

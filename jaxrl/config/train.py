@@ -58,8 +58,8 @@ class Section(NamedTuple):
 # The sections of the run's settings: the groups of `jaxrl train --help` and docs/FLAGS.md, in
 # this order (the algorithm's own flags follow, under its name). Every field of TrainOptions and
 # TrainConfig is in exactly one (`section_members` refuses a field in none or in two, and
-# tests/test_help.py checks it), and each section's sizes are checked once, by the section's own
-# check (TrainConfig._check_<section>), where a size compared with another (batch_size with
+# tests/config/test_help.py checks it), and each section's sizes are checked once, by the section's
+# own check (TrainConfig._check_<section>), where a size compared with another (batch_size with
 # buffer_size) sits in the section of both.
 #
 # A grouping, not nested dataclasses: a field keeps its flat name in config.json ("train" and

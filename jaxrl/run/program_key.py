@@ -24,7 +24,7 @@ import numpy as np
 # is, and the key holds that length, `iterations_per_chunk`, itself (256 steps in chunks of 32
 # iterations and 200 steps in chunks of 25 are two programs; 256 and 512 are one). The
 # on-policy loop's schedules read the step count, so there it stays in the key.
-# tests/test_program_store.py lowers the chunks both ways to hold this true.
+# tests/run/test_program_store.py lowers the chunks both ways to hold this true.
 FREE_FIELDS = {"off-policy": ("seed", "total_steps"), "on-policy": ("seed",)}
 PACKAGES = ("jax", "jaxlib", "numpy", "scipy", "ml_dtypes", "flax", "optax", "chex", "brax",
             "mujoco", "mujoco-mjx", "playground", "orbax-checkpoint")  # fmt: skip

@@ -80,7 +80,7 @@ def _lower_chunk(trainer, run_grid, state, **placed) -> Any:
 # copied the env states on every env step, `learn_if`'s skipping branch the agent's state).
 # With it chunks run faster on CPU, and on a GPU, where each copy is a kernel of its own,
 # launch fewer kernels (benchmarks/notes/2026-12-06-code-figures.md); the computation and its
-# numbers are the same (tests/test_program_store.py). Off by default in XLA.
+# numbers are the same (tests/run/test_program_store.py). Off by default in XLA.
 CHUNK_OPTIONS = {
     "cpu": {"xla_cpu_copy_insertion_use_region_analysis": True},
     "gpu": {"xla_gpu_copy_insertion_use_region_analysis": True},

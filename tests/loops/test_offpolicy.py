@@ -237,11 +237,11 @@ def test_the_loop_of_updates_sits_in_no_conditional_and_copies_no_state():
     """`make_learn`: the condition to learn (`ready`, and a shared chunk's `training`) is
     taken inside each update, not around the iteration's loop of updates. XLA:GPU copied
     every leaf of the agent's state on every update when that loop sat inside a conditional
-    inside the chunk's loop (102 of the 228 kernels of `fast_td3_playground`'s update,
-    compiled for an H100; benchmarks/README.md). So in both chunks' programs no scan of the
-    updates has a cond around it; on this CPU the loop with its conditions copies less per
-    update than with the condition around it, nearer the bare loop's count; an update that
-    runs computes what the bare loop computes, and one that does not leaves the state as it
+    inside the chunk's loop (102 of the 228 kernels of `fast_td3_playground`'s update, compiled for
+    an H100; benchmarks/notes/2026-11-28-update-loop-copies.md). So in both chunks' programs no scan
+    of the updates has a cond around it; on this CPU the loop with its conditions copies less per
+    update than with the condition around it, nearer the bare loop's count; an update that runs
+    computes what the bare loop computes, and one that does not leaves the state as it
     was with zero metrics."""
     from jaxrl.benchmarks import speed
     from jaxrl.loops import offpolicy
@@ -281,7 +281,8 @@ def test_the_loop_of_updates_sits_in_no_conditional_and_copies_no_state():
     _, copies_around = per_update(lambda ready, *a: learn_if(ready, learn, *a))
     assert " conditional(" in conditioned.as_text()
     # Per update here: 47 copies bare, 62 with the condition inside, 105 around the loop
-    # (compiled for an H100, benchmarks/README.md: none inside, 102 around).
+    # (compiled for an H100, benchmarks/notes/2026-11-28-update-loop-copies.md: none
+    # inside, 102 around).
     assert copies_conditioned - copies <= (copies_around - copies) // 2
     ours, theirs = conditioned(jnp.bool_(True), *args), bare(jnp.bool_(True), *args)
     chex.assert_trees_all_equal(jax.device_get(ours), jax.device_get(theirs))

@@ -184,7 +184,7 @@ def test_the_docs_python_example_runs_on_a_scale_folder(tmp_path, monkeypatch, c
     """docs/SCALE.md's Python block, on a hand-made folder where it expects scales/pendulum."""
     import re
 
-    text = (pathlib.Path(__file__).parents[1] / "docs" / "SCALE.md").read_text()
+    text = (pathlib.Path(__file__).parents[2] / "docs" / "SCALE.md").read_text()
     (block,) = re.findall(r"```python\n(.*?)```", text, re.S)
     make_scale_folder(tmp_path / "scales" / "pendulum")
     monkeypatch.chdir(tmp_path)

@@ -12,7 +12,7 @@ import pytest
 from jaxrl import cli
 from jaxrl.config import flagdoc, options, resolve, train
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def _help(capsys, monkeypatch, *argv):
