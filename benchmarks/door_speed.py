@@ -2,7 +2,7 @@
 suite's settings, three systems side by side in one run, each in its own process with no
 persistent compilation cache: Brax's own trainer, the same call through `jaxrl.brax.ppo` /
 `jaxrl.brax.sac` (system "door"), and `jaxrl train` with the flags that give Brax's settings
-(`suites.ppo_parity_flags` / `sac_parity_flags`). The report sets the door's wall-clock,
+(`brax_parity.ppo_parity_flags` / `sac_parity_flags`). The report sets the door's wall-clock,
 compile included, against the other two: at most `jaxrl train`'s (the door adds nothing) and
 below Brax's.
 """

@@ -169,7 +169,7 @@ def summarise(text: str, loop_trips: int | None = None, update_trips: int | None
 def _ppo_settings() -> tuple[Any, dict]:
     from jaxrl.benchmarks import suites
 
-    ppo, brax = suites._gpu_speed_ppo()
+    ppo, brax = suites.gpu_speed_ppo()
     return ppo, dict(brax.peer)
 
 

@@ -173,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", help="write one JSON line per task here")
     args = parser.parse_args(argv)
 
-    from jaxrl.envs import registry
+    from jaxrl.envs import menagerie, registry
 
     stand_in = None
     if args.stand_in:
@@ -181,8 +181,8 @@ def main(argv: list[str] | None = None) -> int:
         stand_in.mkdir(parents=True, exist_ok=True)
     path = args.menagerie or (str(stand_in) if stand_in else None)
     if path:
-        os.environ[registry.MENAGERIE_ENV] = path
-    tasks = args.tasks or list(registry._robot_names())
+        os.environ[menagerie.MENAGERIE_ENV] = path
+    tasks = args.tasks or list(registry.robot_names())
     rows = []
     for task in tasks:
         try:

@@ -15,6 +15,7 @@ import warnings
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from jaxrl.envs import menagerie
 from jaxrl.envs.wrappers import (
     ActionRepeat,
     AutoResetWrapper,
@@ -190,38 +191,9 @@ def _brax_names() -> tuple[str, ...]:
     return tuple(sorted(n for n in brax_envs._envs if n != "fast"))
 
 
-# Playground's locomotion and manipulation tasks load robot assets from a git clone of MuJoCo
-# Menagerie, which Playground makes on first use (network needed) under its own package folder.
-# An existing checkout elsewhere is passed on through this environment variable or the env
-# option `menagerie_path`.
-MENAGERIE_ENV = "JAXRL_MENAGERIE_PATH"
-MENAGERIE_URL = "https://github.com/google-deepmind/mujoco_menagerie"
-
-
-def _menagerie_path():
-    from mujoco_playground._src import mjx_env
-
-    return mjx_env.MENAGERIE_PATH
-
-
-def _menagerie_available() -> bool:
-    return _menagerie_path().exists()
-
-
-def use_menagerie(path: str | os.PathLike) -> None:
-    """Makes Playground load robot assets from the Menagerie checkout at `path` (for this
-    process: Playground reads the location from a module attribute when it builds a task)."""
-    from etils import epath
-    from mujoco_playground._src import mjx_env
-
-    folder = epath.Path(os.path.expanduser(os.fspath(path)))
-    if not folder.is_dir():
-        raise EnvOptionError(f"menagerie_path {os.fspath(path)!r} is not a folder")
-    mjx_env.MENAGERIE_PATH = folder
-
-
 @functools.cache
-def _robot_names() -> tuple[str, ...]:
+def robot_names() -> tuple[str, ...]:
+    """Playground's robot tasks (locomotion and manipulation): those that load Menagerie."""
     from mujoco_playground import registry
 
     return tuple(registry.locomotion.ALL_ENVS) + tuple(registry.manipulation.ALL_ENVS)
@@ -231,22 +203,7 @@ def _robot_names() -> tuple[str, ...]:
 def _playground_names() -> tuple[str, ...]:
     from mujoco_playground import registry
 
-    return tuple(registry.dm_control_suite.ALL_ENVS) + _robot_names()
-
-
-def _menagerie_help(task: str) -> str:
-    from mujoco_playground._src import mjx_env
-
-    commit = getattr(mjx_env, "MENAGERIE_COMMIT_SHA", None)
-    checkout = f" && git -C mujoco_menagerie checkout {commit}" if commit else ""
-    return (
-        f"playground/{task} needs the MuJoCo Menagerie robot assets, not found at "
-        f"{_menagerie_path()}. Either run it once on a machine with network access "
-        f"(Playground then clones {MENAGERIE_URL} there itself), or point jaxrl to a "
-        f"checkout you have (git clone {MENAGERIE_URL}{checkout}): --env-option "
-        f"menagerie_path=/path/to/mujoco_menagerie, or {MENAGERIE_ENV}=/path/to/mujoco_menagerie "
-        "in the environment. The DM Control Suite tasks (`jaxrl list playground`) need no assets."
-    )
+    return tuple(registry.dm_control_suite.ALL_ENVS) + robot_names()
 
 
 def _names_of(family: str) -> tuple[str, ...]:
@@ -399,19 +356,19 @@ def _make_playground(task: str, options: dict):
     from mujoco_playground import registry
 
     config = registry.get_default_config(task)
-    robot = task in _robot_names()
+    robot = task in robot_names()
     allowed = list(config.keys()) + (["menagerie_path"] if robot else [])
     _check_options(f"playground/{task}", options, allowed)
     _check_types(f"playground/{task}", options, {k: config[k] for k in config.keys()}, typed=True)
     # Playground 0.2 defaults to its Warp implementation; the JAX one (MJX) runs anywhere jax
     # does, the CPU included, and is what its published JAX training numbers use. A task
     # whose config has no `impl` (e.g. AeroCubeRotateZAxis) has no choice to make.
-    path = options.pop("menagerie_path", None) or os.environ.get(MENAGERIE_ENV)
+    path = options.pop("menagerie_path", None) or os.environ.get(menagerie.MENAGERIE_ENV)
     if robot and path:
-        use_menagerie(path)
+        menagerie.use(path)
     overrides = {**({"impl": "jax"} if "impl" in config else {}), **options}
     if robot:
-        env = _load_robot(registry, task, overrides)
+        env = menagerie.load_robot(registry, task, overrides)
     else:
         env = registry.load(task, config_overrides=overrides)
     cfg = registry.get_default_config(task)
@@ -452,29 +409,6 @@ def adapt(env: Any) -> Any:
     `actor_obs` / `critic_obs` name the entries actor and critic read (`jaxrl.observations`)."""
     check_env_object(env)
     return env
-
-
-def _load_robot(registry, task: str, overrides: dict):
-    """Playground's robot task, or an error saying how to get its assets: without them,
-    Playground tries to clone Menagerie (which fails without network access); with a
-    checkout that lacks the robot's folder, MuJoCo fails to open a file."""
-    import subprocess
-
-    if not _menagerie_available():
-        try:
-            return registry.load(task, config_overrides=overrides)
-        except (subprocess.CalledProcessError, OSError) as error:
-            raise EnvOptionError(f"{_menagerie_help(task)} (download failed: {error})") from None
-    try:
-        return registry.load(task, config_overrides=overrides)
-    except ValueError as error:
-        if "file" not in str(error).lower() and "resource" not in str(error).lower():
-            raise
-        first = str(error).strip().splitlines()[0]
-        raise EnvOptionError(
-            f"playground/{task}: the Menagerie checkout at {_menagerie_path()} lacks an asset "
-            f"this task loads ({first}); use a full checkout of {MENAGERIE_URL}"
-        ) from None
 
 
 def _make_classic(task: str, options: dict):

@@ -4,7 +4,7 @@
     make_policy, params, metrics = ppo.train(environment=env, num_timesteps=..., ...)
 
 Every Brax argument is honoured or refused by name (`ConfigError`) before anything compiles.
-jaxrl's PPO runs with every implementation choice of Brax's (`benchmarks.suites
+jaxrl's PPO runs with every implementation choice of Brax's (`benchmarks.brax_parity
 .ppo_parity_flags`, docs/PARITY.md): advantages inside the loss per unroll, V-trace-style
 advantages, truncation masked, finished envs back at their first state, the normaliser fed
 the rollout before the update, lecun_uniform weights. Brax's units are kept: `num_timesteps`,

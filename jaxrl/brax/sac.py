@@ -4,7 +4,7 @@
     make_policy, params, metrics = sac.train(environment=env, num_timesteps=..., ...)
 
 Every Brax argument is honoured or refused by name (`ConfigError`) before anything compiles.
-jaxrl's SAC runs with every choice of Brax's SAC (`benchmarks.suites.sac_parity_flags`,
+jaxrl's SAC runs with every choice of Brax's SAC (`benchmarks.brax_parity.sac_parity_flags`,
 docs/PARITY.md): target entropy -|A|/2, the temperature's loss in alpha on a draw of its own
 (lr 3e-4, alpha 1 at first), the softplus std head, the actor against the critics the update
 started from, truncated rows masked out of the critic loss, LayerNorm after the ReLU where the

@@ -5,7 +5,7 @@ parameters out, to float32 tolerance.
 
 The batch has rows that are terminated, truncated (time limit) and neither; the target critics
 differ from the online ones; the normaliser is not the identity. jaxrl's options (as
-`benchmarks.suites.sac_parity_flags` sets them): softplus std, LayerNorm after the ReLU,
+`benchmarks.brax_parity.sac_parity_flags` sets them): softplus std, LayerNorm after the ReLU,
 target entropy -|A|/2, the temperature's loss in alpha, truncated rows masked out of the critic
 loss, the actor against the critics the step started from, the temperature's own action
 draw. Brax normalises observations inside its networks; jaxrl's loop hands the update

@@ -263,7 +263,8 @@ def test_braxs_ppo_update_is_timed_on_the_same_products_as_jaxrls():
     its products are jaxrl's with the parity flags, FLOP for FLOP, so the two times compare the
     same arithmetic; the report names it Brax's."""
     from jaxrl.benchmarks import case, report
-    from jaxrl.benchmarks.suites import SUITES, Case, brax_case, ppo_parity_flags
+    from jaxrl.benchmarks.brax_parity import ppo_parity_flags
+    from jaxrl.benchmarks.suites import SUITES, Case, brax_case
 
     settings = {"num_envs": 4, "batch_size": 4, "num_minibatches": 2, "unroll_length": 5,
                 "num_updates_per_batch": 2, "learning_rate": 1e-3, "entropy_cost": 1e-2,

@@ -187,7 +187,7 @@ def test_the_configs_are_the_parity_suites_sac_parity_flags():
     """The door's configs are those of `sac_parity_flags`, whose loop is held equal to Brax's
     step for step (tests/loops/test_sac_loop_brax_parity.py), but for the run's length (the
     door runs the prefill apart, as Brax does) and the sizes of this test's networks."""
-    from jaxrl.benchmarks.suites import sac_parity_flags
+    from jaxrl.benchmarks.brax_parity import sac_parity_flags
     from jaxrl.config import resolve
 
     plan = sac._plan(_arguments())

@@ -295,7 +295,7 @@ def no_menagerie(tmp_path, monkeypatch):
     from mujoco_playground._src import mjx_env
 
     monkeypatch.setattr(mjx_env, "MENAGERIE_PATH", mjx_env.MENAGERIE_PATH.parent / "absent-xyz")
-    monkeypatch.delenv(envs.registry.MENAGERIE_ENV, raising=False)
+    monkeypatch.delenv(envs.menagerie.MENAGERIE_ENV, raising=False)
 
     def offline():
         if not mjx_env.MENAGERIE_PATH.exists():
@@ -310,7 +310,7 @@ def test_robot_tasks_are_listed_and_say_how_to_get_their_assets(no_menagerie):
     with pytest.raises(envs.EnvOptionError) as error:
         envs.make(GO1)
     message = str(error.value)
-    for words in ("Menagerie", "network", "menagerie_path=", envs.registry.MENAGERIE_ENV):
+    for words in ("Menagerie", "network", "menagerie_path=", envs.menagerie.MENAGERIE_ENV):
         assert words in message, message
     with pytest.raises(envs.EnvOptionError, match="is not a folder"):
         envs.make(GO1, menagerie_path=str(no_menagerie / "nowhere"))
@@ -339,7 +339,7 @@ def test_menagerie_path_is_passed_on_to_playground(no_menagerie, monkeypatch, ro
     if route == "option":
         options["menagerie_path"] = str(folder)
     else:
-        monkeypatch.setenv(envs.registry.MENAGERIE_ENV, str(folder))
+        monkeypatch.setenv(envs.menagerie.MENAGERIE_ENV, str(folder))
     env = envs.make(GO1, **options)
     # Dict observations: the policy's state and the critic's privileged state.
     sizes = env.observation_size
@@ -444,7 +444,7 @@ def test_joint_limit_actions_reach_each_joint_s_limits(no_menagerie):
 def test_robot_check_builds_stand_ins_and_reports_each_task(no_menagerie, monkeypatch, capsys):
     from jaxrl.benchmarks import robots as check
 
-    monkeypatch.setenv(envs.registry.MENAGERIE_ENV, "unset")  # restored after the test
+    monkeypatch.setenv(envs.menagerie.MENAGERIE_ENV, "unset")  # restored after the test
     out = no_menagerie / "robots.jsonl"
     tasks = ["Go1JoystickFlatTerrain", "LeapCubeRotateZAxis", "PandaPickCube"]
     assert check.main(["--stand-in", str(no_menagerie / "m"), *tasks, "--out", str(out)]) == 0

@@ -50,7 +50,7 @@ def _jaxrl_evaluation(algo, agent, agent_state, stats, env=None, **slip) -> dict
     `env` (default: `Drift`), at the parity flags' run config with `slip`."""
     """Each episode's return from jaxrl's evaluation (`make_evaluate`, per episode) of the
     trainer's own eval env, for the parity flags' run config."""
-    from jaxrl.benchmarks.suites import ppo_parity_flags, sac_parity_flags
+    from jaxrl.benchmarks.brax_parity import ppo_parity_flags, sac_parity_flags
     from jaxrl.config import resolve
 
     # The loop parity tests' Brax settings, with this test's time limit.

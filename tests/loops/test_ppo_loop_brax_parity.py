@@ -2,7 +2,7 @@
 and hard resets, not its pieces: `jaxrl.loops.onpolicy.make_train`'s real `chunk` (rollouts
 of every env, finished envs back at their first state, the normaliser fed the observations
 acted on before the update reads them, the update, every env hard-reset every `reset_every`
-updates), with `benchmarks.suites.ppo_parity_flags`' options. Both chunks are run: the one
+updates), with `benchmarks.brax_parity.ppo_parity_flags`' options. Both chunks are run: the one
 that evaluates on envs of its own (a CPU's default) and the one that evaluates in the training
 envs' simulator (`--eval-simulator shared`, a GPU's default, which ran the GPU parity runs).
 
@@ -88,7 +88,7 @@ def _configs(
     the step test's small networks, or (`drop_in`) those `jaxrl.brax.ppo.train` makes of Brax's
     own arguments; `slip` replaces run config fields, or agent config fields where prefixed
     "agent_"."""
-    from jaxrl.benchmarks.suites import ppo_parity_flags
+    from jaxrl.benchmarks.brax_parity import ppo_parity_flags
     from jaxrl.brax import ppo as brax_door
     from jaxrl.config import resolve
 

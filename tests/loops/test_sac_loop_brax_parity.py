@@ -1,7 +1,7 @@
 """jaxrl's off-policy LOOP against Brax SAC's own `sac.train`, over several whole training
 steps, not its pieces: `jaxrl.loops.offpolicy.make_train`'s real `chunk` (the iteration scan:
 collect, normaliser update, replay insert, learning start, replay sampling, the update scan),
-with `benchmarks.suites.sac_parity_flags`' loop options (buffer prefilled by the untrained
+with `benchmarks.brax_parity.sac_parity_flags`' loop options (buffer prefilled by the untrained
 policy, first update at `brax_sac_first_update_rows`, the normaliser fed the observations
 acted on, finished envs back at their first state, normalised observations not clipped).
 
@@ -61,7 +61,7 @@ def _configs(**slip) -> tuple[TrainConfig, sac.SACConfig]:
     """jaxrl's configs from `sac_parity_flags(SETTINGS)`, as the parity suites build them
     (`jaxrl.config.resolve.build_configs`), with this test's small networks; `slip` replaces
     loop fields. The env is `Drift` (handed to make_train; the flag only names a family)."""
-    from jaxrl.benchmarks.suites import sac_parity_flags
+    from jaxrl.benchmarks.brax_parity import sac_parity_flags
     from jaxrl.config import resolve
 
     hidden = ",".join(map(str, step_parity.HIDDEN))
