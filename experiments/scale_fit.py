@@ -325,7 +325,7 @@ def _fit_from_crossings(
 PARAMETERS = ("d_min", "beta", "alpha", "batch_coef", "batch_exp", "lr_coef", "lr_exp")
 
 
-def _flatten(laws: ScalingLaws) -> tuple[float, ...]:
+def flatten(laws: ScalingLaws) -> tuple[float, ...]:
     assert laws.batch is not None and laws.lr is not None
     return (
         laws.data.d_min,
@@ -391,7 +391,7 @@ def bootstrap(
     for k in range(n):
         crossings = {config: values[k] for config, values in per_config}
         try:
-            rows.append(_flatten(_fit_from_crossings(crossings, model_size)))
+            rows.append(flatten(_fit_from_crossings(crossings, model_size)))
         except (ValueError, np.linalg.LinAlgError):
             failed += 1
     table = np.array(rows, float).reshape(len(rows), len(PARAMETERS))

@@ -1,215 +1,24 @@
-"""The reading and reporting half of `jaxrl scale` (issue 40): a scale folder's runs read back
-into eval curves per (UTD ratio, batch size, learning rate) and seed, their crossings of the
-target return J, the fitted laws with bootstrap intervals, predictions for a budget, and
-`scale.json` / `scale.png`. No training here: numpy, scipy (through `scale_fit`) and
-matplotlib, and jaxrl.grid for where a run keeps each member's metrics.
-
-A scale folder holds `scale_grid.json` (what the grid is: `experiments/scale.py` writes it) and
-one run folder per (UTD ratio, batch size), a `jaxrl train --seeds S --vmap LR_FIELD=...` run:
-its members' own metrics are RUN/SETTING/seed_N/metrics.jsonl, SETTING each field of the axis
-with its value (`actor_lr=0.001,critic_lr=0.001` for the tied actor_lr+critic_lr, the default;
-`critic_lr=0.001` for a folder made with one field). Everything a crossing
-needs is read from the run's own config.json and metrics: the UTD ratio is
-updates_per_step / num_envs of the saved config, the learning rate the member's setting, and
-the x axis of a curve its rows' `env_steps` (never their gradient `updates`, which are
-reported beside it).
+"""The fitting and reporting half of `jaxrl scale` (issue 40): a scale folder's members (read by
+`scale_folder`) taken to their crossings of the target return J, the best configuration per UTD
+ratio, the fitted laws with bootstrap intervals (through `scale_fit`), predictions for a budget,
+and of a grid with a width axis, the fit width by width and the TD-overfitting check: the
+report that `scale_figures` writes as scale.json and scale.png. No training and no files here.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
-import os
-import pathlib
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from jaxrl.errors import JaxrlError
 from jaxrl.experiments import scale_fit as sf
-from jaxrl.files import SCALE_GRID, write_atomically
+from jaxrl.experiments.scale_folder import Member, ScaleError
 
-GRID_FILE = SCALE_GRID
 FLOPS_UNIT = "FLOPs (10 N B per update)"  # compute with a model size N, B the batch size
-FAILED_FILE = "scale_failed.json"  # in a run folder whose program stopped (NaN): not retried
 LEVEL = 0.95  # bootstrap interval level
-
-
-class ScaleError(JaxrlError, ValueError):
-    """A scale folder that cannot be read or fitted as asked."""
-
-
-# ---------------------------------------------------------------- the folder
-
-
-def run_name(sigma: float, batch_size: int, width: int | None = None) -> str:
-    """The run folder of one (UTD ratio, batch size) program, e.g. utd=0.5-batch=256; of a grid
-    with a width axis (`--widths`), one (UTD ratio, batch size, critic width) program:
-    utd=0.5-batch=256-width=64."""
-    name = f"utd={sigma:g}-batch={batch_size}"
-    return name if width is None else f"{name}-width={width}"
-
-
-@dataclasses.dataclass(frozen=True)
-class Member:
-    """One (UTD ratio, batch size, learning rate) configuration of the grid, read back: the
-    env steps of its evaluations, each seed's return there (seeds, evals; NaN where a seed has
-    no row), and the cumulative gradient updates of one seed at each evaluation."""
-
-    sigma: float
-    batch_size: int
-    lr: float
-    folder: str  # the program's run folder, relative to the scale folder
-    seeds: tuple[int, ...]
-    steps: np.ndarray
-    returns: np.ndarray
-    updates: np.ndarray
-    finished: bool  # the program wrote its summary.json
-    failed: str | None = None  # why the program stopped (scale_failed.json), None if it did not
-    width: int | None = None  # the critic's width (first hidden layer), of a grid with --widths
-    critic_params: int | None = None  # the critic's parameter count, of a grid with --widths
-
-    def as_run(self) -> sf.Run:
-        return sf.Run(self.sigma, self.batch_size, self.lr, self.steps, self.returns)
-
-
-def read_grid_file(folder: str | os.PathLike) -> dict:
-    """A scale folder's scale_grid.json."""
-    path = pathlib.Path(folder) / GRID_FILE
-    if not path.is_file():
-        what = "does not exist" if not pathlib.Path(folder).exists() else f"has no {GRID_FILE}"
-        raise ScaleError(f"{folder} is not a scale folder: it {what} (jaxrl scale writes it)")
-    try:
-        return json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as error:
-        raise ScaleError(f"{path} cannot be read: {error}") from None
-
-
-def _curves(member_dirs: list[pathlib.Path]):
-    """(steps, returns (seeds, evals), cumulative updates) of one setting's seeds. Rows are keyed
-    by env step (a resumed run's repeated rows count once, the last one)."""
-    from jaxrl.plot import NotLoggedYet, read_metrics
-
-    per_seed = []
-    for member in member_dirs:
-        try:
-            rows = read_metrics(member)
-        except NotLoggedYet:  # killed while compiling, say (a garbled file is an error)
-            rows = []
-        per_seed.append({int(r["env_steps"]): r for r in rows})
-    steps = sorted(set().union(*per_seed))
-    returns = np.full((len(member_dirs), len(steps)), np.nan)
-    updates = np.zeros(len(steps))
-    for i, rows in enumerate(per_seed):
-        for j, step in enumerate(steps):
-            row = rows.get(step)
-            if row is not None and row.get("eval_return") is not None:
-                returns[i, j] = float(row["eval_return"])
-    # Every seed of a program takes the same updates: the first seed with every row gives them.
-    complete = [rows for rows in per_seed if len(rows) == len(steps)]
-    if complete and steps:
-        counts = [float(complete[0][s].get("updates", 0.0) or 0.0) for s in steps]
-        updates = np.cumsum(counts)
-    return np.asarray(steps, float), returns, updates
-
-
-def read_run(
-    scale_folder: pathlib.Path, name: str, lr_field: str, entry: dict | None = None
-) -> list[Member]:
-    """The members of one program's run folder, one per learning rate (its seeds together);
-    `entry`: the run's entry in scale_grid.json (its width and critic parameter count)."""
-    from jaxrl.grid import Grid
-    from jaxrl.plot import PlotError, read_config
-
-    run = scale_folder / name
-    try:
-        saved = read_config(run)
-    except PlotError as error:
-        raise ScaleError(str(error)) from None
-    train = saved["train"]
-    run_grid = Grid.from_json(saved)
-    if run_grid is None or lr_field not in dict(run_grid.axes):
-        raise ScaleError(f"{run} is not a run of the grid: it has no --vmap {lr_field}=... axis")
-    field = Grid.fields(lr_field)[0]  # a tied axis gives each of its fields the same value
-    sigma = train["updates_per_step"] / train["num_envs"]
-    failed = None
-    if (run / FAILED_FILE).is_file():
-        failed = json.loads((run / FAILED_FILE).read_text()).get("error", "stopped")
-    members = []
-    for setting in run_grid.settings:
-        dirs = [run / run_grid.member_dir(setting, seed) for seed in run_grid.seeds]
-        steps, returns, updates = _curves(dirs)
-        members.append(
-            Member(
-                sigma=sigma,
-                batch_size=int(train["batch_size"]),
-                lr=float(setting[field]),
-                folder=name,
-                seeds=tuple(run_grid.seeds),
-                steps=steps,
-                returns=returns,
-                updates=updates,
-                finished=(run / "summary.json").is_file(),
-                failed=failed,
-                width=(entry or {}).get("width"),
-                critic_params=(entry or {}).get("critic_params"),
-            )
-        )
-    return members
-
-
-def read_scale_folder(
-    folder: str | os.PathLike,
-    utds: Sequence[float] | None = None,
-    batch_sizes: Sequence[int] | None = None,
-    lrs: Sequence[float] | None = None,
-    widths: Sequence[int] | None = None,
-) -> tuple[dict, list[Member]]:
-    """scale_grid.json and the members of its runs that have logged, optionally only those of
-    the given UTD ratios, batch sizes, learning rates and critic widths (each must be in the
-    grid)."""
-    folder = pathlib.Path(folder)
-    spec = read_grid_file(folder)
-    runs = spec.get("runs", {})
-    if widths is not None and not spec.get("widths"):
-        raise ScaleError(f"--widths: the grid of {folder} has no width axis")
-    axes = (("--utd", utds), ("--batch-sizes", batch_sizes), ("--lrs", lrs), ("--widths", widths))
-    keys = {"--utd": "utd", "--batch-sizes": "batch_size", "--lrs": None, "--widths": "width"}
-    for name, values in axes:
-        if values is None:
-            continue
-        key = keys[name]
-        known = spec["lrs"] if key is None else sorted({r[key] for r in runs.values()})
-        missing = [v for v in values if not any(_same(v, k) for k in known)]
-        if missing:
-            raise ScaleError(
-                f"{name} {','.join(f'{v:g}' for v in missing)}: not in the grid of {folder} "
-                f"({', '.join(f'{k:g}' for k in known)})"
-            )
-    members = []
-
-    def order(item):
-        return item[1]["utd"], item[1]["batch_size"], item[1].get("width") or 0
-
-    for name, run in sorted(runs.items(), key=order):
-        if utds is not None and not any(_same(run["utd"], s) for s in utds):
-            continue
-        if batch_sizes is not None and run["batch_size"] not in batch_sizes:
-            continue
-        if widths is not None and run.get("width") not in widths:
-            continue
-        if not (folder / name / "config.json").is_file():
-            continue  # not started yet
-        for member in read_run(folder, name, spec["lr_field"], run):
-            if lrs is None or any(_same(member.lr, lr) for lr in lrs):
-                members.append(member)
-    return spec, members
-
-
-def _same(a: float, b: float) -> bool:
-    return math.isclose(float(a), float(b), rel_tol=1e-9, abs_tol=0.0)
 
 
 # ---------------------------------------------------------------- crossings and the fit
@@ -302,7 +111,7 @@ def _laws_of(row: dict[str, float], model_size: float | None) -> sf.ScalingLaws:
     )
 
 
-def _interval(values: list[float]) -> list[float] | None:
+def interval(values: list[float]) -> list[float] | None:
     values = [v for v in values if v is not None and math.isfinite(v)]
     if not values:
         return None
@@ -364,7 +173,7 @@ def prediction(
                 continue
             for name, key in zip(PREDICTED, keys, strict=True):
                 draws[name].append(getattr(one, key))
-        result["interval"] = {name: _interval(values) for name, values in draws.items()}
+        result["interval"] = {name: interval(values) for name, values in draws.items()}
         result["bootstrap_unmet"] = unmet
     if num_envs:
         per_step = max(1, round(point.sigma * num_envs))
@@ -423,11 +232,11 @@ def fit_report(
         )
         return report
     boot = sf.bootstrap(runs, target, n=bootstrap, seed=seed, model_size=model_size)
-    point = dict(zip(sf.PARAMETERS, sf._flatten(laws), strict=True))
+    point = dict(zip(sf.PARAMETERS, sf.flatten(laws), strict=True))
     fit: dict[str, Any] = {"bootstrap": {"resamples": bootstrap, "failed": boot.failed}}
     for name in sf.PARAMETERS:
         values = boot.samples[name]
-        fit[name] = {"value": point[name], "interval": _interval(list(values))}
+        fit[name] = {"value": point[name], "interval": interval(list(values))}
     report["fit"] = fit
     utds = sorted({m.sigma for m in members})
     report["predictions"] = [prediction(laws, boot, b, num_envs, utds) for b in budgets]
@@ -581,219 +390,3 @@ def _warnings(rows: list[dict], best: Sequence[sf.Best]) -> list[str]:
                 f"grid ({values[0]:g} .. {values[-1]:g}); the best one may lie outside it"
             )
     return out
-
-
-# ---------------------------------------------------------------- scale.json and scale.png
-
-
-def write_report(
-    report: dict, folder: pathlib.Path, name: str = "scale"
-) -> tuple[pathlib.Path, ...]:
-    """NAME.json (the report without its in-memory laws) and NAME.png, written atomically; of a
-    grid with a width axis, NAME.png compares the widths and NAME-width=W.png is each width's
-    own figure."""
-    path = folder / f"{name}.json"
-    write_atomically(path, json.dumps(_public(report), indent=2, default=_json_default) + "\n")
-    figure = folder / f"{name}.png"
-    if "by_width" not in report:
-        draw(report, figure)
-        return path, figure
-    draw_widths(report, figure)
-    figures = [figure]
-    for width, sub in report["by_width"].items():
-        figures.append(folder / f"{name}-width={width}.png")
-        draw({**sub, "title": f"{report.get('title', '')}, critic width {width}"}, figures[-1])
-    return (path, *figures)
-
-
-def _public(value: Any) -> Any:
-    """The report without its in-memory laws (keys starting with _), at every level."""
-    if isinstance(value, dict):
-        return {k: _public(v) for k, v in value.items() if not str(k).startswith("_")}
-    return value
-
-
-def _json_default(value: Any) -> Any:
-    if isinstance(value, np.generic):
-        return value.item()
-    raise TypeError(f"{type(value).__name__} is not JSON")
-
-
-def iso_deltas(laws: sf.ScalingLaws, sigmas: Sequence[float]) -> list[tuple[float, float]]:
-    """(sigma, delta) for each sigma where the frontier's slope gives a positive delta: the
-    cost of an env step for which that sigma is the budget-optimal one (C'(sigma) = -delta
-    D'(sigma)), so each iso-budget line touches the frontier at one of the grid's sigmas."""
-    out = []
-    for s in sigmas:
-        h = 1e-4 * s
-        dc = (laws.compute(s + h) - laws.compute(s - h)) / (2 * h)
-        dd = (sf.predict_data(laws.data, s + h) - sf.predict_data(laws.data, s - h)) / (2 * h)
-        if dd < 0 and dc > 0:
-            out.append((float(s), float(-dc / dd)))
-    return out
-
-
-def draw(report: dict, out: pathlib.Path) -> None:
-    """Two panels: D_J against sigma (the runs, each sigma's best, the fitted law and its
-    bootstrap band) and the data-compute frontier (the fitted curve, the runs' points, the
-    iso-budget lines C + delta D = const through the grid's sigmas, the predictions)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    rows = [r for r in report["runs"] if r["env_steps"] is not None]
-    laws = report.get("_laws")
-    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.8))
-    sigmas = sorted({r["utd"] for r in report["runs"]}) or [1.0]
-    colors = {s: f"C{i % 10}" for i, s in enumerate(sigmas)}
-    for r in rows:
-        left.scatter(r["utd"], r["env_steps"], s=18, color="0.6", zorder=2)
-        right.scatter(r["env_steps"], r["compute"], s=18, color=colors[r["utd"]], alpha=0.5)
-    for b in report["best"]:
-        label = f"σ={b['sigma']:g}: B={b['batch_size']:g}, lr={b['lr']:.2g}"
-        left.scatter(b["sigma"], b["data"], s=50, color=colors[b["sigma"]], label=label, zorder=3)
-        compute = next(
-            r["compute"]
-            for r in rows
-            if (r["utd"], r["batch_size"], r["lr"])
-            == tuple(b[k] for k in ("sigma", "batch_size", "lr"))
-        )
-        right.scatter(b["data"], compute, s=60, color=colors[b["sigma"]], edgecolor="k", zorder=3)
-    if laws is not None:
-        grid = np.geomspace(min(sigmas) / 2, max(sigmas) * 2, 200)
-        data, compute = sf.frontier(laws, grid)
-        left.plot(grid, data, "k-", label=_law_label(laws.data))
-        boot = report.get("_bootstrap")
-        if boot is not None and boot.samples["alpha"].size:
-            curves = np.array(
-                [
-                    sf.predict_data(sf.DataLaw(d, b, a), grid)
-                    for d, b, a in zip(
-                        boot.samples["d_min"],
-                        boot.samples["beta"],
-                        boot.samples["alpha"],
-                        strict=True,
-                    )
-                ]
-            )
-            low, high = np.percentile(curves, [2.5, 97.5], axis=0)
-            left.fill_between(
-                grid, low, high, color="k", alpha=0.12, linewidth=0, label="95% bootstrap"
-            )
-        # D_min where it is on the scale of the runs: a fit that drives it to about 0 (1e-6)
-        # would stretch the log axis over twelve decades and flatten every point on it.
-        if laws.data.d_min >= 0.01 * min(data):
-            left.axhline(laws.data.d_min, color="k", ls=":", lw=1)
-        right.plot(data, compute, "k-", label="fitted frontier")
-        # The axes hold the frontier and every run's point (a run's batch, not the law's, sets
-        # its FLOPs, so points may lie far from the fitted curve).
-        seen_data = [*data, *(r["env_steps"] for r in rows)]
-        seen_compute = [*compute, *(r["compute"] for r in rows)]
-        x = np.geomspace(min(seen_data) / 1.5, max(seen_data) * 1.5, 200)
-        for s, delta in iso_deltas(laws, sigmas):
-            level = float(sf.budget(laws, s, delta))
-            y = level - delta * x
-            keep = y > 0
-            right.plot(
-                x[keep],
-                y[keep],
-                color=colors[s],
-                ls="--",
-                lw=0.8,
-                label=f"δ={delta:.3g} (σ*={s:g})",
-            )
-        for p in report.get("predictions", []):
-            if "error" not in p:
-                right.scatter(
-                    p["env_steps"],
-                    p["compute"],
-                    marker="*",
-                    s=150,
-                    color="gold",
-                    edgecolor="k",
-                    zorder=4,
-                )
-        right.set_ylim(min(seen_compute) / 2, max(seen_compute) * 2)
-        right.set_xlim(x[0], x[-1])
-    left.set(
-        xscale="log",
-        yscale="log",
-        xlabel="UTD ratio σ",
-        ylabel=f"env steps to J={report['target']:g}",
-    )
-    right.set(
-        xscale="log",
-        yscale="log",
-        xlabel="data D_J (env steps)",
-        ylabel=f"compute C_J ({report['compute_unit']})",
-    )
-    _finish_figure(fig, left, right, sigmas, [f"{s:g}" for s in sigmas], report, out)
-
-
-def _finish_figure(fig, left, right, ticks, labels, report: dict, out: pathlib.Path) -> None:
-    """The end both scale figures share: the left panel's x ticks at `ticks` and no labelled
-    minor ticks on either panel (they overlapped on log axes), grids, legends, the report's
-    title; saved as PNG and closed."""
-    import matplotlib.pyplot as plt
-    from matplotlib.ticker import NullFormatter
-
-    left.set_xticks(ticks, labels)
-    for ax in (left, right):
-        ax.xaxis.set_minor_formatter(NullFormatter())
-        ax.grid(alpha=0.3, which="both")
-        if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=7)
-    fig.suptitle(report.get("title", ""))
-    fig.tight_layout()
-    try:
-        fig.savefig(out, dpi=100, format="png")
-    finally:
-        plt.close(fig)
-
-
-def draw_widths(report: dict, out: pathlib.Path) -> None:
-    """Two panels across critic widths: D_J at the best learning rate against the batch size,
-    a line per (width, UTD ratio) (TD overfitting: small critics' lines rise at large batches);
-    and each width's fitted data-compute frontier (FLOPs) with its best runs."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.8))
-    styles = ("-", "--", ":", "-.")
-    sigmas = sorted({r["utd"] for r in report["runs"]})
-    for i, w in enumerate(report["batch_by_width"]):
-        color = f"C{i % 10}"
-        for s in w["utd"]:
-            points = sorted((b, d) for b, d in s["data"].items() if d is not None)
-            if points:
-                style = styles[sigmas.index(s["utd"]) % len(styles)]
-                left.plot(*zip(*points, strict=True), style, marker="o", color=color,
-                          label=f"width {w['width']}, σ={s['utd']:g}")  # fmt: skip
-        sub = report["by_width"][str(w["width"])]
-        laws = sub.get("_laws")
-        if laws is not None:
-            grid = np.geomspace(min(sigmas) / 2, max(sigmas) * 2, 200)
-            data, compute = sf.frontier(laws, grid)
-            right.plot(
-                data, compute, color=color, label=f"width {w['width']} (N={laws.model_size:,.0f})"
-            )
-        for b in sub["best"]:
-            row = next(
-                r
-                for r in sub["runs"]
-                if (r["utd"], r["batch_size"], r["lr"]) == (b["sigma"], b["batch_size"], b["lr"])
-            )
-            right.scatter(row["env_steps"], row["compute"], color=color, edgecolor="k", zorder=3)
-    left.set(xscale="log", yscale="log", xlabel="batch size",
-             ylabel=f"env steps to J={report['target']:g} (best lr)")  # fmt: skip
-    right.set(xscale="log", yscale="log", xlabel="data D_J (env steps)",
-              ylabel=f"compute C_J ({report['compute_unit']})")  # fmt: skip
-    batches = sorted({r["batch_size"] for r in report["runs"]})
-    _finish_figure(fig, left, right, batches, [str(b) for b in batches], report, out)
-
-
-def _law_label(law: sf.DataLaw) -> str:
-    return f"D = {law.d_min:.3g} + ({law.beta:.3g}/σ)^{law.alpha:.2f}"

@@ -34,16 +34,14 @@ import numpy as np
 from jaxrl.config import ConfigError
 from jaxrl.errors import Interrupted
 from jaxrl.experiments import scale_fit as sf
-from jaxrl.experiments.scale_report import (
+from jaxrl.experiments.scale_folder import (
     FAILED_FILE,
     ScaleError,
-    _interval,
-    crossings,
-    fit_report,
     read_run,
     read_scale_folder,
     run_name,
 )
+from jaxrl.experiments.scale_report import crossings, fit_report, interval
 
 
 def _prediction(report: dict, sigma: float) -> dict:
@@ -70,7 +68,7 @@ def _prediction(report: dict, sigma: float) -> dict:
             for c, e in zip(samples["lr_coef"], samples["lr_exp"], strict=True)
         ],
     }
-    out["interval"] = {name: _interval(values) for name, values in draws.items()}
+    out["interval"] = {name: interval(values) for name, values in draws.items()}
     return out
 
 
@@ -162,7 +160,7 @@ def _train_predicted(folder, spec, sigma, predicted, seeds, progress) -> str:
     import dataclasses
 
     from jaxrl import driver, runs
-    from jaxrl.experiments.scale import updates_per_step
+    from jaxrl.experiments.scale_plan import updates_per_step
 
     first = next(name for name in spec["runs"] if (folder / name / "config.json").is_file())
     config, agent = runs.configs_from_json(runs.read_config_json(folder / first))

@@ -20,14 +20,8 @@ import typing
 from typing import Any
 
 from jaxrl.config import ConfigError, TrainConfig
-from jaxrl.config.resolve import (
-    TrainOptions,
-    build_configs,
-    default_out,
-    parse_int,
-    parse_widths,
-    run_options,
-)
+from jaxrl.config.parsing import parse_int, parse_widths
+from jaxrl.config.resolve import TrainOptions, build_configs, default_out, run_options
 from jaxrl.errors import Interrupted, JaxrlError
 from jaxrl.files import SWEEP_PLAN, write_atomically
 

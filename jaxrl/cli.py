@@ -49,7 +49,7 @@ def _parse(cls: type, prog: str, description: str, argv: list[str]) -> Any:
     """A command's arguments: tyro over `cls`, with jaxrl's number and width parsing."""
     import tyro
 
-    from jaxrl.config.resolve import parser_registry
+    from jaxrl.config.parsing import parser_registry
 
     return tyro.cli(cls, prog=prog, description=description, args=argv, registry=parser_registry())
 

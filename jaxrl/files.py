@@ -17,7 +17,7 @@ import pathlib
 import tempfile
 
 SWEEP_PLAN = "sweep.json"  # a sweep's command line (experiments/sweep.py), for --resume
-SCALE_GRID = "scale_grid.json"  # a scale grid's plan (experiments/scale.py)
+SCALE_GRID = "scale_grid.json"  # a scale grid's plan (experiments/scale_plan.py)
 
 
 def _umask() -> int:

@@ -1396,7 +1396,7 @@ MUTANTS = [
     ),
     m(
         "scale-goes-on-after-ctrl-c-in-a-last-chunk",
-        "experiments/scale.py",
+        "experiments/scale_train.py",
         "        if result.interrupted:",
         "        if False:",
         "Ctrl-C in a scale program's last chunk finishes it and the grid trains on",
@@ -1454,7 +1454,7 @@ MUTANTS = [
     ),
     m(
         "menagerie-path-not-passed-on",
-        "envs/registry.py",
+        "envs/menagerie.py",
         "    mjx_env.MENAGERIE_PATH = folder",
         "    pass",
         "--env-option menagerie_path is checked but never given to Playground",
@@ -2046,7 +2046,7 @@ MUTANTS = [
     ),
     m(
         "scale-fit-in-updates",
-        "experiments/scale_report.py",
+        "experiments/scale_folder.py",
         "sf.Run(self.sigma, self.batch_size, self.lr, self.steps, self.returns)",
         "sf.Run(self.sigma, self.batch_size, self.lr, self.updates, self.returns)",
         "the scaling laws are fitted to crossings in gradient updates, not env steps",
@@ -2054,7 +2054,7 @@ MUTANTS = [
     ),
     m(
         "scale-members-by-glob",
-        "experiments/scale_report.py",
+        "experiments/scale_folder.py",
         "dirs = [run / run_grid.member_dir(setting, seed) for seed in run_grid.seeds]",
         "dirs = sorted(run.glob('*/seed_*'))[len(members) * len(run_grid.seeds) :]"
         "[: len(run_grid.seeds)]",
@@ -2063,7 +2063,7 @@ MUTANTS = [
     ),
     m(
         "scale-rerun-retrains-finished",
-        "experiments/scale.py",
+        "experiments/scale_train.py",
         'if program.status in ("done", "failed"):',
         'if program.status == "failed":',
         "running a scale grid again trains its finished runs again",
@@ -2071,7 +2071,7 @@ MUTANTS = [
     ),
     m(
         "scale-killed-run-counts-as-done",
-        "experiments/scale.py",
+        "experiments/scale_plan.py",
         'return "done" if (folder / "summary.json").is_file() else "resume"',
         'return "done"',
         "a run of the grid killed before its summary is taken as done, never finished",
@@ -2079,7 +2079,7 @@ MUTANTS = [
     ),
     m(
         "scale-widths-train-the-base-critic",
-        "experiments/scale.py",
+        "experiments/scale_train.py",
         "program.agent_config or the_plan.agent_config,",
         "the_plan.agent_config,",
         "every width of a width axis trains the base config's critic",
@@ -2103,7 +2103,7 @@ MUTANTS = [
     ),
     m(
         "scale-widths-scale-the-last-layer",
-        "experiments/scale.py",
+        "experiments/scale_plan.py",
         "return tuple(max(1, round(h * width / base[0])) for h in base)",
         "return tuple(max(1, round(h * width / base[-1])) for h in base)",
         "a width is taken as the critic's last hidden layer, not its first",

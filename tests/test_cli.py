@@ -6,7 +6,7 @@ import pytest
 
 from jaxrl import cli
 from jaxrl.agents.sac import SACConfig
-from jaxrl.config import ConfigError, TrainConfig, resolve
+from jaxrl.config import ConfigError, TrainConfig, parsing, resolve
 
 
 def _run(capsys, *argv):
@@ -254,7 +254,7 @@ def test_as_flags_leaves_plain_words_alone():
 
 
 def test_env_option_values_are_literals_with_lowercase_booleans():
-    assert resolve.parse_env_options(["a=2", "b=0.5", "c=true", "d=False", "e=mjx"]) == {
+    assert parsing.parse_env_options(["a=2", "b=0.5", "c=true", "d=False", "e=mjx"]) == {
         "a": 2,
         "b": 0.5,
         "c": True,

@@ -14,7 +14,7 @@ import tyro
 
 import jaxrl
 from jaxrl import checkpoint, cli, plot, runs
-from jaxrl.config import resolve
+from jaxrl.config import parsing, resolve
 from jaxrl.experiments import scale, sweep
 from tests import tiny
 
@@ -212,18 +212,18 @@ def test_readme_commands_parse(tmp_path, monkeypatch):
         command, rest = argv[0], argv[1:]
         seen.add(command)
         if command == "train" and "--resume" in rest:
-            tyro.cli(cli.ResumeArgs, args=rest, registry=resolve.parser_registry())
+            tyro.cli(cli.ResumeArgs, args=rest, registry=parsing.parser_registry())
         elif command == "train":
             train, agent, _ = resolve.build_configs([w for w in rest if w != "--help"])
             assert train.algo == resolve.agent_algo(agent)
         elif command == "eval":
-            tyro.cli(cli.EvalArgs, args=rest, registry=resolve.parser_registry())
+            tyro.cli(cli.EvalArgs, args=rest, registry=parsing.parser_registry())
         elif command == "render":
-            tyro.cli(cli.RenderArgs, args=rest, registry=resolve.parser_registry())
+            tyro.cli(cli.RenderArgs, args=rest, registry=parsing.parser_registry())
         elif command == "collect":
-            tyro.cli(cli.CollectArgs, args=rest, registry=resolve.parser_registry())
+            tyro.cli(cli.CollectArgs, args=rest, registry=parsing.parser_registry())
         elif command == "export":
-            tyro.cli(cli.ExportArgs, args=rest, registry=resolve.parser_registry())
+            tyro.cli(cli.ExportArgs, args=rest, registry=parsing.parser_registry())
         elif command == "plot":
             plot.build_parser().parse_args(rest)
         elif command == "sweep":

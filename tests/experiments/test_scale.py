@@ -1,6 +1,7 @@
-"""`jaxrl scale` (experiments/scale.py, experiments/scale_report.py): reading and fitting
-hand-made scale folders whose curves follow known laws, bad input refused before anything is
-built, and the command end to end on a tiny grid, killed and run again."""
+"""`jaxrl scale` (experiments/scale.py and its scale_plan, scale_train, scale_folder,
+scale_report and scale_figures modules): reading and fitting hand-made scale folders whose curves
+follow known laws, bad input refused before anything is built, and the command end to end on a
+tiny grid, killed and run again."""
 
 import itertools
 import json
@@ -13,7 +14,7 @@ import pytest
 from jaxrl import cli, plot
 from jaxrl.config import ConfigError
 from jaxrl.errors import Interrupted
-from jaxrl.experiments import scale, scale_report
+from jaxrl.experiments import scale, scale_folder, scale_plan, scale_report, scale_train
 from jaxrl.experiments import scale_fit as sf
 
 # ---------------------------------------------------------------- hand-made scale folders
@@ -59,7 +60,7 @@ def make_scale_folder(
     width axis, a run per (sigma, batch, width), D_J `truth(sigma, batch, lr, width)`."""
     runs = {}
     for sigma, batch, width in itertools.product(utds, batches, widths or [None]):
-        name = scale_report.run_name(sigma, batch, width)
+        name = scale_folder.run_name(sigma, batch, width)
         per_step = round(sigma * NUM_ENVS)
         runs[name] = {"utd": sigma, "batch_size": batch, "updates_per_step": per_step}
         if width is not None:
@@ -102,7 +103,7 @@ def make_scale_folder(
     }
     if widths:
         spec["widths"] = sorted(widths)
-    (root / scale_report.GRID_FILE).write_text(json.dumps(spec))
+    (root / scale_folder.GRID_FILE).write_text(json.dumps(spec))
     return root
 
 
@@ -112,7 +113,7 @@ def test_crossings_are_read_in_env_steps_per_learning_rate(tmp_path, lr_field):
     sigma x D_J: the x axis is env steps (not updates), each lr its own member's curve; in a
     folder of one learning-rate field (as made before the tied default) or of the tied axis."""
     folder = make_scale_folder(tmp_path, lr_field=lr_field)
-    _, members = scale_report.read_scale_folder(folder)
+    _, members = scale_folder.read_scale_folder(folder)
     rows = scale_report.crossings(members, J, None)
     assert len(rows) == len(UTDS) * len(BATCHES) * len(LRS)
     for row in rows:
@@ -301,9 +302,9 @@ def test_a_folder_keeps_its_learning_rates_and_seeds(capsys, tmp_path, no_traini
     out = tmp_path / "grid"
     train, agent, _ = build_configs([*TINY, "--steps", "512"])
     grid = {"utds": (0.25, 0.5, 1), "batch_sizes": (16,), "lrs": (1e-3, 3e-3), "seeds": 2}
-    the_plan = scale.plan(train, agent, out, target=-1000.0, **grid)
+    the_plan = scale_plan.plan(train, agent, out, target=-1000.0, **grid)
     out.mkdir()
-    (out / scale_report.GRID_FILE).write_text(json.dumps(the_plan.spec))
+    (out / scale_folder.GRID_FILE).write_text(json.dumps(the_plan.spec))
     argv = ["scale", "--target", "-1000", *TINY, *GRID, "--steps", "512", "--out", str(out)]
     changed = [w if w != "1e-3,3e-3" else "1e-3,1e-2" for w in argv]
     assert cli.main(changed) == 2
@@ -323,7 +324,7 @@ def test_the_learning_rate_axis_ties_actor_and_critic_by_default(capsys, tmp_pat
 
     train, agent, _ = build_configs([*TINY, "--steps", "512", "--alpha-lr", "7e-4"])
     small = {"utds": (0.25, 0.5, 1), "batch_sizes": (16,), "lrs": (1e-3, 3e-3), "seeds": 2}
-    the_plan = scale.plan(train, agent, tmp_path / "grid", target=-1.0, **small)
+    the_plan = scale_plan.plan(train, agent, tmp_path / "grid", target=-1.0, **small)
     assert the_plan.lr_field == "actor_lr+critic_lr" and not the_plan.notes
     assert the_plan.spec["lr_field"] == "actor_lr+critic_lr" and the_plan.spec["lrs"] == [
         1e-3,
@@ -339,9 +340,11 @@ def test_the_learning_rate_axis_ties_actor_and_critic_by_default(capsys, tmp_pat
         (3e-3, 3e-3, 7e-4),
     ]
     # Named: one field alone, or alpha_lr tied in too; a bad part is named.
-    one = scale.plan(train, agent, tmp_path / "one", target=-1.0, lr_field="critic_lr", **small)
+    one = scale_plan.plan(
+        train, agent, tmp_path / "one", target=-1.0, lr_field="critic_lr", **small
+    )
     assert one.lr_field == "critic_lr" and one.spec["agent"]["actor_lr"] == agent.actor_lr
-    three = scale.plan(
+    three = scale_plan.plan(
         train, agent, tmp_path / "3", target=-1.0, lr_field="actor_lr+critic_lr+alpha_lr", **small
     )
     assert "alpha_lr" not in three.spec["agent"]
@@ -351,14 +354,14 @@ def test_the_learning_rate_axis_ties_actor_and_critic_by_default(capsys, tmp_pat
         ("critic_lr+critic_lr", "--lr-field critic_lr+critic_lr: a field is named twice"),
     ]:
         with pytest.raises(ConfigError) as error:
-            scale.plan(train, agent, tmp_path / "bad", target=-1.0, lr_field=bad, **small)
+            scale_plan.plan(train, agent, tmp_path / "bad", target=-1.0, lr_field=bad, **small)
         assert message in str(error.value)
     # Proposed learning rates: around the base value the tied fields share, else refused.
-    proposed = scale.plan(train, agent, tmp_path / "p", target=-1.0, utds=(0.25, 0.5, 1))
+    proposed = scale_plan.plan(train, agent, tmp_path / "p", target=-1.0, utds=(0.25, 0.5, 1))
     assert proposed.lrs == (1e-4, 3e-4, 9e-4)  # actor_lr = critic_lr = 3e-4, x 1/3, 1, 3
     apart = build_configs([*TINY, "--actor-lr", "1e-4", "--critic-lr", "3e-4"])[:2]
     with pytest.raises(ConfigError, match="actor_lr 0.0001, critic_lr 0.0003: give the"):
-        scale.plan(*apart, tmp_path / "p2", target=-1.0, utds=(0.25, 0.5, 1))
+        scale_plan.plan(*apart, tmp_path / "p2", target=-1.0, utds=(0.25, 0.5, 1))
     # The command prints the axis and its members.
     argv = ["scale", "--target", "-1000", *TINY, *GRID, "--steps", "512", "--dry-run"]
     assert cli.main([*argv, "--out", str(tmp_path / "cmd")]) == 0
@@ -369,17 +372,17 @@ def test_the_learning_rate_axis_ties_actor_and_critic_by_default(capsys, tmp_pat
 
 def test_an_algorithm_without_both_learning_rates_falls_back_and_says_so(monkeypatch):
     fields = {"critic_lr": 1e-3, "alpha_lr": 1e-3}
-    monkeypatch.setattr(scale, "_lr_fields", lambda agent_config: list(fields.items()))
-    field, note = scale.default_lr_field(object())
+    monkeypatch.setattr(scale_plan, "_lr_fields", lambda agent_config: list(fields.items()))
+    field, note = scale_plan.default_lr_field(object())
     assert field == "critic_lr" and "lacks actor_lr: the learning-rate axis is critic_lr" in note
     fields = {"learning_rate": 1e-3}
-    assert scale.default_lr_field(object())[0] == "learning_rate"
+    assert scale_plan.default_lr_field(object())[0] == "learning_rate"
     fields = {"policy_lr": 1e-3, "value_lr": 1e-3, "alpha_lr": 1e-3}
-    field, note = scale.default_lr_field(object())
+    field, note = scale_plan.default_lr_field(object())
     assert field == "policy_lr+value_lr" and "lacks actor_lr and critic_lr" in note
     fields = {}
     with pytest.raises(ConfigError, match="no learning rate"):
-        scale.default_lr_field(object())
+        scale_plan.default_lr_field(object())
 
 
 def test_a_folder_made_with_one_learning_rate_field_goes_on_with_it(capsys, tmp_path, no_training):
@@ -390,10 +393,10 @@ def test_a_folder_made_with_one_learning_rate_field_goes_on_with_it(capsys, tmp_
     out = tmp_path / "grid"
     train, agent, _ = build_configs([*TINY, "--steps", "512"])
     small = {"utds": (0.25, 0.5, 1), "batch_sizes": (16,), "lrs": (1e-3, 3e-3), "seeds": 2}
-    old = scale.plan(train, agent, out, target=-1000.0, lr_field="critic_lr", **small)
+    old = scale_plan.plan(train, agent, out, target=-1000.0, lr_field="critic_lr", **small)
     out.mkdir()
-    (out / scale_report.GRID_FILE).write_text(json.dumps(old.spec))
-    again = scale.plan(train, agent, out, target=-1000.0, **small)
+    (out / scale_folder.GRID_FILE).write_text(json.dumps(old.spec))
+    again = scale_plan.plan(train, agent, out, target=-1000.0, **small)
     assert again.lr_field == "critic_lr" and again.spec == old.spec
     assert "made with --lr-field critic_lr, not the default actor_lr+critic_lr" in again.notes[0]
     argv = ["scale", "--target", "-1000", *TINY, *GRID, "--steps", "512", "--out", str(out)]
@@ -413,7 +416,7 @@ def test_proposed_grid_budget_and_a_program_that_stops_on_a_nan(tmp_path, monkey
     from jaxrl.config.resolve import build_configs
 
     train, agent, _ = build_configs([*TINY, "--updates-per-step", "4", "--critic-lr", "3e-4"])
-    the_plan = scale.plan(train, agent, tmp_path / "grid", target=-1000.0, budget=1e6)
+    the_plan = scale_plan.plan(train, agent, tmp_path / "grid", target=-1000.0, budget=1e6)
     assert the_plan.utds == (0.25, 0.5, 1.0, 2.0, 4.0)  # UTD 1 (4 updates, 4 envs) x 1/4 .. 4
     assert the_plan.batch_sizes == (128, 256, 512) and the_plan.lrs == (1e-4, 3e-4, 9e-4)
     # The warm-up's steps run no update: the budget's steps come after them.
@@ -432,10 +435,12 @@ def test_proposed_grid_budget_and_a_program_that_stops_on_a_nan(tmp_path, monkey
     monkeypatch.setattr(driver, "train", fake_train)
     small = {"utds": (0.25, 0.5, 1), "batch_sizes": (16,), "lrs": (1e-3,), "seeds": 2}
     out = tmp_path / "small"
-    outcome = scale.train_grid(scale.plan(train, agent, out, target=-1.0, **small), say=print)
+    outcome = scale_train.train_grid(
+        scale_plan.plan(train, agent, out, target=-1.0, **small), say=print
+    )
     assert calls == [1, 2, 4] and outcome["utd=0.5-batch=16"] == "failed"
-    assert "chunk 3" in (out / "utd=0.5-batch=16" / scale_report.FAILED_FILE).read_text()
-    again = scale.plan(train, agent, out, target=-1.0, **small)
+    assert "chunk 3" in (out / "utd=0.5-batch=16" / scale_folder.FAILED_FILE).read_text()
+    again = scale_plan.plan(train, agent, out, target=-1.0, **small)
     assert [p.status for p in again.programs] == ["new", "failed", "new"]
     # Ctrl-C in a program's last chunk: that program finishes, the grid stops after it.
     calls.clear()
@@ -448,7 +453,7 @@ def test_proposed_grid_budget_and_a_program_that_stops_on_a_nan(tmp_path, monkey
         ),
     )
     with pytest.raises(Interrupted, match=r"program 1 of 3 .* finished as Ctrl-C came; run the"):
-        scale.train_grid(again, say=print)
+        scale_train.train_grid(again, say=print)
     assert calls == [1]
 
 
@@ -556,12 +561,12 @@ def test_the_plan_of_a_width_axis_scales_the_critic_and_counts_its_parameters(
     from jaxrl import driver
     from jaxrl.config.resolve import build_configs
 
-    assert scale.critic_sizes((256, 256), 64) == (64, 64)
-    assert scale.critic_sizes((1024, 512, 256), 256) == (256, 128, 64)
+    assert scale_plan.critic_sizes((256, 256), 64) == (64, 64)
+    assert scale_plan.critic_sizes((1024, 512, 256), 256) == (256, 128, 64)
     train, agent, _ = build_configs([*TINY, "--steps", "512", "--critic-hidden", "16,8"])
     small = {"utds": (0.25, 0.5, 1), "batch_sizes": (16, 32), "lrs": (1e-3,), "seeds": 1}
     out = tmp_path / "grid"
-    the_plan = scale.plan(train, agent, out, target=-1.0, widths=(8, 4), **small)
+    the_plan = scale_plan.plan(train, agent, out, target=-1.0, widths=(8, 4), **small)
     assert the_plan.widths == (4, 8) and len(the_plan.programs) == 3 * 2 * 2
     first = the_plan.programs[0]
     assert first.name == "utd=0.25-batch=16-width=4" and first.agent_config.critic_hidden == (4, 2)
@@ -588,17 +593,17 @@ def test_the_plan_of_a_width_axis_scales_the_critic_and_counts_its_parameters(
         return driver.RunResult(None, [], 0.0, 0.0, folder)
 
     monkeypatch.setattr(driver, "train", fake_train)
-    scale.train_grid(the_plan, say=lambda line: None)
+    scale_train.train_grid(the_plan, say=lambda line: None)
     assert trained[:2] == [
         ("utd=0.25-batch=16-width=4", 16, (4, 2)),
         ("utd=0.25-batch=16-width=8", 16, (8, 4)),
     ]
     assert len(trained) == 12
     # Widths added to the folder: kept with the old; a folder with the axis refuses to drop it.
-    more = scale.plan(train, agent, out, target=-1.0, widths=(16,), **small)
+    more = scale_plan.plan(train, agent, out, target=-1.0, widths=(16,), **small)
     assert more.spec["widths"] == [4, 8, 16] and len(more.spec["runs"]) == 18
     with pytest.raises(scale.ScaleError, match="made with a width axis"):
-        scale.plan(train, agent, out, target=-1.0, **small)
+        scale_plan.plan(train, agent, out, target=-1.0, **small)
     argv = ["scale", "--target", "-1000", *TINY, *GRID, "--out", str(tmp_path / "x")]
     assert cli.main([*argv, "--widths", "8,0"]) == 2
     assert "--widths '8,0': every value must be a finite number > 0" in capsys.readouterr().err
@@ -657,7 +662,7 @@ def test_scale_trains_fits_and_goes_on_after_a_kill(capsys, tmp_path):
     capsys.readouterr()
 
     # Kill: the last run has finished but lost its summary; the second is back to config.json.
-    done, cut, unfinished = (out / scale_report.run_name(s, 16) for s in (0.25, 0.5, 1.0))
+    done, cut, unfinished = (out / scale_folder.run_name(s, 16) for s in (0.25, 0.5, 1.0))
     (unfinished / "summary.json").unlink()
     kept = (done / _setting(0.001) / "seed_0" / "metrics.jsonl").stat().st_mtime_ns
     for path in sorted(cut.iterdir()):
