@@ -202,7 +202,7 @@ def measure(name: str, sharding) -> list[dict]:
         extra = suites.MIXED if name.endswith("+mixed") else ()
         trainer = _jaxrl_trainer(ppo, extra)
         key = jax.random.PRNGKey(0)
-        state, data = speed._agent_state_and_data(trainer, key)
+        state, data = speed.agent_state_and_data(trainer, key)
         text = compile_text(trainer.agent.update, (state, data, key), sharding, name=name)
         record(name, text, settings["num_minibatches"])
     elif name == "brax-ppo-update":

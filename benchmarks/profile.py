@@ -38,7 +38,7 @@ def _compile(fn: Callable, *args) -> tuple[dict, Callable]:
     return {"trace_seconds": traced - tick, "compile_seconds": done - traced}, compiled
 
 
-def _median_seconds(call: Callable[[], object], repeats: int = 3) -> float:
+def median_seconds(call: Callable[[], object], repeats: int = 3) -> float:
     times = []
     for _ in range(repeats):
         tick = time.perf_counter()
@@ -50,7 +50,7 @@ def _median_seconds(call: Callable[[], object], repeats: int = 3) -> float:
 def _seconds(compiled: Callable, *args) -> float:
     """Median wall seconds of a call after one warm-up call."""
     jax.block_until_ready(compiled(*args))
-    return _median_seconds(lambda: compiled(*args))
+    return median_seconds(lambda: compiled(*args))
 
 
 def learning_data(trainer, agent_state, key: jax.Array):
@@ -134,7 +134,7 @@ def _chunk_seconds(chunk: Callable, state, warmup: int = 2):
         carry[0], metrics = chunk(carry[0])
         return metrics
 
-    return _median_seconds(next_chunk), carry[0]
+    return median_seconds(next_chunk), carry[0]
 
 
 def profile(trainer, seed: int = 0) -> dict:

@@ -41,7 +41,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxrl.benchmarks.profile import _median_seconds, learning_data
+from jaxrl.benchmarks.profile import learning_data, median_seconds
 
 
 def _size(shape) -> int:
@@ -258,11 +258,11 @@ def matmul_peak(dtype: str = "bfloat16", n: int | None = None, repeats: int = 5)
     b = jax.random.normal(jax.random.PRNGKey(1), (n, n), dtype)
     product = jax.jit(lambda a, b: jnp.matmul(a, b, preferred_element_type=jnp.float32))
     jax.block_until_ready(product(a, b))
-    seconds = _median_seconds(lambda: product(a, b), repeats)
+    seconds = median_seconds(lambda: product(a, b), repeats)
     return {"dtype": dtype, "n": n, "seconds": seconds, "flops_per_second": 2 * n**3 / seconds}
 
 
-def _agent_state_and_data(trainer, key):
+def agent_state_and_data(trainer, key):
     observation = trainer.observation
     state = trainer.agent.init(
         key, observation.actor_size, trainer.env.action_size, observation.critic_size
@@ -275,7 +275,7 @@ def update_speed(trainer, seed: int = 0, repeats: int = 5) -> dict:
     product FLOPs (`matmul_flops`), median seconds over `repeats` calls (each on the state the
     last one returned), FLOP/s, and XLA's memory figures of the program."""
     key = jax.random.PRNGKey(seed)
-    state, data = _agent_state_and_data(trainer, key)
+    state, data = agent_state_and_data(trainer, key)
     return _timed_update(trainer.agent.update, state, data, key, repeats)
 
 
@@ -292,7 +292,7 @@ def _timed_update(update: Callable, state: Any, data: Any, key: jax.Array, repea
         return metrics
 
     jax.block_until_ready(step())
-    seconds = _median_seconds(step, repeats)
+    seconds = median_seconds(step, repeats)
     memory = compiled.memory_analysis()
     kernels = kernel_counts(compiled.as_text())
     return {
@@ -433,7 +433,7 @@ def _footprint(argv: list[str], num_envs: int) -> dict:
     trainer = make_train(train_config, agents.get(train_config.algo).make(agent_config))
     key = jax.random.PRNGKey(0)
     state = jax.eval_shape(trainer.init, key)
-    data = jax.eval_shape(lambda k: _agent_state_and_data(trainer, k)[1], key)
+    data = jax.eval_shape(lambda k: agent_state_and_data(trainer, k)[1], key)
     return {"state_bytes": tree_bytes(state), "data_bytes": tree_bytes(data)}
 
 

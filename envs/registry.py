@@ -87,6 +87,11 @@ def register(
     _REGISTERED[name] = Registration(factory, episode_length, action_repeat)
 
 
+def registration(name: str) -> Registration | None:
+    """What `register` was given for `name`; None for a name not registered."""
+    return _REGISTERED.get(name)
+
+
 def unregister(name: str) -> None:
     """Removes an env added by `register` (no error if there is none)."""
     _REGISTERED.pop(name, None)

@@ -25,28 +25,27 @@ from jaxrl.loops.base import registry_env
 from jaxrl.run import programs
 from jaxrl.run.folder import (
     RunDirError,
-    _meta,
-    _newest_readable,
-    _write_summary,
     check_run_dir,
+    newest_readable,
     run_config,
+    run_meta,
     versions,
+    write_summary,
 )
 from jaxrl.run.health import NonFiniteError
 from jaxrl.run.plan import ON_NAN, Plan, RunOptions, RunResult
 from jaxrl.run.resources import (
     ResourceError,
-    _shardings,  # noqa: F401 (tests/sharding_worker.py uses it)
     check_memory,
 )
 from jaxrl.run.rows import TIMING_KEYS, learning_metrics, rounding_note, seed_summary
 from jaxrl.run.runner import execute, prefetching_chunk
 from jaxrl.run.state import (
     RUN_ONCE_OPTIONS,
-    _initial_state,
-    _members,
     check_init_from,
+    initial_state,
     initialized_from,
+    member_settings,
     run_once,
 )
 
@@ -243,7 +242,7 @@ def train(
     trainer = _make_trainer(config, agent, agent_config, env, randomization_fn)
     config = trainer.config  # with the algorithm's own loop defaults filled in
     _check_split(config, run_grid)
-    members = _members(trainer, agent_config, run_grid)  # checked before compiling
+    members = member_settings(trainer, agent_config, run_grid)  # checked before compiling
     dataset, about = _dataset(trainer)
     source = check_init_from(config)
     saved = None
@@ -254,7 +253,7 @@ def train(
     start = time.perf_counter()
     # The stored chunk loads beside the first state's work (dropped if never asked for).
     with _readying(trainer, run_grid, dataset) as early:
-        state = _initial_state(trainer, run_grid, members, early)
+        state = initial_state(trainer, run_grid, members, early)
         state = initialized_from(source, state, run_grid)
         state = start_fn(state) if start_fn is not None else state
         return _execute(trainer, run_grid, members, state, [], out_path=out_path,
@@ -303,7 +302,7 @@ def _execute(trainer, run_grid, members, state, history, start_fn=None, **fields
     source = check_init_from(trainer.config)
 
     def initial():  # the run's first state, as a rollback without a checkpoint restarts it
-        first = initialized_from(source, _initial_state(trainer, run_grid, members), run_grid)
+        first = initialized_from(source, initial_state(trainer, run_grid, members), run_grid)
         return start_fn(first) if start_fn is not None else first
 
     plan = Plan(trainer=trainer, state=state, history=history, run_grid=run_grid,
@@ -425,15 +424,15 @@ def resume(
     total = config.offline_chunks * config.offline_updates_per_chunk + config.num_chunks * per_chunk
     dataset, _ = _dataset(trainer, saved)
     run_grid = grid.Grid.from_json(saved)
-    members = _members(trainer, agent_config, run_grid)
+    members = member_settings(trainer, agent_config, run_grid)
     say = None if progress is None else progress if callable(progress) else print
     if say and total_steps is not None and total != total_steps:
         say(f"{out_path}: --steps {total_steps:,} rounded up to {total:,}, whole chunks of "
             f"{per_chunk:,} env steps")  # fmt: skip
     start = time.perf_counter()
     with _readying(trainer, run_grid, dataset) as early:
-        like = _initial_state(trainer, run_grid, members, early)
-        step, history, state = _restored(out_path, like, _meta(trainer, run_grid), say)
+        like = initial_state(trainer, run_grid, members, early)
+        step, history, state = _restored(out_path, like, run_meta(trainer, run_grid), say)
         target = options.stop_at_return
         reached = target is not None and bool(history) and history[-1]["eval_return"] >= target
         finished = step >= total or (reached and total_steps is None)
@@ -489,7 +488,7 @@ def _saved_settings(saved, out_path, total_steps, devices, wandb, env, randomiza
 def _restored(out_path: pathlib.Path, like, meta: dict, say) -> tuple[int, list, Any]:
     """(step, history, state) of the run's newest readable checkpoint; (0, [], `like`) where
     it has none yet (stopped while compiling or before its first checkpoint)."""
-    step, history, state = _newest_readable(out_path / "checkpoints", like, meta, say)
+    step, history, state = newest_readable(out_path / "checkpoints", like, meta, say)
     if step is None:
         step, history, state = 0, [], like
         if say:
@@ -501,7 +500,7 @@ def _summary_only(out_path, step, history, state, reached, run_grid, say) -> Run
     """A run killed after its final checkpoint, before its summary: writes summary.json."""
     row = history[-1]
     compile_seconds = row["wall_seconds"] - row["train_seconds"]  # of all its processes
-    _write_summary(out_path, row, compile_seconds, reached, 0, run_grid)
+    write_summary(out_path, row, compile_seconds, reached, 0, run_grid)
     if say:
         say(f"{out_path} had finished training ({step:,} env steps); summary.json written")
     return RunResult(state, history, compile_seconds, 0.0, out_path)

@@ -1225,8 +1225,8 @@ MUTANTS = [
     m(
         "help-shows-first-lines",
         "jaxrl/config/resolve.py",
-        '    line = first_sentence(_field_docstrings(cls).get(field.name, ""))',
-        '    line = _field_docstrings(cls).get(field.name, "").split("\\n")[0]',
+        '    line = first_sentence(field_docstrings(cls).get(field.name, ""))',
+        '    line = field_docstrings(cls).get(field.name, "").split("\\n")[0]',
         "--help cuts each description at the docstring's first line, mid-sentence",
         "tests/config/test_help.py",
     ),
@@ -1561,8 +1561,8 @@ MUTANTS = [
     m(
         "seeds-rows-all-of-the-first-seed",
         "jaxrl/run/runner.py",
-        "_row(index, jax.tree.map(lambda x, i=i: x[i], metrics), config, *times)",
-        "_row(index, jax.tree.map(lambda x, i=i: x[0], metrics), config, *times)",
+        "chunk_row(index, jax.tree.map(lambda x, i=i: x[i], metrics), config, *times)",
+        "chunk_row(index, jax.tree.map(lambda x, i=i: x[0], metrics), config, *times)",
         "every seed's metrics files get the first seed's rows",
         RUNS,
     ),

@@ -17,6 +17,8 @@ from jax.sharding import NamedSharding, PartitionSpec
 import jaxrl
 from jaxrl import agents, driver
 from jaxrl.loops import make_train
+from jaxrl.run import resources
+from jaxrl.run import state as run_state
 from jaxrl.types import Batch
 
 DEVICES = 4
@@ -61,8 +63,8 @@ def layout(algo: str) -> None:
     replicated; the compiled chunk averages gradients and never gathers the replay buffer."""
     assert len(jax.devices()) == DEVICES
     trainer = _trainer(algo, devices=DEVICES)
-    state = driver._initial_state(trainer, None)
-    shardings = driver._shardings(trainer, state)
+    state = run_state.initial_state(trainer, None)
+    shardings = resources.run_shardings(trainer, state)
     program = jax.jit(
         trainer.chunk, donate_argnums=0, out_shardings=(shardings, trainer.data.sharding())
     )
@@ -103,7 +105,7 @@ def one_device_is_unsharded(algo: str) -> None:
     results = []
     for devices in (0, 1):
         trainer = _trainer(algo, devices=devices)
-        state = driver._initial_state(trainer, None)
+        state = run_state.initial_state(trainer, None)
         chunk = jax.jit(trainer.chunk)
         rows = []
         for _ in range(2):

@@ -80,3 +80,40 @@ def test_test_modules_have_unique_names():
     for path in (ROOT / "tests").rglob("test_*.py"):
         names.setdefault(path.name, []).append(str(path.relative_to(ROOT)))
     assert {n: p for n, p in names.items() if len(p) > 1} == {}
+
+
+def test_no_module_reads_another_module_s_private_names():
+    """No module of jaxrl/, envs/, experiments/ or benchmarks/ imports another module's private
+    name (`from jaxrl.run.folder import _meta`) or reads one off a module of ours
+    (`resolve._field_docstrings`): what one module needs of another is that module's public
+    face (issue 73). Tests may reach in; the package may not."""
+    import ast
+
+    found = []
+    for folder in ("jaxrl", "envs", "experiments", "benchmarks"):
+        for path in (ROOT / folder).rglob("*.py"):
+            tree = ast.parse(path.read_text())
+            ours: set[str] = set()  # local names bound to modules (or names) of jaxrl
+            where = path.relative_to(ROOT)
+            for node in ast.walk(tree):
+                if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("jaxrl"):
+                    for alias in node.names:
+                        if alias.name.startswith("_") and not alias.name.startswith("__"):
+                            found.append(f"{where}:{node.lineno} imports {alias.name}")
+                        ours.add(alias.asname or alias.name)
+                elif isinstance(node, ast.Import):
+                    ours |= {
+                        alias.asname or alias.name.split(".")[0]
+                        for alias in node.names
+                        if alias.name.startswith("jaxrl")
+                    }
+            for node in ast.walk(tree):
+                if (
+                    isinstance(node, ast.Attribute)
+                    and isinstance(node.value, ast.Name)
+                    and node.value.id in ours
+                    and node.attr.startswith("_")
+                    and not node.attr.startswith("__")
+                ):
+                    found.append(f"{where}:{node.lineno} reads {node.value.id}.{node.attr}")
+    assert not found, found

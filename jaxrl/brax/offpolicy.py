@@ -64,8 +64,8 @@ def door(algo: str) -> Callable:
     ):
         settings = dict(locals())
         options = settings.pop("options")
-        plan = sac._plan(settings, algo, options)  # every check, before anything compiles
-        return sac._run(plan, progress_fn)
+        plan = sac.make_plan(settings, algo, options)  # every check, before anything compiles
+        return sac.run_plan(plan, progress_fn)
 
     train.__name__ = train.__qualname__ = "train"
     train.__module__ = f"jaxrl.brax.{algo}"

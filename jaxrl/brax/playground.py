@@ -78,7 +78,7 @@ def configs(algo: str, env_name: str | None, env_options: dict | None = None) ->
     if algo == "sac":  # the door warns that it ignores it: jaxrl's SAC has no hard resets
         values.pop("num_resets_per_eval", None)
     settings.update(values, environment=envs.make(env_name, **(env_options or {})))
-    plan = door._plan(settings)
+    plan = door.make_plan(settings)
     config = dataclasses.replace(plan.config, env=env_name)
     if algo == "sac":
         # Brax's prefill (the untrained policy filling min_replay_size rows, its own program in

@@ -113,8 +113,8 @@ def train(
     `_min_lr`/`_max_lr` without Brax's adaptive-KL schedule, `restore_value_fn` without
     parameters to restore."""
     settings = dict(locals())
-    plan = _plan(settings)  # every check, before anything compiles
-    return _run(plan, progress_fn, policy_params_fn)
+    plan = make_plan(settings)  # every check, before anything compiles
+    return run_plan(plan, progress_fn, policy_params_fn)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -137,7 +137,7 @@ class _Plan:
     save_checkpoint_path: Any
 
 
-def _plan(s: dict) -> _Plan:
+def make_plan(s: dict) -> _Plan:
     """The configs of Brax's arguments `s`, or a ConfigError naming the argument."""
     from jaxrl.agents.ppo import PPOConfig
     from jaxrl.config import TrainConfig
@@ -257,7 +257,7 @@ def _epochs(s: dict, physics_per_step: int) -> tuple[int, int]:
     return intervals * resets, max(steps, 1)
 
 
-def _run(plan: _Plan, progress_fn: Callable, policy_params_fn: Callable):
+def run_plan(plan: _Plan, progress_fn: Callable, policy_params_fn: Callable):
     """Trains `plan` with jaxrl's driver and reports as Brax does: progress_fn at step 0
     (num_evals > 1) and after every evaluation interval, policy_params_fn at step 0 and
     after every interval, in physics steps."""

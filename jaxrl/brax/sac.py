@@ -85,8 +85,8 @@ def train(
     Brax's `sac.train` refuses, is accepted; jaxrl's off-policy loop does not hard-reset its
     training envs, so a value above 0 is ignored with a warning."""
     settings = dict(locals())
-    plan = _plan(settings)  # every check, before anything compiles
-    return _run(plan, progress_fn)
+    plan = make_plan(settings)  # every check, before anything compiles
+    return run_plan(plan, progress_fn)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -113,7 +113,7 @@ def first_update_rows(num_envs: int, min_replay_size: int) -> int:
     return (-(-min_replay_size // num_envs) + 1) * num_envs
 
 
-def _plan(s: dict, algo: str = "sac", options: dict | None = None) -> _Plan:
+def make_plan(s: dict, algo: str = "sac", options: dict | None = None) -> _Plan:
     """The configs of Brax's arguments `s` for `algo` (SAC, or another off-policy algorithm
     through `jaxrl.brax.offpolicy`, with its own `options`), or a ConfigError naming the
     argument."""
@@ -299,7 +299,7 @@ def _steps(s: dict, envs: int, repeat: int) -> tuple[int, int]:
     return prefill, -(-left // (intervals * envs * repeat))
 
 
-def _run(plan: _Plan, progress_fn: Callable):
+def run_plan(plan: _Plan, progress_fn: Callable):
     """Trains `plan` with jaxrl's driver and reports as Brax does: the evaluation at step 0
     (num_evals > 1, before the prefill), the prefill, then progress_fn after every interval,
     in physics steps, a checkpoint before it where checkpoint_logdir is given."""

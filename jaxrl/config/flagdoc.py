@@ -71,7 +71,7 @@ def _section(algo: str, name: str, members: list, heading: str, title: str = "")
         if flag is None:
             continue
         flags, metavar = flag
-        text = " ".join(resolve._field_docstrings(cls).get(field.name, "").split())
+        text = " ".join(resolve.field_docstrings(cls).get(field.name, "").split())
         hint = resolve.type_hints(cls)[field.name]
         repeatable = "UseAppendAction" in repr(hint)
         default = "repeatable" if repeatable else f"default: `{_default(field)}`"

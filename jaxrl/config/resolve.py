@@ -42,7 +42,7 @@ _GROUP = (tyro.conf.OmitArgPrefixes,)
 
 
 @functools.cache
-def _field_docstrings(cls: type) -> dict[str, str]:
+def field_docstrings(cls: type) -> dict[str, str]:
     """Each field's docstring (the string literal below it), the nearest class of the MRO that
     documents the field giving it. Read with ast: tyro reads them too, but only whole."""
     docs: dict[str, str] = {}
@@ -104,7 +104,7 @@ def _mirror_field(cls: type, field: dataclasses.Field) -> tuple[str, Any, Any]:
     hint, extras = type_hints(cls)[field.name], ()
     if typing.get_origin(hint) is Annotated:
         hint, *extras = typing.get_args(hint)
-    line = first_sentence(_field_docstrings(cls).get(field.name, ""))
+    line = first_sentence(field_docstrings(cls).get(field.name, ""))
     configs = [e for e in extras if isinstance(e, _ARG_CONFIG)]
     others = [e for e in extras if not isinstance(e, (_ARG_CONFIG, Choices))]
     arg = dataclasses.replace(configs[0], help=line) if configs else tyro.conf.arg(help=line)

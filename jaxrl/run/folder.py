@@ -124,7 +124,7 @@ def _qualified_name(thing: Any) -> str:
     return f"{getattr(named, '__module__', None) or '?'}.{named.__qualname__}"
 
 
-def _meta(trainer, run_grid: grid.Grid | None = None) -> dict:
+def run_meta(trainer, run_grid: grid.Grid | None = None) -> dict:
     """What a checkpoint must share with the run that restores it."""
     meta = {
         "algo": trainer.config.algo,
@@ -142,7 +142,7 @@ def _meta(trainer, run_grid: grid.Grid | None = None) -> dict:
     return meta
 
 
-def _write_summary(out_path, row, compile_seconds, reached, rollbacks, run_grid) -> None:
+def write_summary(out_path, row, compile_seconds, reached, rollbacks, run_grid) -> None:
     """summary.json: the run's totals and final returns, from its last row."""
     summary = {
         "compile_seconds": compile_seconds,
@@ -169,7 +169,7 @@ def _write_summary(out_path, row, compile_seconds, reached, rollbacks, run_grid)
     write_atomically(out_path / "summary.json", json.dumps(summary, indent=2))
 
 
-def _newest_readable(directory, like, expected: dict, say) -> tuple[int | None, list, Any]:
+def newest_readable(directory, like, expected: dict, say) -> tuple[int | None, list, Any]:
     """(step, history, state) of the newest checkpoint under `directory` that can be read,
     restored into `like`'s shapes and places; (None, [], None) where there is none (a run
     killed before its first checkpoint starts over). Damaged ones (a file truncated or lost

@@ -13,8 +13,8 @@ import numpy as np
 from jaxrl.config import TrainConfig
 from jaxrl.errors import JaxrlError
 from jaxrl.loops.base import NONFINITE
-from jaxrl.run.folder import _newest_readable
-from jaxrl.run.rows import _member
+from jaxrl.run.folder import newest_readable
+from jaxrl.run.rows import member_metrics
 
 
 class NonFiniteError(JaxrlError, FloatingPointError):
@@ -61,7 +61,7 @@ def chunk_problem(
     the chunk's `metrics`); None where all is finite."""
     problems = []
     for i, one in enumerate(rows):
-        member = metrics if run_grid is None else _member(metrics, i)
+        member = metrics if run_grid is None else member_metrics(metrics, i)
         which = "" if run_grid is None else f" of {run_grid.describe(i)}"
         message = _nonfinite_message(one, _nonfinite(member, config), index, which)
         if message:
@@ -84,14 +84,14 @@ def stop_message(problem: str, rollbacks: int, on_nan: str) -> str:
     )
 
 
-def _roll_back(out_path, initial, rollbacks: int, run_grid, meta, say) -> tuple[Any, list, str]:
+def roll_back(out_path, initial, rollbacks: int, run_grid, meta, say) -> tuple[Any, list, str]:
     """(state, history, where) to go on from after a chunk that saw a NaN: the newest
     checkpoint's (the run's first state where there is none), its key folded with the rollback's
     number so the run does not repeat what it did (the same numbers for the same seed)."""
     like = initial()
     step = None
     if out_path is not None:
-        step, history, state = _newest_readable(out_path / "checkpoints", like, meta, say)
+        step, history, state = newest_readable(out_path / "checkpoints", like, meta, say)
     if step is not None:
         where = f"the checkpoint at env step {step:,}"
     else:

@@ -125,7 +125,7 @@ def _env_modules(config: Any, env: Any) -> list[str]:
     from jaxrl.envs import registry
 
     modules = []
-    registration = registry._REGISTERED.get(config.env)
+    registration = registry.registration(config.env)
     if registration is not None:
         factory = getattr(registration.factory, "func", registration.factory)  # a partial's
         modules.append(getattr(factory, "__module__", None) or "")

@@ -16,7 +16,7 @@ class ResourceError(ConfigError):
     """A run that cannot fit in the memory it would run in."""
 
 
-def _devices(trainer) -> list:
+def run_devices(trainer) -> list:
     mesh = trainer.data.mesh
     return list(mesh.devices.flat) if mesh is not None else [jax.devices()[0]]
 
@@ -78,7 +78,7 @@ def check_memory(shapes: Any, devices: list) -> None:
     )
 
 
-def _shardings(trainer, state, run_grid: grid.Grid | None = None):
+def run_shardings(trainer, state, run_grid: grid.Grid | None = None):
     """Where each array of the state lives: None (the default device) without a mesh."""
     members = run_grid is not None
     return sharding.state_shardings(state, trainer.data, trainer.config.num_envs, members)

@@ -63,7 +63,7 @@ def _seeds_row(rows: list[dict], seeds: tuple[int, ...]) -> dict:
     return row
 
 
-def _grid_row(rows: list[dict], run_grid: grid.Grid) -> dict:
+def grid_row(rows: list[dict], run_grid: grid.Grid) -> dict:
     """The aggregate row of one chunk of a grid: seeds alone give `_seeds_row`; with settings,
     each setting's summary over its seeds (`settings`, best first by mean eval return), the
     best setting, and that setting's row (its mean is the row's `eval_return`, which
@@ -133,7 +133,7 @@ def _offline_fields(chunk: int, config: TrainConfig, env_steps: int, seconds: fl
     }
 
 
-def _row(
+def chunk_row(
     chunk: int,
     metrics: dict,
     config: TrainConfig,
@@ -192,12 +192,12 @@ def learning_metrics(rows: list[dict]) -> list[dict]:
     return kept
 
 
-def _member(metrics: dict, i: int) -> dict:
+def member_metrics(metrics: dict, i: int) -> dict:
     """Member `i`'s metrics of a grid's chunk."""
     return jax.tree.map(lambda x: x[i], metrics)
 
 
-def _without_seeds(row: dict) -> dict:
+def without_seeds(row: dict) -> dict:
     """A row as the run's own metrics files keep it: without its seeds' own rows."""
     return {k: v for k, v in row.items() if k != "per_seed"}
 

@@ -21,18 +21,18 @@ from jaxrl.envs.wrappers import GRID_AXIS
 from jaxrl.errors import Interrupted
 from jaxrl.files import write_atomically
 from jaxrl.run import program_key, programs
-from jaxrl.run.folder import _meta, _write_summary
-from jaxrl.run.health import NonFiniteError, _roll_back, chunk_problem, stop_message
+from jaxrl.run.folder import run_meta, write_summary
+from jaxrl.run.health import NonFiniteError, chunk_problem, roll_back, stop_message
 from jaxrl.run.plan import Plan, RunResult
-from jaxrl.run.resources import _shardings
+from jaxrl.run.resources import run_shardings
 from jaxrl.run.rows import (
-    _grid_row,
-    _row,
-    _without_seeds,
+    chunk_row,
     evaluation_note,
+    grid_row,
     rounding_note,
     step_of,
     where,
+    without_seeds,
 )
 from jaxrl.run.state import compile_with_options
 
@@ -41,7 +41,7 @@ def execute(plan: Plan) -> RunResult:
     """Compiles the chunk program and runs the chunks after `plan.history`'s last one.
     `plan.run_grid`: `plan.state` holds its members stacked, trained together by the vmapped
     chunk; each gets its own metrics (under seed_<seed>/, or SETTING/seed_<seed>/) and the run's
-    rows summarise them (`_seeds_row`, `_grid_row`)."""
+    rows summarise them (`_seeds_row`, `grid_row`)."""
     return Runner(plan).run()
 
 
@@ -58,7 +58,7 @@ def compile_chunk(trainer, state, run_grid) -> Any:
     placed = {}
     if trainer.data.mesh is not None:  # the state keeps its shardings; metrics replicated
         placed["out_shardings"] = (
-            _shardings(trainer, state, run_grid),
+            run_shardings(trainer, state, run_grid),
             trainer.data.sharding(),
         )
     return programs.load_or_compile(
@@ -143,7 +143,7 @@ class EarlyChunk:
 
     A run's first chunk waits for two compiles: the initial state's programs (the envs' reset,
     the agent's and buffer's init) and the chunk's. Only the state's shapes are needed to
-    compile the chunk, and `_initial_state` has them before it compiles anything of its own, so
+    compile the chunk, and `initial_state` has them before it compiles anything of its own, so
     it hands them to `start`: the chunk is traced and lowered there, on the calling thread (jax
     traces on one thread at a time here), then compiled by XLA on a thread of its own, which
     holds no lock of Python's while it compiles, while the calling thread compiles and runs the
@@ -242,7 +242,7 @@ def prefetching_chunk(trainer, run_grid):
     programs has the chunk that the last run of `trainer`'s settings used, starts loading it
     (`programs.prefetch`); on leaving, drops it if the run never asked for it (it raised
     before, or a resume found nothing left to train). Yields an `EarlyChunk` (one device, no
-    actor/learner split) for `_initial_state` to start and the runner to take, else None."""
+    actor/learner split) for `initial_state` to start and the runner to take, else None."""
     kind = _chunk_kind(run_grid)
     early = None
     if trainer.compile_chunk is None:
@@ -323,7 +323,7 @@ class Runner:
             self._close()
         out_path = self.plan.out_path
         if out_path is not None and self.primary:
-            _write_summary(
+            write_summary(
                 out_path,
                 self.row,
                 self.compile_seconds,
@@ -397,7 +397,7 @@ class Runner:
             self.checkpoints = checkpoint.manager(
                 out_path / "checkpoints", keep=self.options.keep_checkpoints or None
             )
-        self.meta = _meta(plan.trainer, plan.run_grid)
+        self.meta = run_meta(plan.trainer, plan.run_grid)
         self.stop = _StopRequest(enabled=out_path is not None)
 
     def _open_loggers(self, history: list[dict]) -> list:
@@ -408,7 +408,7 @@ class Runner:
         opened = [
             logs.RunLogger(
                 out_path,
-                history=[_without_seeds(r) for r in history],
+                history=[without_seeds(r) for r in history],
                 tensorboard=options.tensorboard,
                 wandb_project=options.wandb,
                 config=self.plan.saved,
@@ -451,14 +451,14 @@ class Runner:
             self.wall_before + self.compile_seconds + self.train_seconds,
         )
         if run_grid is None:
-            rows = [_row(index, metrics, config, *times)]
+            rows = [chunk_row(index, metrics, config, *times)]
             self.row = rows[0]
         else:
             rows = [
-                _row(index, jax.tree.map(lambda x, i=i: x[i], metrics), config, *times)
+                chunk_row(index, jax.tree.map(lambda x, i=i: x[i], metrics), config, *times)
                 for i in range(len(run_grid))
             ]
-            self.row = {**_grid_row(rows, run_grid), "per_seed": rows}
+            self.row = {**grid_row(rows, run_grid), "per_seed": rows}
         return rows, metrics
 
     def _roll_back_or_stop(self, problem: str) -> None:
@@ -469,7 +469,7 @@ class Runner:
             raise NonFiniteError(stop_message(problem, self.rollbacks, options.on_nan))
         self.rollbacks += 1
         say = self.reporter.message if self.reporter else None
-        self.state, self.history, where = _roll_back(
+        self.state, self.history, where = roll_back(
             self.plan.out_path,
             self.plan.initial,
             self.rollbacks,
@@ -492,7 +492,7 @@ class Runner:
         shows it."""
         loggers = self.loggers
         if loggers:
-            loggers[0].write(_without_seeds(row))
+            loggers[0].write(without_seeds(row))
             for seed_logger, one in zip(loggers[1:], rows, strict=len(loggers) > 1):
                 seed_logger.write(one)
         if self.reporter:

@@ -12,10 +12,10 @@ import jax.numpy as jnp
 from jaxrl import agents, grid
 from jaxrl.errors import ConfigError
 from jaxrl.run import programs
-from jaxrl.run.resources import _devices, _shardings, check_memory
+from jaxrl.run.resources import check_memory, run_devices, run_shardings
 
 
-def _members(trainer, agent_config: Any, run_grid: grid.Grid | None) -> list | None:
+def member_settings(trainer, agent_config: Any, run_grid: grid.Grid | None) -> list | None:
     """(agent, config) of each setting of the grid, checked: each config as its own run's
     would be, and each state of the same structure as the trainer's (a setting that would
     change the program, e.g. AdamW's decay against none, is refused by name)."""
@@ -45,11 +45,11 @@ def _members(trainer, agent_config: Any, run_grid: grid.Grid | None) -> list | N
     return members
 
 
-def _initial_state(
+def initial_state(
     trainer, run_grid: grid.Grid | None, members: list | None = None, early: Any = None
 ):
     """The run's first state: of `config.seed`, or of every member stacked (vmapped init of
-    each setting's seeds, setting-major), placed on the run's devices (`_shardings`).
+    each setting's seeds, setting-major), placed on the run's devices (`run_shardings`).
     `early` (`runner.EarlyChunk`): handed the state's shapes as soon as they are known, before
     its programs compile, so that the chunk can compile beside them."""
     if run_grid is None:
@@ -73,19 +73,19 @@ def _initial_state(
     shapes = getattr(traced, "out_info", None)
     if shapes is None:  # a jax whose Traced has no out_info: its shapes from a second trace
         shapes = jax.eval_shape(init, key)
-    check_memory(shapes, _devices(trainer))  # before anything of it is allocated
+    check_memory(shapes, run_devices(trainer))  # before anything of it is allocated
     if early is not None:
         early.start(shapes)
     if trainer.place is not None:  # an actor/learner split: parts on different devices
         return trainer.place(run_once(traced, key))
     if trainer.data.mesh is None:  # the default device
         return run_once(traced, key)
-    shardings = _shardings(trainer, shapes, run_grid)  # over a mesh, from the state's shapes
+    shardings = run_shardings(trainer, shapes, run_grid)  # over a mesh, from the state's shapes
     return run_once(jax.jit(init, out_shardings=shardings), key)
 
 
 def _stored_initial_state(trainer, run_grid, init, key, early=None):
-    """`_initial_state`'s state, as two programs: the training envs' reset (`Trainer.reset`),
+    """`initial_state`'s state, as two programs: the training envs' reset (`Trainer.reset`),
     free of the run's settings and so kept in the store of compiled programs
     (`jaxrl.run.programs`) for a re-run with other ones, then the rest of `init`, given the
     reset's states. The same state as `init` in one program gives. Where `early` wants the
@@ -104,7 +104,7 @@ def _stored_initial_state(trainer, run_grid, init, key, early=None):
     # before either program allocates anything, and for the chunk's compile, which then
     # starts before the reset's (`early`).
     traced = jax.jit(lambda k, e: init(k, env_state=e)).trace(key, env_shapes)
-    check_memory(traced.out_info, _devices(trainer))
+    check_memory(traced.out_info, run_devices(trainer))
     if early is not None:
         early.start(traced.out_info)
     if compiled is None:

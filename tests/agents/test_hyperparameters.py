@@ -136,7 +136,7 @@ def test_a_setting_is_state_not_program(name, field):
 def test_a_zero_that_changes_the_program_changes_the_state_too(name, field):
     """A setting at zero may leave a mechanism out of the program (AdamW's decay, PPO's
     gradient clipping), but then the state must differ in structure from a nonzero one's: a
-    vmapped grid refuses to mix the two by their structure (`jaxrl.run.state._members`), and
+    vmapped grid refuses to mix the two by their structure (`jaxrl.run.state.member_settings`), and
     the store of compiled programs keys on it (`jaxrl.run.programs`). A clipping program
     given a zero clipped every gradient to zero: a grid member or a re-run at 0 learned
     nothing."""

@@ -52,7 +52,7 @@ def test_brax_s_arguments_and_the_options_reach_the_algorithm_s_configs(algo):
     own = spec.config_cls()
     option = {"num_critics": 3} if "num_critics" in vars(own) else {"policy_delay": 3}
     tau = 0.02 if hasattr(own, "tau") else 0.005  # CrossQ has no target networks
-    plan = sac._plan(_arguments(algo, tau=tau), algo, option)
+    plan = sac.make_plan(_arguments(algo, tau=tau), algo, option)
     config, agent = plan.config, plan.agent_config
     assert config.algo == algo and type(agent) is spec.config_cls
     assert (config.num_envs, config.batch_size, config.updates_per_step) == (4, 8, 2)
@@ -70,7 +70,7 @@ def test_per_env_noise_algorithms_evaluate_greedily_and_explore_at_their_middle_
     from jaxrl.loops.base import resolve_config
 
     for algo, sampled in (("td3", "sampled"), ("fast_td3", "greedy"), ("pql", "greedy")):
-        plan = sac._plan(_arguments(algo), algo, {})
+        plan = sac.make_plan(_arguments(algo), algo, {})
         assert plan.config.eval_actions == sampled, algo
         config = resolve_config(plan.config, agents.get(algo).make(plan.agent_config))
         scale = _exploring_scale(config)
@@ -86,16 +86,16 @@ def test_a_factory_s_networks_are_taken_and_options_checked():
     from brax.training.agents.sac import networks as sac_networks
 
     factory = functools.partial(sac_networks.make_sac_networks, hidden_layer_sizes=(16, 8))
-    agent = sac._plan(_arguments("td3", network_factory=factory), "td3", {}).agent_config
+    agent = sac.make_plan(_arguments("td3", network_factory=factory), "td3", {}).agent_config
     assert agent.actor_hidden == agent.critic_hidden == (16, 8)
     with pytest.raises(ConfigError, match="polic_delay: not an option of td3"):
-        sac._plan(_arguments("td3"), "td3", {"polic_delay": 2})
+        sac.make_plan(_arguments("td3"), "td3", {"polic_delay": 2})
     with pytest.raises(ConfigError, match="checkpoint_logdir cannot be honoured by jaxrl.brax.td3"):
-        sac._plan(_arguments("td3", checkpoint_logdir="/tmp/x"), "td3", {})
+        sac.make_plan(_arguments("td3", checkpoint_logdir="/tmp/x"), "td3", {})
     with pytest.raises(ConfigError, match="policy_delay must be >= 1"):
-        sac._plan(_arguments("td3"), "td3", {"policy_delay": 0})
+        sac.make_plan(_arguments("td3"), "td3", {"policy_delay": 0})
     with pytest.raises(ConfigError, match="tau=0.02: crossq has no tau"):
-        sac._plan(_arguments("crossq", tau=0.02), "crossq", {})
+        sac.make_plan(_arguments("crossq", tau=0.02), "crossq", {})
 
 
 @pytest.fixture(scope="module")
@@ -141,7 +141,9 @@ def test_a_door_reports_at_brax_s_steps_and_returns_brax_s_triple(trained, algo)
     from jaxrl.loops.base import make_policy as jaxrl_policy
     from jaxrl.observations import ObservationView
 
-    plan = sac._plan(_arguments(algo), algo, {"actor_hidden": (8, 8), "critic_hidden": (16, 16)})
+    plan = sac.make_plan(
+        _arguments(algo), algo, {"actor_hidden": (8, 8), "critic_hidden": (16, 16)}
+    )
     agent = agents.get(algo).make(plan.agent_config)
     like = init_agent(agent, jax.random.PRNGKey(0), ObservationView(None, None, 3, None), 2)
     state = runs.agent_state_from_arrays(like, policy)

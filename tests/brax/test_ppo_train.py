@@ -78,7 +78,7 @@ def test_an_argument_jaxrl_cannot_honour_is_refused_by_name(name):
     if name == "normalize_observations_mode":
         value = "ema"
     with pytest.raises(ConfigError, match=name):
-        ppo._plan(_arguments(**{name: value}))
+        ppo.make_plan(_arguments(**{name: value}))
 
 
 @pytest.mark.parametrize(
@@ -129,7 +129,7 @@ def test_eval_env_is_where_evaluation_runs():
     for reported in (steps[0], metrics):  # the step-0 evaluation and the last one
         assert reported["eval/episode_reward"] == reported["eval/avg_episode_length"] == 14
         assert reported["eval/episode_reward_std"] == 0
-    plan = ppo._plan(_arguments(eval_env=brax_peer.WideDrift(), run_evals=False))
+    plan = ppo.make_plan(_arguments(eval_env=brax_peer.WideDrift(), run_evals=False))
     assert isinstance(plan.trainer_env, brax_peer.MeteredDrift)
 
 
@@ -137,7 +137,7 @@ def test_brax_s_units_become_jaxrl_s():
     """Physics steps (action_repeat in them) to control steps, Brax's rounding up of training
     steps per epoch, and num_resets_per_eval epochs per evaluation interval."""
     args = _arguments(num_timesteps=1000, num_evals=4, num_resets_per_eval=2, episode_length=13)
-    plan = ppo._plan(args)
+    plan = ppo.make_plan(args)
     per_step = 4 * 2 * 5  # batch_size x num_minibatches x unroll_length, control steps
     steps = math.ceil(1000 / (3 * per_step * 2 * 2))  # Brax: intervals x physics x epochs
     assert plan.config.total_steps == 3 * 2 * steps * per_step
@@ -148,11 +148,11 @@ def test_brax_s_units_become_jaxrl_s():
     assert plan.config.unroll_length == 5 * 2  # batch x minibatches / num_envs unrolls
     assert plan.agent_config.gae_horizon == 5
     assert plan.config.eval_actions == "sampled"  # Brax's default deterministic_eval=False
-    assert ppo._plan(_arguments(deterministic_eval=True)).config.eval_actions == "greedy"
+    assert ppo.make_plan(_arguments(deterministic_eval=True)).config.eval_actions == "greedy"
 
 
 def test_numpy_integers_are_taken_as_brax_takes_them():
-    plan = ppo._plan(_arguments(num_envs=np.int64(4), batch_size=np.int64(4)))
+    plan = ppo.make_plan(_arguments(num_envs=np.int64(4), batch_size=np.int64(4)))
     assert plan.config.num_envs == 4 and isinstance(plan.config.num_envs, int)
     assert isinstance(plan.agent_config.num_minibatches, int)
 
@@ -164,7 +164,7 @@ def test_a_factory_partial_builds_brax_s_trees():
         value_hidden_layer_sizes=(16,),
         activation=nn.relu,
     )
-    plan = ppo._plan(_arguments(network_factory=factory))
+    plan = ppo.make_plan(_arguments(network_factory=factory))
     assert plan.agent_config.actor_hidden == (8, 8)
     assert plan.agent_config.critic_hidden == (16,)
     assert plan.agent_config.activation == "relu"
@@ -285,7 +285,7 @@ def test_brax_s_inference_fn_acts_with_jaxrl_s_params(runs):
     from jaxrl import normalization
     from jaxrl.agents import ppo as jaxrl_ppo
 
-    config = ppo._plan(_arguments()).agent_config
+    config = ppo.make_plan(_arguments()).agent_config
     state = jaxrl_ppo.make(config).init(jax.random.PRNGKey(2), 3, 2).replace(params=agent)
     mine = jaxrl_ppo.make(config).act(
         state, normalization.normalize(stats, obs, 0.0), jax.random.PRNGKey(3), 0.0

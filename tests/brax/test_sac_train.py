@@ -144,7 +144,7 @@ def test_brax_s_units_become_jaxrl_s():
     """Brax's prefill of ceil(min_replay_size / num_envs) steps, its training steps per
     interval rounded up from what the prefill leaves, physics steps to control steps."""
     args = _arguments(num_timesteps=1000, min_replay_size=10, num_evals=4, episode_length=13)
-    plan = sac._plan(args)
+    plan = sac.make_plan(args)
     assert plan.prefill == 3  # ceil(10 / 4)
     left = 1000 - 3 * 4 * 2  # physics steps after the prefill
     per_interval = -(-left // (3 * 4 * 2))  # Brax: intervals x num_envs x action_repeat
@@ -158,16 +158,16 @@ def test_brax_s_units_become_jaxrl_s():
     assert plan.config.episode_length == 7  # ceil(13 / 2)
     assert plan.config.buffer_size == (3 + 3 * per_interval) * 4  # never more rows than that
     assert plan.config.eval_actions == "sampled"  # Brax's default deterministic_eval=False
-    assert sac._plan(_arguments(deterministic_eval=True)).config.eval_actions == "greedy"
+    assert sac.make_plan(_arguments(deterministic_eval=True)).config.eval_actions == "greedy"
     assert not plan.config.randomize_eval
-    randomized = sac._plan(_arguments(randomization_fn=lambda model, rng: (model, None)))
+    randomized = sac.make_plan(_arguments(randomization_fn=lambda model, rng: (model, None)))
     assert randomized.config.randomize_eval  # Brax's evaluator steps randomized envs too
     with pytest.warns(UserWarning, match="num_resets_per_eval"):
-        sac._plan(_arguments(num_resets_per_eval=10))
+        sac.make_plan(_arguments(num_resets_per_eval=10))
 
 
 def test_numpy_integers_are_taken_as_brax_takes_them():
-    plan = sac._plan(_arguments(num_envs=np.int64(4), num_timesteps=np.int64(64)))
+    plan = sac.make_plan(_arguments(num_envs=np.int64(4), num_timesteps=np.int64(64)))
     assert plan.config.num_envs == 4 and isinstance(plan.config.num_envs, int)
 
 
@@ -176,7 +176,7 @@ def test_the_critic_loss_is_brax_s_mean_over_the_critics():
     them (tests/agents/test_sac_brax_parity.py): the door reports Brax's."""
     from jaxrl.brax import metrics
 
-    plan = sac._plan(_arguments())
+    plan = sac.make_plan(_arguments())
     row = {"chunk_env_steps_per_second": 1.0, "train_seconds": 1.0, "env_steps": 40,
            "critic_loss": 3.0, "actor_loss": 0.0, "alpha_loss": 0.0, "alpha": 1.0}  # fmt: skip
     training = metrics.Report(plan.config, plan.agent_config, 2, False).row(row)
@@ -190,7 +190,7 @@ def test_the_configs_are_the_parity_suites_sac_parity_flags():
     from jaxrl.benchmarks.brax_parity import sac_parity_flags
     from jaxrl.config import resolve
 
-    plan = sac._plan(_arguments())
+    plan = sac.make_plan(_arguments())
     settings = {**RUN, "max_replay_size": plan.config.buffer_size, "q_network_layer_norm": True}
     settings["episode_length"] = plan.config.episode_length  # the flag counts control steps
     total = plan.prefill * 4 + plan.config.total_steps
@@ -215,7 +215,7 @@ def test_a_prefill_then_chunks_trains_as_chunks_that_stored_it_first():
     sac_parity_flags' learning start (`brax_sac_first_update_rows`) and warm-up actions."""
     from jaxrl import driver
 
-    plan = sac._plan(_arguments(num_evals=2))
+    plan = sac.make_plan(_arguments(num_evals=2))
     config, per = plan.config, plan.steps_per_interval
     split = driver.check_setting(config, plan.agent_config, plan.env)
     whole = driver.check_setting(
@@ -298,7 +298,7 @@ def test_the_params_and_the_checkpoints_are_brax_s(runs):
     from jaxrl.brax import params as brax_params
 
     path = str(brax["checkpoints"] / folders[-1])
-    plan = sac._plan(_arguments(restore_checkpoint_path=path))
+    plan = sac.make_plan(_arguments(restore_checkpoint_path=path))
     trainer = driver.check_setting(plan.config, plan.agent_config, plan.env)
     state = sac._start_from(trainer.init(jax.random.PRNGKey(0)), plan.restored)
     restored = brax_params.sac_to_brax(state.agent.actor.params, state.obs_stats)
@@ -327,7 +327,7 @@ def test_brax_s_inference_fn_acts_with_jaxrl_s_params(runs):
     obs = jax.random.normal(jax.random.PRNGKey(0), (6, 3))
     action, _ = ours["make_policy"](ours["params"], deterministic=True)(obs, jax.random.PRNGKey(1))
     policy, stats = brax_params.sac_from_brax(ours["params"])
-    agent = jaxrl_sac.make(sac._plan(_arguments()).agent_config)
+    agent = jaxrl_sac.make(sac.make_plan(_arguments()).agent_config)
     state = agent.init(jax.random.PRNGKey(2), 3, 2)
     state = state.replace(actor=state.actor.replace(params=policy))
     mine = agent.act(state, normalization.normalize(stats, obs, 0.0), jax.random.PRNGKey(3), 0.0)

@@ -336,8 +336,8 @@ def test_a_run_starts_from_a_finished_offline_run_with_init_from(tmp_path):
     for seeds in (None, 2):
         run_config, run_grid = driver._run_grid(config, E2O, seeds, None, None)
         trainer = driver.check_setting(run_config, E2O)
-        members = run_state._members(trainer, E2O, run_grid)
-        fresh = run_state._initial_state(trainer, run_grid, members)
+        members = run_state.member_settings(trainer, E2O, run_grid)
+        fresh = run_state.initial_state(trainer, run_grid, members)
         source = run_state.check_init_from(trainer.config)
         started = run_state.initialized_from(source, fresh, run_grid)
         agent, stats = started.agent, started.obs_stats

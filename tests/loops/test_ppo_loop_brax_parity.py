@@ -105,7 +105,7 @@ def _configs(
             for name, p in inspect.signature(brax_door.train).parameters.items()
             if p.default is not inspect.Parameter.empty
         }
-        plan = brax_door._plan({**defaults, **_brax_arguments()})
+        plan = brax_door.make_plan({**defaults, **_brax_arguments()})
         train_config, agent_config = plan.config, plan.agent_config
     agent_slip = {k[6:]: v for k, v in slip.items() if k.startswith("agent_")}
     run_slip = {k: v for k, v in slip.items() if not k.startswith("agent_")}

@@ -29,7 +29,7 @@ from jaxrl.loops import make_train
 from jaxrl.run import executables, program_key, programs, runner
 from jaxrl.run import state as state_module
 from jaxrl.run.runner import compile_chunk
-from jaxrl.run.state import _initial_state
+from jaxrl.run.state import initial_state
 from tests import codegen, tiny
 
 
@@ -650,14 +650,14 @@ def test_the_stored_chunk_computes_what_the_traced_one_does(store):
     config = tiny.off_policy()
     trainer = make_train(config, agents.get("sac").make(tiny.SAC))
     trainer = trainer._replace(program_id=programs.identity(trainer, tiny.SAC))
-    compile_chunk(trainer, _initial_state(trainer, None), None)  # stored
-    loaded = compile_chunk(trainer, _initial_state(trainer, None), None)
+    compile_chunk(trainer, initial_state(trainer, None), None)  # stored
+    loaded = compile_chunk(trainer, initial_state(trainer, None), None)
     # Compiled with the same options as the stored one (`runner.CHUNK_OPTIONS`); the next test
     # compares the chunk with and without them.
-    state = _initial_state(trainer, None)
+    state = initial_state(trainer, None)
     fresh = runner.compile_chunk_lowered(jax.jit(trainer.chunk, donate_argnums=0).lower(state))
-    a, _ = loaded(_initial_state(trainer, None))
-    b, _ = fresh(_initial_state(trainer, None))
+    a, _ = loaded(initial_state(trainer, None))
+    b, _ = fresh(initial_state(trainer, None))
     for x, y in zip(jax.tree.leaves(a.agent), jax.tree.leaves(b.agent), strict=True):
         np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
 
@@ -676,7 +676,7 @@ def test_a_cpu_chunk_copies_nothing_its_conds_pass_through_and_computes_the_same
     generator = codegen.users()
     options = {**runner.CHUNK_OPTIONS[backend], **generator}
     trainer = make_train(tiny.off_policy(), agents.get("sac").make(tiny.SAC))
-    state = _initial_state(trainer, None)
+    state = initial_state(trainer, None)
     lowered = jax.jit(trainer.chunk, donate_argnums=0).lower(state)
     plain = lowered.compile(compiler_options=generator)
     # A context, not the fixture: benchmarks/gpu/run.sh's `checks` calls this test as a plain
@@ -689,8 +689,8 @@ def test_a_cpu_chunk_copies_nothing_its_conds_pass_through_and_computes_the_same
         return compiled.as_text().count(" copy(")
 
     assert copies(chunk) < copies(plain)
-    ours = jax.device_get(chunk(_initial_state(trainer, None)))
-    xlas = jax.device_get(plain(_initial_state(trainer, None)))
+    ours = jax.device_get(chunk(initial_state(trainer, None)))
+    xlas = jax.device_get(plain(initial_state(trainer, None)))
     for x, y in zip(jax.tree.leaves(ours), jax.tree.leaves(xlas), strict=True):
         np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
 
@@ -752,7 +752,7 @@ def test_an_entry_whose_process_died_running_it_is_dropped_for_good(store):
     # its first state was built): no mark, since it did not die running the program.
     trainer = make_train(tiny.off_policy(), agents.get("sac").make(tiny.SAC))
     trainer = trainer._replace(program_id=programs.identity(trainer, tiny.SAC))
-    loaded = compile_chunk(trainer, _initial_state(trainer, None), None)
+    loaded = compile_chunk(trainer, initial_state(trainer, None), None)
     assert isinstance(loaded, programs._Guarded)
     assert not list(folder.glob("chunk-*.running-*"))
     # A first call under way (this process's, alive, as a sweep's other run) is no death.
