@@ -23,7 +23,7 @@ def parity_section(name: str, records: list[dict]) -> list[str]:
     final greedy evaluation (equal env steps) and wall-clock, each seed and the mean, and
     whether jaxrl's mean is at or above the low end of the 95% bootstrap interval of the
     mean of Brax's seeds (the trainer of the same algorithm, on the same task)."""
-    from jaxrl.driver import seed_summary
+    from jaxrl.run.rows import seed_summary
 
     lines = [f"## {name}: learning parity at identical settings", ""]
     counts = sorted({_eval_envs(r) for r in records if r.get("system") == "jaxrl"}) or [128]

@@ -23,6 +23,7 @@ from jaxrl.experiments.scale_folder import (
     read_grid_file,
     run_name,
 )
+from jaxrl.run.folder import check_run_dir
 
 DEFAULT_SEEDS = 4
 DEFAULT_LR_FIELD = "actor_lr+critic_lr"  # one learning rate for actor and critic (a tied axis)
@@ -385,7 +386,7 @@ def plan(
         folder = out / name
         status = _status(folder, one, plan_args, width_config) if folder.exists() else "new"
         if status == "new":
-            driver.check_run_dir(folder)
+            check_run_dir(folder)
         checked.append(Program(real, batch, name, one, status, width, width_config))
     return Plan(
         out=out,

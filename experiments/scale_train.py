@@ -13,6 +13,7 @@ from jaxrl.errors import Interrupted
 from jaxrl.experiments.scale_folder import FAILED_FILE, GRID_FILE
 from jaxrl.experiments.scale_plan import Plan
 from jaxrl.files import write_atomically
+from jaxrl.run.health import NonFiniteError
 
 
 def train_grid(
@@ -62,7 +63,7 @@ def train_grid(
                     seeds=list(the_plan.seeds),
                     vmap={the_plan.lr_field: list(the_plan.lrs)},
                 )
-        except driver.NonFiniteError as error:
+        except NonFiniteError as error:
             folder.mkdir(parents=True, exist_ok=True)
             _write_json(folder / FAILED_FILE, {"error": str(error)})
             say(f"{head}: stopped: {error}")

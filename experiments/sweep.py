@@ -24,6 +24,7 @@ from jaxrl.config.parsing import parse_int, parse_widths
 from jaxrl.config.resolve import TrainOptions, build_configs, default_out, run_options
 from jaxrl.errors import Interrupted, JaxrlError
 from jaxrl.files import SWEEP_PLAN, write_atomically
+from jaxrl.run.folder import RunDirError, check_run_dir
 
 PLAN_FILE = SWEEP_PLAN  # the sweep's command line, for --resume
 
@@ -136,11 +137,11 @@ def plan_sweep(
     out = pathlib.Path(args.out or default_out(train).replace("runs/", "sweeps/", 1))
     if (out / PLAN_FILE).exists():  # a sweep's folder: its runs are checked below
         if (out / "summary.json").exists() and not resuming:
-            raise driver.RunDirError(f"{out} already holds a finished sweep; pick another --out")
+            raise RunDirError(f"{out} already holds a finished sweep; pick another --out")
         if not resuming:
             _check_same_sweep(out, argv)
     else:
-        driver.check_run_dir(out)
+        check_run_dir(out)
     # Every run's config is built and checked before the first one trains.
     plan = []
     resolved = {}  # per setting, its grid values as a run's config.json keeps them
@@ -168,7 +169,7 @@ def plan_sweep(
         if (_run_dir(out, point, seed) / "config.json").exists()
     ]
     if begun and not resuming:
-        raise driver.RunDirError(
+        raise RunDirError(
             f"{out} holds a sweep begun earlier ({len(begun)} of its {len(plan)} runs begun); "
             f"go on with it: jaxrl sweep --resume {out}, or pick another --out"
         )
@@ -176,7 +177,7 @@ def plan_sweep(
         if (point, seed) in begun:
             _check_same_run(_run_dir(out, point, seed), resolved[_setting_label(point)], seed)
         else:
-            driver.check_run_dir(_run_dir(out, point, seed))
+            check_run_dir(_run_dir(out, point, seed))
     return out, plan, seeds, options
 
 

@@ -2,8 +2,9 @@
 (`jaxrl.run`): `train` and `resume` check their input, build the trainer and the run's first (or
 restored) state, and hand a `Plan` to the runner (`jaxrl.run.runner`), which compiles one
 training chunk, runs it repeatedly, and between chunks only logs, checks for NaNs and
-checkpoints. Nothing here runs per environment step. The names that moved to `jaxrl.run` are
-importable from here as before."""
+checkpoints. Nothing here runs per environment step. What the run layer's other modules
+define is imported from them (`jaxrl.run.plan.RunOptions`, `jaxrl.run.rows.learning_metrics`,
+...), not from here."""
 
 from __future__ import annotations
 
@@ -24,55 +25,24 @@ from jaxrl.loops import Trainer, make_train
 from jaxrl.loops.base import registry_env
 from jaxrl.run import programs
 from jaxrl.run.folder import (
-    RunDirError,
     check_run_dir,
     newest_readable,
     run_config,
     run_meta,
-    versions,
     write_summary,
 )
-from jaxrl.run.health import NonFiniteError
-from jaxrl.run.plan import ON_NAN, Plan, RunOptions, RunResult
-from jaxrl.run.resources import (
-    ResourceError,
-    check_memory,
-)
-from jaxrl.run.rows import TIMING_KEYS, learning_metrics, rounding_note, seed_summary
+from jaxrl.run.plan import Plan, RunOptions, RunResult
 from jaxrl.run.runner import execute, prefetching_chunk
-from jaxrl.run.state import (
-    RUN_ONCE_OPTIONS,
-    check_init_from,
-    initial_state,
-    initialized_from,
-    member_settings,
-    run_once,
-)
+from jaxrl.run.state import check_init_from, initial_state, initialized_from, member_settings
 
 __all__ = [
     "DEFAULT_CACHE_DIR",
-    "ON_NAN",
-    "RUN_ONCE_OPTIONS",
-    "TIMING_KEYS",
-    "ConfigError",
-    "NonFiniteError",
-    "ResourceError",
     "ResumeError",
-    "RunDirError",
-    "RunOptions",
-    "RunResult",
-    "check_memory",
-    "check_run_dir",
     "check_setting",
     "configure_compile_cache",
-    "learning_metrics",
     "parse_seeds",
     "resume",
-    "rounding_note",
-    "run_once",
-    "seed_summary",
     "train",
-    "versions",
     "with_algorithm",
 ]
 

@@ -32,8 +32,8 @@ class EnvOptionError(JaxrlError, ValueError):
 
 class Interrupted(KeyboardInterrupt):
     """Ctrl-C during training: the chunk under way finished, a checkpoint was saved. `result`:
-    the run's `driver.RunResult` up to there. A KeyboardInterrupt, not a JaxrlError: the CLI
-    exits 130 on it."""
+    the run's `RunResult` (jaxrl.run.plan) up to there. A KeyboardInterrupt, not a JaxrlError:
+    the CLI exits 130 on it."""
 
     def __init__(self, message: str, result: Any = None):
         super().__init__(message)

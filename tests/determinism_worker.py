@@ -17,6 +17,7 @@ import numpy as np
 
 from jaxrl import agents, driver
 from jaxrl.config import TrainConfig
+from jaxrl.run.rows import learning_metrics
 from tests import tiny
 
 
@@ -30,7 +31,7 @@ def fingerprint(algo: str) -> str:
     config, agent_config = _config(algo)
     result = driver.train(config, agent_config, progress=None)
     digest = hashlib.sha256()
-    digest.update(json.dumps(driver.learning_metrics(result.history), sort_keys=True).encode())
+    digest.update(json.dumps(learning_metrics(result.history), sort_keys=True).encode())
     for leaf in jax.tree.leaves(result.state):
         digest.update(np.asarray(jax.random.key_data(leaf) if _is_key(leaf) else leaf).tobytes())
     return digest.hexdigest()

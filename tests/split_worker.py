@@ -20,6 +20,7 @@ from jaxrl.agents import pql
 from jaxrl.agents.base import Agent
 from jaxrl.config import ConfigError
 from jaxrl.loops import make_train
+from jaxrl.run.rows import learning_metrics
 
 SCALE = 1000.0  # the probe's version goes out as an action version / SCALE, inside [-1, 1]
 
@@ -196,7 +197,7 @@ def resume(run_dir: str) -> None:
     half = dataclasses.replace(config, total_steps=512)
     jaxrl.train(half, agent_config, run_dir, progress=None, checkpoint_every=1)
     resumed = driver.resume(run_dir, total_steps=1024, progress=None)
-    assert driver.learning_metrics(resumed.history) == driver.learning_metrics(whole.history)
+    assert learning_metrics(resumed.history) == learning_metrics(whole.history)
     jax.tree.map(
         np.testing.assert_array_equal,
         jax.device_get(resumed.state.agent),

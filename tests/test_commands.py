@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from jaxrl import checkpoint, cli
+from jaxrl.run.rows import learning_metrics
 from tests import tiny
 
 # tiny.OFF_POLICY and tiny.SAC as flags, but for the steps and the evaluation period.
@@ -188,7 +189,7 @@ def test_a_sweep_stopped_part_way_goes_on_with_resume_to_the_numbers_of_one_neve
                         "--out", str(whole))  # fmt: skip
     assert code == 0, err
     metrics = [
-        driver.learning_metrics([json.loads(line) for line in (run / "metrics.jsonl").open()])
+        learning_metrics([json.loads(line) for line in (run / "metrics.jsonl").open()])
         for run in (stopped, whole)
     ]
     assert metrics[0] == metrics[1] and len(metrics[0]) == 3

@@ -16,6 +16,7 @@ import pytest
 from jaxrl import ConfigError, checkpoint, cli, driver, grid, plot
 from jaxrl.agents.configs import SACConfig, TD3Config
 from jaxrl.config import TrainConfig
+from jaxrl.run.plan import RunOptions
 
 SAC = SACConfig(actor_hidden=(16,), critic_hidden=(16,))
 RUN = TrainConfig(env="classic/pendulum", algo="sac")
@@ -155,7 +156,7 @@ def test_a_tied_vmapped_run_trains_each_member_with_both_rates_and_resumes(tmp_p
         eval_every=128,
         eval_envs=2,
     )
-    options = driver.RunOptions(checkpoint_every=1, keep_checkpoints=0)
+    options = RunOptions(checkpoint_every=1, keep_checkpoints=0)
     out = tmp_path / "tied"
     vmap = ["actor_lr+critic_lr=1e-3,3e-3"]
     together = driver.train(

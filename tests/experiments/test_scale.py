@@ -16,6 +16,8 @@ from jaxrl.config import ConfigError
 from jaxrl.errors import Interrupted
 from jaxrl.experiments import scale, scale_folder, scale_plan, scale_report, scale_train
 from jaxrl.experiments import scale_fit as sf
+from jaxrl.run.health import NonFiniteError
+from jaxrl.run.plan import RunResult
 
 # ---------------------------------------------------------------- hand-made scale folders
 
@@ -429,8 +431,8 @@ def test_proposed_grid_budget_and_a_program_that_stops_on_a_nan(tmp_path, monkey
     def fake_train(config, *args, **kwargs):
         calls.append(config.updates_per_step)
         if config.updates_per_step == 2:
-            raise driver.NonFiniteError("non-finite losses in chunk 3")
-        return driver.RunResult(None, [], 0.0, 0.0, None)
+            raise NonFiniteError("non-finite losses in chunk 3")
+        return RunResult(None, [], 0.0, 0.0, None)
 
     monkeypatch.setattr(driver, "train", fake_train)
     small = {"utds": (0.25, 0.5, 1), "batch_sizes": (16,), "lrs": (1e-3,), "seeds": 2}
@@ -449,7 +451,7 @@ def test_proposed_grid_budget_and_a_program_that_stops_on_a_nan(tmp_path, monkey
         "train",
         lambda config, *a, **k: (
             calls.append(config.updates_per_step)
-            or driver.RunResult(None, [], 0.0, 0.0, None, interrupted=True)
+            or RunResult(None, [], 0.0, 0.0, None, interrupted=True)
         ),
     )
     with pytest.raises(Interrupted, match=r"program 1 of 3 .* finished as Ctrl-C came; run the"):
@@ -590,7 +592,7 @@ def test_the_plan_of_a_width_axis_scales_the_critic_and_counts_its_parameters(
 
     def fake_train(config, agent_config, folder, **kwargs):
         trained.append((folder.name, config.batch_size, agent_config.critic_hidden))
-        return driver.RunResult(None, [], 0.0, 0.0, folder)
+        return RunResult(None, [], 0.0, 0.0, folder)
 
     monkeypatch.setattr(driver, "train", fake_train)
     scale_train.train_grid(the_plan, say=lambda line: None)

@@ -9,6 +9,7 @@ import pytest
 from jaxrl import agents, checkpoint, driver, sac
 from jaxrl.config import ConfigError
 from jaxrl.loops import make_train
+from jaxrl.run.health import NonFiniteError
 from tests import tiny
 
 
@@ -107,7 +108,7 @@ def test_checkpoint_restore_reads_the_file(tmp_path):
 
 def test_non_finite_training_stops_with_a_clear_error(tmp_path):
     config = tiny.off_policy(env_options={"max_speed": float("nan")})
-    with pytest.raises(driver.NonFiniteError, match="non-finite .*chunk 0"):
+    with pytest.raises(NonFiniteError, match="non-finite .*chunk 0"):
         driver.train(config, tiny.SAC, tmp_path / "nan", progress=None)
 
 

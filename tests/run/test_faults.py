@@ -16,7 +16,12 @@ from jax.experimental import io_callback
 
 from jaxrl import checkpoint, driver, envs
 from jaxrl.agents.sac import SACConfig
+from jaxrl.errors import ConfigError
 from jaxrl.loops.base import summarize_chunk
+from jaxrl.run.health import NonFiniteError
+from jaxrl.run.plan import RunOptions
+from jaxrl.run.rows import learning_metrics
+from jaxrl.run.state import RUN_ONCE_OPTIONS, run_once
 from tests import tiny
 from tests.devices import ROOT
 
@@ -109,9 +114,9 @@ def test_summary_names_the_iteration_each_quantity_first_turned_non_finite():
 def test_a_nan_after_good_chunks_stops_the_run_naming_step_and_quantity(tmp_path, algo, quantity):
     env = Strike(after_chunks=2, quantity=quantity)
     config, agent = (_sac(), tiny.SAC) if algo == "sac" else (_ppo(), tiny.PPO)
-    options = driver.RunOptions(checkpoint_every=1, keep_checkpoints=0)
+    options = RunOptions(checkpoint_every=1, keep_checkpoints=0)
     run = tmp_path / "run"
-    with pytest.raises(driver.NonFiniteError) as raised:
+    with pytest.raises(NonFiniteError) as raised:
         driver.train(config, agent, run, options=options, env=env, progress=env.progress)
     message = str(raised.value)
     # By the end of chunk 2's first iteration (SAC: one step of the 4 envs; PPO: a rollout).
@@ -134,7 +139,7 @@ def test_a_nan_after_good_chunks_stops_the_run_naming_step_and_quantity(tmp_path
 def test_rollback_goes_on_from_the_last_checkpoint_with_a_fresh_key(tmp_path):
     clean = driver.train(_sac(), tiny.SAC, tmp_path / "clean", progress=None, env=Strike(99))
     env = Strike(after_chunks=3)
-    options = driver.RunOptions(checkpoint_every=2, keep_checkpoints=0, on_nan="rollback")
+    options = RunOptions(checkpoint_every=2, keep_checkpoints=0, on_nan="rollback")
     run = tmp_path / "run"
     result = driver.train(_sac(), tiny.SAC, run, options=options, env=env, progress=env.progress)
     # Chunk 3 saw the NaN; the newest checkpoint was chunk 1's (env step 256).
@@ -148,7 +153,7 @@ def test_rollback_goes_on_from_the_last_checkpoint_with_a_fresh_key(tmp_path):
     summary = json.loads((run / "summary.json").read_text())
     assert summary["rollbacks"] == 1 and summary["env_steps"] == 640
     assert all(np.isfinite(r["critic_loss"]) for r in result.history)
-    strip = driver.learning_metrics
+    strip = learning_metrics
     # Up to the checkpoint, the run is the clean one; after it, another key's.
     assert strip(result.history[:2]) == strip(clean.history[:2])
     assert strip(result.history[2:3]) != strip(clean.history[2:3])
@@ -156,18 +161,18 @@ def test_rollback_goes_on_from_the_last_checkpoint_with_a_fresh_key(tmp_path):
 
 def test_rollback_stops_after_max_rollbacks_and_starts_over_without_a_checkpoint(tmp_path):
     env = Strike(after_chunks=1, times=10)  # every chunk after the first strikes
-    options = driver.RunOptions(on_nan="rollback", max_rollbacks=2)  # only a final checkpoint
-    with pytest.raises(driver.NonFiniteError, match="training stopped after 2 rollbacks"):
+    options = RunOptions(on_nan="rollback", max_rollbacks=2)  # only a final checkpoint
+    with pytest.raises(NonFiniteError, match="training stopped after 2 rollbacks"):
         driver.train(
             _sac(), tiny.SAC, tmp_path / "run", options=options, env=env, progress=env.progress
         )
     rolled = [line for line in env.lines if "rolled back" in line]
     assert len(rolled) == 2
     assert all("rolled back to the start of the run" in line for line in rolled)
-    with pytest.raises(driver.ConfigError, match="on_nan must be one of stop, rollback"):
-        driver.RunOptions(on_nan="ignore")
-    with pytest.raises(driver.ConfigError, match="max_rollbacks must be an integer >= 0"):
-        driver.RunOptions(max_rollbacks=-1)
+    with pytest.raises(ConfigError, match="on_nan must be one of stop, rollback"):
+        RunOptions(on_nan="ignore")
+    with pytest.raises(ConfigError, match="max_rollbacks must be an integer >= 0"):
+        RunOptions(max_rollbacks=-1)
 
 
 # -- killed with SIGKILL ---------------------------------------------------------------------
@@ -203,7 +208,7 @@ def _killed_at(point: str, *args: str) -> int:
 
 def _rows(run) -> list[dict]:
     text = (run / "metrics.jsonl").read_text()
-    return driver.learning_metrics([json.loads(line) for line in text.splitlines()])
+    return learning_metrics([json.loads(line) for line in text.splitlines()])
 
 
 def _reference(tmp_path, args: list[str]) -> list[dict]:
@@ -280,7 +285,7 @@ DAMAGE = {
 def finished_run(tmp_path_factory):
     """A SAC run of 5 chunks with a checkpoint after each."""
     run = tmp_path_factory.mktemp("finished") / "run"
-    options = driver.RunOptions(checkpoint_every=1, keep_checkpoints=0)
+    options = RunOptions(checkpoint_every=1, keep_checkpoints=0)
     result = driver.train(_sac(), tiny.SAC, run, options=options, progress=None)
     return run, result
 
@@ -324,7 +329,7 @@ def test_a_damaged_newest_checkpoint_is_set_aside_and_the_one_before_resumes(
     ), lines
     assert (copy / "damaged-checkpoints" / "512" / "meta").is_dir()  # kept, out of the way
     assert checkpoint.steps(copy / "checkpoints") == [128, 256, 384, 512, 640]
-    strip = driver.learning_metrics
+    strip = learning_metrics
     assert strip(resumed.history) == strip(whole.history)  # from 384, as if never stopped
 
 
@@ -414,16 +419,16 @@ def test_a_config_of_another_jaxrl_version_names_the_field_and_versions(finished
     saved["train"]["replay_ratio"] = 4  # a field this version does not have
     saved["versions"].pop("jaxrl")  # written before configs recorded jaxrl's version
     (copy / "config.json").write_text(json.dumps(saved))
-    with pytest.raises(driver.ConfigError) as raised:
+    with pytest.raises(ConfigError) as raised:
         driver.resume(copy, progress=None)
     message = str(raised.value)
     assert "TrainConfig has no field(s) replay_ratio" in message
     assert "the config names no jaxrl version: if an older jaxrl wrote it" in message
-    with pytest.raises(driver.ConfigError, match="no field.s. replay_ratio"):
+    with pytest.raises(ConfigError, match="no field.s. replay_ratio"):
         runs.load_policy(copy)
     saved["versions"]["jaxrl"] = "0.0.9"
     (copy / "config.json").write_text(json.dumps(saved))
-    with pytest.raises(driver.ConfigError, match="written by jaxrl 0.0.9, and this is jaxrl"):
+    with pytest.raises(ConfigError, match="written by jaxrl 0.0.9, and this is jaxrl"):
         runs.load_policy(copy)
 
 
@@ -440,7 +445,7 @@ def test_a_wrong_value_in_a_config_blames_the_value_not_a_version(finished_run, 
     for versions in ({"jaxrl": version()}, {}):
         saved["versions"] = versions
         (copy / "config.json").write_text(json.dumps(saved))
-        with pytest.raises(driver.ConfigError) as raised:
+        with pytest.raises(ConfigError) as raised:
             runs.load_policy(copy)
         message = str(raised.value)
         assert "num_envs must be a positive integer, got 'many'" in message
@@ -488,7 +493,7 @@ def test_disk_full_while_checkpointing_keeps_the_previous_checkpoint(tmp_path, m
 
     monkeypatch.setattr(atomicity.AtomicRenameTemporaryPath, "finalize", full)
     run = tmp_path / "run"
-    options = driver.RunOptions(checkpoint_every=1, keep_checkpoints=1)
+    options = RunOptions(checkpoint_every=1, keep_checkpoints=1)
     with pytest.raises(checkpoint.CheckpointWriteError) as raised:
         driver.train(_sac(), tiny.SAC, run, options=options, progress=None)
     message = str(raised.value)
@@ -499,7 +504,7 @@ def test_disk_full_while_checkpointing_keeps_the_previous_checkpoint(tmp_path, m
     monkeypatch.setattr(atomicity.AtomicRenameTemporaryPath, "finalize", original)
     resumed = driver.resume(run, progress=None)
     whole = driver.train(_sac(), tiny.SAC, tmp_path / "whole", progress=None)
-    strip = driver.learning_metrics
+    strip = learning_metrics
     assert strip(resumed.history) == strip(whole.history)
 
 
@@ -580,13 +585,12 @@ def test_every_algorithm_gives_the_same_bits_in_another_process():
 
 
 def test_the_initial_state_compiles_for_compile_speed_and_falls_back_where_xla_refuses():
-    from jaxrl import driver
 
     def init(key):
         return jax.random.normal(key, (3,)) * jnp.arange(3.0)
 
     key = jax.random.PRNGKey(4)
-    np.testing.assert_array_equal(driver.run_once(jax.jit(init), key), jax.jit(init)(key))
+    np.testing.assert_array_equal(run_once(jax.jit(init), key), jax.jit(init)(key))
     seen = []
 
     class Lowered:  # an XLA that does not know the options
@@ -600,8 +604,8 @@ def test_the_initial_state_compiles_for_compile_speed_and_falls_back_where_xla_r
         def lower(self, key):
             return Lowered()
 
-    assert driver.run_once(Jitted(), key) == "compiled with the defaults"
-    assert seen == [driver.RUN_ONCE_OPTIONS["cpu"], None]
+    assert run_once(Jitted(), key) == "compiled with the defaults"
+    assert seen == [RUN_ONCE_OPTIONS["cpu"], None]
 
     class Failing(Lowered):  # any other failure is the program's own: raised, not retried
         def compile(self, compiler_options=None):
@@ -611,5 +615,5 @@ def test_the_initial_state_compiles_for_compile_speed_and_falls_back_where_xla_r
     seen.clear()
     Jitted.lower = lambda self, key: Failing()
     with pytest.raises(RuntimeError, match="RESOURCE_EXHAUSTED"):
-        driver.run_once(Jitted(), key)
-    assert seen == [driver.RUN_ONCE_OPTIONS["cpu"]]  # one compile, not a second with defaults
+        run_once(Jitted(), key)
+    assert seen == [RUN_ONCE_OPTIONS["cpu"]]  # one compile, not a second with defaults

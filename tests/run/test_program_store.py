@@ -25,9 +25,11 @@ import pytest
 
 from jaxrl import agents, driver, envs
 from jaxrl.config import TrainConfig
+from jaxrl.errors import ConfigError
 from jaxrl.loops import make_train
 from jaxrl.run import executables, program_key, programs, runner
 from jaxrl.run import state as state_module
+from jaxrl.run.rows import learning_metrics
 from jaxrl.run.runner import compile_chunk
 from jaxrl.run.state import initial_state
 from tests import codegen, tiny
@@ -71,7 +73,7 @@ def store(tmp_path, monkeypatch, jax_cache):
 
 
 def _train(config, agent_config):
-    return driver.learning_metrics(driver.train(config, agent_config, progress=None).history)
+    return learning_metrics(driver.train(config, agent_config, progress=None).history)
 
 
 def test_a_rerun_with_other_data_seed_and_steps_loads_its_programs_and_trains_the_same(
@@ -92,7 +94,7 @@ def test_a_rerun_with_other_data_seed_and_steps_loads_its_programs_and_trains_th
     compiles.clear()
     lines.clear()
     result = driver.train(changed, changed_agent, progress=lines.append)
-    rows = driver.learning_metrics(result.history)
+    rows = learning_metrics(result.history)
     assert len(compiles) == 1, "the re-run traced and compiled its chunk or reset again"
     assert len(rows) == 3
     # Its progress says so: loading, then loaded (not "compiling", "compiled").
@@ -198,7 +200,7 @@ def test_a_prefetched_chunk_of_other_shapes_is_dropped_and_the_hint_follows_the_
 
     def grid(seeds: int) -> list:
         run = driver.train(tiny.off_policy(), tiny.SAC, progress=None, seeds=seeds)
-        return driver.learning_metrics(run.history)
+        return learning_metrics(run.history)
 
     two = grid(2)
     grid(3)
@@ -332,7 +334,7 @@ def test_jaxrl_train_starts_the_early_load_before_it_parses_its_command_line(mon
 
     def parsing(argv):
         calls.append(("parse", argv))
-        raise driver.ConfigError("stopped here")
+        raise ConfigError("stopped here")
 
     monkeypatch.setattr(resolve, "build_configs", parsing)
     argv = ["--preset", "sac_pendulum", "--seed", "2"]
@@ -825,7 +827,7 @@ def test_a_resumed_run_loads_its_programs_and_ends_as_one_that_never_stopped(
     resumed = driver.resume(out, total_steps=384, progress=None)
     assert len(compiles) == 1  # the rest of the first state (restored over)
     assert given == [("reset", False), ("chunk", True)]  # its chunk prefetched too
-    assert driver.learning_metrics(resumed.history) == whole
+    assert learning_metrics(resumed.history) == whole
 
 
 def test_a_program_calling_an_unknown_library_is_not_stored(tmp_path, monkeypatch):

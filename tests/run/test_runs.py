@@ -15,7 +15,8 @@ import jaxrl
 from jaxrl import checkpoint, driver, envs, logs, runs, sac
 from jaxrl.config import ConfigError
 from jaxrl.loops import make_train
-from jaxrl.run.rows import rounding_note
+from jaxrl.run.plan import RunOptions
+from jaxrl.run.rows import learning_metrics, rounding_note, seed_summary
 from tests import tiny
 
 QUIET = dict(progress=None)
@@ -42,11 +43,11 @@ def _stop_after(run_dir, env_steps):
 
 def _assert_same_run(resumed, full):
     chex.assert_trees_all_equal(resumed.state, full.state)
-    assert driver.learning_metrics(resumed.history) == driver.learning_metrics(full.history)
+    assert learning_metrics(resumed.history) == learning_metrics(full.history)
 
 
 def test_off_policy_resume_is_bit_identical(tmp_path):
-    options = driver.RunOptions(checkpoint_every=1, keep_checkpoints=0)
+    options = RunOptions(checkpoint_every=1, keep_checkpoints=0)
     full = driver.train(_sac(), tiny.SAC, tmp_path / "full", options=options, **QUIET)
     assert checkpoint.steps(tmp_path / "full" / "checkpoints") == [128, 256, 384, 512]
     for stopped_at in (128, 256, 384):  # after chunk k, for every k the run can stop at
@@ -57,13 +58,13 @@ def test_off_policy_resume_is_bit_identical(tmp_path):
         _assert_same_run(resumed, full)
         # The metric files hold each chunk once, as the uninterrupted run's do.
         rows = [json.loads(line) for line in (stopped / "metrics.jsonl").open()]
-        assert driver.learning_metrics(rows) == driver.learning_metrics(full.history)
+        assert learning_metrics(rows) == learning_metrics(full.history)
         with open(stopped / "metrics.csv") as f:
             assert [int(r["env_steps"]) for r in csv.DictReader(f)] == [128, 256, 384, 512]
 
 
 def test_a_resumed_run_s_progress_starts_where_it_stopped(tmp_path, monkeypatch):
-    options = driver.RunOptions(checkpoint_every=1)
+    options = RunOptions(checkpoint_every=1)
     driver.train(_sac(total_steps=256), tiny.SAC, tmp_path / "run", options=options, **QUIET)
     _stop_after(tmp_path / "run", 128)
     calls, real = [], logs.make_progress
@@ -96,7 +97,7 @@ def test_extending_a_short_run_equals_the_long_run(tmp_path):
 
 
 def test_on_policy_resume_is_bit_identical(tmp_path):
-    options = driver.RunOptions(checkpoint_every=1, keep_checkpoints=0)
+    options = RunOptions(checkpoint_every=1, keep_checkpoints=0)
     full = driver.train(_ppo(), tiny.PPO, tmp_path / "full", options=options, **QUIET)
     shutil.copytree(tmp_path / "full", tmp_path / "stopped")
     _stop_after(tmp_path / "stopped", 256)
@@ -105,7 +106,7 @@ def test_on_policy_resume_is_bit_identical(tmp_path):
 
 
 def test_checkpoint_without_buffer_resumes_with_an_empty_one(tmp_path):
-    options = driver.RunOptions(checkpoint_every=1, checkpoint_buffer=False, keep_checkpoints=2)
+    options = RunOptions(checkpoint_every=1, checkpoint_buffer=False, keep_checkpoints=2)
     full = driver.train(_sac(), tiny.SAC, tmp_path / "run", options=options, **QUIET)
     assert checkpoint.steps(tmp_path / "run" / "checkpoints") == [384, 512]  # the newest 2
     _stop_after(tmp_path / "run", 384)
@@ -125,7 +126,7 @@ def test_resume_without_a_checkpoint_starts_over_and_refuses_a_folder_without_a_
     lines = []
     again = driver.resume(tmp_path / "run", progress=lines.append)
     assert "no complete checkpoint yet; starting the run over from step 0" in lines[0]
-    strip = driver.learning_metrics
+    strip = learning_metrics
     assert strip(again.history) == strip(first.history)
     rows = (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()
     assert [json.loads(r)["env_steps"] for r in rows] == [128, 256]  # not the first take's too
@@ -466,7 +467,7 @@ def test_checkpoint_keeps_states_with_zero_size_arrays(tmp_path):
 
 
 def test_stop_at_return_ends_the_run_with_a_checkpoint(tmp_path):
-    options = driver.RunOptions(stop_at_return=-1e9)  # reached by the first evaluation
+    options = RunOptions(stop_at_return=-1e9)  # reached by the first evaluation
     result = driver.train(_sac(), tiny.SAC, tmp_path / "run", options=options, **QUIET)
     assert [row["env_steps"] for row in result.history] == [128]
     assert checkpoint.steps(tmp_path / "run" / "checkpoints") == [128]
@@ -479,11 +480,11 @@ def test_stop_at_return_ends_the_run_with_a_checkpoint(tmp_path):
     saved = json.loads((tmp_path / "run" / "config.json").read_text())
     assert saved["run"]["stop_at_return"] is None
     # A target never reached leaves the run whole.
-    options = driver.RunOptions(stop_at_return=1e9)
+    options = RunOptions(stop_at_return=1e9)
     whole = driver.train(_sac(total_steps=256), tiny.SAC, tmp_path / "b", options=options, **QUIET)
     assert len(whole.history) == 2
     with pytest.raises(jaxrl.ConfigError, match="stop_at_return must be a finite number"):
-        driver.RunOptions(stop_at_return=float("nan"))
+        RunOptions(stop_at_return=float("nan"))
 
 
 class _BrokenStep:
@@ -545,7 +546,7 @@ def test_wandb_logs_every_row_under_the_run_s_own_id(tmp_path, monkeypatch):
 
     fake = _FakeWandb()
     monkeypatch.setitem(sys.modules, "wandb", fake)
-    options = driver.RunOptions(wandb="proj", checkpoint_every=1)
+    options = RunOptions(wandb="proj", checkpoint_every=1)
     full = driver.train(_sac(total_steps=256), tiny.SAC, tmp_path / "run", options=options, **QUIET)
     run_id = json.loads((tmp_path / "run" / "config.json").read_text())["run_id"]
     assert [init["id"] for init in fake.inits] == [run_id]
@@ -654,7 +655,7 @@ def _jsonl(path):
 
 
 def test_seeds_train_together_as_each_trains_alone_and_resume(tmp_path):
-    options = driver.RunOptions(checkpoint_every=2, keep_checkpoints=0)
+    options = RunOptions(checkpoint_every=2, keep_checkpoints=0)
     config = _sac(total_steps=512, normalize_observations=True)
     together = driver.train(
         config, tiny.SAC, tmp_path / "seeds", seeds="0,3", options=options, **QUIET
@@ -686,11 +687,11 @@ def test_seeds_train_together_as_each_trains_alone_and_resume(tmp_path):
 
 
 def test_seed_summary_matches_numpy():
-    summary = driver.seed_summary([1.0, 2.0, 3.0, 10.0, 4.0, 5.0, 6.0, 7.0])
+    summary = seed_summary([1.0, 2.0, 3.0, 10.0, 4.0, 5.0, 6.0, 7.0])
     assert summary["eval_return_mean"] == pytest.approx(4.75)
     assert summary["eval_return_iqm"] == pytest.approx(np.mean([3.0, 4.0, 5.0, 6.0]))
     assert 2.5 < summary["eval_return_ci_low"] < 4.75 < summary["eval_return_ci_high"] < 7.5
-    assert driver.seed_summary([2.0])["eval_return_ci_low"] == 2.0
+    assert seed_summary([2.0])["eval_return_ci_low"] == 2.0
 
 
 @pytest.mark.parametrize(
@@ -756,7 +757,7 @@ def test_bad_seeds_or_vmap_fail_before_compiling_and_write_nothing(
 
 
 def test_a_vmapped_grid_trains_each_setting_as_alone_and_resumes(tmp_path):
-    options = driver.RunOptions(checkpoint_every=2, keep_checkpoints=0)
+    options = RunOptions(checkpoint_every=2, keep_checkpoints=0)
     grid = {"actor_lr": [1e-3, 3e-3], "gamma": [0.9, 0.99]}
     together = driver.train(
         _sac(), tiny.SAC, tmp_path / "grid", vmap=grid, seeds=[1], options=options, **QUIET
