@@ -125,7 +125,7 @@ def train_expert(task: Task, work: pathlib.Path, log) -> dict:
     from jaxrl.config import resolve
 
     out = work / "expert"
-    from jaxrl.run.plan import RunOptions
+    from jaxrl.config.options import RunOptions
 
     argv = ["--preset", task.expert_preset]
     argv += ["--steps", str(task.expert_steps)] if task.expert_steps else []

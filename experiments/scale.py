@@ -337,7 +337,7 @@ def main(argv: list[str]) -> int:
         w.split("=")[0] in ("--steps", "--total-steps") for w in rest
     ):
         raise ConfigError("give --budget or --steps, not both (--budget sets the steps)")
-    from jaxrl.config.resolve import build_configs, default_out, run_options
+    from jaxrl.config.resolve import build_configs, default_out
 
     train, agent, options = build_configs(rest)
     out = args.out or default_out(train).replace("runs/", "scales/", 1)
@@ -364,7 +364,7 @@ def main(argv: list[str]) -> int:
         model_size=args.model_size,
         name=args.name,
         progress=None if options.quiet else "auto",
-        options=run_options(options),
+        options=options.kept(),
         compile_cache=options.compile_cache,
     )
     return _print_report(report)

@@ -21,7 +21,7 @@ from typing import Any
 
 from jaxrl.config import ConfigError, TrainConfig
 from jaxrl.config.parsing import parse_int, parse_widths
-from jaxrl.config.resolve import TrainOptions, build_configs, default_out, run_options
+from jaxrl.config.resolve import TrainOptions, build_configs, default_out
 from jaxrl.errors import Interrupted, JaxrlError
 from jaxrl.files import SWEEP_PLAN, write_atomically
 from jaxrl.run.folder import RunDirError, check_run_dir
@@ -323,7 +323,7 @@ def _train_runs(out: pathlib.Path, plan: list, options: TrainOptions) -> dict[st
                     agent_config,
                     run_dir,
                     progress=progress,
-                    options=run_options(options),
+                    options=options.kept(),
                     compile_cache=options.compile_cache,
                 )
         except Interrupted as stop:  # Ctrl-C in training: a checkpoint was saved

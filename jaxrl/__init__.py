@@ -62,7 +62,7 @@ _LAZY = {
     "preset": ("jaxrl.config.resolve", "preset"),
     "ConfigError": ("jaxrl.errors", "ConfigError"),
     "TrainConfig": ("jaxrl.config", "TrainConfig"),
-    "RunOptions": ("jaxrl.run.plan", "RunOptions"),
+    "RunOptions": ("jaxrl.config.options", "RunOptions"),
     "RunResult": ("jaxrl.run.plan", "RunResult"),
     "resume": ("jaxrl.driver", "resume"),
     "train": ("jaxrl.driver", "train"),

@@ -133,7 +133,7 @@ def cmd_train(argv: list[str]) -> int:
 
 
 def _train(argv: list[str]) -> int:
-    from jaxrl.config.resolve import build_configs, default_out, run_options
+    from jaxrl.config.resolve import build_configs, default_out
 
     train_config, agent_config, options = build_configs(argv)  # --help exits here
     from jaxrl import driver, envs, sharding
@@ -150,7 +150,7 @@ def _train(argv: list[str]) -> int:
         agent_config,
         options.out or default_out(train_config),
         progress=None if options.quiet else "auto",
-        options=run_options(options),
+        options=options.kept(),
         compile_cache=options.compile_cache,
         seeds=options.seeds,
         vmap=list(options.vmap) or None,

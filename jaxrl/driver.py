@@ -20,6 +20,7 @@ import jax
 
 from jaxrl import agents, checkpoint, envs, grid, logs, sharding
 from jaxrl.config import ConfigError, TrainConfig
+from jaxrl.config.options import RunOptions
 from jaxrl.errors import JaxrlError
 from jaxrl.loops import Trainer, make_train
 from jaxrl.loops.base import registry_env
@@ -31,7 +32,7 @@ from jaxrl.run.folder import (
     run_meta,
     write_summary,
 )
-from jaxrl.run.plan import Plan, RunOptions, RunResult
+from jaxrl.run.plan import Plan, RunResult
 from jaxrl.run.runner import execute, prefetching_chunk
 from jaxrl.run.state import check_init_from, initial_state, initialized_from, member_settings
 

@@ -16,7 +16,7 @@ import pytest
 from jaxrl import ConfigError, checkpoint, cli, driver, grid, plot
 from jaxrl.agents.configs import SACConfig, TD3Config
 from jaxrl.config import TrainConfig
-from jaxrl.run.plan import RunOptions
+from jaxrl.config.options import RunOptions
 
 SAC = SACConfig(actor_hidden=(16,), critic_hidden=(16,))
 RUN = TrainConfig(env="classic/pendulum", algo="sac")

@@ -1,30 +1,26 @@
-"""`TrainOptions`: how a run starts and is kept, apart from what it learns (config.json's
-"run"; `jaxrl.config.train.TrainConfig` is what it trains). Its fields' sections for `jaxrl
-train --help` are in `jaxrl.config.train.SECTIONS`. No jax here."""
+"""How a run is kept and started, apart from what it learns (`jaxrl.config.train.TrainConfig`
+is what it trains): `RunOptions`, what `jaxrl.train` takes and config.json's "run" keeps, and
+`TrainOptions`, the command line's, which adds how the run starts. The fields' sections for
+`jaxrl train --help` are in `jaxrl.config.train.SECTIONS`. No jax here."""
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Annotated, Literal
 
 import tyro
 
+from jaxrl.errors import ConfigError
 
-@dataclasses.dataclass
-class TrainOptions:
-    """How the run starts and is kept (apart from what it learns)."""
+ON_NAN = ("stop", "rollback")
 
-    preset: str | None = None
-    """Start from a preset of experiments/presets.py (`jaxrl list` names them)."""
-    config: str | None = None
-    """Start from a saved run's config.json (or its run folder); flags override it."""
-    resume: str | None = None
-    """Continue the run in this folder from its newest checkpoint (only --steps and
-    --devices may change)."""
-    out: str | None = None
-    """Run folder (default: runs/ALGO-ENV-sSEED-TIME); it must not hold a run already."""
-    env_option: Annotated[tuple[str, ...], tyro.conf.UseAppendAction] = ()
-    """An option of the env family as KEY=VALUE, e.g. backend=mjx for brax/*; repeatable."""
+
+@dataclasses.dataclass(frozen=True)
+class RunOptions:
+    """How a run is kept, apart from what it learns: saved in config.json ("run") so a resume
+    keeps them."""
+
     checkpoint_every: int = 0
     """Chunks (evaluations) between checkpoints; 0: only the final one (and on Ctrl-C)."""
     keep_checkpoints: int = 3
@@ -43,6 +39,59 @@ class TrainOptions:
     on with a fresh key."""
     max_rollbacks: int = 3
     """With --on-nan rollback: stop after this many rollbacks in one process."""
+
+    def __post_init__(self):
+        if self.on_nan not in ON_NAN:
+            raise ConfigError(
+                f"on_nan must be one of {', '.join(ON_NAN)} (what a chunk that saw a NaN or "
+                f"infinity does), got {self.on_nan!r}"
+            )
+        if (
+            isinstance(self.max_rollbacks, bool)
+            or not isinstance(self.max_rollbacks, int)
+            or self.max_rollbacks < 0
+        ):
+            raise ConfigError(f"max_rollbacks must be an integer >= 0, got {self.max_rollbacks!r}")
+        if not isinstance(self.checkpoint_every, int) or self.checkpoint_every < 0:
+            raise ConfigError(
+                f"checkpoint_every must be an integer >= 0 (chunks; 0: only the final "
+                f"checkpoint), got {self.checkpoint_every!r}"
+            )
+        if not isinstance(self.keep_checkpoints, int) or self.keep_checkpoints < 0:
+            raise ConfigError(
+                f"keep_checkpoints must be an integer >= 0 (0: keep all), got "
+                f"{self.keep_checkpoints!r}"
+            )
+        target = self.stop_at_return
+        if target is not None and (
+            isinstance(target, bool)
+            or not isinstance(target, int | float)
+            or not math.isfinite(target)
+        ):
+            raise ConfigError(f"stop_at_return must be a finite number, got {target!r}")
+
+    def kept(self) -> RunOptions:
+        """The RunOptions part of these options (of a TrainOptions: what config.json keeps)."""
+        names = [field.name for field in dataclasses.fields(RunOptions)]
+        return RunOptions(**{name: getattr(self, name) for name in names})
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainOptions(RunOptions):
+    """How the run starts and is kept (apart from what it learns): RunOptions and the command
+    line's own."""
+
+    preset: str | None = None
+    """Start from a preset of experiments/presets.py (`jaxrl list` names them)."""
+    config: str | None = None
+    """Start from a saved run's config.json (or its run folder); flags override it."""
+    resume: str | None = None
+    """Continue the run in this folder from its newest checkpoint (only --steps and
+    --devices may change)."""
+    out: str | None = None
+    """Run folder (default: runs/ALGO-ENV-sSEED-TIME); it must not hold a run already."""
+    env_option: Annotated[tuple[str, ...], tyro.conf.UseAppendAction] = ()
+    """An option of the env family as KEY=VALUE, e.g. backend=mjx for brax/*; repeatable."""
     seeds: str | None = None
     """Train several seeds in one compiled program: a count from --seed (8: seeds 0-7;
     --seed 3 --seeds 3: seeds 3, 4, 5) or a list (0,3,7, which --seed does not move).

@@ -499,22 +499,6 @@ def _check_env_first(algo: str, command: Any) -> None:
 agent_algo = agents.algorithm_of  # the name the CLI's checks have used
 
 
-def run_options(options: TrainOptions):
-    """The driver's RunOptions of a command line's TrainOptions."""
-    from jaxrl.run.plan import RunOptions
-
-    return RunOptions(
-        checkpoint_every=options.checkpoint_every,
-        keep_checkpoints=options.keep_checkpoints,
-        checkpoint_buffer=options.checkpoint_buffer,
-        tensorboard=options.tensorboard,
-        wandb=options.wandb,
-        stop_at_return=options.stop_at_return,
-        on_nan=options.on_nan,
-        max_rollbacks=options.max_rollbacks,
-    )
-
-
 def default_out(train: TrainConfig) -> str:
     """A new run's folder when --out is not given: runs/ALGO-ENV-sSEED-TIME."""
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")

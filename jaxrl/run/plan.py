@@ -1,16 +1,15 @@
-"""What a run is told: `RunOptions` (how it is kept), `RunResult` (what it gives back) and the
-`Plan` that `train` and `resume` both build and hand to the runner (`jaxrl.run.runner`).
-Imports nothing of JAX, so the config layer can build RunOptions without importing the driver."""
+"""What a run gives back (`RunResult`) and the `Plan` that `train` and `resume` both build and
+hand to the runner (`jaxrl.run.runner`); how it is kept is `jaxrl.config.options.RunOptions`.
+Imports nothing of JAX."""
 
 from __future__ import annotations
 
 import dataclasses
-import math
 import pathlib
 from collections.abc import Callable
 from typing import Any
 
-from jaxrl.errors import ConfigError
+from jaxrl.config.options import RunOptions
 
 
 @dataclasses.dataclass
@@ -27,63 +26,6 @@ class RunResult:
     @property
     def final_eval_return(self) -> float:
         return self.history[-1]["eval_return"]
-
-
-ON_NAN = ("stop", "rollback")
-
-
-@dataclasses.dataclass(frozen=True)
-class RunOptions:
-    """How a run is kept, apart from what it learns: saved in config.json ("run") so a resume
-    keeps them. `checkpoint_every`: chunks between checkpoints (0: only the final one, and on
-    Ctrl-C); `keep_checkpoints`: the newest K stay (0: all); `checkpoint_buffer`: whether
-    checkpoints hold the replay buffer (without it, a resumed run refills its buffer before
-    learning again, so it is not identical to one that never stopped); `stop_at_return`: the
-    run ends (with its final checkpoint) after the first evaluation returning at least this.
-    `on_nan`: what a chunk that saw a NaN or infinity (in a loss or other update metric, the
-    agent's parameters, observations or rewards) does: "stop" the run, its checkpoints and
-    metrics before that chunk kept; or "rollback": go on from the newest checkpoint (the
-    start of the run where there is none yet) with a fresh key, at most `max_rollbacks` times
-    in one process, then stop."""
-
-    checkpoint_every: int = 0
-    keep_checkpoints: int = 3
-    checkpoint_buffer: bool = True
-    tensorboard: bool = True
-    wandb: str | None = None  # a Weights & Biases project to log to (needs `pip install wandb`)
-    stop_at_return: float | None = None
-    on_nan: str = "stop"
-    max_rollbacks: int = 3
-
-    def __post_init__(self):
-        if self.on_nan not in ON_NAN:
-            raise ConfigError(
-                f"on_nan must be one of {', '.join(ON_NAN)} (what a chunk that saw a NaN or "
-                f"infinity does), got {self.on_nan!r}"
-            )
-        if (
-            isinstance(self.max_rollbacks, bool)
-            or not isinstance(self.max_rollbacks, int)
-            or self.max_rollbacks < 0
-        ):
-            raise ConfigError(f"max_rollbacks must be an integer >= 0, got {self.max_rollbacks!r}")
-        if not isinstance(self.checkpoint_every, int) or self.checkpoint_every < 0:
-            raise ConfigError(
-                f"checkpoint_every must be an integer >= 0 (chunks; 0: only the final "
-                f"checkpoint), got {self.checkpoint_every!r}"
-            )
-        if not isinstance(self.keep_checkpoints, int) or self.keep_checkpoints < 0:
-            raise ConfigError(
-                f"keep_checkpoints must be an integer >= 0 (0: keep all), got "
-                f"{self.keep_checkpoints!r}"
-            )
-        target = self.stop_at_return
-        if target is not None and (
-            isinstance(target, bool)
-            or not isinstance(target, int | float)
-            or not math.isfinite(target)
-        ):
-            raise ConfigError(f"stop_at_return must be a finite number, got {target!r}")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -16,10 +16,10 @@ from jax.experimental import io_callback
 
 from jaxrl import checkpoint, driver, envs
 from jaxrl.agents.sac import SACConfig
+from jaxrl.config.options import RunOptions
 from jaxrl.errors import ConfigError
 from jaxrl.loops.base import summarize_chunk
 from jaxrl.run.health import NonFiniteError
-from jaxrl.run.plan import RunOptions
 from jaxrl.run.rows import learning_metrics
 from jaxrl.run.state import RUN_ONCE_OPTIONS, run_once
 from tests import tiny

@@ -14,8 +14,8 @@ import pytest
 import jaxrl
 from jaxrl import checkpoint, driver, envs, logs, runs, sac
 from jaxrl.config import ConfigError
+from jaxrl.config.options import RunOptions
 from jaxrl.loops import make_train
-from jaxrl.run.plan import RunOptions
 from jaxrl.run.rows import learning_metrics, rounding_note, seed_summary
 from tests import tiny
 
