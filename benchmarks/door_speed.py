@@ -37,6 +37,20 @@ def cases(identical: list) -> list:
     return out
 
 
+def gpu_cases(gpu_parity: list) -> list:
+    """Issue 74's item 4 on a GPU: the gpu-parity suite's PPO cases (Playground's
+    brax_ppo_config for CartpoleBalance and CheetahRun, jaxrl with every Brax choice and Brax's
+    `ppo.train`, its seeds) with, beside each Brax case, the same call through the door."""
+    out = []
+    for case in gpu_parity:
+        if case.algo != "ppo" or case.label:
+            continue
+        out.append(case)
+        if case.system == "brax":
+            out.append(dataclasses.replace(case, system="door"))
+    return out
+
+
 def _mean(runs: list[dict], key: str) -> float | None:
     values = [r[key] for r in runs if r.get(key) is not None]
     return float(np.mean(values)) if values else None

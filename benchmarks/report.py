@@ -412,7 +412,7 @@ def writer_for(stem: str):
     """The section writer of a records file named `stem` (`<suite>-<backend>`)."""
     if stem.startswith("identical"):
         return identical_section
-    if stem.startswith("door"):
+    if stem.startswith(("door", "gpu-door")):
         from jaxrl.benchmarks import door_speed
 
         return door_speed.section

@@ -532,6 +532,12 @@ def _door() -> list[Case]:
     return door_speed.cases(_identical())
 
 
+def _gpu_door() -> list[Case]:
+    from jaxrl.benchmarks import door_speed
+
+    return door_speed.gpu_cases(_gpu_parity())
+
+
 SUITES = {
     "smoke": _smoke,
     "cpu": _cpu,
@@ -550,4 +556,5 @@ SUITES = {
     "gpu-unroll": _gpu_unroll,
     "dmc_algos": _dmc_algos,
     "door": _door,
+    "gpu-door": _gpu_door,
 }

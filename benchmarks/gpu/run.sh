@@ -25,6 +25,8 @@
 #       functions (no pytest on the machine): the chunk's copy insertion by region analysis
 #       keeps its numbers bit for bit on the GPU, PPO's time-first minibatches match Brax's
 #       loss; about 2 minutes)
+#   bash benchmarks/gpu/run.sh gpu-door 1 510        (issue 74 item 4: gpu-parity's PPO cases
+#       with each Brax call also made through jaxrl.brax.ppo; --only /CartpoleBalance/ first)
 #   bash benchmarks/gpu/run.sh xla-flags 1 120       (PPO's update alone, `speed/ppo` of
 #       gpu-split, once per XLA_FLAGS setting below: XLA's defaults, command buffers (CUDA
 #       graphs) for while loops, no autotuning; about 45 s each; records carry xla_flags)

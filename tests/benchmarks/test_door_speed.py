@@ -66,3 +66,14 @@ def test_the_report_sets_the_door_s_wall_against_brax_and_jaxrl(walls, verdicts)
     assert brax.endswith(f"| {verdicts[0]} |") and jaxrl.endswith(f"| {verdicts[1]} |")
     door = next(line for line in lines if "| door |" in line)
     assert door.endswith("|  |  |")
+
+
+def test_the_gpu_door_suite_is_gpu_parity_s_ppo_with_a_door_twin_per_brax_case():
+    """Issue 74 item 4: Playground's brax_ppo_config through Brax and through the door, with
+    jaxrl's own run of the same settings, the gpu-parity suite's seeds."""
+    cases = SUITES["gpu-door"]()
+    brax = [c for c in cases if c.system == "brax"]
+    doors = [c for c in cases if c.system == "door"]
+    assert {c.env for c in brax} == {"playground/CartpoleBalance", "playground/CheetahRun"}
+    assert [(c.env, c.seed, c.peer) for c in doors] == [(c.env, c.seed, c.peer) for c in brax]
+    assert {c.system for c in cases} == {"brax", "door", "jaxrl"}
