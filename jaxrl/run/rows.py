@@ -234,11 +234,11 @@ def rounding_note(config: TrainConfig) -> str | None:
 def evaluation_note(config: TrainConfig, episode_length: int) -> str | None:
     """Says what the evaluations cost where they may step the envs more than training does
     (each runs eval_envs episodes of up to `episode_length` steps), with how to evaluate less
-    often; None otherwise. Off-policy updates cost more than env steps, so this is an upper
-    bound there, and close to the truth for PPO."""
+    often; None otherwise. On-policy runs only: their training is mostly env steps, where an
+    off-policy run's is mostly updates, beside which its evaluations' steps are cheap."""
     trained = config.num_chunks * config.env_steps_per_chunk
     evaluated = config.num_chunks * config.eval_envs * episode_length
-    if not trained or evaluated <= trained:
+    if not config.on_policy or not trained or evaluated <= trained:
         return None
     return (
         f"{_count(config.num_chunks, 'evaluation')} of {config.eval_envs} episodes, up to "

@@ -57,7 +57,7 @@ class Strike:
 
     def progress(self, line: str) -> None:
         self.lines.append(line)
-        if "eval" in line and "compiled" not in line:  # a chunk's line
+        if " steps |" in line:  # a chunk's line (N/M steps | ... | eval ...)
             self.chunks_seen += 1
             self.armed = self.chunks_seen >= self.after_chunks and self.times > 0
 

@@ -344,12 +344,16 @@ def test_first_progress_line_says_how_the_run_was_rounded_up():
     )
     lines.clear()
     driver.train(_sac(total_steps=512), tiny.SAC, progress=lines.append)  # 4 x 128: exact
-    # Its evaluations (4 x 2 episodes of up to 200 steps) may step more than its training.
+    assert "compiled in" in lines[1] and not any("rounded" in line for line in lines)
+    # An on-policy run whose evaluations (4 x 2 episodes of up to 200 steps) may step the envs
+    # more than its training does says so first.
+    lines.clear()
+    driver.train(_ppo(), tiny.PPO, progress=lines.append)
     assert lines[0] == (
-        "[sac classic/pendulum] 4 evaluations of 2 episodes, up to 1,600 env steps, 3.1x the "
-        "512 of training; --num-evals or --eval-every evaluates less often"
+        "[ppo classic/pendulum] 4 evaluations of 2 episodes, up to 1,600 env steps, 1.6x the "
+        "1,024 of training; --num-evals or --eval-every evaluates less often"
     )
-    assert "compiled in" in lines[2] and not any("rounded" in line for line in lines)
+    assert "compiled in" in lines[2]
 
 
 def test_the_evaluation_cadence_defaults_to_a_count_per_run():
