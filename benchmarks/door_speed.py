@@ -104,4 +104,4 @@ def section(name: str, records: list[dict]) -> list[str]:
     for r in records:
         if "error" in r:
             lines.append(f"\n- {r['case']} failed: {r['error'].strip().splitlines()[-1]}")
-    return lines
+    return [*lines, ""]

@@ -95,8 +95,15 @@ LONG_FIRST = (
 
 
 def pytest_collection_modifyitems(session, config, items):
+    import pytest
+
+    from tests import tiers
+
     def rank(item):
         found = [i for i, prefix in enumerate(LONG_FIRST) if item.nodeid.startswith(prefix)]
         return found[0] if found else len(LONG_FIRST)
 
     items.sort(key=rank)
+    for item in items:  # the fast tier, `-m unit` (tests/tiers.py)
+        if item.get_closest_marker("slow") is None and tiers.unit(item.nodeid):
+            item.add_marker(pytest.mark.unit)
