@@ -131,15 +131,20 @@ def with_algorithm(config: TrainConfig, agent_config: Any) -> TrainConfig:
 
 
 def check_setting(
-    config: TrainConfig, agent_config: Any, env: Any = None, randomization_fn: Any = None
+    config: TrainConfig,
+    agent_config: Any,
+    env: Any = None,
+    randomization_fn: Any = None,
+    networks: Any = None,
 ) -> Trainer:
     """The checks `train` makes of a run's settings before compiling anything: the agent's
     config, the env's name and options (the env is built), the run's sizes against the agent's
     and the algorithm's loop defaults. Raises ConfigError (or the env's own error). Returns the
-    trainer it built (nothing of it compiled), over `randomization_fn`'s physics where given."""
+    trainer it built (nothing of it compiled), over `randomization_fn`'s physics where given,
+    with `networks` (`train`'s) where given."""
     config = with_algorithm(config, agent_config)
     agent_config = _check_agent_config(config, agent_config, env)
-    agent = agents.get(config.algo).make(agent_config)
+    agent = agents.build(config.algo, agent_config, networks)
     return make_train(config, agent, env, randomization_fn)
 
 
@@ -160,6 +165,7 @@ def train(
     randomization_fn: Any = None,
     seeds: Any = None,
     vmap: Any = None,
+    networks: Any = None,
 ) -> RunResult:
     """Trains `config.algo` on `config.env`, or on `env`: your own env object, with Brax's
     reset/step/observation_size/action_size (config.env is then only its label; the time
@@ -202,6 +208,11 @@ def train(
     config = with_algorithm(config, agent_config)
     agent_config = _check_agent_config(config, agent_config, env)
     config, run_grid = _run_grid(config, agent_config, seeds, vmap, randomization_fn)
+    if networks is not None and out_dir is not None:
+        raise ConfigError(
+            "networks: a run with networks of the caller's keeps no run folder (out_dir): "
+            "resume, eval and load_policy build jaxrl's own networks"
+        )
     # Over several processes, process 0 checks and writes the run folder (all checkpoint).
     primary = sharding.is_primary()
     out_path = check_run_dir(out_dir) if primary or out_dir is None else pathlib.Path(out_dir)
@@ -209,11 +220,11 @@ def train(
         logs.check_wandb()
     configure_compile_cache(compile_cache)
 
-    agent = agents.get(config.algo).make(agent_config)
-    trainer = _make_trainer(config, agent, agent_config, env, randomization_fn)
+    agent = agents.build(config.algo, agent_config, networks)
+    trainer = _make_trainer(config, agent, agent_config, env, randomization_fn, networks)
     config = trainer.config  # with the algorithm's own loop defaults filled in
     _check_split(config, run_grid)
-    members = member_settings(trainer, agent_config, run_grid)  # checked before compiling
+    members = member_settings(trainer, agent_config, run_grid, networks)  # checked before compiling
     dataset, about = _dataset(trainer)
     source = check_init_from(config)
     saved = None
@@ -282,20 +293,27 @@ def _execute(trainer, run_grid, members, state, history, start_fn=None, **fields
 
 
 def _make_trainer(
-    config: TrainConfig, agent: Any, agent_config: Any, env: Any, randomization_fn: Any
+    config: TrainConfig,
+    agent: Any,
+    agent_config: Any,
+    env: Any,
+    randomization_fn: Any,
+    networks: Any = None,
 ) -> Trainer:
     """`make_train`'s trainer with its key in the store of compiled programs
-    (`jaxrl.run.programs`), where its programs can be stored: not for an env object or
-    randomization function of the caller's, whose code the key cannot see. With the store on,
-    a registry env is built here, so that its observation size comes from the store
-    (`programs.remember_observation_size`) instead of a trace of its reset."""
+    (`jaxrl.run.programs`), where its programs can be stored: not for an env object,
+    randomization function or networks of the caller's, whose code the key cannot see. With
+    the store on, a registry env is built here, so that its observation size comes from the
+    store (`programs.remember_observation_size`) instead of a trace of its reset."""
     base = env
     if env is None and programs.folder() is not None:
         base = registry_env(config)
         programs.remember_observation_size(base, config)
     trainer = make_train(config, agent, base, randomization_fn)
-    if env is not None or randomization_fn is not None:
-        return programs.noted(trainer, "run", "off: an env or randomization of the caller's")
+    if env is not None or randomization_fn is not None or networks is not None:
+        return programs.noted(
+            trainer, "run", "off: an env, randomization or networks of the caller's"
+        )
     return trainer._replace(program_id=programs.identity(trainer, agent_config))
 
 

@@ -55,7 +55,7 @@ def _python_blocks(page: str = "docs/API.md") -> list[str]:
     # SCALE.md's: tests/experiments/test_scale.py; OFFLINE.md's:
     # test_readme_run_folder_commands_work_as_written
     assert counts == {
-        "README.md": 1, "docs/API.md": 4, "docs/BRAX.md": 3, "docs/SCALE.md": 1,
+        "README.md": 1, "docs/API.md": 4, "docs/BRAX.md": 4, "docs/SCALE.md": 1,
         "docs/OFFLINE.md": 1, "docs/EXPORT.md": 1,
     }  # fmt: skip
     return found[page]
@@ -104,6 +104,25 @@ def test_the_brax_examples_run_with_brax_s_results():
     assert action.shape == (3, 1) and np.all(np.abs(action) <= 1.0)
 
 
+def test_the_brax_network_factory_example_runs_the_factory_s_own_networks():
+    """docs/BRAX.md's network-injection example: a factory of the caller's, run as it is:
+    `params` are its own trees (tanh hidden layers, the clipped mean), Brax's inference
+    function acts with them."""
+    import jax
+
+    from jaxrl.benchmarks import peers
+
+    peers.install_jax_shims()
+    namespace: dict = {}
+    exec(compile(_python_blocks("docs/BRAX.md")[1], "docs/BRAX.md", "exec"), namespace)
+    nets = namespace["my_networks"](2, 1)
+    shapes = lambda tree: jax.tree.map(np.shape, tree)  # noqa: E731
+    assert shapes(namespace["params"][1]) == shapes(nets.policy_network.init(jax.random.PRNGKey(0)))
+    assert np.isfinite(namespace["metrics"]["training/total_loss"])
+    action, _ = namespace["policy"](np.zeros((3, 2), np.float32), None)
+    assert action.shape == (3, 1) and np.all(np.abs(action) <= 1.0)
+
+
 def test_the_brax_sac_example_runs_with_brax_s_results():
     """docs/BRAX.md's SAC example: Brax's (normalizer, policy) pair, its inference function,
     and the evaluation's metrics after the prefill of 256 rows and two intervals."""
@@ -111,7 +130,7 @@ def test_the_brax_sac_example_runs_with_brax_s_results():
 
     peers.install_jax_shims()
     namespace: dict = {}
-    exec(compile(_python_blocks("docs/BRAX.md")[1], "docs/BRAX.md", "exec"), namespace)
+    exec(compile(_python_blocks("docs/BRAX.md")[2], "docs/BRAX.md", "exec"), namespace)
     assert {"eval/episode_reward", "training/critic_loss"} <= set(namespace["metrics"])
     assert set(namespace["policy_params"]["params"]) == {f"hidden_{i}" for i in range(3)}
     assert int(namespace["normalizer_params"].count) == 2048
@@ -123,7 +142,7 @@ def test_the_brax_crossq_example_runs_with_brax_s_results():
     """docs/BRAX.md's example of the other algorithms' door: CrossQ by Brax's sac.train
     arguments and its own options, Brax's metrics and normaliser, jaxrl's make_policy."""
     namespace: dict = {"obs": np.zeros((3, 2), np.float32)}
-    exec(compile(_python_blocks("docs/BRAX.md")[2], "docs/BRAX.md", "exec"), namespace)
+    exec(compile(_python_blocks("docs/BRAX.md")[3], "docs/BRAX.md", "exec"), namespace)
     assert {"eval/episode_reward", "training/critic_loss"} <= set(namespace["metrics"])
     normalizer, policy_params = namespace["params"]
     assert int(normalizer.count) == 2048 and ".actor_stats" in "".join(policy_params)

@@ -103,7 +103,36 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["ALGORITHMS", "Agent", "AlgorithmSpec", "UnknownAlgorithmError", "get"]
+__all__ = [
+    "ALGORITHMS",
+    "TAKES_NETWORKS",
+    "Agent",
+    "AlgorithmSpec",
+    "UnknownAlgorithmError",
+    "build",
+    "get",
+]
+
+
+# The algorithms whose `make(config, nets)` takes networks of the caller's (network injection).
+TAKES_NETWORKS = ("ppo",)
+
+
+def build(algo: str, agent_config: Any = None, networks: Any = None) -> Agent:
+    """`algo`'s agent with `agent_config` (its defaults where None), over `networks` where
+    given: networks of the caller's, in the shape that algorithm's `make` takes (PPO's
+    `jaxrl.agents.ppo.Networks`)."""
+    spec = get(algo)
+    config = spec.config_cls() if agent_config is None else agent_config
+    if networks is None:
+        return spec.make(config)
+    if algo not in TAKES_NETWORKS:
+        from jaxrl.errors import ConfigError
+
+        raise ConfigError(
+            f"networks: {algo} takes no networks of the caller's (only {', '.join(TAKES_NETWORKS)})"
+        )
+    return spec.make(config, networks)
 
 
 def algorithm_of(agent_config: Any) -> str:

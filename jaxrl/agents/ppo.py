@@ -163,15 +163,25 @@ class Losses(NamedTuple):
     unroll_time_major: Callable
 
 
-class _Networks(NamedTuple):
-    policy_net: Callable[[int], GaussianActor]
-    value_net: MLP
+class Networks(NamedTuple):
+    """PPO's networks, as `make(config, networks)` takes them (network injection): jaxrl's own
+    (`networks(config)`, the default) or any others of this shape, such as Brax's
+    `PPONetworks` read by `jaxrl.brax.factories.ppo_networks`.
 
-    def value(self, params, obs: jax.Array) -> jax.Array:
-        return self.value_net.apply(params["value"], obs)[..., 0]
+    init(key, obs_size, action_size, critic_obs_size) -> {"policy": ..., "value": ...};
+    policy(params, obs, action_size) -> (mean, log_std) of the pre-tanh Gaussian over [..., A];
+    value(params, obs) -> the values [...]. Observations arrive normalised (the loop's running
+    statistics), so the networks do no normalisation of their own."""
+
+    init: Callable
+    policy: Callable
+    value: Callable
 
 
-def _networks(config: PPOConfig) -> _Networks:
+def networks(config: PPOConfig = PPOConfig()) -> Networks:
+    """jaxrl's own PPO networks: a GaussianActor and an MLP value network, as `config` sets
+    their widths, activation, initialiser and std head."""
+
     def policy_net(action_size: int) -> GaussianActor:
         return GaussianActor(
             action_size,
@@ -189,18 +199,34 @@ def _networks(config: PPOConfig) -> _Networks:
         matmul_precision=config.matmul_precision,
         kernel_init=config.kernel_init,
     )
-    return _Networks(policy_net, value_net)
+
+    def init(key, obs_size: int, action_size: int, critic_obs_size: int | None = None) -> dict:
+        policy_key, value_key = jax.random.split(key)
+        obs = jnp.zeros((1, obs_size))
+        value_obs = jnp.zeros((1, critic_obs_size or obs_size))
+        return {
+            "policy": policy_net(action_size).init(policy_key, obs),
+            "value": value_net.init(value_key, value_obs),
+        }
+
+    def policy(params, obs, action_size: int):
+        return policy_net(action_size).apply(params["policy"], obs)
+
+    def value(params, obs: jax.Array) -> jax.Array:
+        return value_net.apply(params["value"], obs)[..., 0]
+
+    return Networks(init, policy, value)
 
 
-def losses(config: PPOConfig = PPOConfig()) -> Losses:
-    """The losses `make(config)`'s update differentiates (for tests and parity checks)."""
-    nets = _networks(config)
+def losses(config: PPOConfig = PPOConfig(), nets: Networks | None = None) -> Losses:
+    """The losses `make(config, nets)`'s update differentiates (for tests and parity checks)."""
+    nets = nets or networks(config)
     value = nets.value
 
     def objective(params, batch, values, advantage, target, key, hp, action_size):
         """Clipped surrogate + value_coef x value loss - entropy_coef x entropy, given the
         minibatch's values under `params` (differentiated) and its advantages and targets."""
-        mean, log_std = nets.policy_net(action_size).apply(params["policy"], batch["obs"])
+        mean, log_std = nets.policy(params, batch["obs"], action_size)
         log_prob = distributions.tanh_gaussian_log_prob_pre_tanh(batch["raw_action"], mean, log_std)
         log_ratio = log_prob - batch["log_prob"]
         ratio = jnp.exp(log_ratio)
@@ -271,21 +297,17 @@ def time_major(unrolls: dict) -> dict:
     }
 
 
-def make(config: PPOConfig = PPOConfig()) -> Agent:
-    nets = _networks(config)
+def make(config: PPOConfig = PPOConfig(), nets: Networks | None = None) -> Agent:
+    """PPO with `config`'s settings, over `nets` (default: jaxrl's own, `networks(config)`;
+    the config's network fields then do not apply)."""
+    nets = nets or networks(config)
     optimizer = _optimizer(config)
-    learner = _Learner(config, nets, losses(config), optimizer)
+    learner = _Learner(config, nets, losses(config, nets), optimizer)
 
     def init(
         key: jax.Array, obs_size: int, action_size: int, critic_obs_size: int | None = None
     ) -> PPOState:
-        policy_key, value_key = jax.random.split(key)
-        obs = jnp.zeros((1, obs_size))
-        value_obs = jnp.zeros((1, critic_obs_size or obs_size))
-        params = {
-            "policy": nets.policy_net(action_size).init(policy_key, obs),
-            "value": nets.value_net.init(value_key, value_obs),
-        }
+        params = nets.init(key, obs_size, action_size, critic_obs_size)
         return PPOState(
             params,
             optimizer.init(params),
@@ -294,8 +316,7 @@ def make(config: PPOConfig = PPOConfig()) -> Agent:
             action_size,
         )
 
-    def policy(params, obs, action_size: int):
-        return nets.policy_net(action_size).apply(params["policy"], obs)
+    policy = nets.policy
 
     def act(state: PPOState, obs: jax.Array, key: jax.Array, noise_scale=1.0) -> jax.Array:
         mean, log_std = policy(state.params, obs, state.action_size)
@@ -352,7 +373,7 @@ class _Learner(NamedTuple):
     """What `make(config)`'s update learns with, besides its state and rollout."""
 
     config: PPOConfig
-    nets: _Networks
+    nets: Networks
     loss_fns: Losses
     optimizer: optax.GradientTransformation
 

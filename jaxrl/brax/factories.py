@@ -2,11 +2,15 @@
 
 A factory is Brax's `ppo_networks.make_ppo_networks` (`sac_networks.make_sac_networks`) or a
 `functools.partial` of it (what Playground's notebooks pass): its options become jaxrl's PPO
-(SAC) network settings, which build
-the same networks (the same layers, activation and initialisers; tests/brax/test_params.py
-holds them equal). An option jaxrl cannot build, or a factory of another kind, is refused by
-name. The factory itself still builds Brax's networks for `make_inference_fn`, so the
-policy a caller gets back is Brax's own.
+(SAC) network settings, which build the same networks (the same layers, activation and
+initialisers; tests/brax/test_params.py holds them equal), so the run keeps the store of
+compiled programs and the proven parity path. Any other PPO factory (a function of the
+caller's, or options jaxrl's networks lack: layer norm, other activations or initialisers, a
+clipped mean) is run as it is: its `PPONetworks` become the agent's networks (network
+injection, `ppo_networks`). What jaxrl cannot use (a Gaussian without tanh, a distributional
+critic, dict observations through injected networks; for SAC any option its networks lack)
+is refused by name. The factory itself still builds Brax's networks for `make_inference_fn`,
+so the policy a caller gets back is Brax's own.
 """
 
 from __future__ import annotations
@@ -42,6 +46,11 @@ class NetworkSettings:
     factory: Callable
     agent: dict
     train: dict
+    injected: bool = False  # the factory's own networks run (`ppo_networks`), not jaxrl's
+
+
+class _Untranslatable(Exception):
+    """A factory whose networks jaxrl's own settings cannot build (the reason in its text)."""
 
 
 def unwrapped(factory: Callable) -> tuple[Callable, dict]:
@@ -97,11 +106,30 @@ def _kernel_init(value: Any, name: str, algo: str = "PPO") -> str:
 
 
 def ppo_settings(factory: Callable, dict_obs: bool = False) -> NetworkSettings:
-    """jaxrl's PPO settings for Brax's `network_factory` (None: make_ppo_networks)."""
+    """jaxrl's PPO settings for Brax's `network_factory` (None: make_ppo_networks), or, for a
+    factory they cannot build, the factory's own networks injected (array observations)."""
     from brax.training.agents.ppo import networks as ppo_networks
 
     factory = factory or ppo_networks.make_ppo_networks
-    options = _options(factory, ppo_networks.make_ppo_networks, "ppo", "ppo_networks")
+    try:
+        return _ppo_translated(factory, dict_obs)
+    except _Untranslatable as why:
+        if dict_obs:
+            raise ConfigError(
+                f"network_factory: {why}, and a factory run as it is (network injection) "
+                "takes array observations only"
+            ) from None
+        return NetworkSettings(factory=factory, agent={}, train={}, injected=True)
+
+
+def _ppo_translated(factory: Callable, dict_obs: bool) -> NetworkSettings:
+    """jaxrl's PPO settings building `factory`'s networks, else _Untranslatable."""
+    from brax.training.agents.ppo import networks as ppo_networks
+
+    try:
+        options = _options(factory, ppo_networks.make_ppo_networks, "ppo", "ppo_networks")
+    except ConfigError as error:
+        raise _Untranslatable(str(error)) from None
     for name, value in options.items():
         if name in _INERT or name in {
             "policy_hidden_layer_sizes", "value_hidden_layer_sizes", "activation",
@@ -112,30 +140,34 @@ def ppo_settings(factory: Callable, dict_obs: bool = False) -> NetworkSettings:
         if name not in _DEFAULTS:
             raise ConfigError(f"network_factory: unknown make_ppo_networks option {name!r}")
         if value != _DEFAULTS[name] and not (value == {} and _DEFAULTS[name] is None):
-            raise ConfigError(
+            raise _Untranslatable(
                 f"network_factory: {name}={value!r} cannot be built by jaxrl's PPO (only "
                 f"{_DEFAULTS[name]!r})"
             )
     import jax
 
     inits = jax.nn.initializers
-    policy_init = _kernel_init(
-        options.get("policy_network_kernel_init_fn", inits.lecun_uniform),
-        "policy_network_kernel_init_fn",
-    )
-    value_init = _kernel_init(
-        options.get("value_network_kernel_init_fn", inits.lecun_uniform),
-        "value_network_kernel_init_fn",
-    )
+    try:
+        policy_init = _kernel_init(
+            options.get("policy_network_kernel_init_fn", inits.lecun_uniform),
+            "policy_network_kernel_init_fn",
+        )
+        value_init = _kernel_init(
+            options.get("value_network_kernel_init_fn", inits.lecun_uniform),
+            "value_network_kernel_init_fn",
+        )
+        activation = _activation(options.get("activation", jax.nn.swish))
+    except ConfigError as error:
+        raise _Untranslatable(str(error)) from None
     if policy_init != value_init:
-        raise ConfigError(
+        raise _Untranslatable(
             f"network_factory: the policy's {policy_init} and the value network's {value_init} "
             "initialisers differ; jaxrl's PPO initialises both networks alike"
         )
     agent = {
         "actor_hidden": tuple(options.get("policy_hidden_layer_sizes", (32,) * 4)),
         "critic_hidden": tuple(options.get("value_hidden_layer_sizes", (256,) * 5)),
-        "activation": _activation(options.get("activation", jax.nn.swish)),
+        "activation": activation,
         "kernel_init": policy_init,
     }
     train: dict = {}
@@ -145,6 +177,78 @@ def ppo_settings(factory: Callable, dict_obs: bool = False) -> NetworkSettings:
             "critic_obs": options.get("value_obs_key", "state"),
         }
     return NetworkSettings(factory=factory, agent=agent, train=train)
+
+
+def ppo_networks(settings: NetworkSettings, observation_size: int, action_size: int):
+    """jaxrl's PPO networks (`jaxrl.agents.ppo.Networks`) running the `PPONetworks` that
+    `settings.factory` builds for these sizes, with no normalisation of their own (jaxrl's loop
+    hands them normalised observations): Brax's parameter trees, initialised as Brax's
+    `ppo.train` does (one key split into the policy's and the value network's), the policy's
+    tanh-Gaussian read through the factory's own `parametric_action_distribution`. Checked by
+    tracing, before anything compiles: a factory that fails, returns something else, or whose
+    distribution or value output jaxrl's PPO cannot use is refused by name."""
+    import jax
+    import jax.numpy as jnp
+    from brax.training import distribution, types
+
+    from jaxrl.agents import ppo
+
+    name = getattr(unwrapped(settings.factory)[0], "__qualname__", settings.factory)
+    try:
+        nets = settings.factory(
+            observation_size,
+            action_size,
+            preprocess_observations_fn=types.identity_observation_preprocessor,
+        )
+    except (TypeError, ValueError) as error:
+        raise ConfigError(f"network_factory={name!r} failed: {error}") from None
+    if not all(
+        hasattr(nets, part)
+        for part in ("policy_network", "value_network", "parametric_action_distribution")
+    ):
+        raise ConfigError(
+            f"network_factory={name!r} returned a {type(nets).__name__}, not Brax's "
+            "PPONetworks (policy_network, value_network, parametric_action_distribution)"
+        )
+    dist = nets.parametric_action_distribution
+    if not isinstance(getattr(dist, "_postprocessor", None), distribution.TanhBijector):
+        raise ConfigError(
+            f"network_factory={name!r}: its {type(dist).__name__} is no tanh-squashed "
+            "Gaussian; jaxrl's PPO samples tanh-squashed Gaussian actions "
+            "(distribution_type='tanh_normal')"
+        )
+
+    def init(key, obs_size: int, act_size: int, critic_obs_size: int | None = None) -> dict:
+        policy_key, value_key = jax.random.split(key)
+        return {
+            "policy": nets.policy_network.init(policy_key),
+            "value": nets.value_network.init(value_key),
+        }
+
+    def policy(params, obs, act_size: int):
+        gaussian = dist.create_dist(nets.policy_network.apply(None, params["policy"], obs))
+        return gaussian.loc, jnp.log(gaussian.scale)
+
+    def value(params, obs):
+        return nets.value_network.apply(None, params["value"], obs)
+
+    injected = ppo.Networks(init, policy, value)
+    params = jax.eval_shape(init, jax.random.PRNGKey(0), observation_size, action_size)
+    obs = jax.ShapeDtypeStruct((1, observation_size), jnp.float32)
+    mean, log_std = jax.eval_shape(policy, params, obs, action_size)
+    values = jax.eval_shape(value, params, obs)
+    if mean.shape != (1, action_size) or log_std.shape != (1, action_size):
+        raise ConfigError(
+            f"network_factory={name!r}: its policy gives a mean of shape {mean.shape[1:]} and "
+            f"a std of {log_std.shape[1:]} for {action_size} actions"
+        )
+    if getattr(values, "shape", None) != (1,):
+        got = jax.tree.map(lambda x: x.shape[1:], values)
+        raise ConfigError(
+            f"network_factory={name!r}: its value network gives {got} per observation, not "
+            "one value (a distributional critic is not supported)"
+        )
+    return injected
 
 
 # make_sac_networks' options jaxrl builds as they are, and those it builds only at Brax's

@@ -126,7 +126,8 @@ class _Plan:
     env: Any
     trainer_env: Any  # env, or envs.WithEvalEnv of env and Brax's eval_env
     randomization_fn: Any
-    networks: Any  # Brax's PPONetworks from the caller's factory, for make_policy
+    networks: Any  # factories.NetworkSettings of the caller's factory (make_policy, checkpoints)
+    injected: Any  # the factory's own networks as jaxrl's PPO runs them, or None (translated)
     action_repeat: int
     num_evals: int
     run_evals: bool
@@ -215,6 +216,11 @@ def make_plan(s: dict) -> _Plan:
         trainer_env=arguments.checked_envs(env, s["eval_env"] if s["run_evals"] else None),
         randomization_fn=s["randomization_fn"],
         networks=net,
+        injected=(
+            factories.ppo_networks(net, env.observation_size, env.action_size)
+            if net.injected
+            else None
+        ),
         action_repeat=repeat,
         num_evals=s["num_evals"],
         run_evals=bool(s["run_evals"]),
@@ -274,15 +280,19 @@ def run_plan(plan: _Plan, progress_fn: Callable, policy_params_fn: Callable):
     evaluate = None
     if plan.num_evals > 1 and plan.run_evals:  # Brax evaluates the untrained policy first
         trainer = driver.check_setting(
-            config, plan.agent_config, plan.trainer_env, plan.randomization_fn
+            config, plan.agent_config, plan.trainer_env, plan.randomization_fn, plan.injected
         )
         evaluate = jax.jit(trainer.evaluate)
 
     def brax_params_of(state):
+        if plan.injected is not None:  # the factory's own trees already
+            params = state.agent.params
+            stats = brax_params.normalizer_to_brax(state.obs_stats, plan.std_eps)
+            return stats, params["policy"], params["value"]
         return brax_params.ppo_to_brax(state.agent.params, state.obs_stats, plan.std_eps)
 
     def start_fn(state):  # Brax's restore: the policy and normaliser (and value, if asked)
-        return _start_from(state, plan.restored, plan.restore_value_fn)
+        return _start_from(state, plan.restored, plan.restore_value_fn, plan.injected is not None)
 
     save = _saver(plan)
 
@@ -304,7 +314,7 @@ def run_plan(plan: _Plan, progress_fn: Callable, policy_params_fn: Callable):
         pending[:] = [report.row(row)]
 
     if plan.untrained:  # num_timesteps=0: Brax returns the first parameters, untrained
-        trainer = driver.check_setting(config, plan.agent_config, plan.env)
+        trainer = driver.check_setting(config, plan.agent_config, plan.env, None, plan.injected)
         state = jax.jit(trainer.init)(jax.random.PRNGKey(config.seed))
         return make_policy, brax_params_of(start_fn(state)), {}
     result = driver.train(
@@ -318,20 +328,27 @@ def run_plan(plan: _Plan, progress_fn: Callable, policy_params_fn: Callable):
         compile_cache=True,
         env=plan.trainer_env,
         randomization_fn=plan.randomization_fn,
+        networks=plan.injected,
     )
     last = report.row(result.history[-1]) if plan.num_evals > 0 else {}
     return make_policy, brax_params_of(result.state), last
 
 
-def _start_from(state, restored, restore_value_fn: bool):
+def _start_from(state, restored, restore_value_fn: bool, injected: bool = False):
     """`state` with Brax's parameters `restored` (None: as it is); the value network's own
     fresh ones kept where `restore_value_fn` is False. Fresh optimiser state either way, as
-    Brax's restore leaves it."""
+    Brax's restore leaves it. `injected`: the agent runs the factory's own networks, whose
+    trees are Brax's as they are."""
     if restored is None:
         return state
     from jaxrl.brax import params as brax_params
 
-    agent_params, stats = brax_params.ppo_from_brax(tuple(restored))
+    if injected:
+        normalizer, policy, value = tuple(restored)
+        agent_params = {"policy": policy, "value": value}
+        stats = brax_params.normalizer_from_brax(normalizer)
+    else:
+        agent_params, stats = brax_params.ppo_from_brax(tuple(restored))
     if not restore_value_fn:
         agent_params = {**agent_params, "value": state.agent.params["value"]}
     what = "restore_params / restore_checkpoint_path"

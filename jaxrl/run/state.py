@@ -15,21 +15,23 @@ from jaxrl.run import programs
 from jaxrl.run.resources import check_memory, run_devices, run_shardings
 
 
-def member_settings(trainer, agent_config: Any, run_grid: grid.Grid | None) -> list | None:
+def member_settings(
+    trainer, agent_config: Any, run_grid: grid.Grid | None, networks: Any = None
+) -> list | None:
     """(agent, config) of each setting of the grid, checked: each config as its own run's
     would be, and each state of the same structure as the trainer's (a setting that would
-    change the program, e.g. AdamW's decay against none, is refused by name)."""
+    change the program, e.g. AdamW's decay against none, is refused by name). `networks`:
+    the caller's, where the run has them (`agents.build`)."""
     if run_grid is None:
         return None
     if not run_grid.axes:  # seeds alone
         return [(trainer.agent, trainer.config)]
-    spec = agents.get(trainer.config.algo)
     key = jax.random.PRNGKey(0)
     like = jax.eval_shape(trainer.init, key)
     members = []
     for setting in run_grid.settings:
         config, member_agent_config = grid.member_configs(setting, trainer.config, agent_config)
-        member = (spec.make(member_agent_config), config)
+        member = (agents.build(config.algo, member_agent_config, networks), config)
         shape = jax.eval_shape(lambda k, m=member: trainer.init(k, m), key)
         if jax.tree.structure(shape) != jax.tree.structure(like) or any(
             a.shape != b.shape or a.dtype != b.dtype

@@ -303,3 +303,25 @@ def test_kernel_init_lecun_uniform_is_brax_s_distribution(params_of):
                 if not beyond:  # uniform: E|x| = bound / 2
                     np.testing.assert_allclose(np.abs(x).mean(), bound / 2, rtol=0.02)
         assert any(big) == beyond, name
+
+
+def test_jaxrl_s_own_networks_are_one_more_factory(tmp_path):
+    """Network injection: a run handed `ppo.networks(config)` (what `make` builds without
+    networks) gives the numbers of the run without, to the bit. Networks of the caller's are
+    refused for an algorithm that takes none, and with a run folder (resume, eval and
+    load_policy build jaxrl's own)."""
+    from jaxrl.errors import ConfigError
+    from tests import tiny
+
+    config = tiny.on_policy(total_steps=256)
+    plain = jaxrl.train(config, tiny.PPO, progress=None)
+    injected = jaxrl.train(config, tiny.PPO, progress=None, networks=ppo.networks(tiny.PPO))
+    jax.tree.map(
+        np.testing.assert_array_equal, plain.state.agent.params, injected.state.agent.params
+    )
+    assert plain.history[-1]["eval_return"] == injected.history[-1]["eval_return"]
+    with pytest.raises(ConfigError, match="networks: sac takes no networks"):
+        jaxrl.train(tiny.off_policy(), tiny.SAC, progress=None, networks=ppo.networks(tiny.PPO))
+    with pytest.raises(ConfigError, match="out_dir"):
+        jaxrl.train(config, tiny.PPO, tmp_path / "run", networks=ppo.networks(tiny.PPO))
+    assert not (tmp_path / "run").exists()

@@ -197,6 +197,70 @@ def test_loss_and_gradients_match_brax_compute_ppo_loss(gae_scan):
 
 
 @pytest.mark.parametrize(
+    "options",
+    [
+        {},  # the same networks jaxrl builds itself, run as Brax's own modules
+        # What jaxrl's own networks lack: another activation, a clipped mean with its own
+        # initialiser, initialisers with options.
+        dict(
+            activation=jax.nn.tanh,
+            mean_clip_scale=0.5,
+            mean_kernel_init_fn=jax.nn.initializers.orthogonal,
+            mean_kernel_init_kwargs={"scale": 0.01},
+            value_network_kernel_init_fn=jax.nn.initializers.variance_scaling,
+            value_network_kernel_init_kwargs=dict(scale=2.0, mode="fan_in", distribution="uniform"),
+        ),
+    ],
+)
+def test_injected_brax_networks_give_brax_s_loss_and_gradients(options):
+    """Network injection: Brax's own `PPONetworks` (a factory's, through
+    `jaxrl.brax.factories.ppo_networks`) inside jaxrl's PPO loss, on Brax's parameter trees as
+    they are, give Brax's `compute_ppo_loss` and its gradients."""
+    import functools
+
+    from jaxrl.brax import factories
+
+    factory = functools.partial(
+        brax_networks.make_ppo_networks,
+        policy_hidden_layer_sizes=CONFIG.actor_hidden,
+        value_hidden_layer_sizes=CONFIG.critic_hidden,
+        **options,
+    )
+    settings = factories.ppo_settings(factory)
+    assert settings.injected == bool(options)  # Brax's default options: translated instead
+    injected = factories.ppo_networks(dataclasses.replace(settings, injected=True), OBS, ACT)
+    nets = factory(OBS, ACT, preprocess_observations_fn=running_statistics.normalize)
+    _, _, normalizer, data, _, batch = _setup()
+    keys = jax.random.split(jax.random.PRNGKey(5), 2)
+    brax_params = brax_losses.PPONetworkParams(  # a fresh pair of the factory's own trees
+        policy=nets.policy_network.init(keys[0]), value=nets.value_network.init(keys[1])
+    )
+    # The behaviour log-probabilities are the step test's; the new networks' ratios differ.
+    key = jax.random.PRNGKey(42)
+    (brax_total, brax_metrics), brax_grads = jax.value_and_grad(
+        _brax_loss(nets, normalizer, data, key), has_aux=True
+    )(brax_params)
+    params = {"policy": brax_params.policy, "value": brax_params.value}
+    loss = ppo.losses(CONFIG, injected).unroll
+    (total, metrics), grads = jax.value_and_grad(loss, has_aux=True)(params, batch, key, HP, ACT)
+    np.testing.assert_allclose(total, brax_total, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(metrics["policy_loss"], brax_metrics["policy_loss"], rtol=1e-5)
+    np.testing.assert_allclose(0.5 * metrics["value_loss"], brax_metrics["v_loss"], rtol=1e-5)
+    for part in ("policy", "value"):
+        want = jax.tree.leaves(getattr(brax_grads, part))
+        for got, exp in zip(jax.tree.leaves(grads[part]), want, strict=True):
+            np.testing.assert_allclose(got, exp, rtol=2e-4, atol=1e-6, err_msg=part)
+    # The first parameters are Brax's too: jaxrl's init of the injected networks splits the
+    # key as Brax's ppo.train does (policy first).
+    first = ppo.make(CONFIG, injected).init(jax.random.PRNGKey(7), OBS, ACT).params
+    policy_key, value_key = jax.random.split(jax.random.PRNGKey(7))
+    jax.tree.map(
+        np.testing.assert_array_equal, first["policy"], nets.policy_network.init(policy_key)
+    )
+    jax.tree.map(np.testing.assert_array_equal, first["value"], nets.value_network.init(value_key))
+
+
+@pytest.mark.parametrize(
     "slip",
     [
         dict(truncation="bootstrap", advantage_in_loss=True),  # truncated rows bootstrapped

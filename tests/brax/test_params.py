@@ -64,7 +64,7 @@ def test_brax_s_inference_and_value_networks_give_jaxrl_s_actions_and_values():
     ours = agent.act(state, normalized, key, 0.0)
     np.testing.assert_allclose(theirs, ours, rtol=1e-5, atol=1e-5)
     their_value = nets.value_network.apply(triple[0], triple[2], obs)
-    ours_value = ppo._networks(CONFIG).value(state.params, normalized)
+    ours_value = ppo.networks(CONFIG).value(state.params, normalized)
     np.testing.assert_allclose(their_value, ours_value, rtol=1e-5, atol=1e-5)
 
 

@@ -98,11 +98,15 @@ def test_an_argument_jaxrl_cannot_honour_is_refused_by_name(name):
         (
             dict(
                 network_factory=functools.partial(
-                    ppo_networks.make_ppo_networks, activation=nn.tanh
+                    ppo_networks.make_ppo_networks, use_distributional_critic=True
                 )
             ),
-            "activation",
+            "distributional critic",
         ),  # fmt: skip
+        (
+            dict(network_factory=lambda obs, act, **kw: ppo_networks.make_ppo_networks(obs)),
+            "network_factory=.*failed",
+        ),
         (dict(batch_size=3), "num_envs"),
         (dict(episode_length=0), "episode_length"),
         (dict(num_envs=0), "num_envs"),
@@ -174,6 +178,58 @@ def test_a_factory_partial_builds_brax_s_trees():
     shapes = functools.partial(jax.tree.map, lambda x: x.shape)
     assert shapes(params[1]) == shapes(nets.policy_network.init(jax.random.PRNGKey(0)))
     assert shapes(params[2]) == shapes(nets.value_network.init(jax.random.PRNGKey(0)))
+
+
+def _users_factory(observation_size, action_size, **kwargs):
+    """A factory of the caller's: Brax's with options jaxrl's own networks lack (a tanh
+    activation, a clipped mean of its own initialiser), as a function, not a partial."""
+    return ppo_networks.make_ppo_networks(
+        observation_size,
+        action_size,
+        policy_hidden_layer_sizes=(8, 8),
+        value_hidden_layer_sizes=(16,),
+        activation=nn.tanh,
+        mean_clip_scale=0.5,
+        mean_kernel_init_fn=jax.nn.initializers.orthogonal,
+        **kwargs,
+    )
+
+
+def test_a_factory_of_the_caller_s_runs_as_it_is():
+    """Network injection: a factory jaxrl's settings cannot build runs its own networks. The
+    params are its trees, Brax's own `make_inference_fn` acts with them as jaxrl's agent does,
+    and they restore as they were returned."""
+    from jaxrl import normalization
+    from jaxrl.agents import ppo as jaxrl_ppo
+    from jaxrl.brax import params as brax_params
+
+    plan = ppo.make_plan(_arguments(network_factory=_users_factory))
+    assert plan.networks.injected and plan.injected is not None
+    progress = []
+    make_policy, params, metrics = ppo.train(
+        **_arguments(network_factory=_users_factory, progress_fn=lambda *a: progress.append(a))
+    )
+    assert [step for step, _ in progress] == [0, 80, 160]
+    assert set(metrics) == EVAL_KEYS | TRAIN_KEYS and np.isfinite(metrics["training/total_loss"])
+    nets = _users_factory(3, 2)
+    shapes = functools.partial(jax.tree.map, lambda x: x.shape)
+    assert shapes(params[1]) == shapes(nets.policy_network.init(jax.random.PRNGKey(0)))
+    assert shapes(params[2]) == shapes(nets.value_network.init(jax.random.PRNGKey(0)))
+
+    obs = jax.random.normal(jax.random.PRNGKey(0), (6, 3))
+    action, _ = make_policy(params, deterministic=True)(obs, jax.random.PRNGKey(1))
+    agent = jaxrl_ppo.make(plan.agent_config, plan.injected)
+    state = agent.init(jax.random.PRNGKey(2), 3, 2)
+    state = state.replace(params={"policy": params[1], "value": params[2]})
+    stats = brax_params.normalizer_from_brax(params[0])
+    mine = agent.act(state, normalization.normalize(stats, obs, 0.0), jax.random.PRNGKey(3), 0.0)
+    np.testing.assert_allclose(action, mine, atol=1e-5)
+    assert float(jnp.abs(action).max()) > 1e-3
+
+    arguments = _arguments(network_factory=_users_factory, num_timesteps=0)
+    _, restored, _ = ppo.train(**{**arguments, "restore_params": params})
+    brax_peer.assert_trees_equal(restored[1:], params[1:])
+    np.testing.assert_allclose(restored[0].mean, params[0].mean, rtol=1e-6)
 
 
 def _recorded(train, checkpoints) -> dict:

@@ -81,6 +81,32 @@ def _brax_arguments() -> dict:
     )
 
 
+def _users_factory(observation_size, action_size, **kwargs):
+    """The step test's networks made by a function of the caller's, not a partial of Brax's
+    factory: `jaxrl.brax.ppo` runs what it returns as it is (network injection)."""
+    from brax.training.agents.ppo import networks as brax_networks
+
+    return brax_networks.make_ppo_networks(
+        observation_size,
+        action_size,
+        policy_hidden_layer_sizes=step_parity.CONFIG.actor_hidden,
+        value_hidden_layer_sizes=step_parity.CONFIG.critic_hidden,
+        **kwargs,
+    )
+
+
+def _drop_in_plan(**changes):
+    """`jaxrl.brax.ppo.train`'s plan of the arguments Brax's run was given, with `changes`."""
+    from jaxrl.brax import ppo as brax_door
+
+    defaults = {
+        name: p.default
+        for name, p in inspect.signature(brax_door.train).parameters.items()
+        if p.default is not inspect.Parameter.empty
+    }
+    return brax_door.make_plan({**defaults, **_brax_arguments(), **changes})
+
+
 def _configs(
     eval_simulator: str, drop_in: bool = False, **slip
 ) -> tuple[TrainConfig, ppo.PPOConfig]:
@@ -89,7 +115,6 @@ def _configs(
     own arguments; `slip` replaces run config fields, or agent config fields where prefixed
     "agent_"."""
     from jaxrl.benchmarks.brax_parity import ppo_parity_flags
-    from jaxrl.brax import ppo as brax_door
     from jaxrl.config import resolve
 
     argv = ["--algo", "ppo", "--env", "classic/pendulum", "--seed", str(SEED)]
@@ -100,12 +125,7 @@ def _configs(
     argv += ["--eval-simulator", eval_simulator]
     train_config, agent_config, _ = resolve.build_configs(argv)
     if drop_in:
-        defaults = {
-            name: p.default
-            for name, p in inspect.signature(brax_door.train).parameters.items()
-            if p.default is not inspect.Parameter.empty
-        }
-        plan = brax_door.make_plan({**defaults, **_brax_arguments()})
+        plan = _drop_in_plan()
         train_config, agent_config = plan.config, plan.agent_config
     agent_slip = {k[6:]: v for k, v in slip.items() if k.startswith("agent_")}
     run_slip = {k: v for k, v in slip.items() if not k.startswith("agent_")}
@@ -209,10 +229,16 @@ def brax_run():
 
 
 def _run_jaxrl(
-    brax: dict, monkeypatch, eval_simulator: str = "own", drop_in: bool = False, **slip
+    brax: dict,
+    monkeypatch,
+    eval_simulator: str = "own",
+    drop_in: bool = False,
+    plan=None,
+    **slip,
 ) -> dict:
     """jaxrl's loop (one chunk: every iteration of the run) from Brax's initial parameters and
-    first env states, handed Brax's draws in the order jaxrl's loop asks for them."""
+    first env states, handed Brax's draws in the order jaxrl's loop asks for them. `plan`: a
+    drop-in plan whose configs and injected networks (`plan.injected`) run instead."""
     key_shape = jax.ShapeDtypeStruct((2,), jnp.uint32)
     zeros = np.zeros(2, np.uint32)
     acts = iter(brax["act_keys"])
@@ -245,7 +271,10 @@ def _run_jaxrl(
     monkeypatch.setattr(wrappers.AutoResetWrapper, "reset", reset_as_given)
     monkeypatch.setattr(onpolicy, "make_hard_reset", hard_reset_with_brax_keys)
     train_config, agent_config = _configs(eval_simulator, drop_in, **slip)
-    agent = ppo.make(agent_config)
+    networks = None
+    if plan is not None:
+        train_config, agent_config, networks = plan.config, plan.agent_config, plan.injected
+    agent = ppo.make(agent_config, networks)
 
     def explore(state, obs, key):
         return agent.explore(state, obs, act_key(key))
@@ -263,10 +292,12 @@ def _run_jaxrl(
     env_state = trainer.env.reset(jnp.asarray(brax["key_env"]))
     state = trainer.init(jax.random.PRNGKey(0), env_state=env_state)
     _, policy, value = brax["start"]
-    params = {
+    params = {  # Brax's trees as they are where its networks run
         "policy": step_parity._as_jaxrl(policy, state.agent.params["policy"]),
         "value": step_parity._as_jaxrl(value, state.agent.params["value"]),
     }
+    if networks is not None:
+        jax.tree.map(np.testing.assert_array_equal, params, {"policy": policy, "value": value})
     # Adam's fresh state depends on shapes alone.
     state = state.replace(agent=state.agent.replace(params=params))
     state, summary = jax.jit(trainer.chunk)(state)
@@ -328,6 +359,15 @@ def test_the_drop_in_trains_this_loop_from_brax_s_own_arguments(brax_run, monkey
     """`jaxrl.brax.ppo.train`'s configs, made from the arguments Brax's run was given (not
     from the parity flags), run the same loop as Brax's: the translation is exact."""
     _check(brax_run, _run_jaxrl(brax_run, monkeypatch, "own", drop_in=True))
+
+
+def test_the_drop_in_runs_a_factory_of_the_caller_s_as_brax_does(brax_run, monkeypatch):
+    """A `network_factory` of the caller's (a function, not a partial of Brax's factory) is
+    run as it is: its own networks and trees inside jaxrl's PPO (network injection) train the
+    same loop as Brax's `ppo.train`, to the same parameters."""
+    plan = _drop_in_plan(network_factory=_users_factory)
+    assert plan.injected is not None and plan.networks.injected
+    _check(brax_run, _run_jaxrl(brax_run, monkeypatch, "own", plan=plan))
 
 
 @pytest.mark.parametrize(

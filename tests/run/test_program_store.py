@@ -439,7 +439,10 @@ def test_no_program_is_stored_for_an_env_object_or_with_the_store_off(store, mon
     )
     assert not folder.exists()
     (note,) = [json.loads(line) for line in log.read_text().splitlines()]
-    assert note == {"kind": "run", "outcome": "off: an env or randomization of the caller's"}
+    assert note == {
+        "kind": "run",
+        "outcome": "off: an env, randomization or networks of the caller's",
+    }
     monkeypatch.undo()
     monkeypatch.setenv("JAXRL_PROGRAM_STORE", "0")
     assert programs.folder() is None
