@@ -122,8 +122,8 @@ MUTANTS = [
     m(
         "sac-next-action-from-obs",
         "jaxrl/agents/sac_family.py",
-        "            state.actor.params, batch.next_obs\n        )\n        next_action,",
-        "            state.actor.params, batch.obs\n        )\n        next_action,",
+        "nets.actor(state.actor.params, batch.next_obs, state.action_size)",
+        "nets.actor(state.actor.params, batch.obs, state.action_size)",
         "SAC samples the bootstrap action at s instead of s'",
         SAC_REF,
     ),

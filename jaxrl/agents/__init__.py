@@ -115,13 +115,13 @@ __all__ = [
 
 
 # The algorithms whose `make(config, nets)` takes networks of the caller's (network injection).
-TAKES_NETWORKS = ("ppo",)
+TAKES_NETWORKS = ("ppo", "sac")
 
 
 def build(algo: str, agent_config: Any = None, networks: Any = None) -> Agent:
     """`algo`'s agent with `agent_config` (its defaults where None), over `networks` where
     given: networks of the caller's, in the shape that algorithm's `make` takes (PPO's
-    `jaxrl.agents.ppo.Networks`)."""
+    `jaxrl.agents.ppo.Networks`, SAC's `jaxrl.agents.sac_family.Networks`)."""
     spec = get(algo)
     config = spec.config_cls() if agent_config is None else agent_config
     if networks is None:

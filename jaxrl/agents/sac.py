@@ -19,9 +19,11 @@ from jaxrl.agents.sac_family import SACState
 from jaxrl.types import Batch
 
 
-def make(config: SACConfig = SACConfig()) -> Agent:
+def make(config: SACConfig = SACConfig(), nets: sac_family.Networks | None = None) -> Agent:
+    """SAC with `config`'s settings, over `nets` (default: jaxrl's own,
+    `sac_family.networks(config)`; the config's network fields then do not apply)."""
     head = config.head()
-    objectives = sac_family.losses(config)
+    objectives = sac_family.losses(config, nets)
     actor_opt, critic_opt, alpha_opt = opts = sac_family.optimizers(config)
 
     def update(state: SACState, batch: Batch, key: jax.Array):
@@ -61,8 +63,8 @@ def make(config: SACConfig = SACConfig()) -> Agent:
         return new_state, {**metrics, **head.metrics(head_state)}
 
     return Agent(
-        init=sac_family.initializer(config, opts),
-        act=sac_family.acting(config),
+        init=sac_family.initializer(config, opts, nets),
+        act=sac_family.acting(config, nets),
         update=update,
         name="sac",
     )

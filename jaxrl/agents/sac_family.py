@@ -2,7 +2,8 @@
 with other defaults or another critic head), FastSAC (`fast_sac`: its own update order) and
 CrossQ (`crossq`: its own state, networks and losses).
 
-- SAC's state (`SACState`), networks (`critic_network`, `actor_network`), optimisers
+- SAC's state (`SACState`), networks (`Networks`, `networks`: jaxrl's own, built of
+  `critic_network` and `actor_network`, or the caller's, injected), optimisers
   (`Optimizers`, `optimizers`), `Agent.init` and `Agent.act` (`initializer`, `acting`): those of
   every member but CrossQ;
 - the losses as the paper writes them (`actor_loss`, `alpha_loss`, REDQ's `target_subset`, the
@@ -195,24 +196,19 @@ class Losses(NamedTuple):
     actor: Callable  # (actor params, critic params, state, batch, keys) -> (loss, (log_prob, None))
 
 
-def losses(config: SACConfig) -> Losses:
-    """The critic's and the actor's objectives (`Losses`) of `sac.make(config)`'s
+def losses(config: SACConfig, nets: Networks | None = None) -> Losses:
+    """The critic's and the actor's objectives (`Losses`) of `sac.make(config, nets)`'s
     update (FastSAC's too)."""
     head = config.head()
-    critic_net = critic_network(config)
-
-    def critic_apply(params, obs, action, key):
-        # Dropout (DroQ) is on in every critic pass of an update, target pass included.
-        return critic_net.apply(params, obs, action, True, rngs={"dropout": key})
+    nets = nets or networks(config)
+    critic_apply = nets.critic
 
     def critic(params, state: SACState, batch: Batch, keys: UpdateKeys):
         # The head's target from the target critics at (s', a' ~ pi(s')), with the soft bonus
         # -alpha log pi(a'|s'); no gradient reaches it (it reads no critic parameter).
         hp, alpha = state.hp, jnp.exp(state.log_alpha.params)
         critic_obs, next_critic_obs = batch.critic_inputs  # obs / next_obs unless asymmetric
-        mean, log_std = actor_network(config, state.action_size).apply(
-            state.actor.params, batch.next_obs
-        )
+        mean, log_std = nets.actor(state.actor.params, batch.next_obs, state.action_size)
         next_action, next_log_prob = distributions.tanh_gaussian_sample(
             keys.next_action, mean, log_std
         )
@@ -234,7 +230,7 @@ def losses(config: SACConfig) -> Losses:
 
     def actor(params, critic_params, state: SACState, batch: Batch, keys: UpdateKeys):
         alpha = jnp.exp(state.log_alpha.params)
-        mean, log_std = actor_network(config, state.action_size).apply(params, batch.obs)
+        mean, log_std = nets.actor(params, batch.obs, state.action_size)
         action, log_prob = distributions.tanh_gaussian_sample(keys.policy_action, mean, log_std)
         out = critic_apply(critic_params, batch.critic_inputs[0], action, keys.policy_dropout)
         q_pi = head.values(out, state.hp)
@@ -260,21 +256,18 @@ def optimizers(config: SACConfig) -> Optimizers:
     return Optimizers(adam(config.actor_lr), adam(config.critic_lr), adam(config.alpha_lr))
 
 
-def initializer(config: SACConfig, opts: Optimizers) -> Callable[..., SACState]:
+def initializer(
+    config: SACConfig, opts: Optimizers, nets: Networks | None = None
+) -> Callable[..., SACState]:
     """The `Agent.init` of SAC's family: networks, optimiser states, log alpha and `hp` (the
     ARRAY_FIELDS that the config's CONSUMED, read by the optimisers and `init`, leaves)."""
     head = config.head()
-    critic_net = critic_network(config)
+    nets = nets or networks(config)
 
     def init(
         key: jax.Array, obs_size: int, action_size: int, critic_obs_size: int | None = None
     ) -> SACState:
-        actor_key, critic_key = jax.random.split(key)
-        obs = jnp.zeros((1, obs_size))
-        critic_obs = jnp.zeros((1, critic_obs_size or obs_size))
-        action = jnp.zeros((1, action_size))
-        actor_params = actor_network(config, action_size).init(actor_key, obs)
-        critic_params = critic_net.init(critic_key, critic_obs, action)
+        actor_params, critic_params = nets.init(key, obs_size, action_size, critic_obs_size)
         log_alpha = jnp.asarray(jnp.log(config.init_alpha), jnp.float32)
         return SACState(
             actor=learner(actor_params, opts.actor),
@@ -290,14 +283,52 @@ def initializer(config: SACConfig, opts: Optimizers) -> Callable[..., SACState]:
     return init
 
 
-def acting(config: SACConfig) -> Callable[..., jax.Array]:
+def acting(config: SACConfig, nets: Networks | None = None) -> Callable[..., jax.Array]:
     """The `Agent.act` of SAC's family: tanh(mean + noise_scale * std * eps)."""
+    nets = nets or networks(config)
 
     def act(state: SACState, obs: jax.Array, key: jax.Array, noise_scale=1.0) -> jax.Array:
-        mean, log_std = actor_network(config, state.action_size).apply(state.actor.params, obs)
+        mean, log_std = nets.actor(state.actor.params, obs, state.action_size)
         return distributions.tanh_gaussian_act(key, mean, log_std, noise_scale)
 
     return act
+
+
+class Networks(NamedTuple):
+    """The actor and critics of SAC's family as its losses, `init` and `act` use them (network
+    injection): jaxrl's own (`networks(config)`, the default) or any others of this shape, such
+    as Brax's `SACNetworks` read by `jaxrl.brax.factories.sac_networks`.
+
+    init(key, obs_size, action_size, critic_obs_size) -> (actor params, critic params);
+    actor(params, obs, action_size) -> (mean, log_std) of the pre-tanh Gaussian;
+    critic(params, obs, action, dropout key) -> the critics' outputs [E, B, ...] (the head's).
+    Observations arrive normalised by the loop."""
+
+    init: Callable
+    actor: Callable
+    critic: Callable
+
+
+def networks(config: SACConfig) -> Networks:
+    """jaxrl's own: `actor_network` and the `critic_network` ensemble, dropout (DroQ) on in
+    every critic pass of an update, the target pass included."""
+    critic_net = critic_network(config)
+
+    def init(key, obs_size: int, action_size: int, critic_obs_size: int | None = None):
+        actor_key, critic_key = jax.random.split(key)
+        obs = jnp.zeros((1, obs_size))
+        critic_obs = jnp.zeros((1, critic_obs_size or obs_size))
+        action = jnp.zeros((1, action_size))
+        actor_params = actor_network(config, action_size).init(actor_key, obs)
+        return actor_params, critic_net.init(critic_key, critic_obs, action)
+
+    def actor(params, obs, action_size: int):
+        return actor_network(config, action_size).apply(params, obs)
+
+    def critic(params, obs, action, key):
+        return critic_net.apply(params, obs, action, True, rngs={"dropout": key})
+
+    return Networks(init, actor, critic)
 
 
 def critic_network(config: SACConfig) -> QEnsemble:

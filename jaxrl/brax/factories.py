@@ -179,19 +179,12 @@ def _ppo_translated(factory: Callable, dict_obs: bool) -> NetworkSettings:
     return NetworkSettings(factory=factory, agent=agent, train=train)
 
 
-def ppo_networks(settings: NetworkSettings, observation_size: int, action_size: int):
-    """jaxrl's PPO networks (`jaxrl.agents.ppo.Networks`) running the `PPONetworks` that
-    `settings.factory` builds for these sizes, with no normalisation of their own (jaxrl's loop
-    hands them normalised observations): Brax's parameter trees, initialised as Brax's
-    `ppo.train` does (one key split into the policy's and the value network's), the policy's
-    tanh-Gaussian read through the factory's own `parametric_action_distribution`. Checked by
-    tracing, before anything compiles: a factory that fails, returns something else, or whose
-    distribution or value output jaxrl's PPO cannot use is refused by name."""
-    import jax
-    import jax.numpy as jnp
+def _built(settings: NetworkSettings, observation_size: int, action_size: int, algo: str,
+           critic: str) -> tuple[str, Any]:  # fmt: skip
+    """(the factory's name, the networks it builds for these sizes with Brax's identity
+    preprocessor), checked to be Brax's kind (`critic`: "value_network" or "q_network") with a
+    tanh-squashed Gaussian policy, else a ConfigError naming the factory."""
     from brax.training import distribution, types
-
-    from jaxrl.agents import ppo
 
     name = getattr(unwrapped(settings.factory)[0], "__qualname__", settings.factory)
     try:
@@ -202,21 +195,45 @@ def ppo_networks(settings: NetworkSettings, observation_size: int, action_size: 
         )
     except (TypeError, ValueError) as error:
         raise ConfigError(f"network_factory={name!r} failed: {error}") from None
-    if not all(
-        hasattr(nets, part)
-        for part in ("policy_network", "value_network", "parametric_action_distribution")
-    ):
+    parts = ("policy_network", critic, "parametric_action_distribution")
+    if not all(hasattr(nets, part) for part in parts):
         raise ConfigError(
             f"network_factory={name!r} returned a {type(nets).__name__}, not Brax's "
-            "PPONetworks (policy_network, value_network, parametric_action_distribution)"
+            f"{algo}Networks ({', '.join(parts)})"
         )
     dist = nets.parametric_action_distribution
     if not isinstance(getattr(dist, "_postprocessor", None), distribution.TanhBijector):
         raise ConfigError(
             f"network_factory={name!r}: its {type(dist).__name__} is no tanh-squashed "
-            "Gaussian; jaxrl's PPO samples tanh-squashed Gaussian actions "
+            f"Gaussian; jaxrl's {algo} samples tanh-squashed Gaussian actions "
             "(distribution_type='tanh_normal')"
         )
+    return name, nets
+
+
+def _mean_log_std(dist: Any, logits: Any) -> tuple:
+    """(mean, log std) of the pre-tanh Gaussian Brax's `dist` makes of a policy's outputs."""
+    import jax.numpy as jnp
+
+    gaussian = dist.create_dist(logits)
+    return gaussian.loc, jnp.log(gaussian.scale)
+
+
+def ppo_networks(settings: NetworkSettings, observation_size: int, action_size: int):
+    """jaxrl's PPO networks (`jaxrl.agents.ppo.Networks`) running the `PPONetworks` that
+    `settings.factory` builds for these sizes, with no normalisation of their own (jaxrl's loop
+    hands them normalised observations): Brax's parameter trees, initialised as Brax's
+    `ppo.train` does (one key split into the policy's and the value network's), the policy's
+    tanh-Gaussian read through the factory's own `parametric_action_distribution`. Checked by
+    tracing, before anything compiles: a factory that fails, returns something else, or whose
+    distribution or value output jaxrl's PPO cannot use is refused by name."""
+    import jax
+    import jax.numpy as jnp
+
+    from jaxrl.agents import ppo
+
+    name, nets = _built(settings, observation_size, action_size, "PPO", "value_network")
+    dist = nets.parametric_action_distribution
 
     def init(key, obs_size: int, act_size: int, critic_obs_size: int | None = None) -> dict:
         policy_key, value_key = jax.random.split(key)
@@ -226,8 +243,7 @@ def ppo_networks(settings: NetworkSettings, observation_size: int, action_size: 
         }
 
     def policy(params, obs, act_size: int):
-        gaussian = dist.create_dist(nets.policy_network.apply(None, params["policy"], obs))
-        return gaussian.loc, jnp.log(gaussian.scale)
+        return _mean_log_std(dist, nets.policy_network.apply(None, params["policy"], obs))
 
     def value(params, obs):
         return nets.value_network.apply(None, params["value"], obs)
@@ -266,31 +282,54 @@ _SAC_DEFAULTS = {
 }
 
 
-def sac_settings(factory: Callable) -> NetworkSettings:
+def sac_settings(factory: Callable, inject: bool = False, door: str = "sac") -> NetworkSettings:
     """jaxrl's SAC settings for Brax's `network_factory` (None: make_sac_networks): two
-    critics of Brax's MLP (LayerNorm after the ReLU, where asked), the softplus std head."""
-    import jax
+    critics of Brax's MLP (LayerNorm after the ReLU, where asked), the softplus std head.
+    A factory they cannot build is refused (by `jaxrl.brax.<door>`), or, with `inject` (SAC's
+    own door), run as it is (`sac_networks`)."""
     from brax.training.agents.sac import networks as sac_networks
 
     factory = factory or sac_networks.make_sac_networks
-    options = _options(factory, sac_networks.make_sac_networks, "sac", "sac_networks")
+    try:
+        return _sac_translated(factory, door)
+    except _Untranslatable as why:
+        if not inject:
+            raise ConfigError(
+                f"{why}; only jaxrl.brax.sac runs other factories as they are"
+            ) from None
+        return NetworkSettings(factory=factory, agent={}, train={}, injected=True)
+
+
+def _sac_translated(factory: Callable, door: str) -> NetworkSettings:
+    """jaxrl's SAC settings building `factory`'s networks, else _Untranslatable."""
+    import jax
+    from brax.training.agents.sac import networks as sac_networks
+
+    try:
+        options = _options(factory, sac_networks.make_sac_networks, door, "sac_networks")
+    except ConfigError as error:
+        raise _Untranslatable(str(error)) from None
     for name, value in options.items():
         if name in _SAC_READ or name in _SAC_INERT:
             continue
         if name not in _SAC_DEFAULTS:
             raise ConfigError(f"network_factory: unknown make_sac_networks option {name!r}")
         if value != _SAC_DEFAULTS[name] and not (value == {} and _SAC_DEFAULTS[name] is None):
-            raise ConfigError(
+            raise _Untranslatable(
                 f"network_factory: {name}={value!r} cannot be built by jaxrl's SAC (only "
                 f"{_SAC_DEFAULTS[name]!r})"
             )
     inits = jax.nn.initializers
-    policy_init, q_init = (
-        _kernel_init(options.get(name, inits.lecun_uniform), name, "SAC")
-        for name in ("policy_network_kernel_init_fn", "q_network_kernel_init_fn")
-    )
+    try:
+        policy_init, q_init = (
+            _kernel_init(options.get(name, inits.lecun_uniform), name, "SAC")
+            for name in ("policy_network_kernel_init_fn", "q_network_kernel_init_fn")
+        )
+        activation = _activation(options.get("activation", jax.nn.relu), "SAC")
+    except ConfigError as error:
+        raise _Untranslatable(str(error)) from None
     if policy_init != q_init:
-        raise ConfigError(
+        raise _Untranslatable(
             f"network_factory: the policy's {policy_init} and the Q network's {q_init} "
             "initialisers differ; jaxrl's SAC initialises both networks alike"
         )
@@ -299,12 +338,60 @@ def sac_settings(factory: Callable) -> NetworkSettings:
     agent = {
         "actor_hidden": hidden,
         "critic_hidden": hidden,
-        "activation": _activation(options.get("activation", jax.nn.relu), "SAC"),
+        "activation": activation,
         "kernel_init": policy_init,
         "critic_layer_norm": layer_norm,
         "critic_norm_after_relu": layer_norm,
     }
     return NetworkSettings(factory=factory, agent=agent, train={})
+
+
+def sac_networks(
+    settings: NetworkSettings, observation_size: int, action_size: int, num_critics: int
+):
+    """jaxrl's SAC networks (`jaxrl.agents.sac_family.Networks`) running the `SACNetworks`
+    that `settings.factory` builds for these sizes, with no normalisation of their own: Brax's
+    trees, initialised as Brax's `sac.train` does (one key split into the policy's and the Q
+    network's), its critics' [B, E] values as jaxrl's [E, B]. Checked by tracing before
+    anything compiles, as `ppo_networks`."""
+    import jax
+    import jax.numpy as jnp
+
+    from jaxrl.agents import sac_family
+
+    name, nets = _built(settings, observation_size, action_size, "SAC", "q_network")
+    dist = nets.parametric_action_distribution
+
+    def init(key, obs_size: int, act_size: int, critic_obs_size: int | None = None):
+        policy_key, q_key = jax.random.split(key)
+        return nets.policy_network.init(policy_key), nets.q_network.init(q_key)
+
+    def actor(params, obs, act_size: int):
+        return _mean_log_std(dist, nets.policy_network.apply(None, params, obs))
+
+    def critic(params, obs, action, key):  # no dropout in Brax's Q networks: key unused
+        return jnp.moveaxis(nets.q_network.apply(None, params, obs, action), -1, 0)
+
+    injected = sac_family.Networks(init, actor, critic)
+    actor_params, critic_params = jax.eval_shape(
+        init, jax.random.PRNGKey(0), observation_size, action_size
+    )
+    obs = jax.ShapeDtypeStruct((1, observation_size), jnp.float32)
+    mean, log_std = jax.eval_shape(actor, actor_params, obs, action_size)
+    if mean.shape != (1, action_size) or log_std.shape != (1, action_size):
+        raise ConfigError(
+            f"network_factory={name!r}: its policy gives a mean of shape {mean.shape[1:]} and "
+            f"a std of {log_std.shape[1:]} for {action_size} actions"
+        )
+    action = jax.ShapeDtypeStruct((1, action_size), jnp.float32)
+    values = jax.eval_shape(critic, critic_params, obs, action, jax.random.PRNGKey(0))
+    if getattr(values, "shape", None) != (num_critics, 1):
+        got = jax.tree.map(lambda x: x.shape, values)
+        raise ConfigError(
+            f"network_factory={name!r}: its Q network gives {got} for one row, not one value "
+            f"per critic for {num_critics} critics"
+        )
+    return injected
 
 
 def make_inference_fn(settings: NetworkSettings, env: Any, normalize: bool) -> Callable:

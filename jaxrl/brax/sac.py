@@ -99,6 +99,7 @@ class _Plan:
     trainer_env: Any  # env, or envs.WithEvalEnv of env and Brax's eval_env
     randomization_fn: Any
     networks: Any  # factories.NetworkSettings of the caller's factory, for make_policy
+    injected: Any  # SAC: the factory's own networks as jaxrl's SAC runs them, or None
     action_repeat: int
     prefill: int  # Brax's prefill: loop iterations (env steps of every env) before learning
     steps_per_interval: int  # training steps (iterations) per evaluation interval
@@ -150,7 +151,9 @@ def make_plan(s: dict, algo: str = "sac", options: dict | None = None) -> _Plan:
             f"max_replay_size={replay!r} must hold a batch (batch_size={s['batch_size']}) and a "
             f"step of every env (num_envs={envs})"
         )
-    net = factories.sac_settings(s["network_factory"]) if s["network_factory"] else None
+    net = None
+    if s["network_factory"]:  # SAC runs a factory its settings cannot build as it is
+        net = factories.sac_settings(s["network_factory"], algo == "sac", algo)
     if isinstance(getattr(env, "observation_size", None), dict):
         raise ConfigError(f"environment: dictionary observations are not implemented in {algo}")
     try:
@@ -194,6 +197,13 @@ def make_plan(s: dict, algo: str = "sac", options: dict | None = None) -> _Plan:
         trainer_env=arguments.checked_envs(env, s["eval_env"]),
         randomization_fn=s["randomization_fn"],
         networks=net,
+        injected=(
+            factories.sac_networks(
+                net, env.observation_size, env.action_size, agent_config.num_critics
+            )
+            if net is not None and net.injected
+            else None
+        ),
         action_repeat=repeat,
         prefill=prefill,
         steps_per_interval=per_interval,
@@ -317,14 +327,14 @@ def run_plan(plan: _Plan, progress_fn: Callable):
         make_policy = _jaxrl_make_policy(plan)
     report = brax_metrics.Report(config, plan.agent_config, repeat, True)
     trainer = driver.check_setting(
-        config, plan.agent_config, plan.trainer_env, plan.randomization_fn
+        config, plan.agent_config, plan.trainer_env, plan.randomization_fn, plan.injected
     )
     prefill = jax.jit(trainer.prefill, static_argnums=1)
     evaluate = jax.jit(trainer.evaluate) if plan.num_evals > 1 else None
     reported = []  # the step-0 evaluation, reported once (a rollback restarts from start_fn)
 
     def start_fn(state):  # Brax: restore, evaluate at step 0, prefill the replay
-        state = _start_from(state, plan.restored)
+        state = _start_from(state, plan.restored, plan.injected is not None)
         if evaluate is not None and not reported:
             key = jax.random.fold_in(jax.random.PRNGKey(config.seed), 0x5EED)
             progress_fn(
@@ -346,6 +356,8 @@ def run_plan(plan: _Plan, progress_fn: Callable):
         pending[:] = [report.row(row)]
 
     def _brax_params(state):
+        if plan.injected is not None:  # the factory's own policy tree already
+            return brax_params.normalizer_to_brax(state.obs_stats), state.agent.actor.params
         if config.algo == "sac":
             return brax_params.sac_to_brax(state.agent.actor.params, state.obs_stats)
         return _policy_params(plan, state)
@@ -361,6 +373,7 @@ def run_plan(plan: _Plan, progress_fn: Callable):
         compile_cache=True,
         env=plan.trainer_env,
         randomization_fn=plan.randomization_fn,
+        networks=plan.injected,
     )
     return make_policy, _brax_params(result.state), report.row(result.history[-1])
 
@@ -429,14 +442,18 @@ def _exploring_scale(config: Any) -> float:
     return (config.noise_scale_min + config.noise_scale_max) / 2
 
 
-def _start_from(state, restored):
+def _start_from(state, restored, injected: bool = False):
     """`state` with Brax's (normalizer, policy) `restored` (None: as it is): the critics,
-    the temperature and the optimisers fresh, as Brax's restore leaves them."""
+    the temperature and the optimisers fresh, as Brax's restore leaves them. `injected`: the
+    agent runs the factory's own networks, whose policy tree is Brax's as it is."""
     if restored is None:
         return state
     from jaxrl.brax import params as brax_params
 
-    policy, stats = brax_params.sac_from_brax(tuple(restored))
+    if injected:
+        policy, stats = restored[1], brax_params.normalizer_from_brax(restored[0])
+    else:
+        policy, stats = brax_params.sac_from_brax(tuple(restored))
     what = "restore_checkpoint_path"
     policy = arguments.cast_like(policy, state.agent.actor.params, what)
     stats = arguments.cast_like(stats, state.obs_stats, what)

@@ -267,6 +267,69 @@ def test_two_updates_match_brax_sgd_steps():
 
 
 @pytest.mark.parametrize(
+    "options",
+    [
+        {},  # the networks jaxrl builds itself, run as Brax's own modules
+        # What jaxrl's own SAC networks lack: LayerNorm in Brax's policy MLP (after the
+        # activation), another activation, an initialiser with options.
+        dict(
+            policy_network_layer_norm=True,
+            activation=jax.nn.tanh,
+            q_network_kernel_init_fn=jax.nn.initializers.variance_scaling,
+            q_network_kernel_init_kwargs=dict(scale=2.0, mode="fan_in", distribution="uniform"),
+        ),
+    ],
+)
+def test_injected_brax_networks_train_as_brax_sgd_steps(options):
+    """Network injection: Brax's own `SACNetworks` (a factory's, through
+    `jaxrl.brax.factories.sac_networks`) inside jaxrl's SAC, on Brax's trees as they are: two
+    updates give Brax's two `sgd_step`s, and the first parameters are those Brax's `sac.train`
+    draws from the same key."""
+    from jaxrl.brax import factories
+
+    factory = functools.partial(
+        brax_networks.make_sac_networks,
+        hidden_layer_sizes=HIDDEN,
+        q_network_layer_norm=True,
+        **options,
+    )
+    settings = factories.sac_settings(factory, inject=True)
+    assert settings.injected == bool(options)  # translated where jaxrl's networks build it
+    settings = dataclasses.replace(settings, injected=True)
+    injected = factories.sac_networks(settings, OBS, ACT, CONFIG.num_critics)
+    nets = factory(OBS, ACT, preprocess_observations_fn=running_statistics.normalize)
+    _, given, transitions, _, _, _, batch = _setup()
+    keys = jax.random.split(jax.random.PRNGKey(3), 3)
+    q = nets.q_network.init(keys[1])
+    brax = dict(given, policy=nets.policy_network.init(keys[0]), q=q,
+                target_q=ref.perturbed(q, keys[2], 0.2))  # fmt: skip
+    alpha_loss, critic_loss, actor_loss = brax_losses.make_losses(nets, REWARD_SCALE, GAMMA, ACT)
+    fns = dict(alpha=alpha_loss, critic=critic_loss, actor=actor_loss)
+    after, brax_losses_ = _brax_sgd_steps(brax, transitions, fns, map(_brax_keys, UPDATE_KEYS))
+
+    agent = sac.make(CONFIG, injected)
+    state = agent.init(jax.random.PRNGKey(9), OBS, ACT)
+    policy_key, q_key = jax.random.split(jax.random.PRNGKey(9))
+    _close(state.actor.params, nets.policy_network.init(policy_key), 0, 0, "first policy")
+    _close(state.critic.params, nets.q_network.init(q_key), 0, 0, "first critics")
+    state = state.replace(
+        actor=state.actor.replace(params=brax["policy"]),
+        critic=state.critic.replace(params=brax["q"]),
+        target_critic_params=brax["target_q"],
+        log_alpha=state.log_alpha.replace(params=brax["log_alpha"]),
+    )
+    new, metrics = _updates(agent, state, batch)
+    close = lambda got, want, msg: _close(got, want, 1e-5, STEP_ATOL, msg)  # noqa: E731
+    close(new.actor.params, after["policy"], "policy")
+    close(new.critic.params, after["q"], "critics")
+    close(new.target_critic_params, after["target_q"], "target critics")
+    np.testing.assert_allclose(new.log_alpha.params, after["log_alpha"], rtol=1e-6)
+    np.testing.assert_allclose(metrics["actor_loss"], brax_losses_["actor_loss"], rtol=1e-5)
+    critics = CONFIG.num_critics
+    np.testing.assert_allclose(metrics["critic_loss"], critics * brax_losses_["critic_loss"], 1e-5)
+
+
+@pytest.mark.parametrize(
     "slip",
     [
         dict(truncation="bootstrap"),  # truncated rows kept in the critic loss
