@@ -244,8 +244,8 @@ def run_brax_speed(case: Case) -> dict:
 
 
 def run_jaxrl(case: Case) -> tuple[list[dict], float, dict]:
-    from jaxrl import driver
     from jaxrl.config import resolve
+    from jaxrl.run import driver
 
     argv = jaxrl_argv(case)
     train_config, agent_config, _ = resolve.build_configs(argv)

@@ -25,8 +25,9 @@ def measure(preset: str, mode: str, init: bool) -> dict:
 
     jax.config.update("jax_enable_compilation_cache", False)
     import jaxrl
-    from jaxrl import agents, driver
+    from jaxrl import agents
     from jaxrl.benchmarks.case import CompileClock, machine
+    from jaxrl.run import driver
 
     config, agent_config = jaxrl.preset(preset, eval_simulator=mode)
     config = driver.with_algorithm(config, agent_config)

@@ -121,8 +121,8 @@ def largest_dip(phases: list[str], means: list[float]) -> tuple[float, float | N
 
 
 def train_expert(task: Task, work: pathlib.Path, log) -> dict:
-    from jaxrl import driver
     from jaxrl.config import resolve
+    from jaxrl.run import driver
 
     out = work / "expert"
     from jaxrl.config.options import RunOptions
@@ -162,9 +162,9 @@ def make_datasets(task: Task, name: str, expert: dict, work: pathlib.Path, log) 
 
 
 def offline_run(task: Task, algo: str, dataset: dict, seeds: int) -> dict:
-    from jaxrl import driver
     from jaxrl.config import TrainConfig
     from jaxrl.data import minari_format
+    from jaxrl.run import driver
 
     fields, normalize = OFFLINE[algo]
     config = TrainConfig(
@@ -202,8 +202,8 @@ def offline_run(task: Task, algo: str, dataset: dict, seeds: int) -> dict:
 def online_runs(task: Task, dataset: dict, seeds: int) -> list[dict]:
     """E2O pre-trained on `dataset` then fine-tuned, and SAC from scratch, the same online
     budget and loop settings (the expert preset's)."""
-    from jaxrl import driver
     from jaxrl.config import resolve
+    from jaxrl.run import driver
 
     base, _, _ = resolve.build_configs(["--preset", task.expert_preset])
     online = dict(total_steps=task.online_steps, eval_envs=task.eval_envs,

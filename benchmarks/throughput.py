@@ -16,9 +16,10 @@ from __future__ import annotations
 import argparse
 import json
 
-from jaxrl import driver, envs
+from jaxrl import envs
 from jaxrl.benchmarks.case import append_records, machine, simulator_limit
 from jaxrl.config import resolve
+from jaxrl.run import driver
 
 
 def main(argv: list[str] | None = None) -> int:

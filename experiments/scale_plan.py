@@ -328,7 +328,8 @@ def plan(
     `lr_field`: the learning-rate axis, a field or fields joined by '+' (tied: every field
     takes each value). None: the folder's own, where `out` already holds a grid, else
     `default_lr_field` (actor_lr+critic_lr, or what the algorithm has of them)."""
-    from jaxrl import driver, grid
+    from jaxrl import grid
+    from jaxrl.run import driver
 
     if target is None or not math.isfinite(target):
         raise ConfigError("jaxrl scale needs the target return J: --target J")
@@ -408,7 +409,7 @@ def plan(
 def _checked_widths(config: TrainConfig, by_width: dict) -> dict[int, int]:
     """Each width's critic parameter count N (its model size, for its compute in FLOPs), once
     `config` with the width's agent config passed jaxrl train's checks."""
-    from jaxrl import driver
+    from jaxrl.run import driver
 
     sizes = {}
     for width, width_config in by_width.items():

@@ -27,7 +27,7 @@ def train_grid(
     """Trains the programs that are not done, in order, each as `jaxrl train --seeds --vmap`
     would (new) or `jaxrl train --resume` (resume). A program that stops on a non-finite value
     is recorded (scale_failed.json) and the grid goes on. Returns each program's outcome."""
-    from jaxrl import driver
+    from jaxrl.run import driver
 
     out = the_plan.out
     out.mkdir(parents=True, exist_ok=True)

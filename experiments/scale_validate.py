@@ -159,8 +159,8 @@ def _train_predicted(folder, spec, sigma, predicted, seeds, progress) -> str:
     """Trains (or resumes, or reuses) the run at the predicted settings; its folder's name."""
     import dataclasses
 
-    from jaxrl import driver, runs
     from jaxrl.experiments.scale_plan import updates_per_step
+    from jaxrl.run import driver, runs
 
     first = next(name for name in spec["runs"] if (folder / name / "config.json").is_file())
     config, agent = runs.configs_from_json(runs.read_config_json(folder / first))

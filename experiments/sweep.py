@@ -94,7 +94,7 @@ def plan_sweep(
     train options; every run's config checked. None for --help (printed). `resuming`: the
     folder holds this sweep begun (`--resume` re-plans it from its sweep.json), and its runs'
     folders may hold their runs, finished or not, but no other ones."""
-    from jaxrl import driver
+    from jaxrl.run import driver
 
     parser = argparse.ArgumentParser(prog="jaxrl sweep", add_help=False, allow_abbrev=False)
     parser.add_argument("--grid", action="append", default=[])
@@ -247,7 +247,7 @@ def _check_same_sweep(out: pathlib.Path, argv: list[str]) -> None:
 def _check_same_run(run_dir: pathlib.Path, point: dict[str, Any], seed: int) -> None:
     """The run begun in `run_dir` is this sweep's: its seed and its grid values (resolved, as
     its config.json keeps them) are those planned for that folder."""
-    from jaxrl import runs
+    from jaxrl.run import runs
 
     saved = runs.read_config_json(run_dir)
     values = {**saved.get("agent", {}), **saved.get("train", {})}
@@ -295,7 +295,7 @@ def main(argv: list[str]) -> int:
 def _train_runs(out: pathlib.Path, plan: list, options: TrainOptions) -> dict[str, list[float]]:
     """Each planned run trained (or resumed, or read where it finished), one after another;
     the final eval returns by setting."""
-    from jaxrl import driver
+    from jaxrl.run import driver
 
     finals: dict[str, list[float]] = {}
     progress = None if options.quiet else "auto"

@@ -74,7 +74,8 @@ def cmd_resume(argv: list[str]) -> int:
         "Continue a run from its newest checkpoint with its saved config.",
         argv,
     )
-    from jaxrl import driver, sharding
+    from jaxrl import sharding
+    from jaxrl.run import driver
 
     sharding.initialize_distributed(args.coordinator, args.num_processes, args.process_id)
     result = driver.resume(
@@ -136,7 +137,8 @@ def _train(argv: list[str]) -> int:
     from jaxrl.config.resolve import build_configs, default_out
 
     train_config, agent_config, options = build_configs(argv)  # --help exits here
-    from jaxrl import driver, envs, sharding
+    from jaxrl import envs, sharding
+    from jaxrl.run import driver
 
     envs.import_modules(train_config.env_imports)
     envs.check_name(train_config.env)
@@ -163,8 +165,8 @@ def _train(argv: list[str]) -> int:
 
 
 def cmd_eval(argv: list[str]) -> int:
-    from jaxrl import runs
     from jaxrl.cli_args import EvalArgs
+    from jaxrl.run import runs
 
     args = _parse(
         EvalArgs,
@@ -188,8 +190,9 @@ def cmd_eval(argv: list[str]) -> int:
 
 
 def cmd_render(argv: list[str]) -> int:
-    from jaxrl import envs, render, runs
+    from jaxrl import envs, render
     from jaxrl.cli_args import RenderArgs
+    from jaxrl.run import runs
 
     args = _parse(
         RenderArgs, "jaxrl render", "Render a greedy episode of a saved policy to a video.", argv

@@ -15,8 +15,9 @@ import sys
 import jax
 import numpy as np
 
-from jaxrl import agents, driver
+from jaxrl import agents
 from jaxrl.config import TrainConfig
+from jaxrl.run import driver
 from jaxrl.run.rows import learning_metrics
 from tests import tiny
 

@@ -1174,7 +1174,7 @@ MUTANTS = [
     ),
     m(
         "loaded-policy-not-normalised",
-        "jaxrl/runs.py",
+        "jaxrl/run/runs.py",
         "    apply = jax.jit(make_policy(config, agent))",
         "    apply = jax.jit(\n"
         "        make_policy(dataclasses.replace(config, normalize_observations=False), agent)\n"
@@ -1208,8 +1208,9 @@ MUTANTS = [
     ),
     m(
         "resume-keeps-reached-target",
-        "jaxrl/driver.py",
-        "        options = dataclasses.replace(options, stop_at_return=None)\n",
+        "jaxrl/run/driver.py",
+        "        if reached:\n"
+        "            options = dataclasses.replace(options, stop_at_return=None)\n",
         "",
         "resume --steps of a run that reached its target stops again after one chunk",
         RUNS,
@@ -1340,7 +1341,7 @@ MUTANTS = [
     ),
     m(
         "resume-rounds-silently",
-        "jaxrl/driver.py",
+        "jaxrl/run/driver.py",
         "    if say and total_steps is not None and total != total_steps:",
         "    if False:",
         "train --resume --steps 500 trains to 512 without saying so",
@@ -1412,7 +1413,7 @@ MUTANTS = [
     ),
     m(
         "driver-writes-unresolved-config",
-        "jaxrl/driver.py",
+        "jaxrl/run/driver.py",
         "    config = trainer.config  # with the algorithm's own loop defaults filled in\n",
         "",
         "config.json records None for the settings the algorithm chose",
@@ -1446,7 +1447,7 @@ MUTANTS = [
     ),
     m(
         "env-object-run-resumes-without-it",
-        "jaxrl/runs.py",
+        "jaxrl/run/runs.py",
         "    if made_from and env is None:",
         "    if False:",
         "a run trained on an env object resumes on whatever env its label names",
@@ -1625,7 +1626,7 @@ MUTANTS = [
     ),
     m(
         "grid-policy-default-member-the-worst",
-        "jaxrl/runs.py",
+        "jaxrl/run/runs.py",
         'member = int(np.argmax(history[-1]["eval_returns"]))',
         'member = int(np.argmin(history[-1]["eval_returns"]))',
         "eval of a grid or seeds run picks the worst member by default",
@@ -2136,7 +2137,7 @@ MUTANTS = [
     ),
     m(
         "seeds-count-ignores-seed",
-        "jaxrl/driver.py",
+        "jaxrl/run/driver.py",
         "        return tuple(range(first, first + count))",
         "        return tuple(range(count))",
         "--seed 3 --seeds 3 trains seeds 0, 1, 2: the --seed silently dropped",
@@ -2375,7 +2376,7 @@ MUTANTS = [
     m(
         "store-prefetch-never-started",
         "jaxrl/run/runner.py",
-        "        programs.prefetch(trainer.program_id, kind)",
+        "        store.prefetch(kind)",
         "        pass",
         "no run prefetches: a re-run loads its chunk only after its first state",
         STORE,
@@ -2391,8 +2392,8 @@ MUTANTS = [
     ),
     m(
         "store-prefetch-resume-skips",
-        "jaxrl/driver.py",
-        "    with _readying(trainer, run_grid, dataset) as early:\n        like = ",
+        "jaxrl/run/driver.py",
+        "    with _readying(trainer, run_grid, dataset, store) as early:\n        like = ",
         "    early = None\n    if True:\n        like = ",
         "resume does not prefetch its chunk",
         STORE,
@@ -2458,7 +2459,7 @@ MUTANTS = [
     m(
         "store-early-chunk-never-made",
         "jaxrl/run/runner.py",
-        "            early = EarlyChunk(trainer, run_grid)",
+        "            early = EarlyChunk(trainer, run_grid, store)",
         "            early = None",
         "a first run compiles its chunk only after its first state's programs",
         STORE,
@@ -2486,11 +2487,9 @@ MUTANTS = [
         "    if early is not None:\n"
         "        early.start(traced.out_info)\n"
         "    if compiled is None:\n"
-        "        compiled = programs.load_or_compile(trainer.program_id, kind, (key,), lower, "
-        "_compile_once)\n",
+        "        compiled = store.load_or_compile(kind, (key,), lower, _compile_once)\n",
         "    if compiled is None:\n"
-        "        compiled = programs.load_or_compile(trainer.program_id, kind, (key,), lower, "
-        "_compile_once)\n"
+        "        compiled = store.load_or_compile(kind, (key,), lower, _compile_once)\n"
         "    if early is not None:\n"
         "        early.start(traced.out_info)\n",
         "the chunk starts compiling only after the reset's compile, which it no longer overlaps",
@@ -2701,7 +2700,7 @@ MUTANTS = [
     ),
     m(
         "policy-save-into-a-missing-folder",
-        "jaxrl/runs.py",
+        "jaxrl/run/runs.py",
         "        path.parent.mkdir(parents=True, exist_ok=True)\n",
         "",
         "policy.save into a folder that does not exist is a FileNotFoundError traceback",
@@ -2709,7 +2708,7 @@ MUTANTS = [
     ),
     m(
         "eval-builds-the-training-envs",
-        "jaxrl/runs.py",
+        "jaxrl/run/runs.py",
         "    eval_env = make_eval_env(config, env)",
         "    from jaxrl.loops.base import make_envs\n\n    eval_env = make_envs(config, env)[1]",
         "jaxrl eval builds every training env of the run (and its randomized physics) to play it",
@@ -2717,7 +2716,7 @@ MUTANTS = [
     ),
     m(
         "split-resume-alone-keeps-no-chunks",
-        "jaxrl/driver.py",
+        "jaxrl/run/driver.py",
         "        if dataclasses.replace(trainer.config, **length).env_steps_per_chunk == "
         "per_chunk:",
         "        if False:",
@@ -3229,7 +3228,7 @@ MUTANTS = [
     ),
     m(
         "policy-file-reads-the-wrong-end",
-        "jaxrl/runs.py",
+        "jaxrl/run/runs.py",
         "zip(leaves, reads[: len(leaves)], strict=True)",
         "zip(leaves, reads[-len(leaves) :], strict=True)",
         "the policy file keeps the arrays at the wrong end of the jaxpr's inputs (the "
@@ -3247,7 +3246,7 @@ MUTANTS = [
     ),
     m(
         "policy-file-loads-by-another-key",
-        "jaxrl/runs.py",
+        "jaxrl/run/runs.py",
         "        value = arrays.get(jax.tree_util.keystr(path))",
         "        value = arrays.get(str(path))",
         "a policy file's arrays are looked up by another spelling of their paths (all zeros)",
@@ -3364,7 +3363,7 @@ MUTANTS = [
     ),
     m(
         "resume-keeps-num-evals",
-        "jaxrl/driver.py",
+        "jaxrl/run/driver.py",
         "            config, total_steps=chunks * per_chunk, eval_every=per_chunk, num_evals=None",
         "            config, total_steps=chunks * per_chunk, eval_every=per_chunk",
         "--steps on resume pins the chunk's length but leaves num_evals set beside it",

@@ -15,9 +15,9 @@ import numpy as np
 from jax.sharding import NamedSharding, PartitionSpec
 
 import jaxrl
-from jaxrl import agents, driver
+from jaxrl import agents
 from jaxrl.loops import make_train
-from jaxrl.run import resources
+from jaxrl.run import driver, resources
 from jaxrl.run import state as run_state
 from jaxrl.types import Batch
 

@@ -15,11 +15,11 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxrl
-from jaxrl import driver
 from jaxrl.agents import pql
 from jaxrl.agents.base import Agent
 from jaxrl.config import ConfigError
 from jaxrl.loops import make_train
+from jaxrl.run import driver
 from jaxrl.run.rows import learning_metrics
 
 SCALE = 1000.0  # the probe's version goes out as an action version / SCALE, inside [-1, 1]

@@ -382,7 +382,7 @@ def test_every_error_jaxrl_raises_derives_from_one_base():
             if parts[-1] in ("__init__", "__main__"):
                 parts = parts[:-1]
             names.append(".".join((package, *parts)))
-    assert "jaxrl.envs.registry" in names and "jaxrl.driver" in names
+    assert "jaxrl.envs.registry" in names and "jaxrl.run.driver" in names
     errors = {}
     for name in names:
         module = importlib.import_module(name)

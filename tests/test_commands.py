@@ -148,7 +148,7 @@ def test_a_sweep_stopped_part_way_goes_on_with_resume_to_the_numbers_of_one_neve
     the first run is read, not trained again; the second resumes from its checkpoint to the
     metrics an uninterrupted run of its settings gives; the last two train. The same command
     again, without --resume, is refused naming --resume; a finished sweep is refused."""
-    from jaxrl import driver
+    from jaxrl.run import driver
 
     out = tmp_path / "sweep"
     argv = [*TINY, "--steps", "768", "--eval-every", "256", "--quiet"]
@@ -219,7 +219,7 @@ def test_ctrl_c_in_a_sweep_run_s_last_chunk_stops_the_sweep_after_that_run(
 ):
     """The run under way finishes (Ctrl-C came in its last chunk) and the sweep stops there,
     exit 130; --resume trains the rest. One seed: the summary's std and stderr are none."""
-    from jaxrl import driver
+    from jaxrl.run import driver
 
     out = tmp_path / "sweep"
     argv = ["sweep", *TINY, "--steps", "512", "--eval-every", "256", "--quiet", "--out", str(out)]

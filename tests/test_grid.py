@@ -13,10 +13,11 @@ import jax
 import numpy as np
 import pytest
 
-from jaxrl import ConfigError, checkpoint, cli, driver, grid, plot
+from jaxrl import ConfigError, checkpoint, cli, grid, plot
 from jaxrl.agents.configs import SACConfig, TD3Config
 from jaxrl.config import TrainConfig
 from jaxrl.config.options import RunOptions
+from jaxrl.run import driver
 
 SAC = SACConfig(actor_hidden=(16,), critic_hidden=(16,))
 RUN = TrainConfig(env="classic/pendulum", algo="sac")

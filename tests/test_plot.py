@@ -413,7 +413,7 @@ def test_out_goes_where_it_is_told_and_defaults_into_the_run(tmp_path, monkeypat
 @pytest.mark.slow
 def test_a_trained_run_of_two_seeds_is_drawn_with_its_band(tmp_path, monkeypatch, capsys):
     """jaxrl's own `--seeds 2` run folder (tiny SAC on classic/pendulum), as written."""
-    from jaxrl import driver
+    from jaxrl.run import driver
     from tests import tiny
 
     driver.train(tiny.off_policy(), tiny.SAC, tmp_path / "run", seeds=2, progress=None)

@@ -13,9 +13,10 @@ import pytest
 import tyro
 
 import jaxrl
-from jaxrl import checkpoint, cli, plot, runs
+from jaxrl import checkpoint, cli, plot
 from jaxrl.config import parsing, resolve
 from jaxrl.experiments import scale, sweep
+from jaxrl.run import runs
 from tests import tiny
 
 ROOT = pathlib.Path(__file__).parents[1]

@@ -269,8 +269,8 @@ def run_plan(plan: _Plan, progress_fn: Callable, policy_params_fn: Callable):
     after every interval, in physics steps."""
     import jax
 
-    from jaxrl import driver
     from jaxrl.brax import params as brax_params
+    from jaxrl.run import driver
 
     config, repeat = plan.config, plan.action_repeat
     make_policy = factories.make_inference_fn(

@@ -315,8 +315,8 @@ def run_plan(plan: _Plan, progress_fn: Callable):
     in physics steps, a checkpoint before it where checkpoint_logdir is given."""
     import jax
 
-    from jaxrl import driver
     from jaxrl.brax import params as brax_params
+    from jaxrl.run import driver
 
     config, repeat = plan.config, plan.action_repeat
     if config.algo == "sac":
@@ -381,11 +381,11 @@ def run_plan(plan: _Plan, progress_fn: Callable):
 def _policy_params(plan: _Plan, state) -> tuple:
     """(normalizer_params, policy_params) of an algorithm Brax has no networks for: Brax's
     normaliser, and the agent state's arrays its greedy and exploring actions read, by path
-    (`jaxrl.runs.policy_arrays`), which `make_policy` puts back into the agent."""
+    (`jaxrl.run.runs.policy_arrays`), which `make_policy` puts back into the agent."""
     import jax
 
-    from jaxrl import runs
     from jaxrl.brax import params as brax_params
+    from jaxrl.run import runs
 
     obs_like = jax.ShapeDtypeStruct((1, plan.env.observation_size), jax.numpy.float32)
     arrays = runs.policy_arrays(
@@ -401,10 +401,11 @@ def _jaxrl_make_policy(plan: _Plan) -> Callable:
     import jax
     import jax.numpy as jnp
 
-    from jaxrl import agents, runs
+    from jaxrl import agents
     from jaxrl.brax import params as brax_params
     from jaxrl.loops.base import init_agent, make_observe, make_policy, resolve_config
     from jaxrl.observations import ObservationView, actor_part
+    from jaxrl.run import runs
 
     agent = agents.get(plan.config.algo).make(plan.agent_config)
     config = resolve_config(plan.config, agent)

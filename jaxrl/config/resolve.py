@@ -345,7 +345,7 @@ def _starting_configs(known: argparse.Namespace) -> tuple[TrainConfig, Any, dict
     if known.preset and known.config:
         raise ConfigError("--preset and --config both set the starting values; pick one.")
     if known.config:
-        from jaxrl import runs
+        from jaxrl.run import runs
 
         path = _config_path(known.config)
         if not path.is_file():

@@ -136,8 +136,9 @@ def replay_steps(run_dir: pathlib.Path, step: int, member: int | None) -> dict[s
     rows, leaves [T, N]): each env's rows oldest first (from the write position on in a ring
     that wrapped, so each env's first episode may start mid-way), the actor's observations
     as float32. Of a run of several members, `member` (default: the best at that step)."""
-    from jaxrl import agents, checkpoint, grid, runs
+    from jaxrl import agents, checkpoint, grid
     from jaxrl.observations import actor_part
+    from jaxrl.run import runs
 
     where = f"--replay: {run_dir}"
     saved = runs.read_config_json(run_dir)
@@ -196,8 +197,9 @@ def collect(settings: CollectSettings, log=print) -> dict:
     settings.check()
     import jax
 
-    from jaxrl import agents, runs
+    from jaxrl import agents
     from jaxrl.loops.base import make_envs
+    from jaxrl.run import runs
     from jaxrl.version import version
 
     source = pathlib.Path(settings.source)

@@ -45,7 +45,7 @@ def check_out(out: str | os.PathLike) -> pathlib.Path:
 
 
 def policy_model(policy: Any, opset: int = DEFAULT_OPSET) -> Any:
-    """The ONNX model of a `jaxrl.runs.Policy`."""
+    """The ONNX model of a `jaxrl.run.runs.Policy`."""
     from jaxrl import agents
     from jaxrl.loops.base import make_policy
 

@@ -51,7 +51,7 @@ def export(
 
 
 def _jaxrl_model(source: pathlib.Path, step: int | None, member: int | None, opset: int) -> Any:
-    from jaxrl import runs
+    from jaxrl.run import runs
 
     if source.is_dir() and not (source / "config.json").is_file():
         raise ExportError(

@@ -51,9 +51,6 @@ class Trainer(NamedTuple):
     of the run's settings, so a program of its own can be reused by a re-run with other
     ones; `init(key, member, env_state)` takes its states and gives the state `init(key,
     member)` would. None: `init` is one program (an actor/learner split)."""
-    program_id: str | None = None
-    """The run's part of its programs' keys in the store of compiled programs
-    (`jaxrl.run.programs.identity`, set by the driver); None: its programs are not stored."""
     offline_chunk: Callable[[Any, Any], tuple[Any, dict]] | None = None
     """`offline_chunk(state, dataset) -> (state, metrics)`: a chunk of updates on a dataset on
     the device (`jaxrl.loops.offline`), for the run's first `offline_chunks` chunks; None for

@@ -9,7 +9,7 @@
 - `train(key) -> (state, metrics)`: the whole run, `num_chunks` chunks in one more scan, so
   `jax.vmap(train)` trains several seeds at once.
 
-The host driver (`jaxrl.driver`) jits `chunk` once, donates its state, and only logs,
+The host driver (`jaxrl.run.driver`) jits `chunk` once, donates its state, and only logs,
 checkpoints and checks for NaNs between chunks.
 """
 

@@ -1,6 +1,10 @@
-"""The run layer behind `jaxrl.driver`'s `train` and `resume` (which stay the public facade):
-`plan` (RunOptions, RunResult and the Plan both build), `runner` (the chunk loop), `folder` (the
-run folder: its checks, config.json, summary.json, checkpoints' meta and reading them back),
+"""A run, hosted: trained, kept and read back (host only; the compiled loops are `jaxrl.loops`).
+
+`driver` (`train`, `resume`, `check_setting`: every check of the input, the trainer and the
+first or restored state, handed on as a `Plan`), `runner` (the chunk loop), `runs` (a run folder
+read back: its configs, `load_policy`, `evaluate_run`), `plan` (RunOptions, RunResult and the
+Plan), `folder` (the run folder: its checks, config.json, summary.json, checkpoints' meta),
 `health` (non-finite checks and rollback), `resources` (memory and devices), `state` (the run's
-first state) and `rows` (metric rows and seed/grid summaries). Importing this package imports
-none of them (nor JAX)."""
+first state), `rows` (metric rows and seed/grid summaries), and the store of compiled programs
+(`programs`, `program_key`, `executables`). Importing this package imports none of them (nor
+JAX)."""

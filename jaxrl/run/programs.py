@@ -50,7 +50,7 @@ import re
 import socket
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 
@@ -98,6 +98,38 @@ def identity(trainer: Any, agent_config: Any) -> str | None:
     if parts["sources"] is None:
         return noted(None, "run", "off: an env or config module has no file to key it by")
     return program_key.digest(parts)
+
+
+class Store(NamedTuple):
+    """The store of compiled programs as one run sees it: the one seam through which the run
+    layer compiles (`runner`, `state`) and the driver hands over (`Plan.store`). `program_id`:
+    the run's part of its programs' keys (`identity`), or None (`NONE`): nothing is stored or
+    loaded, every program compiles. The module's functions of the same names, bound to it."""
+
+    program_id: str | None = None
+
+    @property
+    def keeps(self) -> bool:
+        """Whether the run's programs are stored (and a re-run's loaded)."""
+        return self.program_id is not None
+
+    def load_or_compile(self, kind: str, args: tuple, lower: Callable, compile: Callable) -> Any:
+        return load_or_compile(self.program_id, kind, args, lower, compile)
+
+    def stored(self, kind: str, args: tuple) -> bool:
+        return stored(self.program_id, kind, args)
+
+    def prefetch(self, kind: str) -> None:
+        prefetch(self.program_id, kind)
+
+    def prefetching(self, kind: str) -> bool:
+        return prefetching(self.program_id, kind)
+
+    def drop_prefetched(self, kind: str) -> None:
+        drop_prefetched(self.program_id, kind)
+
+
+NONE = Store()
 
 
 def remember_observation_size(env: Any, config: Any) -> None:

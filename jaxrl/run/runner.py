@@ -51,8 +51,9 @@ def chunk_program(trainer, run_grid) -> Any:
     return trainer.chunk if run_grid is None else jax.vmap(trainer.chunk, axis_name=GRID_AXIS)
 
 
-def compile_chunk(trainer, state, run_grid) -> Any:
-    """The chunk program, compiled for `state` (vmapped over a grid's members)."""
+def compile_chunk(trainer, state, run_grid, store: programs.Store = programs.NONE) -> Any:
+    """The chunk program, compiled for `state` (vmapped over a grid's members), through
+    `store` (loaded where it holds it)."""
     if trainer.compile_chunk is not None:  # several programs (jaxrl.loops.split)
         return trainer.compile_chunk(state)
     placed = {}
@@ -61,8 +62,7 @@ def compile_chunk(trainer, state, run_grid) -> Any:
             run_shardings(trainer, state, run_grid),
             trainer.data.sharding(),
         )
-    return programs.load_or_compile(
-        trainer.program_id,
+    return store.load_or_compile(
         _chunk_kind(run_grid),
         (state,),
         lambda: _lower_chunk(trainer, run_grid, state, **placed),
@@ -95,42 +95,41 @@ def compile_chunk_lowered(lowered) -> Any:
 def _chunk_stored(plan: Plan) -> bool:
     """Whether the run's chunk will be loaded from the store of compiled programs (being
     loaded by `prefetch`, or held for its state), not compiled."""
-    trainer, kind = plan.trainer, _chunk_kind(plan.run_grid)
-    if trainer.compile_chunk is not None or trainer.program_id is None:
+    trainer, store, kind = plan.trainer, plan.store, _chunk_kind(plan.run_grid)
+    if trainer.compile_chunk is not None or not store.keeps:
         return False
     if plan.early is not None and plan.early.started:  # compiling on its thread, not loaded
         return False
-    if programs.prefetching(trainer.program_id, kind):
+    if store.prefetching(kind):
         return True
-    return programs.stored(trainer.program_id, kind, (plan.state,))
+    return store.stored(kind, (plan.state,))
 
 
 def _chunk_kind(run_grid) -> str:
     return "chunk" if run_grid is None else "chunk-vmapped"
 
 
-def compile_offline_chunk(trainer, state, dataset, run_grid) -> Any:
+def compile_offline_chunk(trainer, state, dataset, run_grid, store=programs.NONE) -> Any:
     """The offline chunk (`jaxrl.loops.offline`), compiled for `state` and `dataset`."""
-    return _compile_with_dataset(trainer.offline_chunk, "offline-chunk", trainer, state, dataset,
-                                 run_grid)  # fmt: skip
+    return _compile_with_dataset(trainer.offline_chunk, "offline-chunk", state, dataset,
+                                 run_grid, store)  # fmt: skip
 
 
-def compile_online_chunk(trainer, state, dataset, run_grid) -> Any:
+def compile_online_chunk(trainer, state, dataset, run_grid, store=programs.NONE) -> Any:
     """The online chunk: `compile_chunk`'s, or, in a run that mixes a dataset into its batches
     (`TrainConfig.mixes_dataset`), the chunk of `(state, dataset)`."""
     if not trainer.config.mixes_dataset:
-        return compile_chunk(trainer, state, run_grid)
-    return _compile_with_dataset(trainer.chunk, "mixed-chunk", trainer, state, dataset, run_grid)
+        return compile_chunk(trainer, state, run_grid, store)
+    return _compile_with_dataset(trainer.chunk, "mixed-chunk", state, dataset, run_grid, store)
 
 
-def _compile_with_dataset(program, kind, trainer, state, dataset, run_grid) -> Any:
+def _compile_with_dataset(program, kind, state, dataset, run_grid, store) -> Any:
     """`program(state, dataset)` compiled (vmapped over a grid's members, who share the one
-    dataset); only the state is donated."""
+    dataset) through `store`; only the state is donated."""
     if run_grid is not None:
         program = jax.vmap(program, in_axes=(0, None), axis_name=GRID_AXIS)
         kind += "-vmapped"
-    return programs.load_or_compile(
-        trainer.program_id,
+    return store.load_or_compile(
         kind,
         (state, dataset),
         lambda: jax.jit(program, donate_argnums=0).lower(state, dataset),
@@ -153,8 +152,9 @@ class EarlyChunk:
     chunk will compile: not where the store of compiled programs holds it or `prefetch` is
     loading it (a load takes seconds, not worth a second thread; `wanted`)."""
 
-    def __init__(self, trainer, run_grid):
+    def __init__(self, trainer, run_grid, store: programs.Store):
         self.trainer, self.run_grid, self.kind = trainer, run_grid, _chunk_kind(run_grid)
+        self.store = store
         self._thread: threading.Thread | None = None
         self._args: tuple | None = None
         self._key: str | None = None  # the store's key of `_args`, less the run's id
@@ -166,7 +166,7 @@ class EarlyChunk:
     def wanted(self) -> bool:
         """Whether the state's shapes are worth finding before its programs compile: not where
         `prefetch` is loading a stored chunk for this run."""
-        return not programs.prefetching(self.trainer.program_id, self.kind)
+        return not self.store.prefetching(self.kind)
 
     def start(self, shapes) -> None:
         """Lowers the chunk for a state of `shapes` (placed on the default device, as the
@@ -184,7 +184,7 @@ class EarlyChunk:
             shapes,
         )
         args = (like,)
-        if programs.stored(self.trainer.program_id, self.kind, args):
+        if self.store.stored(self.kind, args):
             return
         lowered = _lower_chunk(self.trainer, self.run_grid, like)
         self._args, self._key = args, program_key.key("", self.kind, args)
@@ -195,10 +195,9 @@ class EarlyChunk:
 
     def _compile(self, lowered) -> None:
         try:
-            self._result = programs.load_or_compile(
-                self.trainer.program_id, self.kind, self._args, lambda: lowered,
-                compile_chunk_lowered,
-            )  # fmt: skip
+            self._result = self.store.load_or_compile(
+                self.kind, self._args, lambda: lowered, compile_chunk_lowered
+            )
         except BaseException as error:  # noqa: BLE001 - raised again on the thread that takes it
             self._error = error
 
@@ -237,24 +236,24 @@ def early_compile_running() -> bool:
 
 
 @contextlib.contextmanager
-def prefetching_chunk(trainer, run_grid):
-    """Readies the chunk program beside the initial state's work. Where the store of compiled
-    programs has the chunk that the last run of `trainer`'s settings used, starts loading it
+def prefetching_chunk(trainer, run_grid, store: programs.Store):
+    """Readies the chunk program beside the initial state's work. Where `store` has the chunk
+    that the last run of `trainer`'s settings used, starts loading it
     (`programs.prefetch`); on leaving, drops it if the run never asked for it (it raised
     before, or a resume found nothing left to train). Yields an `EarlyChunk` (one device, no
     actor/learner split) for `initial_state` to start and the runner to take, else None."""
     kind = _chunk_kind(run_grid)
     early = None
     if trainer.compile_chunk is None:
-        programs.prefetch(trainer.program_id, kind)
+        store.prefetch(kind)
         if trainer.data.mesh is None:
-            early = EarlyChunk(trainer, run_grid)
+            early = EarlyChunk(trainer, run_grid, store)
     else:  # its programs are its own: a load `prefetch_early` started is not for it
         programs.drop_early()
     try:
         yield early
     finally:
-        programs.drop_prefetched(trainer.program_id, kind)
+        store.drop_prefetched(kind)
         if early is not None and early.running():
             _LEFT[:] = [*(left for left in _LEFT if left.running()), early]  # none kept once done
 
@@ -361,7 +360,7 @@ class Runner:
                 self.reporter.message(f"[{self.name}] loading the program an earlier run stored")
                 self.reporter.status("loading")
             else:
-                stored = plan.trainer.program_id is not None  # the store keeps what compiles
+                stored = plan.store.keeps  # the store keeps what compiles
                 again = " (a re-run of these settings loads the stored program)" if stored else ""
                 self.reporter.message(f"[{self.name}] compiling{again}")
                 self.reporter.status("compiling")
@@ -369,11 +368,13 @@ class Runner:
         self.offline = None
         if len(history) < config.offline_chunks:  # the online chunk compiles when it is due
             self.offline = compile_offline_chunk(
-                plan.trainer, plan.state, plan.dataset, plan.run_grid
+                plan.trainer, plan.state, plan.dataset, plan.run_grid, plan.store
             )
             self.chunk = self.offline
         elif self.chunk is None:
-            self.chunk = compile_online_chunk(plan.trainer, plan.state, plan.dataset, plan.run_grid)
+            self.chunk = compile_online_chunk(
+                plan.trainer, plan.state, plan.dataset, plan.run_grid, plan.store
+            )
         self.compile_seconds = time.perf_counter() - plan.start
         if self.reporter:
             done_how = "loaded" if programs.loaded(self.chunk) else "compiled"
@@ -436,7 +437,7 @@ class Runner:
         else:
             if self.chunk is self.offline:
                 self.chunk = compile_online_chunk(
-                    self.plan.trainer, self.state, self.plan.dataset, run_grid
+                    self.plan.trainer, self.state, self.plan.dataset, run_grid, self.plan.store
                 )
             if config.mixes_dataset:
                 self.state, metrics = self.chunk(self.state, self.plan.dataset)

@@ -48,12 +48,17 @@ def member_settings(
 
 
 def initial_state(
-    trainer, run_grid: grid.Grid | None, members: list | None = None, early: Any = None
+    trainer,
+    run_grid: grid.Grid | None,
+    members: list | None = None,
+    early: Any = None,
+    store: programs.Store = programs.NONE,
 ):
     """The run's first state: of `config.seed`, or of every member stacked (vmapped init of
     each setting's seeds, setting-major), placed on the run's devices (`run_shardings`).
     `early` (`runner.EarlyChunk`): handed the state's shapes as soon as they are known, before
-    its programs compile, so that the chunk can compile beside them."""
+    its programs compile, so that the chunk can compile beside them. `store`: the store of
+    compiled programs, which keeps the envs' reset where it keeps the run's programs."""
     if run_grid is None:
         init, key = trainer.init, jax.random.PRNGKey(trainer.config.seed)
     else:
@@ -66,8 +71,8 @@ def initial_state(
             ]
             return jax.tree.map(lambda *xs: jnp.concatenate(xs), *states)
 
-    if trainer.program_id is not None and trainer.reset is not None:
-        return _stored_initial_state(trainer, run_grid, init, key, early)
+    if store.keeps and trainer.reset is not None:
+        return _stored_initial_state(trainer, run_grid, init, key, early, store)
 
     # Traced once: its shapes for the memory check, then lowered as it is (an eval_shape first
     # would trace the init a second time, part of a re-run's compile clock).
@@ -86,7 +91,7 @@ def initial_state(
     return run_once(jax.jit(init, out_shardings=shardings), key)
 
 
-def _stored_initial_state(trainer, run_grid, init, key, early=None):
+def _stored_initial_state(trainer, run_grid, init, key, early, store):
     """`initial_state`'s state, as two programs: the training envs' reset (`Trainer.reset`),
     free of the run's settings and so kept in the store of compiled programs
     (`jaxrl.run.programs`) for a re-run with other ones, then the rest of `init`, given the
@@ -100,7 +105,7 @@ def _stored_initial_state(trainer, run_grid, init, key, early=None):
         lowered = lower()
         lower, env_shapes = (lambda: lowered), lowered.out_info
     else:
-        compiled = programs.load_or_compile(trainer.program_id, kind, (key,), lower, _compile_once)
+        compiled = store.load_or_compile(kind, (key,), lower, _compile_once)
         env_shapes = compiled.out_info
     # Traced against the reset's shapes: the whole state's shapes for the memory check
     # before either program allocates anything, and for the chunk's compile, which then
@@ -110,7 +115,7 @@ def _stored_initial_state(trainer, run_grid, init, key, early=None):
     if early is not None:
         early.start(traced.out_info)
     if compiled is None:
-        compiled = programs.load_or_compile(trainer.program_id, kind, (key,), lower, _compile_once)
+        compiled = store.load_or_compile(kind, (key,), lower, _compile_once)
     return _compile_once(traced.lower())(key, compiled(key))
 
 
@@ -159,7 +164,8 @@ def check_init_from(config) -> tuple | None:
         return None
     import pathlib
 
-    from jaxrl import checkpoint, runs
+    from jaxrl import checkpoint
+    from jaxrl.run import runs
 
     where = f"--init-from {config.init_from}"
     try:

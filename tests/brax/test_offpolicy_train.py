@@ -136,10 +136,10 @@ def test_a_door_reports_at_brax_s_steps_and_returns_brax_s_triple(trained, algo)
     a1, a2 = (explore(obs, jax.random.PRNGKey(k))[0] for k in (1, 2))
     assert not np.allclose(a1, a2) and not np.allclose(a1, action)
     # The greedy action is the policy's: jaxrl's own greedy act on the state rebuilt from params.
-    from jaxrl import runs
     from jaxrl.loops.base import init_agent
     from jaxrl.loops.base import make_policy as jaxrl_policy
     from jaxrl.observations import ObservationView
+    from jaxrl.run import runs
 
     plan = sac.make_plan(
         _arguments(algo), algo, {"actor_hidden": (8, 8), "critic_hidden": (16, 16)}

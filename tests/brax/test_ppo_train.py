@@ -115,7 +115,7 @@ def test_an_argument_jaxrl_cannot_honour_is_refused_by_name(name):
     ],
 )
 def test_bad_or_unsupported_settings_fail_before_compiling(change, named, monkeypatch):
-    from jaxrl import driver
+    from jaxrl.run import driver
 
     monkeypatch.setattr(driver, "train", lambda *a, **kw: pytest.fail("compiled"))
     with pytest.raises(ConfigError, match=named):
@@ -297,7 +297,7 @@ def test_restore_params_and_restore_value_fn(runs):
 
 
 def test_a_checkpoint_that_is_not_there_is_refused_by_name(tmp_path, monkeypatch):
-    from jaxrl import driver
+    from jaxrl.run import driver
 
     monkeypatch.setattr(driver, "train", lambda *a, **kw: pytest.fail("compiled"))
     with pytest.raises(ConfigError, match="restore_checkpoint_path"):
@@ -390,8 +390,8 @@ def test_a_playground_env_built_as_warp_is_refused_with_how_to_load_the_jax_one(
     jaxrl, Playground cannot build its Warp version at all, `envs/skip_warp.py`.)"""
     import ml_collections
 
-    from jaxrl import driver
     from jaxrl.config import TrainConfig
+    from jaxrl.run import driver
 
     class WarpBuilt(brax_peer.Drift):
         _config = ml_collections.ConfigDict({"impl": "warp", "episode_length": 100})

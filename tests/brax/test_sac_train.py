@@ -112,7 +112,7 @@ def test_the_signature_is_brax_s_and_playground_s_extra_setting():
     ],
 )
 def test_bad_or_unsupported_settings_fail_before_compiling(change, named, monkeypatch):
-    from jaxrl import driver
+    from jaxrl.run import driver
 
     monkeypatch.setattr(driver, "train", lambda *a, **kw: pytest.fail("compiled"))
     with pytest.raises(ConfigError, match=named):
@@ -204,7 +204,7 @@ def test_a_prefill_then_chunks_trains_as_chunks_that_stored_it_first():
     """`Trainer.prefill`: P iterations without updates, then the door's chunk of T (learning
     from its first iteration), give exactly the state of one chunk of P + T iterations at
     sac_parity_flags' learning start (`brax_sac_first_update_rows`) and warm-up actions."""
-    from jaxrl import driver
+    from jaxrl.run import driver
 
     plan = sac.make_plan(_arguments(num_evals=2))
     config, per = plan.config, plan.steps_per_interval
@@ -249,9 +249,10 @@ def test_a_factory_of_the_caller_s_runs_as_it_is(tmp_path):
     holds them, and they restore as they were written."""
     from brax.training.agents.sac import checkpoint
 
-    from jaxrl import driver, normalization
+    from jaxrl import normalization
     from jaxrl.agents import sac as jaxrl_sac
     from jaxrl.brax import params as brax_params
+    from jaxrl.run import driver
 
     plan = sac.make_plan(_arguments(network_factory=_users_factory))
     assert plan.networks.injected and plan.injected is not None
@@ -350,8 +351,8 @@ def test_the_params_and_the_checkpoints_are_brax_s(runs):
         )
     brax_peer.assert_trees_equal(checkpoint.load(ours["checkpoints"] / folders[-1]), ours["params"])
     # jaxrl from Brax's checkpoint: its first state holds Brax's policy and normaliser.
-    from jaxrl import driver
     from jaxrl.brax import params as brax_params
+    from jaxrl.run import driver
 
     path = str(brax["checkpoints"] / folders[-1])
     plan = sac.make_plan(_arguments(restore_checkpoint_path=path))

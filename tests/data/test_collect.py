@@ -10,10 +10,11 @@ import numpy as np
 import pytest
 
 import jaxrl
-from jaxrl import cli, driver
+from jaxrl import cli
 from jaxrl.data import collect, minari_format
 from jaxrl.data.collect import CollectSettings
 from jaxrl.errors import ConfigError
+from jaxrl.run import driver
 from tests import tiny
 
 EPISODE = 50  # the tiny run's time limit, in steps

@@ -15,8 +15,9 @@ import numpy as np
 import pytest
 
 import jaxrl
-from jaxrl import cli, envs, runs
+from jaxrl import cli, envs
 from jaxrl.benchmarks.robots import tetrahedron_stl
+from jaxrl.run import runs
 
 # A pure-JAX task written as a user would: a point on a line pushed towards `target`.
 # Reward -|x - target| per step; leaving [-2, 2] terminates. Episodes of 25 steps: holding
@@ -271,7 +272,7 @@ def test_library_does_not_import_experiments_or_benchmarks(tmp_path):
     done = _python(
         """
         import sys
-        import jaxrl, jaxrl.driver, jaxrl.runs, jaxrl.loops, jaxrl.render
+        import jaxrl, jaxrl.run.driver, jaxrl.run.runs, jaxrl.loops, jaxrl.render
         import jaxrl.plot, jaxrl.cli
         loaded = [m for m in sys.modules if m.startswith(("jaxrl.experiments", "jaxrl.benchmarks"))]
         assert not loaded, loaded

@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 
 import jaxrl
-from jaxrl import cli, envs, runs
+from jaxrl import cli, envs
 from jaxrl.envs import randomization as dr
 from jaxrl.envs.wrappers import VmapWrapper
+from jaxrl.run import runs
 from tests import tiny
 
 CARTPOLE = "playground/CartpoleBalance"

@@ -252,7 +252,7 @@ GRID = ["--utd", "0.25,0.5,1", "--batch-sizes", "16", "--lrs", "1e-3,3e-3", "--s
 
 @pytest.fixture
 def no_training(monkeypatch):
-    from jaxrl import driver
+    from jaxrl.run import driver
 
     def refuse(*args, **kwargs):
         raise AssertionError("trained on bad input")
@@ -414,8 +414,8 @@ def test_a_folder_made_with_one_learning_rate_field_goes_on_with_it(capsys, tmp_
 def test_proposed_grid_budget_and_a_program_that_stops_on_a_nan(tmp_path, monkeypatch):
     """Axes left out are proposed around the base config; --budget sets the steps; a program
     stopped by a NaN is recorded and not retried (driver.train stubbed: nothing trains)."""
-    from jaxrl import driver
     from jaxrl.config.resolve import build_configs
+    from jaxrl.run import driver
 
     train, agent, _ = build_configs([*TINY, "--updates-per-step", "4", "--critic-lr", "3e-4"])
     the_plan = scale_plan.plan(train, agent, tmp_path / "grid", target=-1000.0, budget=1e6)
@@ -560,8 +560,8 @@ def test_the_plan_of_a_width_axis_scales_the_critic_and_counts_its_parameters(
     """A program per (UTD, batch, width), the critic's sizes scaled from the base config's
     shape, each trained with its own agent config; N counted off the critic's parameters; the
     spec keeps the widths; a folder keeps having (or not having) the axis, widths may be added."""
-    from jaxrl import driver
     from jaxrl.config.resolve import build_configs
+    from jaxrl.run import driver
 
     assert scale_plan.critic_sizes((256, 256), 64) == (64, 64)
     assert scale_plan.critic_sizes((1024, 512, 256), 256) == (256, 128, 64)

@@ -17,12 +17,13 @@ import onnx
 import onnxruntime as ort
 import pytest
 
-from jaxrl import agents, cli, driver, envs, normalization, runs
+from jaxrl import agents, cli, envs, normalization
 from jaxrl.config import TrainConfig
 from jaxrl.export import policy as export
 from jaxrl.export.graph import ExportError
 from jaxrl.loops.base import init_agent, make_policy
 from jaxrl.observations import ObservationView
+from jaxrl.run import driver, runs
 from tests import brax_peer, tiny
 
 OBS, A = 5, 2

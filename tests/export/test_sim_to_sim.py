@@ -14,10 +14,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxrl import agents, normalization, runs
+from jaxrl import agents, normalization
 from jaxrl.config import TrainConfig
 from jaxrl.loops.base import init_agent, make_policy
 from jaxrl.observations import ObservationView
+from jaxrl.run import runs
 
 SCRIPT = pathlib.Path(__file__).resolve().parents[2] / "docs" / "examples" / "reacher_sim_to_sim.py"
 OBS, A = 6, 2

@@ -14,9 +14,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxrl import checkpoint, cli, driver, replay
+from jaxrl import checkpoint, cli, replay
 from jaxrl.config import ConfigError, TrainConfig
 from jaxrl.data import collect, minari_format
+from jaxrl.run import driver
 from jaxrl.run.rows import learning_metrics
 from tests import tiny
 

@@ -6,9 +6,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxrl import agents, checkpoint, driver, sac
+from jaxrl import agents, checkpoint, sac
 from jaxrl.config import ConfigError
 from jaxrl.loops import make_train
+from jaxrl.run import driver
 from jaxrl.run.health import NonFiniteError
 from tests import tiny
 

@@ -549,8 +549,8 @@ def test_the_algorithm_is_named_once_by_the_agent_s_config(tmp_path):
     """TrainConfig.algo left at None: the agent (make_train) or the agent's config
     (jaxrl.train) names it, and the sizes that depend on it are checked then (a PPO run is
     not refused for an off-policy learning_starts); named twice and differently is refused."""
-    from jaxrl import driver
     from jaxrl.agents import td3
+    from jaxrl.run import driver
 
     short = TrainConfig(total_steps=512, num_envs=4, unroll_length=16, eval_every=256)
     assert short.algo is None  # learning_starts 5000 > 512 is no error for a run not yet named

@@ -187,7 +187,7 @@ def test_turning_the_cache_on_keeps_jaxs_own_threshold_of_what_it_keeps():
     JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS), and turns the cache on over the folder given."""
     import jax
 
-    from jaxrl import driver
+    from jaxrl.run import driver
 
     was = (
         jax.config.jax_enable_compilation_cache,

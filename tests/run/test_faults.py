@@ -14,11 +14,12 @@ import numpy as np
 import pytest
 from jax.experimental import io_callback
 
-from jaxrl import checkpoint, driver, envs
+from jaxrl import checkpoint, envs
 from jaxrl.agents.sac import SACConfig
 from jaxrl.config.options import RunOptions
 from jaxrl.errors import ConfigError
 from jaxrl.loops.base import summarize_chunk
+from jaxrl.run import driver
 from jaxrl.run.health import NonFiniteError
 from jaxrl.run.rows import learning_metrics
 from jaxrl.run.state import RUN_ONCE_OPTIONS, run_once
@@ -312,7 +313,7 @@ def test_a_damaged_newest_checkpoint_is_set_aside_and_the_one_before_resumes(
     DAMAGE[damage](copy / "checkpoints" / "512")
     # Evaluating it names the checkpoint and what failed, without a traceback from orbax (a
     # policy reads only the agent and statistics: the damaged buffer does not stop it).
-    from jaxrl import runs
+    from jaxrl.run import runs
 
     if damage == "loop data truncated":
         assert runs.load_policy(copy, checkpoint_step=512).env_steps == 512
@@ -381,7 +382,7 @@ def test_no_readable_checkpoint_is_an_error_that_moves_none(finished_run, tmp_pa
 def test_a_checkpoint_of_another_run_is_refused_naming_what_differs(finished_run, tmp_path):
     import shutil
 
-    from jaxrl import runs
+    from jaxrl.run import runs
 
     run, _ = finished_run
     copy = _copy_stopped_after(run, tmp_path, 256)
@@ -411,7 +412,7 @@ def test_a_checkpoint_of_another_run_is_refused_naming_what_differs(finished_run
 
 
 def test_a_config_of_another_jaxrl_version_names_the_field_and_versions(finished_run, tmp_path):
-    from jaxrl import runs
+    from jaxrl.run import runs
 
     run, _ = finished_run
     copy = _copy_stopped_after(run, tmp_path, 256)
@@ -435,7 +436,7 @@ def test_a_config_of_another_jaxrl_version_names_the_field_and_versions(finished
 def test_a_wrong_value_in_a_config_blames_the_value_not_a_version(finished_run, tmp_path):
     """A config.json of this version (or with none, as if written by hand) with a wrong value:
     the field and the entry are named, and no version is blamed."""
-    from jaxrl import runs
+    from jaxrl.run import runs
     from jaxrl.version import version
 
     run, _ = finished_run

@@ -23,11 +23,11 @@ import jax
 import numpy as np
 import pytest
 
-from jaxrl import agents, driver, envs
+from jaxrl import agents, envs
 from jaxrl.config import TrainConfig
 from jaxrl.errors import ConfigError
 from jaxrl.loops import make_train
-from jaxrl.run import executables, program_key, programs, runner
+from jaxrl.run import driver, executables, program_key, programs, runner
 from jaxrl.run import state as state_module
 from jaxrl.run.rows import learning_metrics
 from jaxrl.run.runner import compile_chunk
@@ -406,8 +406,8 @@ def test_an_early_load_is_dropped_by_a_split_run_and_a_failed_command_forgets_it
 
     load = types.SimpleNamespace(path=tmp_path / "chunk-x")
     monkeypatch.setattr(programs, "_EARLY", {"id": "command", "load": load})
-    split = types.SimpleNamespace(compile_chunk=object(), program_id=None)
-    with prefetching_chunk(split, None):
+    split = types.SimpleNamespace(compile_chunk=object())
+    with prefetching_chunk(split, None, programs.NONE):
         assert programs._EARLY == {"id": None, "load": None}
 
     monkeypatch.setenv("JAXRL_PROGRAM_STORE", "1")
@@ -639,8 +639,8 @@ def test_a_registry_envs_observation_size_is_read_once_per_env_options_and_sourc
     config = tiny.off_policy(env="brax/inverted_pendulum")
     sizes = []
     for _ in range(2):
-        trainer = driver._make_trainer(config, agents.get("sac").make(tiny.SAC), tiny.SAC, None,
-                                       None)  # fmt: skip
+        trainer, _ = driver._make_trainer(config, agents.get("sac").make(tiny.SAC), tiny.SAC,
+                                          None, None)  # fmt: skip
         sizes.append(trainer.observation.actor_size)
     assert sizes == [4, 4] and len(traces) == 1, "the re-run traced the reset again"
     assert len(list(folder.glob("observation_size-*"))) == 1
@@ -654,9 +654,9 @@ def test_the_stored_chunk_computes_what_the_traced_one_does(store):
     a freshly traced one: the same parameters after it."""
     config = tiny.off_policy()
     trainer = make_train(config, agents.get("sac").make(tiny.SAC))
-    trainer = trainer._replace(program_id=programs.identity(trainer, tiny.SAC))
-    compile_chunk(trainer, initial_state(trainer, None), None)  # stored
-    loaded = compile_chunk(trainer, initial_state(trainer, None), None)
+    kept = programs.Store(programs.identity(trainer, tiny.SAC))
+    compile_chunk(trainer, initial_state(trainer, None), None, kept)  # stored
+    loaded = compile_chunk(trainer, initial_state(trainer, None), None, kept)
     # Compiled with the same options as the stored one (`runner.CHUNK_OPTIONS`); the next test
     # compares the chunk with and without them.
     state = initial_state(trainer, None)
@@ -756,8 +756,8 @@ def test_an_entry_whose_process_died_running_it_is_dropped_for_good(store):
     # Loaded and never called, as by a process stopped before its first chunk (Ctrl-C while
     # its first state was built): no mark, since it did not die running the program.
     trainer = make_train(tiny.off_policy(), agents.get("sac").make(tiny.SAC))
-    trainer = trainer._replace(program_id=programs.identity(trainer, tiny.SAC))
-    loaded = compile_chunk(trainer, initial_state(trainer, None), None)
+    kept = programs.Store(programs.identity(trainer, tiny.SAC))
+    loaded = compile_chunk(trainer, initial_state(trainer, None), None, kept)
     assert isinstance(loaded, programs._Guarded)
     assert not list(folder.glob("chunk-*.running-*"))
     # A first call under way (this process's, alive, as a sweep's other run) is no death.

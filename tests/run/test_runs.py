@@ -12,10 +12,11 @@ import numpy as np
 import pytest
 
 import jaxrl
-from jaxrl import checkpoint, driver, envs, logs, runs, sac
+from jaxrl import checkpoint, envs, logs, sac
 from jaxrl.config import ConfigError
 from jaxrl.config.options import RunOptions
 from jaxrl.loops import make_train
+from jaxrl.run import driver, runs
 from jaxrl.run.rows import learning_metrics, rounding_note, seed_summary
 from tests import tiny
 

@@ -221,7 +221,7 @@ def train(
     configure_compile_cache(compile_cache)
 
     agent = agents.build(config.algo, agent_config, networks)
-    trainer = _make_trainer(config, agent, agent_config, env, randomization_fn, networks)
+    trainer, store = _make_trainer(config, agent, agent_config, env, randomization_fn, networks)
     config = trainer.config  # with the algorithm's own loop defaults filled in
     _check_split(config, run_grid)
     members = member_settings(trainer, agent_config, run_grid, networks)  # checked before compiling
@@ -234,22 +234,22 @@ def train(
 
     start = time.perf_counter()
     # The stored chunk loads beside the first state's work (dropped if never asked for).
-    with _readying(trainer, run_grid, dataset) as early:
-        state = initial_state(trainer, run_grid, members, early)
+    with _readying(trainer, run_grid, dataset, store) as early:
+        state = initial_state(trainer, run_grid, members, early, store)
         state = initialized_from(source, state, run_grid)
         state = start_fn(state) if start_fn is not None else state
         return _execute(trainer, run_grid, members, state, [], out_path=out_path,
                         options=options, progress=progress, progress_fn=progress_fn,
                         start=start, saved=saved, early=early, dataset=dataset,
-                        state_fn=state_fn, start_fn=start_fn)  # fmt: skip
+                        state_fn=state_fn, start_fn=start_fn, store=store)  # fmt: skip
 
 
-def _readying(trainer: Trainer, run_grid, dataset):
+def _readying(trainer: Trainer, run_grid, dataset, store: programs.Store):
     """`prefetching_chunk`'s context, but for a run whose first chunks are offline ones (a
     `dataset`): its online chunk, if it has one, compiles when its turn comes."""
     if dataset is not None:
         return contextlib.nullcontext()
-    return prefetching_chunk(trainer, run_grid)
+    return prefetching_chunk(trainer, run_grid, store)
 
 
 def _dataset(trainer: Trainer, saved: dict | None = None) -> tuple[Any, dict]:
@@ -278,17 +278,20 @@ def _dataset(trainer: Trainer, saved: dict | None = None) -> tuple[Any, dict]:
     return offline.dataset_buffer(data), about
 
 
-def _execute(trainer, run_grid, members, state, history, start_fn=None, **fields) -> RunResult:
-    """`execute`s the plan of a run (`train`'s or `resume`'s) from `state` after `history`;
-    `start_fn`: `train`'s; `fields`: the Plan's others."""
+def _execute(
+    trainer, run_grid, members, state, history, store, start_fn=None, **fields
+) -> RunResult:
+    """`execute`s the plan of a run (`train`'s or `resume`'s) from `state` after `history`,
+    compiling through `store`; `start_fn`: `train`'s; `fields`: the Plan's others."""
     source = check_init_from(trainer.config)
 
     def initial():  # the run's first state, as a rollback without a checkpoint restarts it
-        first = initialized_from(source, initial_state(trainer, run_grid, members), run_grid)
+        fresh = initial_state(trainer, run_grid, members, store=store)
+        first = initialized_from(source, fresh, run_grid)
         return start_fn(first) if start_fn is not None else first
 
     plan = Plan(trainer=trainer, state=state, history=history, run_grid=run_grid,
-                initial=initial, **fields)  # fmt: skip
+                initial=initial, store=store, **fields)  # fmt: skip
     return execute(plan)
 
 
@@ -299,22 +302,22 @@ def _make_trainer(
     env: Any,
     randomization_fn: Any,
     networks: Any = None,
-) -> Trainer:
-    """`make_train`'s trainer with its key in the store of compiled programs
-    (`jaxrl.run.programs`), where its programs can be stored: not for an env object,
-    randomization function or networks of the caller's, whose code the key cannot see. With
-    the store on, a registry env is built here, so that its observation size comes from the
-    store (`programs.remember_observation_size`) instead of a trace of its reset."""
+) -> tuple[Trainer, programs.Store]:
+    """`make_train`'s trainer, as it is, and the store of compiled programs as its run sees
+    it (`jaxrl.run.programs.Store`): keyed by the run where its programs can be stored, not
+    for an env object, randomization function or networks of the caller's, whose code the key
+    cannot see (`programs.NONE`). With the store on, a registry env is built here, so that its
+    observation size comes from the store (`programs.remember_observation_size`) instead of a
+    trace of its reset."""
     base = env
     if env is None and programs.folder() is not None:
         base = registry_env(config)
         programs.remember_observation_size(base, config)
     trainer = make_train(config, agent, base, randomization_fn)
     if env is not None or randomization_fn is not None or networks is not None:
-        return programs.noted(
-            trainer, "run", "off: an env, randomization or networks of the caller's"
-        )
-    return trainer._replace(program_id=programs.identity(trainer, agent_config))
+        programs.note("run", "off: an env, randomization or networks of the caller's")
+        return trainer, programs.NONE
+    return trainer, programs.Store(programs.identity(trainer, agent_config))
 
 
 def _run_grid(config: TrainConfig, agent_config: Any, seeds: Any, vmap: Any, randomization_fn):
@@ -377,7 +380,7 @@ def resume(
     `randomization_fn`: those the run trained with, where it was given them (`train(...)`).
     `devices`: go on over that many devices (TrainConfig.devices) instead of the run's own
     (the state does not depend on it; the numbers after it do, as its batches split anew)."""
-    from jaxrl import runs
+    from jaxrl.run import runs
 
     out_path = pathlib.Path(run_dir)
     saved = runs.read_config_json(out_path)
@@ -389,7 +392,7 @@ def resume(
         logs.check_wandb(resuming=True)
     configure_compile_cache(compile_cache)
     agent = agents.get(config.algo).make(agent_config)
-    trainer = _make_trainer(config, agent, agent_config, env, randomization_fn)
+    trainer, store = _make_trainer(config, agent, agent_config, env, randomization_fn)
     if trainer.config.env_steps_per_chunk != per_chunk:
         # Another device count turned an actor/learner split off, whose chunks were rounded up
         # to whole exchanges: the run's own chunks and evaluation points go on (as --steps
@@ -398,7 +401,7 @@ def resume(
         length.update(eval_every=per_chunk, num_evals=None)
         if dataclasses.replace(trainer.config, **length).env_steps_per_chunk == per_chunk:
             config = dataclasses.replace(config, **length)
-            trainer = _make_trainer(config, agent, agent_config, env, randomization_fn)
+            trainer, store = _make_trainer(config, agent, agent_config, env, randomization_fn)
     if trainer.config.env_steps_per_chunk != per_chunk:
         iterations = per_chunk // trainer.config.env_steps_per_iteration
         raise ResumeError(
@@ -419,8 +422,8 @@ def resume(
         say(f"{out_path}: --steps {total_steps:,} rounded up to {total:,}, whole chunks of "
             f"{per_chunk:,} env steps")  # fmt: skip
     start = time.perf_counter()
-    with _readying(trainer, run_grid, dataset) as early:
-        like = initial_state(trainer, run_grid, members, early)
+    with _readying(trainer, run_grid, dataset, store) as early:
+        like = initial_state(trainer, run_grid, members, early, store)
         step, history, state = _restored(out_path, like, run_meta(trainer, run_grid), say)
         target = options.stop_at_return
         reached = target is not None and bool(history) and history[-1]["eval_return"] >= target
@@ -437,7 +440,7 @@ def resume(
             saved["train"] = dataclasses.asdict(trainer.config)
             saved["env_info"]["num_chunks"] = trainer.config.num_chunks
         saved["run"] = dataclasses.asdict(options)
-        return _execute(trainer, run_grid, members, state, history, out_path=out_path,
+        return _execute(trainer, run_grid, members, state, history, store, out_path=out_path,
                         options=options, progress=progress, progress_fn=progress_fn,
                         start=start, saved=saved, early=early, dataset=dataset)  # fmt: skip
 
@@ -446,7 +449,7 @@ def _saved_settings(saved, out_path, total_steps, devices, wandb, env, randomiza
     """(config, agent_config, options, env steps per chunk) of the run in `out_path` (its
     config.json `saved`), as it goes on: over `total_steps` and `devices` where given, without
     W&B where `wandb` is False. Updates `saved`'s devices."""
-    from jaxrl import runs
+    from jaxrl.run import runs
 
     config, agent_config = runs.configs_from_json(saved)
     runs.check_env_given(saved, env, out_path, randomization_fn)
