@@ -114,23 +114,30 @@ __all__ = [
 ]
 
 
-# The algorithms whose `make(config, nets)` takes networks of the caller's (network injection).
-TAKES_NETWORKS = ("ppo", "sac")
+# The algorithms whose `make(config, nets)` takes networks of the caller's (network injection),
+# and the module whose `Networks` they take.
+TAKES_NETWORKS = {"ppo": "jaxrl.agents.ppo", "sac": "jaxrl.agents.sac_family"}
 
 
 def build(algo: str, agent_config: Any = None, networks: Any = None) -> Agent:
     """`algo`'s agent with `agent_config` (its defaults where None), over `networks` where
     given: networks of the caller's, in the shape that algorithm's `make` takes (PPO's
     `jaxrl.agents.ppo.Networks`, SAC's `jaxrl.agents.sac_family.Networks`)."""
+    from jaxrl.errors import ConfigError
+
     spec = get(algo)
     config = spec.config_cls() if agent_config is None else agent_config
     if networks is None:
         return spec.make(config)
     if algo not in TAKES_NETWORKS:
-        from jaxrl.errors import ConfigError
-
         raise ConfigError(
             f"networks: {algo} takes no networks of the caller's (only {', '.join(TAKES_NETWORKS)})"
+        )
+    expected = importlib.import_module(TAKES_NETWORKS[algo]).Networks
+    if not isinstance(networks, expected):
+        raise ConfigError(
+            f"networks: {algo} takes a {TAKES_NETWORKS[algo]}.Networks, not a "
+            f"{type(networks).__module__}.{type(networks).__name__}"
         )
     return spec.make(config, networks)
 

@@ -163,19 +163,52 @@ class Losses(NamedTuple):
     unroll_time_major: Callable
 
 
+class Distribution(NamedTuple):
+    """The policy's action distribution, over what `Networks.policy` outputs (`out`: jaxrl's
+    (mean, log_std), or a Brax distribution's parameters). `raw` is the sample before any
+    squashing, as the update stores it to recompute log-probabilities exactly.
+
+    log_prob(out, raw) -> [...]; entropy(key, out) -> [...] (a one-sample estimate where it
+    has no closed form); explore(key, out) -> (action, raw, log_prob); act(key, out,
+    noise_scale) -> action: the mode's at a Python 0 (drawing nothing), else a sample with its
+    noise scaled by noise_scale (a scalar or one per row)."""
+
+    log_prob: Callable
+    entropy: Callable
+    explore: Callable
+    act: Callable
+
+
+def _tanh_gaussian_explore(key, out):
+    mean, log_std = out
+    raw, log_prob = distributions.pre_tanh_sample(key, mean, log_std)
+    return jnp.tanh(raw), raw, log_prob
+
+
+# jaxrl's own: the tanh-squashed Gaussian of (mean, log_std).
+TANH_GAUSSIAN = Distribution(
+    log_prob=lambda out, raw: distributions.tanh_gaussian_log_prob_pre_tanh(raw, *out),
+    entropy=lambda key, out: distributions.tanh_gaussian_entropy(key, *out),
+    explore=_tanh_gaussian_explore,
+    act=lambda key, out, noise_scale: distributions.tanh_gaussian_act(key, *out, noise_scale),
+)
+
+
 class Networks(NamedTuple):
     """PPO's networks, as `make(config, networks)` takes them (network injection): jaxrl's own
     (`networks(config)`, the default) or any others of this shape, such as Brax's
     `PPONetworks` read by `jaxrl.brax.factories.ppo_networks`.
 
     init(key, obs_size, action_size, critic_obs_size) -> {"policy": ..., "value": ...};
-    policy(params, obs, action_size) -> (mean, log_std) of the pre-tanh Gaussian over [..., A];
-    value(params, obs) -> the values [...]. Observations arrive normalised (the loop's running
-    statistics), so the networks do no normalisation of their own."""
+    policy(params, obs, action_size) -> the parameters of `distribution` over [..., A]
+    (jaxrl's: the pre-tanh Gaussian's (mean, log_std)); value(params, obs) -> the values
+    [...]. Observations arrive normalised (the loop's running statistics), so the networks do
+    no normalisation of their own."""
 
     init: Callable
     policy: Callable
     value: Callable
+    distribution: Distribution = TANH_GAUSSIAN
 
 
 def networks(config: PPOConfig = PPOConfig()) -> Networks:
@@ -226,8 +259,8 @@ def losses(config: PPOConfig = PPOConfig(), nets: Networks | None = None) -> Los
     def objective(params, batch, values, advantage, target, key, hp, action_size):
         """Clipped surrogate + value_coef x value loss - entropy_coef x entropy, given the
         minibatch's values under `params` (differentiated) and its advantages and targets."""
-        mean, log_std = nets.policy(params, batch["obs"], action_size)
-        log_prob = distributions.tanh_gaussian_log_prob_pre_tanh(batch["raw_action"], mean, log_std)
+        dist, out = nets.distribution, nets.policy(params, batch["obs"], action_size)
+        log_prob = dist.log_prob(out, batch["raw_action"])
         log_ratio = log_prob - batch["log_prob"]
         ratio = jnp.exp(log_ratio)
         if config.normalize_advantages:
@@ -235,7 +268,7 @@ def losses(config: PPOConfig = PPOConfig(), nets: Networks | None = None) -> Los
         policy_loss = clipped_surrogate(ratio, advantage, hp["clip_epsilon"])
         clip = hp["clip_epsilon"] if config.clip_value else None
         v_loss = value_loss(values, target, batch.get("value"), clip)
-        entropy = distributions.tanh_gaussian_entropy(key, mean, log_std).mean()
+        entropy = dist.entropy(key, out).mean()
         total = policy_loss + hp["value_coef"] * v_loss - hp["entropy_coef"] * entropy
         metrics = {
             "policy_loss": policy_loss,
@@ -319,13 +352,13 @@ def make(config: PPOConfig = PPOConfig(), nets: Networks | None = None) -> Agent
     policy = nets.policy
 
     def act(state: PPOState, obs: jax.Array, key: jax.Array, noise_scale=1.0) -> jax.Array:
-        mean, log_std = policy(state.params, obs, state.action_size)
-        return distributions.tanh_gaussian_act(key, mean, log_std, noise_scale)
+        out = policy(state.params, obs, state.action_size)
+        return nets.distribution.act(key, out, noise_scale)
 
     def explore(state: PPOState, obs: jax.Array, key: jax.Array):
-        mean, log_std = policy(state.params, obs, state.action_size)
-        raw, log_prob = distributions.pre_tanh_sample(key, mean, log_std)
-        return jnp.tanh(raw), {"raw_action": raw, "log_prob": log_prob}
+        out = policy(state.params, obs, state.action_size)
+        action, raw, log_prob = nets.distribution.explore(key, out)
+        return action, {"raw_action": raw, "log_prob": log_prob}
 
     def update(state: PPOState, rollout: Rollout, key: jax.Array):
         steps, num_envs = rollout.reward.shape

@@ -180,10 +180,10 @@ def _ppo_translated(factory: Callable, dict_obs: bool) -> NetworkSettings:
 
 
 def _built(settings: NetworkSettings, observation_size: int, action_size: int, algo: str,
-           critic: str) -> tuple[str, Any]:  # fmt: skip
+           critic: str, tanh: bool = True) -> tuple[str, Any]:  # fmt: skip
     """(the factory's name, the networks it builds for these sizes with Brax's identity
-    preprocessor), checked to be Brax's kind (`critic`: "value_network" or "q_network") with a
-    tanh-squashed Gaussian policy, else a ConfigError naming the factory."""
+    preprocessor), checked to be Brax's kind (`critic`: "value_network" or "q_network") with,
+    where `tanh`, a tanh-squashed Gaussian policy, else a ConfigError naming the factory."""
     from brax.training import distribution, types
 
     name = getattr(unwrapped(settings.factory)[0], "__qualname__", settings.factory)
@@ -202,13 +202,42 @@ def _built(settings: NetworkSettings, observation_size: int, action_size: int, a
             f"{algo}Networks ({', '.join(parts)})"
         )
     dist = nets.parametric_action_distribution
-    if not isinstance(getattr(dist, "_postprocessor", None), distribution.TanhBijector):
+    if tanh and not isinstance(getattr(dist, "_postprocessor", None), distribution.TanhBijector):
         raise ConfigError(
             f"network_factory={name!r}: its {type(dist).__name__} is no tanh-squashed "
             f"Gaussian; jaxrl's {algo} samples tanh-squashed Gaussian actions "
             "(distribution_type='tanh_normal')"
         )
     return name, nets
+
+
+def brax_distribution(dist: Any):
+    """jaxrl's PPO `Distribution` of a Brax `ParametricDistribution` (`tanh_normal`'s, or
+    `normal`'s with its learned std): Brax's own log-probability, entropy, sample,
+    postprocessing and mode, so an injected policy's numbers are Brax's. `act` scales the
+    noise about the mode (at a Python 0: the mode, drawing nothing)."""
+    import jax.numpy as jnp
+
+    from jaxrl import distributions
+    from jaxrl.agents import ppo
+
+    def explore(key, out):
+        raw = dist.sample_no_postprocessing(out, key)
+        return dist.postprocess(raw), raw, dist.log_prob(out, raw)
+
+    def act(key, out, noise_scale):
+        if distributions.is_zero(noise_scale):
+            return dist.mode(out)  # the postprocessed mode: tanh(mean), or the mean
+        mode = dist.create_dist(out).mode()
+        scale = jnp.expand_dims(jnp.asarray(noise_scale, mode.dtype), -1)
+        return dist.postprocess(mode + scale * (dist.sample_no_postprocessing(out, key) - mode))
+
+    return ppo.Distribution(
+        log_prob=dist.log_prob,
+        entropy=lambda key, out: dist.entropy(out, key),
+        explore=explore,
+        act=act,
+    )
 
 
 def _mean_log_std(dist: Any, logits: Any) -> tuple:
@@ -232,7 +261,7 @@ def ppo_networks(settings: NetworkSettings, observation_size: int, action_size: 
 
     from jaxrl.agents import ppo
 
-    name, nets = _built(settings, observation_size, action_size, "PPO", "value_network")
+    name, nets = _built(settings, observation_size, action_size, "PPO", "value_network", False)
     dist = nets.parametric_action_distribution
 
     def init(key, obs_size: int, act_size: int, critic_obs_size: int | None = None) -> dict:
@@ -242,21 +271,23 @@ def ppo_networks(settings: NetworkSettings, observation_size: int, action_size: 
             "value": nets.value_network.init(value_key),
         }
 
-    def policy(params, obs, act_size: int):
-        return _mean_log_std(dist, nets.policy_network.apply(None, params["policy"], obs))
+    def policy(params, obs, act_size: int):  # the distribution's parameters
+        return nets.policy_network.apply(None, params["policy"], obs)
 
     def value(params, obs):
         return nets.value_network.apply(None, params["value"], obs)
 
-    injected = ppo.Networks(init, policy, value)
+    injected = ppo.Networks(init, policy, value, brax_distribution(dist))
     params = jax.eval_shape(init, jax.random.PRNGKey(0), observation_size, action_size)
     obs = jax.ShapeDtypeStruct((1, observation_size), jnp.float32)
-    mean, log_std = jax.eval_shape(policy, params, obs, action_size)
+    out = jax.eval_shape(policy, params, obs, action_size)
+    explore = injected.distribution.explore
+    action, _, log_prob = jax.eval_shape(explore, jax.random.PRNGKey(0), out)
     values = jax.eval_shape(value, params, obs)
-    if mean.shape != (1, action_size) or log_std.shape != (1, action_size):
+    if action.shape != (1, action_size) or log_prob.shape != (1,):
         raise ConfigError(
-            f"network_factory={name!r}: its policy gives a mean of shape {mean.shape[1:]} and "
-            f"a std of {log_std.shape[1:]} for {action_size} actions"
+            f"network_factory={name!r}: its policy gives actions of shape {action.shape[1:]} "
+            f"for {action_size} actions"
         )
     if getattr(values, "shape", None) != (1,):
         got = jax.tree.map(lambda x: x.shape[1:], values)

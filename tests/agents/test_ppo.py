@@ -320,8 +320,10 @@ def test_jaxrl_s_own_networks_are_one_more_factory(tmp_path):
         np.testing.assert_array_equal, plain.state.agent.params, injected.state.agent.params
     )
     assert plain.history[-1]["eval_return"] == injected.history[-1]["eval_return"]
-    with pytest.raises(ConfigError, match="networks: sac takes no networks"):
-        jaxrl.train(tiny.off_policy(), tiny.SAC, progress=None, networks=ppo.networks(tiny.PPO))
+    with pytest.raises(ConfigError, match="networks: td3 takes no networks"):
+        jaxrl.train(tiny.run("td3"), tiny.agent("td3"), networks=ppo.networks(tiny.PPO))
+    with pytest.raises(ConfigError, match="sac takes a jaxrl.agents.sac_family.Networks, not"):
+        jaxrl.train(tiny.off_policy(), tiny.SAC, networks=ppo.networks(tiny.PPO))
     with pytest.raises(ConfigError, match="out_dir"):
         jaxrl.train(config, tiny.PPO, tmp_path / "run", networks=ppo.networks(tiny.PPO))
     assert not (tmp_path / "run").exists()

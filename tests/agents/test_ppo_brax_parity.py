@@ -200,16 +200,24 @@ def test_loss_and_gradients_match_brax_compute_ppo_loss(gae_scan):
     "options",
     [
         {},  # the same networks jaxrl builds itself, run as Brax's own modules
-        # What jaxrl's own networks lack: another activation, a clipped mean with its own
-        # initialiser, initialisers with options.
+        # What jaxrl's own networks lack: another activation, initialisers with options.
         dict(
             activation=jax.nn.tanh,
-            mean_clip_scale=0.5,
-            mean_kernel_init_fn=jax.nn.initializers.orthogonal,
-            mean_kernel_init_kwargs={"scale": 0.01},
             value_network_kernel_init_fn=jax.nn.initializers.variance_scaling,
             value_network_kernel_init_kwargs=dict(scale=2.0, mode="fan_in", distribution="uniform"),
         ),
+        # Brax's Gaussian without tanh, its std a learned parameter (log-parameterised), the
+        # mean clipped and initialised apart.
+        dict(
+            distribution_type="normal",
+            noise_std_type="log",
+            init_noise_std=0.5,
+            mean_clip_scale=0.5,
+            mean_kernel_init_fn=jax.nn.initializers.orthogonal,
+            mean_kernel_init_kwargs={"scale": 0.01},
+        ),
+        # ... its std a function of the state.
+        dict(distribution_type="normal", state_dependent_std=True, noise_std_type="log"),
     ],
 )
 def test_injected_brax_networks_give_brax_s_loss_and_gradients(options):
@@ -235,7 +243,15 @@ def test_injected_brax_networks_give_brax_s_loss_and_gradients(options):
     brax_params = brax_losses.PPONetworkParams(  # a fresh pair of the factory's own trees
         policy=nets.policy_network.init(keys[0]), value=nets.value_network.init(keys[1])
     )
-    # The behaviour log-probabilities are the step test's; the new networks' ratios differ.
+    # The behaviour: an older policy of these networks (its own distribution's parameters
+    # and log-probabilities of the step test's raw actions), so that ratios differ from 1.
+    older = ref.perturbed(brax_params.policy, keys[1], 0.15)
+    behaviour = nets.policy_network.apply(normalizer, older, data.observation)
+    raw = data.extras["policy_extras"]["raw_action"]
+    log_prob = nets.parametric_action_distribution.log_prob(behaviour, raw)
+    extras = {"raw_action": raw, "log_prob": log_prob, "distribution_params": behaviour}
+    data = data._replace(extras={**data.extras, "policy_extras": extras})
+    batch = {**batch, "log_prob": log_prob}
     key = jax.random.PRNGKey(42)
     (brax_total, brax_metrics), brax_grads = jax.value_and_grad(
         _brax_loss(nets, normalizer, data, key), has_aux=True
@@ -246,6 +262,10 @@ def test_injected_brax_networks_give_brax_s_loss_and_gradients(options):
     np.testing.assert_allclose(total, brax_total, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(metrics["policy_loss"], brax_metrics["policy_loss"], rtol=1e-5)
     np.testing.assert_allclose(0.5 * metrics["value_loss"], brax_metrics["v_loss"], rtol=1e-5)
+    np.testing.assert_allclose(
+        -ENTROPY * metrics["entropy"], brax_metrics["entropy_loss"], rtol=1e-5
+    )
+    assert np.isfinite(float(total)) and float(metrics["approx_kl"]) > 1e-4  # ratios not 1
     for part in ("policy", "value"):
         want = jax.tree.leaves(getattr(brax_grads, part))
         for got, exp in zip(jax.tree.leaves(grads[part]), want, strict=True):

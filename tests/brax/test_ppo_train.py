@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from brax.training.agents.ppo import networks as ppo_networks
 from brax.training.agents.ppo import train as brax_ppo
+from brax.training.agents.sac import networks as sac_networks
 
 from jaxrl.brax import ppo
 from jaxrl.errors import ConfigError
@@ -88,13 +89,9 @@ def test_an_argument_jaxrl_cannot_honour_is_refused_by_name(name):
         (dict(wrap_env_fn=lambda env, **kw: env), "wrap_env_fn"),
         (dict(network_factory=lambda *a, **kw: None), "network_factory"),
         (
-            dict(
-                network_factory=functools.partial(
-                    ppo_networks.make_ppo_networks, distribution_type="normal"
-                )
-            ),
-            "distribution_type",
-        ),  # fmt: skip
+            dict(network_factory=sac_networks.make_sac_networks),
+            "network_factory='make_sac_networks' returned a SACNetworks, not Brax's PPONetworks",
+        ),
         (
             dict(
                 network_factory=functools.partial(
@@ -182,15 +179,17 @@ def test_a_factory_partial_builds_brax_s_trees():
 
 def _users_factory(observation_size, action_size, **kwargs):
     """A factory of the caller's: Brax's with options jaxrl's own networks lack (a tanh
-    activation, a clipped mean of its own initialiser), as a function, not a partial."""
+    activation; Brax's Gaussian without tanh, its std a learned parameter, its mean clipped),
+    as a function, not a partial."""
     return ppo_networks.make_ppo_networks(
         observation_size,
         action_size,
         policy_hidden_layer_sizes=(8, 8),
         value_hidden_layer_sizes=(16,),
         activation=nn.tanh,
-        mean_clip_scale=0.5,
-        mean_kernel_init_fn=jax.nn.initializers.orthogonal,
+        distribution_type="normal",
+        noise_std_type="log",
+        mean_clip_scale=1.0,
         **kwargs,
     )
 
