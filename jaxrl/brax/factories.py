@@ -20,7 +20,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from jaxrl.errors import ConfigError
+from jaxrl.errors import ConfigError, JaxrlError
 
 # Options that change nothing jaxrl builds: the std settings of Brax's 'normal' distribution
 # only (its 'tanh_normal' policy outputs mean and raw std), and the quantiles of a
@@ -49,7 +49,7 @@ class NetworkSettings:
     injected: bool = False  # the factory's own networks run (`ppo_networks`), not jaxrl's
 
 
-class _Untranslatable(Exception):
+class _Untranslatable(JaxrlError):
     """A factory whose networks jaxrl's own settings cannot build (the reason in its text)."""
 
 

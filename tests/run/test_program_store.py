@@ -957,7 +957,10 @@ def test_a_compile_watched_for_the_cache_sees_only_its_own_threads_compiles():
 
     _, source, cached = executables.compile_watching_cache(another_thread_compiles)
     assert (source, cached) == ("memory", None)
-    lowered = jax.jit(lambda x: x * 5.0 - 0.5).lower(np.ones(9, np.float32))
+    # A program no earlier run can have left in JAX's persistent cache (a constant of its own):
+    # one that had would be "cache", not "xla".
+    fresh = float(int.from_bytes(os.urandom(3), "little")) / 2**24 + 0.5
+    lowered = jax.jit(lambda x: x * 5.0 - fresh).lower(np.ones(9, np.float32))
     assert executables.compile_watching_cache(lowered.compile)[1] == "xla"
 
 
