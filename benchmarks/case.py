@@ -257,6 +257,11 @@ def run_jaxrl(case: Case) -> tuple[list[dict], float, dict]:
 
     def chunk_done(env_steps: int, metrics: dict) -> None:  # each chunk's wall-clock
         stamps.append(time.perf_counter() - start)
+        # The evaluation as a line of its own: a case killed by its timeout leaves these in its
+        # error record (`run.partial_evals`), the evidence its run had gathered.
+        point = {"env_steps": env_steps, "wall_seconds": stamps[-1]}
+        point |= {k: metrics[k] for k in EVALUATION_KEYS if k in metrics}
+        progress(f"evaluation {json.dumps(point)}")
 
     result = driver.train(
         train_config,
@@ -289,9 +294,25 @@ def run_jaxrl(case: Case) -> tuple[list[dict], float, dict]:
     return evals, updates, extra
 
 
-def run(case: Case) -> dict:
+# What a chunk's metrics say of its evaluation (with several seeds: their mean, spread and
+# 95% bootstrap interval, `rows.seed_summary`).
+EVALUATION_KEYS = (
+    "eval_return",
+    "eval_return_std",
+    "eval_return_ci_low",
+    "eval_return_ci_high",
+    "train_episode_return",
+)
+
+
+def identity(case: Case) -> dict[str, Any]:
+    """The fields that say which case a record is of; a failed case's record has them too."""
     # A variant (Case.label) gets its own rows in the report.
-    record: dict[str, Any] = {"case": case.name, **dataclasses.asdict(case), "algo": case.variant}
+    return {"case": case.name, **dataclasses.asdict(case), "algo": case.variant}
+
+
+def run(case: Case) -> dict:
+    record = identity(case)
     record["machine"] = machine()
     if case.system == "limit":
         record.update(simulator_limit(case.env, case.num_envs))

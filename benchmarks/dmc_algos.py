@@ -193,27 +193,108 @@ def section(name: str, records: list[dict]) -> list[str]:
         "| --- | --- | ---: | ---: | ---: | ---: | --- | ---: | --- | ---: |",
     ]
     ok = [r for r in records if "error" not in r and r.get("evals")]
-    for env in sorted({r["env"] for r in ok}):
+    # Cases stopped before their end (a timeout) with evaluations printed: what they reached.
+    stopped = [r for r in records if "error" in r and r.get("partial_evals") and r.get("env")]
+    reached: dict[str, list[str]] = {}  # per algorithm, the tasks where it reached SAC's
+    for env in sorted({r["env"] for r in ok + stopped}):
         runs = {r["algo"]: r for r in ok if r["env"] == env}  # the last record of each wins
+        partial = {r["algo"]: r for r in stopped if r["env"] == env and r["algo"] not in runs}
         sac = runs.get("sac")
         if sac:
             s_steps, s_seconds, s_returns = curves(sac)
             s_final = interval(s_returns[:, -1])
-        for algo in [a for a in ALGORITHMS if a in runs] + sorted(set(runs) - set(ALGORITHMS)):
-            steps, seconds, returns = curves(runs[algo])
-            row = [env, algo, f"{int(steps[-1]):,}", _cell(returns[:, -1])]
-            row.append(_cell(area(steps, returns, steps[-1])))
-            if sac:
-                same_steps = at(steps, returns, s_steps[-1])
-                same_time = at(seconds, returns, s_seconds[-1])
-                for values in (same_steps, same_time):
-                    reach = interval(values)[0] >= s_final[1]
-                    row += [_cell(values), "yes" if reach else "**no**"]
+        named = set(runs) | set(partial)
+        for algo in [a for a in ALGORITHMS if a in named] + sorted(named - set(ALGORITHMS)):
+            if algo in partial:
+                row, met = _stopped_row(partial[algo], sac and (s_steps, s_seconds, s_final))
             else:
-                row += ["-", "-", "-", "-"]
-            row.append(f"{seconds[-1]:,.0f}")
+                steps, seconds, returns = curves(runs[algo])
+                row = [env, algo, f"{int(steps[-1]):,}", _cell(returns[:, -1])]
+                row.append(_cell(area(steps, returns, steps[-1])))
+                met = False
+                if sac:
+                    same_steps = at(steps, returns, s_steps[-1])
+                    same_time = at(seconds, returns, s_seconds[-1])
+                    met = interval(same_steps)[0] >= s_final[1]
+                    for values in (same_steps, same_time):
+                        reach = interval(values)[0] >= s_final[1]
+                        row += [_cell(values), "yes" if reach else "**no**"]
+                else:
+                    row += ["-", "-", "-", "-"]
+                row.append(f"{seconds[-1]:,.0f}")
             lines.append("| " + " | ".join(row) + " |")
+            if met and algo != "sac":
+                reached.setdefault(algo, []).append(
+                    env.split("/")[-1] + ("*" if algo in partial else "")
+                )
     for r in records:
-        if "error" in r:
+        if "error" in r and not r.get("partial_evals"):
             lines.append(f"| {r['case']} | failed: {r['error'].strip().splitlines()[-1]} |")
+    if stopped:
+        lines += [
+            "",
+            "Rows marked `stopped` are runs their timeout ended: env steps is where they stood, "
+            "`of` the budget; final is their last evaluation (mean [95% interval] over seeds, "
+            "or mean ± std over seeds where the run printed only that); `yes, by` says the "
+            "return at or above SAC's interval was reached in fewer env steps than SAC's whole "
+            "run; at SAC's time, the mean over seeds.",
+        ]
+    if reached:
+        lines += [
+            "",
+            "At or above the low end of SAC's interval at SAC's env steps (`*`: by a stopped "
+            "run, in fewer env steps): "
+            + "; ".join(
+                f"{a} {len(reached[a])} ({', '.join(reached[a])})"
+                for a in [a for a in ALGORITHMS if a in reached]
+                + sorted(set(reached) - set(ALGORITHMS))
+            )
+            + ".",
+        ]
     return lines + [""]
+
+
+section.shows_failed = True  # report.write hands this writer the failed cases too
+
+
+def _point_cell(point: dict) -> str:
+    """One evaluation of a stopped run: mean [95% interval], or mean ± std over seeds."""
+    mean = point["eval_return"]
+    if "eval_return_ci_low" in point:
+        return (
+            f"{mean:,.0f} [{point['eval_return_ci_low']:,.0f}, {point['eval_return_ci_high']:,.0f}]"
+        )
+    return f"{mean:,.0f} ± {point.get('eval_return_std', 0.0):,.0f}"
+
+
+def _stopped_row(record: dict, sac) -> tuple[list[str], bool]:
+    """A stopped run's row (the table's columns) and whether it reached SAC's interval by SAC's
+    env steps. `sac`: (SAC's env steps, seconds, final (mean, low, high)), or None."""
+    points = record["partial_evals"]
+    steps = np.array([p["env_steps"] for p in points], float)
+    seconds = np.array([p["wall_seconds"] for p in points], float)
+    means = np.array([[p["eval_return"] for p in points]])
+    last = points[-1]
+    row = [record["env"], record["algo"]]
+    row.append(f"{int(steps[-1]):,} of {record.get('total_steps', 0):,} (stopped)")
+    row += [_point_cell(last), "-"]
+    met = False
+    if sac:
+        s_steps, s_seconds, s_final = sac
+        if steps[-1] >= s_steps[-1]:
+            value = float(at(steps, means, s_steps[-1])[0])
+            met = value >= s_final[1]
+            row += [f"{value:,.0f}", "yes" if met else "**no**"]
+        else:
+            met = last["eval_return"] >= s_final[1]
+            verdict = f"yes, by {int(steps[-1]):,}" if met else f"not by {int(steps[-1]):,}"
+            row += ["-", verdict]
+        if seconds[-1] >= s_seconds[-1]:
+            value = float(at(seconds, means, s_seconds[-1])[0])
+            row += [f"{value:,.0f}", "yes" if value >= s_final[1] else "**no**"]
+        else:
+            row += ["-", "-"]
+    else:
+        row += ["-", "-", "-", "-"]
+    row.append(f"{seconds[-1]:,.0f} (stopped)")
+    return row, met

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import re
 from collections import defaultdict
 
 import numpy as np
@@ -13,17 +14,72 @@ from jaxrl.benchmarks.parity_report import identical_section, parity_section
 from jaxrl.benchmarks.tables import fmt, mean_or_none, system_of
 
 
-def load(path: pathlib.Path) -> list[dict]:
+def load(path: pathlib.Path, failed: bool = False) -> list[dict]:
     """Suite records of one file; a case run again replaces its earlier record. Records of
     the stand-alone scripts beside them (`pql_split.py`, `robots.py`, `gpu_kernels.py`: no
-    "case", or a "case" but no "system") are theirs to report, and skipped."""
+    "case", or a "case" but no "system") are theirs to report, and skipped. With `failed`, a
+    case that never finished also has its last error record (`identified`), after the rest; a
+    case that finished once keeps its finished record whatever failed after it."""
     latest: dict[str, dict] = {}
+    failures: dict[str, dict] = {}
     for line in path.read_text().splitlines():
         if line.strip():
             record = json.loads(line)
-            if "case" in record and "system" in record:
+            if "error" in record and "suite" in record:  # `run.failed_record`
+                if failed and (known := identified(record)):
+                    failures[record["case"]] = known
+            elif "case" in record and "system" in record:
                 latest[record["case"]] = record
-    return list(latest.values())
+    return [*latest.values(), *(r for c, r in failures.items() if c not in latest)]
+
+
+def identified(record: dict) -> dict | None:
+    """A failed case's record with the fields of its case and the evaluations it printed
+    (`partial_evals`). Records written before failed records kept them have only the case's
+    name: its fields come from its suite's case of that name (None where the suite no longer
+    has it), its evaluations from the progress lines its error kept."""
+    if "system" not in record:
+        from jaxrl.benchmarks.case import identity
+        from jaxrl.benchmarks.suites import SUITES
+
+        cases = {c.name: c for c in SUITES[record["suite"]]()} if record["suite"] in SUITES else {}
+        if record["case"] not in cases:
+            return None
+        record = {**identity(cases[record["case"]]), **record}
+    if "partial_evals" not in record and (partial := partial_evals(record["error"])):
+        record = {**record, "partial_evals": partial}
+    return record
+
+
+# A case's evaluation line (`case.run_jaxrl`), and a progress line (`logs`) with an
+# evaluation, as the case prefixes it:
+#   [case] 8302.9 s: [redq ...]    75,264/100,352 steps | ... | eval    790.17 ± 64.0 | ...
+EVALUATION = re.compile(r"^\[case\] [\d.]+ s: evaluation (?P<point>\{.*\})$")
+_PROGRESS = re.compile(
+    r"^\[case\] (?P<at>[\d.]+) s: .*?(?P<steps>[\d,]+)/[\d,]+ steps \|.*"
+    r"\| eval\s+(?P<mean>-?[\d.]+) ± (?P<std>[\d.]+)"
+)
+
+
+def partial_evals(output: str) -> list[dict]:
+    """The evaluations a case printed before it was stopped: its `evaluation {json}` lines
+    (`case.run_jaxrl`: the mean over seeds, their spread and 95% interval), or, from a case
+    of a version that printed none, its progress lines (the mean and the spread over seeds
+    only)."""
+    lines = output.splitlines()
+    points = [json.loads(m["point"]) for m in map(EVALUATION.match, lines) if m]
+    if points:
+        return points
+    return [
+        {
+            "env_steps": int(m["steps"].replace(",", "")),
+            "wall_seconds": float(m["at"]),
+            "eval_return": float(m["mean"]),
+            "eval_return_std": float(m["std"]),
+        }
+        for m in map(_PROGRESS.match, lines)
+        if m
+    ]
 
 
 SPEED_SYSTEMS = ("speed", "brax-speed")  # an update alone (`benchmarks/speed.py`)
@@ -423,6 +479,13 @@ def writer_for(stem: str):
     return parity_section if "parity" in stem else section
 
 
+def read(path: pathlib.Path):
+    """(its section writer, its records) of a records file: only a writer that says what a
+    failed case had reached (`shows_failed`) gets the failed cases too."""
+    writer = writer_for(path.stem)
+    return writer, load(path, failed=getattr(writer, "shows_failed", False))
+
+
 def write(results: pathlib.Path, summary: pathlib.Path | None = None) -> pathlib.Path:
     """The markdown summary of every records file in the folder `results`, with its plots
     written there too; the summary goes to `summary` (default: RESULTS.md in that folder; the
@@ -454,10 +517,9 @@ def write(results: pathlib.Path, summary: pathlib.Path | None = None) -> pathlib
                 link = pathlib.Path(os.path.relpath(png, summary.parent)).as_posix()
                 lines += [f"![{png.stem}]({link})", ""]
             continue
-        records = load(path)
+        writer, records = read(path)
         if not records:
             continue
-        writer = writer_for(path.stem)
         lines += writer(path.stem, records)
         if writer is identical_section or path.stem.startswith("door"):  # speed tables only
             continue

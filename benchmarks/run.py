@@ -52,11 +52,23 @@ def select(suite: str, only: list[str]):
     return cases
 
 
-def _run_case(case, out: pathlib.Path, env: dict, timeout: float) -> tuple[bool, str, list[str]]:
+def failed_record(case, suite: str, detail: str, output: str = "") -> dict:
+    """A failed case's record: which case it is (as a finished one's), why it failed, and the
+    evaluations it had printed (`report.partial_evals`), where it printed any."""
+    from jaxrl.benchmarks.case import identity
+
+    record = {**identity(case), "suite": suite, "error": detail}
+    partial = report.partial_evals(output)
+    return record | ({"partial_evals": partial} if partial else {})
+
+
+def _run_case(
+    case, out: pathlib.Path, env: dict, timeout: float
+) -> tuple[bool, str, list[str], str]:
     """One case in its own process, writing its record to the new file `out`: (failed,
-    detail, the file's lines). A timed-out case's detail ends with the last lines it wrote
-    (its compile events and progress, `case.CompileClock`), so the record says where its time
-    went."""
+    detail, the file's lines, its error output). A timed-out case's detail ends with the last
+    lines it wrote (its compile events and progress, `case.CompileClock`), so the record says
+    where its time went."""
     try:
         proc = subprocess.run(
             [sys.executable, "-m", "jaxrl.benchmarks.case", case.to_json(), str(out)],
@@ -66,14 +78,19 @@ def _run_case(case, out: pathlib.Path, env: dict, timeout: float) -> tuple[bool,
             text=True,
             timeout=timeout,
         )
-        failed, detail = proc.returncode != 0, proc.stderr[-2000:]
+        output = proc.stderr
+        failed, detail = proc.returncode != 0, output[-2000:]
     except subprocess.TimeoutExpired as error:
         output = error.stderr or ""
         output = output.decode(errors="replace") if isinstance(output, bytes) else output
-        tail = [line for line in output.splitlines() if line.startswith("[case]")][-20:]
+        tail = [
+            line
+            for line in output.splitlines()
+            if line.startswith("[case]") and not report.EVALUATION.match(line)
+        ][-20:]
         failed, detail = True, "\n".join([*tail, f"timed out after {timeout:.0f} s"])
     lines = out.read_text().splitlines() if out.exists() else []
-    return failed, detail, lines
+    return failed, detail, lines, output
 
 
 def run_suite(
@@ -101,10 +118,10 @@ def run_suite(
         part = out.with_name(f"{out.name}.part{index}")
         part.unlink(missing_ok=True)
         tick = time.perf_counter()
-        failed, detail, lines = _run_case(case, part, env, timeout)
+        failed, detail, lines, output = _run_case(case, part, env, timeout)
         part.unlink(missing_ok=True)
         if failed:
-            record = {"case": case.name, "suite": suite, "error": detail}
+            record = failed_record(case, suite, detail, output)
             last = detail.strip().splitlines()[-1] if detail.strip() else "?"
             progress(f"    {case.name} failed: {last}")
         else:

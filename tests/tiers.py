@@ -55,6 +55,7 @@ NOT_UNIT = (
     "tests/agents/test_sac_update_reference.py::test_droq_update_uses_dropout",
     "tests/agents/test_sac_update_reference.py::test_update_matches_numpy_reference",
     "tests/agents/test_td3_update_reference.py::test_update_matches_numpy_reference",
+    "tests/benchmarks/test_bench.py::test_a_run_prints_each_evaluation_as_its_record_keeps_it",
     "tests/benchmarks/test_bench.py::test_rerun_script_records_a_first_run_and_re_runs_over_one_store",
     "tests/benchmarks/test_bench.py::test_tiny_suite_writes_records_summary_and_plots",
     "tests/benchmarks/test_dmc_algos.py::test_every_algorithm_runs_its_dmc_preset_on_every_task_with_five_seeds",

@@ -5,6 +5,7 @@ import json
 import pathlib
 import time
 
+import numpy as np
 import pytest
 
 from jaxrl.benchmarks import case as case_module
@@ -446,10 +447,10 @@ def test_jobs_run_cases_at_once_and_gather_every_record(tmp_path, monkeypatch):
         with lock:
             running[0] -= 1
         if case.system == "profile":
-            return True, "Traceback...\nValueError: boom", []
+            return True, "Traceback...\nValueError: boom", [], ""
         line = json.dumps({"case": case.name, "system": "limit", "env_steps_per_second": 1.0})
         part.write_text(line + "\n")
-        return False, "", [line]
+        return False, "", [line], ""
 
     monkeypatch.setattr(run, "_run_case", run_case)
     out = tmp_path / "tiny.jsonl"
@@ -542,9 +543,16 @@ def test_a_timed_out_case_keeps_where_its_time_went(tmp_path, monkeypatch):
         {"trace": 34.2, "lower": 0.0, "xla": 84.1}
     )
 
+    # The evaluations it printed (`case.run_jaxrl`) stay in its record, not in the tail.
+    points = [
+        {"env_steps": 400, "wall_seconds": 50.5, "eval_return": -900.0, "eval_return_std": 3.0},
+        {"env_steps": 800, "wall_seconds": 99.0, "eval_return": -400.0, "eval_return_ci_low": -1.0},
+    ]
+    printed = [f"[case] {p['wall_seconds']} s: evaluation {json.dumps(p)}" for p in points]
+
     def killed(*args, **kwargs):
-        stderr = b"WARNING: noise\n" + log.getvalue().encode()
-        raise subprocess.TimeoutExpired(args[0], kwargs["timeout"], stderr=stderr)
+        stderr = "\n".join(["WARNING: noise", written[0], printed[0], written[1], printed[1]])
+        raise subprocess.TimeoutExpired(args[0], kwargs["timeout"], stderr=stderr.encode())
 
     monkeypatch.setattr(run.subprocess, "run", killed)
     out = tmp_path / "tiny-cpu.jsonl"
@@ -553,6 +561,80 @@ def test_a_timed_out_case_keeps_where_its_time_went(tmp_path, monkeypatch):
     error = records[0]["error"].splitlines()
     assert error == [*written, "timed out after 215 s"]
     assert lines[-1].endswith("failed: timed out after 215 s")
+    assert records[0]["partial_evals"] == points
+    # The record says which case it is, as a finished case's does.
+    (case,) = [c for c in SUITES["tiny"]() if c.system == "limit"]
+    assert {k: records[0][k] for k in ("case", "system", "env", "num_envs", "suite")} == {
+        "case": case.name,
+        "system": "limit",
+        "env": case.env,
+        "num_envs": 4,
+        "suite": "tiny",
+    }
+    assert json.loads(out.read_text()) == json.loads(json.dumps(records[0]))
+
+
+def test_a_run_prints_each_evaluation_as_its_record_keeps_it(capsys):
+    """case.run_jaxrl prints each chunk's evaluation as it ends; read back from its error
+    output (as a timeout leaves it), they are the evaluations its record keeps: each seed's
+    mean, spread and 95% interval."""
+    from jaxrl.run.rows import seed_summary
+
+    (sac,) = [c for c in SUITES["tiny"]() if c.system == "jaxrl"]
+    two = Case(**{**sac.__dict__, "seeds": 2})
+    evals, _, _ = case_module.run_jaxrl(two)
+    points = report.partial_evals(capsys.readouterr().err)
+    assert [p["env_steps"] for p in points] == [e["env_steps"] for e in evals] == [400, 800]
+    for point, full in zip(points, evals, strict=True):
+        summary = seed_summary(full["eval_returns"])
+        assert point["eval_return"] == pytest.approx(full["eval_return"])
+        assert point["eval_return_std"] == pytest.approx(float(np.std(full["eval_returns"])))
+        assert point["eval_return_ci_low"] == pytest.approx(summary["eval_return_ci_low"])
+        assert point["eval_return_ci_high"] == pytest.approx(summary["eval_return_ci_high"])
+        assert point["wall_seconds"] == pytest.approx(full["wall_seconds"])
+
+
+# A progress line of a case from before failed records kept their evaluations (the REDQ run
+# of 2026-12-07, benchmarks/results/dmc_algos-cpu.jsonl).
+OLD_PROGRESS = (
+    "[case] 8302.9 s: [redq playground/ReacherEasy]    75,264/100,352 steps |        9 "
+    "env-steps/s | ETA 45:53 | eval    790.17 ± 64.0 | train ep    703.09"
+)
+
+
+def test_a_failed_record_of_before_is_known_by_its_suite_and_its_progress_lines(tmp_path):
+    """report.load(failed=True): an old error record (only the case's name, its suite and
+    its error) gets its case's fields from the suite and its evaluations from the progress
+    lines its error kept; a case that finished keeps its finished record whatever failed
+    after it; without `failed` no error record is read."""
+    name = "jaxrl/redq/playground/ReacherEasy/16/seeds5"
+    first = "[case] 1435.1 s: [redq playground/ReacherEasy]    12,544/100,352 steps |        9 "
+    first += "env-steps/s | ETA ? | eval     68.80 ± 63.3"
+    error = "\n".join(["[case] 3.1 s: trace 1.8 s", first, OLD_PROGRESS, "timed out after 9600 s"])
+    gone = {"case": "jaxrl/redq/no-such-task/16/seeds5", "suite": "dmc_algos", "error": "x"}
+    done = {"case": "jaxrl/sac/x/4/s0", "system": "jaxrl", "final_return": 1.0}
+    rows = [{"case": name, "suite": "dmc_algos", "error": error}, gone, done]
+    rows.append({**done, "system": "jaxrl", "suite": "dmc_algos", "error": "later"})
+    path = tmp_path / "dmc_algos-cpu.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert report.load(path) == [done]
+    loaded, old = report.load(path, failed=True)
+    assert loaded == done
+    assert (old["algo"], old["env"], old["total_steps"], old["seeds"]) == (
+        "redq",
+        "playground/ReacherEasy",
+        100_352,
+        5,
+    )
+    assert old["partial_evals"] == [
+        {"env_steps": 12_544, "wall_seconds": 1435.1, "eval_return": 68.8, "eval_return_std": 63.3},
+        {
+            "env_steps": 75_264,
+            "wall_seconds": 8302.9,
+            "eval_return": 790.17,
+            "eval_return_std": 64.0,
+        },
+    ]
 
 
 def test_gpu_kernels_says_what_it_lacks_and_exits_2(tmp_path):
@@ -584,9 +666,9 @@ def test_results_md_sections_are_what_the_committed_records_give():
     summary = (folder / "RESULTS.md").read_text()
     checked = 0
     for path in sorted((folder / "results").glob("*.jsonl")):
-        records = report.load(path)
+        writer, records = report.read(path)
         if records:
-            lines = report.writer_for(path.stem)(path.stem, records)
+            lines = writer(path.stem, records)
             assert "\n".join(lines) in summary, path.stem
             checked += 1
     assert checked >= 10

@@ -70,3 +70,67 @@ def test_section_sets_each_algorithm_against_sac_by_steps_and_by_time():
     assert row[5].startswith("300 ") and row[6] == "yes"  # at SAC's 200 env steps
     assert row[7].startswith("150 ") and row[8] == "**no**"  # at SAC's 20 s, below [200, 220]
     assert any("failed: E" in line for line in lines)
+
+
+def _stopped(algo, env, points, total=400):
+    """A failed record as `run.failed_record` writes it for a case its timeout ended."""
+    partial = [{"env_steps": s, "wall_seconds": t, **e} for s, t, e in points]
+    return {
+        "case": f"jaxrl/{algo}/{env}",
+        "algo": algo,
+        "env": env,
+        "total_steps": total,
+        "suite": "dmc_algos",
+        "error": "...\ntimed out after 99 s",
+        "partial_evals": partial,
+    }
+
+
+def test_a_stopped_run_shows_what_it_reached_against_sac():
+    """A run its timeout ended is a row of what it had reached: where it stood of its budget,
+    its last evaluation, whether that is at or above SAC's interval in fewer env steps than
+    SAC's run, and its mean at SAC's time; the tally of tasks per algorithm marks it."""
+    env, other = "playground/CartpoleSwingup", "playground/ReacherEasy"
+    sac = _record("sac", env, [100, 200], [10.0, 20.0], [[100, 110, 120], [200, 210, 220]])
+    sac_other = _record("sac", other, [100], [5.0], [[10, 20, 30]])
+    # At 150 env steps (under SAC's 200) it stands at 205 [201, 209]: above SAC's low end.
+    redq = _stopped(
+        "redq",
+        env,
+        [
+            (50, 12.0, {"eval_return": 100.0, "eval_return_std": 5.0}),
+            (
+                150,
+                30.0,
+                {"eval_return": 205.0, "eval_return_ci_low": 201.0, "eval_return_ci_high": 209.0},
+            ),
+        ],
+    )
+    # Past SAC's 100 env steps on the other task, below SAC's interval there.
+    low = _stopped(
+        "redq",
+        other,
+        [
+            (80, 2.0, {"eval_return": 5.0, "eval_return_std": 1.0}),
+            (120, 8.0, {"eval_return": 9.0, "eval_return_std": 2.0}),
+        ],
+    )
+    gone = {"case": "x", "suite": "dmc_algos", "error": "boom\nE"}
+    lines = dmc_algos.section("dmc_algos-cpu", [sac, sac_other, redq, low, gone])
+    row = next(line for line in lines if f"| {env} | redq |" in line).split(" | ")
+    assert row[2] == "150 of 400 (stopped)" and row[3] == "205 [201, 209]" and row[4] == "-"
+    assert row[5] == "-" and row[6] == "yes, by 150"
+    # At SAC's 20 s: between (12 s, 100) and (30 s, 205), 100 + 105 * 8 / 18.
+    assert row[7] == f"{100 + 105 * 8 / 18:,.0f}" and row[8] == "**no**"
+    assert row[9] == "30 (stopped) |"
+    row = next(line for line in lines if f"| {other} | redq |" in line).split(" | ")
+    assert row[3] == "9 ± 2" and row[5] == "7" and row[6] == "**no**"  # 5 + 4 * 20 / 40
+    assert any("failed: E" in line for line in lines)
+    assert not any("| jaxrl/redq" in line for line in lines)  # no failed row of a stopped run
+    (tally,) = [line for line in lines if line.startswith("At or above")]
+    assert tally.endswith(": redq 1 (CartpoleSwingup*).")
+    # A run that finished replaces its stopped record's row.
+    finished = _record("redq", env, [100, 200], [10.0, 20.0], [[300] * 3, [300] * 3])
+    lines = dmc_algos.section("dmc_algos-cpu", [sac, redq, finished])
+    (row,) = [line for line in lines if f"| {env} | redq |" in line]
+    assert "(stopped)" not in row
