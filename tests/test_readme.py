@@ -56,7 +56,7 @@ def _python_blocks(page: str = "docs/API.md") -> list[str]:
     # SCALE.md's: tests/experiments/test_scale.py; OFFLINE.md's:
     # test_readme_run_folder_commands_work_as_written
     assert counts == {
-        "README.md": 1, "docs/API.md": 4, "docs/BRAX.md": 4, "docs/SCALE.md": 1,
+        "README.md": 1, "docs/API.md": 4, "docs/BRAX.md": 5, "docs/SCALE.md": 1,
         "docs/OFFLINE.md": 1, "docs/EXPORT.md": 1,
     }  # fmt: skip
     return found[page]
@@ -124,6 +124,18 @@ def test_the_brax_network_factory_example_runs_the_factory_s_own_networks():
     assert action.shape == (3, 1) and np.all(np.isfinite(action))  # a Gaussian's mean, unsquashed
 
 
+def test_the_brax_training_metrics_example_gives_brax_s_training_logs():
+    """docs/BRAX.md's log_training_metrics example: Brax's `episode/...` logs after every
+    training step, beside the evaluation's metrics."""
+    namespace: dict = {}
+    exec(compile(_python_blocks("docs/BRAX.md")[2], "docs/BRAX.md", "exec"), namespace)
+    training = namespace["training"]
+    assert [step for step, _ in training] == [64 * (i + 1) for i in range(len(training))]
+    assert {"episode/sum_reward", "episode/sps", "episode/policy_loss"} <= set(training[-1][1])
+    evaluations = [m for _, m in namespace["logs"] if "eval/episode_reward" in m]
+    assert len(evaluations) == 2  # at step 0 and at the end
+
+
 def test_the_brax_sac_example_runs_with_brax_s_results():
     """docs/BRAX.md's SAC example: Brax's (normalizer, policy) pair, its inference function,
     and the evaluation's metrics after the prefill of 256 rows and two intervals."""
@@ -131,7 +143,7 @@ def test_the_brax_sac_example_runs_with_brax_s_results():
 
     peers.install_jax_shims()
     namespace: dict = {}
-    exec(compile(_python_blocks("docs/BRAX.md")[2], "docs/BRAX.md", "exec"), namespace)
+    exec(compile(_python_blocks("docs/BRAX.md")[3], "docs/BRAX.md", "exec"), namespace)
     assert {"eval/episode_reward", "training/critic_loss"} <= set(namespace["metrics"])
     assert set(namespace["policy_params"]["params"]) == {f"hidden_{i}" for i in range(3)}
     assert int(namespace["normalizer_params"].count) == 2048
@@ -143,7 +155,7 @@ def test_the_brax_crossq_example_runs_with_brax_s_results():
     """docs/BRAX.md's example of the other algorithms' door: CrossQ by Brax's sac.train
     arguments and its own options, Brax's metrics and normaliser, jaxrl's make_policy."""
     namespace: dict = {"obs": np.zeros((3, 2), np.float32)}
-    exec(compile(_python_blocks("docs/BRAX.md")[3], "docs/BRAX.md", "exec"), namespace)
+    exec(compile(_python_blocks("docs/BRAX.md")[4], "docs/BRAX.md", "exec"), namespace)
     assert {"eval/episode_reward", "training/critic_loss"} <= set(namespace["metrics"])
     normalizer, policy_params = namespace["params"]
     assert int(normalizer.count) == 2048 and ".actor_stats" in "".join(policy_params)

@@ -171,12 +171,14 @@ class Distribution(NamedTuple):
     log_prob(out, raw) -> [...]; entropy(key, out) -> [...] (a one-sample estimate where it
     has no closed form); explore(key, out) -> (action, raw, log_prob); act(key, out,
     noise_scale) -> action: the mode's at a Python 0 (drawing nothing), else a sample with its
-    noise scaled by noise_scale (a scalar or one per row)."""
+    noise scaled by noise_scale (a scalar or one per row). moments(out) -> (loc, scale) of the
+    Gaussian before any squashing, for the update's `policy_dist_*` metrics (None: none)."""
 
     log_prob: Callable
     entropy: Callable
     explore: Callable
     act: Callable
+    moments: Callable | None = None
 
 
 def _tanh_gaussian_explore(key, out):
@@ -191,6 +193,7 @@ TANH_GAUSSIAN = Distribution(
     entropy=lambda key, out: distributions.tanh_gaussian_entropy(key, *out),
     explore=_tanh_gaussian_explore,
     act=lambda key, out, noise_scale: distributions.tanh_gaussian_act(key, *out, noise_scale),
+    moments=lambda out: (out[0], jnp.exp(out[1])),
 )
 
 
@@ -278,6 +281,14 @@ def losses(config: PPOConfig = PPOConfig(), nets: Networks | None = None) -> Los
             "approx_kl": ((ratio - 1.0) - log_ratio).mean(),
             "clip_fraction": (jnp.abs(ratio - 1.0) > hp["clip_epsilon"]).mean(),
         }
+        if dist.moments is not None:  # the policy's Gaussian over the minibatch, as Brax's
+            loc, scale = dist.moments(out)
+            for name, x in (("loc", loc), ("std", scale)):
+                metrics |= {
+                    f"policy_dist_mean_{name}": x.mean(),
+                    f"policy_dist_max_{name}": x.max(),
+                    f"policy_dist_min_{name}": x.min(),
+                }
         return total, metrics
 
     def minibatch(params, batch: dict, key: jax.Array, hp: dict, action_size: int):

@@ -232,11 +232,16 @@ def brax_distribution(dist: Any):
         scale = jnp.expand_dims(jnp.asarray(noise_scale, mode.dtype), -1)
         return dist.postprocess(mode + scale * (dist.sample_no_postprocessing(out, key) - mode))
 
+    def moments(out):
+        gaussian = dist.create_dist(out)
+        return gaussian.loc, gaussian.scale
+
     return ppo.Distribution(
         log_prob=dist.log_prob,
         entropy=lambda key, out: dist.entropy(out, key),
         explore=explore,
         act=act,
+        moments=moments,
     )
 
 

@@ -49,11 +49,15 @@ class Report:
         training = {
             "training/sps": row["chunk_env_steps_per_second"] * self.repeat,
             "training/walltime": row["train_seconds"],
-            **(self._ppo(row) if self.config.algo == "ppo" else self._off_policy(row)),
+            **self.update_metrics(row),
         }
         if not self.run_evals:
             return training
         return {**training, **self._eval(row)}
+
+    def update_metrics(self, row: dict) -> dict:
+        """Brax's `training/` losses of jaxrl's row (or of one update's metrics, PPO)."""
+        return self._ppo(row) if self.config.algo == "ppo" else self._off_policy(row)
 
     def _ppo(self, row: dict) -> dict:
         agent = self.agent
@@ -66,6 +70,9 @@ class Report:
             "training/entropy_loss": entropy_loss,
             "training/kl_mean": row["approx_kl"],
             "training/learning_rate": agent.learning_rate,
+            # The policy's Gaussian: the loc's and scale's mean, max and min over each
+            # minibatch, averaged over the gradient steps (Brax's compute_ppo_loss).
+            **{f"training/{k}": row[k] for k in row if k.startswith("policy_dist_")},
         }
 
     def _off_policy(self, row: dict) -> dict:

@@ -22,6 +22,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 from brax.training.agents.ppo import networks as ppo_networks
 
 from jaxrl.brax import arguments, factories
@@ -47,8 +48,6 @@ _REFUSED = {
         "Brax's time-out bootstrap (r + gamma V(s_t)) is not jaxrl's; truncations are masked",
     ),
     "use_distributional_critic": (False, "no distributional PPO critic"),
-    "log_training_metrics": (False, "the training episodes' metrics are not logged yet"),
-    "training_metrics_steps": (None, "the training episodes' metrics are not logged yet"),
 }
 
 
@@ -136,6 +135,8 @@ class _Plan:
     restored: Any  # Brax's (normalizer, policy, value) to start from, or None
     restore_value_fn: bool
     save_checkpoint_path: Any
+    # log_training_metrics: (env steps between two logs, Brax's unroll_length), or None.
+    training_log: tuple[int, int] | None = None
 
 
 def make_plan(s: dict) -> _Plan:
@@ -164,6 +165,12 @@ def make_plan(s: dict) -> _Plan:
     per_step = s["batch_size"] * s["num_minibatches"] * s["unroll_length"]  # control steps
     epochs, steps_per_epoch = _epochs(s, per_step * repeat)
     total = epochs * steps_per_epoch * per_step
+    training_log = None
+    if s["log_training_metrics"]:  # Brax's default: a log every training step
+        every = s["training_metrics_steps"]
+        if every is not None and (isinstance(every, bool) or int(every) != every or every <= 0):
+            raise ConfigError(f"training_metrics_steps must be a positive integer, not {every!r}")
+        training_log = (int(every) if every else per_step * repeat, s["unroll_length"])
     try:
         config = TrainConfig(
             algo="ppo",
@@ -229,6 +236,7 @@ def make_plan(s: dict) -> _Plan:
         restored=_restored(s),
         restore_value_fn=bool(s["restore_value_fn"]),
         save_checkpoint_path=s["save_checkpoint_path"],
+        training_log=training_log,
     )
 
 
@@ -313,6 +321,10 @@ def run_plan(plan: _Plan, progress_fn: Callable, policy_params_fn: Callable):
     def on_row(step: int, row: dict) -> None:
         pending[:] = [report.row(row)]
 
+    on_iteration = None
+    if plan.training_log is not None:
+        on_iteration = training_episodes(plan, report, progress_fn)
+
     if plan.untrained:  # num_timesteps=0: Brax returns the first parameters, untrained
         trainer = driver.check_setting(config, plan.agent_config, plan.env, None, plan.injected)
         state = jax.jit(trainer.init)(jax.random.PRNGKey(config.seed))
@@ -329,9 +341,46 @@ def run_plan(plan: _Plan, progress_fn: Callable, policy_params_fn: Callable):
         env=plan.trainer_env,
         randomization_fn=plan.randomization_fn,
         networks=plan.injected,
+        on_iteration=on_iteration,
     )
     last = report.row(result.history[-1]) if plan.num_evals > 0 else {}
     return make_policy, brax_params_of(result.state), last
+
+
+def training_episodes(plan: _Plan, report: brax_metrics.Report, progress_fn: Callable):
+    """`log_training_metrics`: the loop's `on_iteration` feeding Brax's own
+    `EpisodeMetricsLogger`, as Brax's training step feeds it, so that `progress_fn` gets
+    `episode/sum_reward`, `episode/length`, `episode/sps` and the losses (`episode/<loss>`) at
+    Brax's steps and by Brax's averaging (the last 100 values of each). Each iteration's
+    arrays are put in the order of Brax's training data (its unrolls' envs by rows, each
+    unroll's steps along them), whose last 100 episodes the logger keeps; the losses, of which
+    jaxrl's update gives each the mean over its gradient steps, enter once per gradient step.
+    Not given: the env's own metrics summed over training episodes."""
+    from brax.training import logger as metric_logger
+
+    every, unroll = plan.training_log
+    logger = metric_logger.EpisodeMetricsLogger(
+        steps_between_logging=every, progress_fn=progress_fn
+    )
+    gradient_steps = plan.agent_config.num_epochs * plan.agent_config.num_minibatches
+
+    def brax_order(x):  # [T, N], T = unrolls x unroll -> [unrolls x N, unroll]
+        x = np.asarray(x)
+        t, n = x.shape
+        return x.reshape(t // unroll, unroll, n).transpose(0, 2, 1).reshape(-1, unroll)
+
+    def on_iteration(finished: dict, metrics: dict) -> None:
+        episodes = {
+            "sum_reward": brax_order(finished["return"]),
+            "length": brax_order(finished["length"]) * plan.action_repeat,
+        }
+        losses = {
+            name.removeprefix("training/"): np.full(gradient_steps, value, np.float32)
+            for name, value in report.update_metrics(metrics).items()
+        }
+        logger.update_episode_metrics(episodes, brax_order(finished["done"]), losses)
+
+    return on_iteration
 
 
 def _start_from(state, restored, restore_value_fn: bool, injected: bool = False):

@@ -17,6 +17,7 @@ from typing import Any
 
 from jaxrl.agents.base import Agent
 from jaxrl.config import TrainConfig
+from jaxrl.errors import ConfigError
 from jaxrl.loops import offpolicy, onpolicy, split
 from jaxrl.loops.base import Trainer, resolve_config
 from jaxrl.loops.offpolicy import OffPolicyState
@@ -24,7 +25,11 @@ from jaxrl.loops.onpolicy import OnPolicyState
 
 
 def make_train(
-    config: TrainConfig, agent: Agent, env: Any = None, randomization_fn: Any = None
+    config: TrainConfig,
+    agent: Agent,
+    env: Any = None,
+    randomization_fn: Any = None,
+    on_iteration: Any = None,
 ) -> Trainer:
     """The training program of `agent` on `config.env` (or on the base env `env`, an object
     with Brax's reset/step/observation_size/action_size): the replay loop for off-policy
@@ -33,8 +38,13 @@ def make_train(
     `randomization_fn(model, rng) -> (models, in_axes)`: domain randomization, as Brax's and
     Playground's trainers take it (`jaxrl.loops.base.make_envs`). An off-policy config with
     `split_every` > 0 over two devices or more gives the actor/learner split
-    (`jaxrl.loops.split`), whose `chunk` runs on the host."""
+    (`jaxrl.loops.split`), whose `chunk` runs on the host. `on_iteration(finished, metrics)`:
+    the on-policy loop's host callback after every iteration (`onpolicy.make_train`)."""
     config = resolve_config(config, agent)
+    if on_iteration is not None:
+        if not agent.on_policy:
+            raise ConfigError("on_iteration: only the on-policy loop (PPO) calls it")
+        return onpolicy.make_train(config, agent, env, randomization_fn, on_iteration)
     loop = onpolicy if agent.on_policy else split if config.split else offpolicy
     return loop.make_train(config, agent, env, randomization_fn)
 

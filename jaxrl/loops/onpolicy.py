@@ -53,11 +53,23 @@ class OnPolicyState:
     hp: dict
 
 
+# The per-env arrays [unroll_length, num_envs] an iteration hands `on_iteration`: which envs'
+# episodes ended at each step, and those episodes' returns and lengths (in env steps).
+FINISHED = "finished"
+
+
 def make_train(
-    config: TrainConfig, agent: Agent, env: Any = None, randomization_fn: Any = None
+    config: TrainConfig,
+    agent: Agent,
+    env: Any = None,
+    randomization_fn: Any = None,
+    on_iteration: Callable[[dict, dict], Any] | None = None,
 ) -> Trainer:
     """The on-policy program (`jaxrl.loops.make_train` picks it for agents with `explore`);
-    `config` resolved (`jaxrl.loops.base.resolve_config`)."""
+    `config` resolved (`jaxrl.loops.base.resolve_config`). `on_iteration(finished, metrics)`:
+    a host callback after every iteration's update, from inside the compiled chunk (Brax's
+    `log_training_metrics`), with the rollout's ended episodes (`finished`: "done",
+    "return", "length", each [unroll_length, num_envs]) and the update's metrics."""
     given = env
     env, eval_env = make_envs(config, env, randomization_fn)
     view = observation_view(config, env)
@@ -66,9 +78,9 @@ def make_train(
     init = make_init(config, agent, env, view, data)
     randomized = randomization_fn is not None or bool(config.randomize)
     if shares_simulator(config, randomized, env=given):
-        chunk = make_shared_chunk(config, agent, env, view, data)
+        chunk = make_shared_chunk(config, agent, env, view, data, on_iteration)
     else:
-        chunk = make_chunk(config, agent, env, view, data, evaluate)
+        chunk = make_chunk(config, agent, env, view, data, evaluate, on_iteration)
 
     def train(key: jax.Array) -> tuple[OnPolicyState, dict]:
         return jax.lax.scan(lambda s, _: chunk(s), init(key), None, config.num_chunks)
@@ -90,9 +102,11 @@ def _summary(config: TrainConfig, state: OnPolicyState, metrics: dict) -> dict:
     return summary
 
 
-def make_chunk(config: TrainConfig, agent: Agent, env: Any, view, data, evaluate) -> Callable:
+def make_chunk(
+    config: TrainConfig, agent: Agent, env: Any, view, data, evaluate, on_iteration=None
+) -> Callable:
     """The chunk with an evaluation of its own envs after the iterations' scan."""
-    iteration = make_iteration(config, agent, env, view, data)
+    iteration = make_iteration(config, agent, env, view, data, on_iteration)
 
     def chunk(state: OnPolicyState) -> tuple[OnPolicyState, dict]:
         state, metrics = jax.lax.scan(iteration, state, None, config.iterations_per_chunk)
@@ -137,11 +151,15 @@ def make_init(config: TrainConfig, agent: Agent, env: Any, view, data) -> Callab
     return init
 
 
-def make_rollout(config: TrainConfig, agent: Agent, env: Any, view, data) -> Callable:
-    """`rollout(state, key) -> (env_state, batch, obs_stats, episode sums)`: unroll_length
+def make_rollout(
+    config: TrainConfig, agent: Agent, env: Any, view, data, finished: bool = False
+) -> Callable:
+    """`rollout(state, key) -> (env_state, batch, obs_stats, episode metrics)`: unroll_length
     steps of all envs under the current policy and statistics, the statistics updated with
-    them, and the `Rollout` the update reads, normalised (see `renormalize_rollout`)."""
-    act, after_step = make_act(config, agent, view), make_after_step(config, view, data)
+    them, and the `Rollout` the update reads, normalised (see `renormalize_rollout`). The
+    episode metrics are summed over the steps, but for `finished` (`make_after_step`)."""
+    act = make_act(config, agent, view)
+    after_step = make_after_step(config, view, data, finished)
     finish = make_finish(config)
 
     def rollout(state: OnPolicyState, key: jax.Array):
@@ -154,7 +172,7 @@ def make_rollout(config: TrainConfig, agent: Agent, env: Any, view, data) -> Cal
         keys = jax.random.split(key, config.unroll_length)
         env_state, (steps, extras, episodes) = jax.lax.scan(step, state.env_state, keys)
         batch, stats = finish(state, steps, extras)
-        return env_state, batch, stats, jax.tree.map(jnp.sum, episodes)
+        return env_state, batch, stats, _summed(episodes)
 
     return rollout
 
@@ -173,9 +191,10 @@ def make_act(config: TrainConfig, agent: Agent, view) -> Callable:
     return act
 
 
-def make_after_step(config: TrainConfig, view, data) -> Callable:
+def make_after_step(config: TrainConfig, view, data, finished: bool = False) -> Callable:
     """`after_step(stepped, raw_obs, extras) -> (env_state, (record, extras, metrics))`: the
-    step's record (observation acted on, reward, observation reached, terminated, done)."""
+    step's record (observation acted on, reward, observation reached, terminated, done).
+    With `finished`, the metrics also hold each env's ended episode (FINISHED)."""
 
     def after_step(stepped, raw_obs, extras):
         env_state = data.split(stepped, size=config.num_envs)
@@ -187,6 +206,12 @@ def make_after_step(config: TrainConfig, view, data) -> Callable:
             **episode_metrics(env_state),
             **nonfinite(observation=(raw_obs, final_obs), reward=env_state.reward),
         }
+        if finished:
+            step_metrics[FINISHED] = {
+                "done": env_state.done,
+                "return": info["finished_return"],
+                "length": info["finished_length"],
+            }
         return env_state, (record, extras, step_metrics)
 
     return after_step
@@ -236,16 +261,43 @@ def make_hard_reset(config: TrainConfig, env: Any, data) -> Callable:
     return hard_reset
 
 
-def make_iteration(config: TrainConfig, agent: Agent, env: Any, view, data) -> Callable:
+def _summed(step_metrics: dict) -> dict:
+    """An iteration's episode metrics: each summed over its steps, FINISHED kept per step."""
+    kept = {FINISHED: step_metrics[FINISHED]} if FINISHED in step_metrics else {}
+    rest = {k: v for k, v in step_metrics.items() if k != FINISHED}
+    return {**jax.tree.map(jnp.sum, rest), **kept}
+
+
+def _report_iteration(on_iteration, episodes: dict, update_metrics: dict, training=True) -> dict:
+    """Hands the iteration's ended episodes and update metrics to `on_iteration` (a host
+    callback, in order) and returns the episode metrics without them. `training`: False for a
+    shared chunk's evaluation phases, which the callback is not told of."""
+    episodes = dict(episodes)
+    finished = episodes.pop(FINISHED, None)
+    if on_iteration is not None:
+
+        def call(finished, metrics, training):
+            if training:
+                on_iteration(finished, metrics)
+
+        jax.debug.callback(call, finished, update_metrics, training, ordered=True)
+    return episodes
+
+
+def make_iteration(
+    config: TrainConfig, agent: Agent, env: Any, view, data, on_iteration=None
+) -> Callable:
     """One loop iteration, a `lax.scan` body: a rollout, one `agent.update` on it, and every
-    `reset_every` iterations a hard reset of the training envs."""
-    rollout = make_rollout(config, agent, env, view, data)
+    `reset_every` iterations a hard reset of the training envs; `on_iteration` (`make_train`)
+    then hears of it."""
+    rollout = make_rollout(config, agent, env, view, data, on_iteration is not None)
     hard_reset = make_hard_reset(config, env, data)
 
     def iteration(state: OnPolicyState, _):
         key, rollout_key, update_key = jax.random.split(state.key, 3)
         env_state, batch, stats, episodes = rollout(state, rollout_key)
         agent_state, update_metrics = agent.update(state.agent, batch, update_key)
+        episodes = _report_iteration(on_iteration, episodes, update_metrics)
         if config.reset_every:  # its own key, so runs without it keep their numbers
             key, reset_key = jax.random.split(key)
             env_state = hard_reset(env_state, state.iteration + 1, reset_key)
@@ -261,7 +313,9 @@ def make_iteration(config: TrainConfig, agent: Agent, env: Any, view, data) -> C
     return iteration
 
 
-def make_shared_chunk(config: TrainConfig, agent: Agent, env: Any, view, data) -> Callable:
+def make_shared_chunk(
+    config: TrainConfig, agent: Agent, env: Any, view, data, on_iteration=None
+) -> Callable:
     """The chunk with its evaluation in the same scan as its rollouts' steps, through one env
     step (`jaxrl.loops.base.SharedEvaluation`): a scan of phases, each an inner scan of
     unroll_length trips of one env step each, then the update on that rollout (`learn_if`,
@@ -271,7 +325,8 @@ def make_shared_chunk(config: TrainConfig, agent: Agent, env: Any, view, data) -
     of its own). The update sits outside the inner scan because its conditional is paid on
     every trip of the loop whose body holds it: inside, a chunk ran about 3x slower
     (benchmarks/notes/2026-12-06-code-figures.md)."""
-    act, after_step = make_act(config, agent, view), make_after_step(config, view, data)
+    act = make_act(config, agent, view)
+    after_step = make_after_step(config, view, data, on_iteration is not None)
     finish, hard_reset = make_finish(config), make_hard_reset(config, env, data)
     shared = make_shared_evaluation(config, agent, env, view, data)
     unroll, iterations = config.unroll_length, config.iterations_per_chunk
@@ -328,6 +383,7 @@ def make_shared_chunk(config: TrainConfig, agent: Agent, env: Any, view, data) -
         (agent_state, stats), update_metrics = learn_if(
             training, update, learner, state, *rollout, update_key
         )
+        per_step = _report_iteration(on_iteration, per_step, update_metrics, training)
         env_state = state.env_state
         if config.reset_every:
             key, reset_key = jax.random.split(key)

@@ -166,6 +166,7 @@ def train(
     seeds: Any = None,
     vmap: Any = None,
     networks: Any = None,
+    on_iteration: Callable[[dict, dict], Any] | None = None,
 ) -> RunResult:
     """Trains `config.algo` on `config.env`, or on `env`: your own env object, with Brax's
     reset/step/observation_size/action_size (config.env is then only its label; the time
@@ -202,6 +203,10 @@ def train(
     TrainConfig.ARRAY_FIELDS and the agent config's). Members' metrics go to
     SETTING/seed_<seed>/; each row names the best setting (highest mean eval return over its
     seeds), whose mean is then the row's `eval_return`, and gives every setting's summary.
+
+    `on_iteration(finished, metrics)` (PPO, one member): called from inside the compiled
+    chunk after every rollout's update, with the episodes that rollout ended and the update's
+    metrics (`jaxrl.loops.onpolicy.make_train`; `jaxrl.brax.ppo`'s `log_training_metrics`).
     """
     # Every check that can fail on bad input runs here, before anything is compiled.
     options = options or RunOptions(checkpoint_every=checkpoint_every)
@@ -213,6 +218,8 @@ def train(
             "networks: a run with networks of the caller's keeps no run folder (out_dir): "
             "resume, eval and load_policy build jaxrl's own networks"
         )
+    if on_iteration is not None and run_grid is not None:
+        raise ConfigError("on_iteration: a run of several seeds or settings does not call it")
     # Over several processes, process 0 checks and writes the run folder (all checkpoint).
     primary = sharding.is_primary()
     out_path = check_run_dir(out_dir) if primary or out_dir is None else pathlib.Path(out_dir)
@@ -221,7 +228,9 @@ def train(
     configure_compile_cache(compile_cache)
 
     agent = agents.build(config.algo, agent_config, networks)
-    trainer, store = _make_trainer(config, agent, agent_config, env, randomization_fn, networks)
+    trainer, store = _make_trainer(
+        config, agent, agent_config, env, randomization_fn, networks, on_iteration
+    )
     config = trainer.config  # with the algorithm's own loop defaults filled in
     _check_split(config, run_grid)
     members = member_settings(trainer, agent_config, run_grid, networks)  # checked before compiling
@@ -302,20 +311,25 @@ def _make_trainer(
     env: Any,
     randomization_fn: Any,
     networks: Any = None,
+    on_iteration: Any = None,
 ) -> tuple[Trainer, programs.Store]:
     """`make_train`'s trainer, as it is, and the store of compiled programs as its run sees
     it (`jaxrl.run.programs.Store`): keyed by the run where its programs can be stored, not
     for an env object, randomization function or networks of the caller's, whose code the key
-    cannot see (`programs.NONE`). With the store on, a registry env is built here, so that its
+    cannot see, nor for a run whose program calls back `on_iteration` (`programs.NONE`).
+    With the store on, a registry env is built here, so that its
     observation size comes from the store (`programs.remember_observation_size`) instead of a
     trace of its reset."""
     base = env
     if env is None and programs.folder() is not None:
         base = registry_env(config)
         programs.remember_observation_size(base, config)
-    trainer = make_train(config, agent, base, randomization_fn)
+    trainer = make_train(config, agent, base, randomization_fn, on_iteration)
     if env is not None or randomization_fn is not None or networks is not None:
         programs.note("run", "off: an env, randomization or networks of the caller's")
+        return trainer, programs.NONE
+    if on_iteration is not None:
+        programs.note("run", "off: a program that calls back on_iteration")
         return trainer, programs.NONE
     return trainer, programs.Store(programs.identity(trainer, agent_config))
 

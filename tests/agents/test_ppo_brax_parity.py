@@ -167,6 +167,16 @@ def _brax_loss(nets, normalizer, data, key):
     return loss
 
 
+def _check_gaussian(metrics: dict, brax_metrics: dict) -> None:
+    """The policy's Gaussian over the minibatch (its loc's and scale's mean, max and min), as
+    Brax's loss reports it: the six policy_dist_* metrics (a learned std may be one number)."""
+    names = [k for k in brax_metrics if k.startswith("policy_dist_")]
+    assert len(names) == 6
+    for name in names:
+        np.testing.assert_allclose(metrics[name], brax_metrics[name], rtol=1e-5, err_msg=name)
+    assert metrics["policy_dist_max_loc"] > metrics["policy_dist_min_loc"]
+
+
 @pytest.mark.parametrize("gae_scan", ["sequential", "associative"])
 def test_loss_and_gradients_match_brax_compute_ppo_loss(gae_scan):
     """Also with the advantage recursion as a parallel scan (`gae_scan`), a speed choice that
@@ -189,6 +199,7 @@ def test_loss_and_gradients_match_brax_compute_ppo_loss(gae_scan):
     np.testing.assert_allclose(
         -ENTROPY * metrics["entropy"], brax_metrics["entropy_loss"], rtol=1e-5
     )
+    _check_gaussian(metrics, brax_metrics)
     for part in ("policy", "value"):
         expected = _as_jaxrl(getattr(brax_grads, part), grads[part])
         for got, want in zip(jax.tree.leaves(grads[part]), jax.tree.leaves(expected), strict=True):
@@ -265,6 +276,7 @@ def test_injected_brax_networks_give_brax_s_loss_and_gradients(options):
     np.testing.assert_allclose(
         -ENTROPY * metrics["entropy"], brax_metrics["entropy_loss"], rtol=1e-5
     )
+    _check_gaussian(metrics, brax_metrics)
     assert np.isfinite(float(total)) and float(metrics["approx_kl"]) > 1e-4  # ratios not 1
     for part in ("policy", "value"):
         want = jax.tree.leaves(getattr(brax_grads, part))

@@ -6,6 +6,7 @@ jaxrl returns. Learning: Brax's own PPO train test (its `fast` env and settings)
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import math
@@ -50,6 +51,10 @@ EVAL_KEYS = {
 TRAIN_KEYS = {
     "training/sps", "training/walltime", "training/total_loss", "training/policy_loss",
     "training/v_loss", "training/entropy_loss", "training/kl_mean", "training/learning_rate",
+    # The policy's Gaussian over the minibatches (Brax's compute_ppo_loss)
+    "training/policy_dist_mean_std", "training/policy_dist_max_std",
+    "training/policy_dist_min_std", "training/policy_dist_mean_loc",
+    "training/policy_dist_max_loc", "training/policy_dist_min_loc",
 }  # fmt: skip
 
 
@@ -105,6 +110,7 @@ def test_an_argument_jaxrl_cannot_honour_is_refused_by_name(name):
             "network_factory=.*failed",
         ),
         (dict(batch_size=3), "num_envs"),
+        (dict(log_training_metrics=True, training_metrics_steps=0), "training_metrics_steps"),
         (dict(episode_length=0), "episode_length"),
         (dict(num_envs=0), "num_envs"),
         (dict(learning_rate=-1.0), "learning_rate"),
@@ -440,3 +446,43 @@ def test_playground_s_notebook_pattern_runs_end_to_end():
     policy = make_inference_fn(params, deterministic=True)
     action, _ = policy(jnp.zeros((3, env.observation_size)), jax.random.PRNGKey(0))
     assert action.shape == (3, env.action_size)
+
+
+def test_training_logs_keep_brax_s_order_units_and_window():
+    """`training_episodes` feeds Brax's logger as Brax's training step does, past the 100
+    values of each metric its logger keeps: each iteration's episodes in the order of Brax's
+    training data (row u x envs + n holds unroll u of env n), lengths in physics steps, and
+    each loss once per gradient step. Independent reference: the last 100 episodes and the
+    last 100 gradient steps' losses, listed by hand from Brax's layout."""
+    from jaxrl.brax import metrics as brax_metrics
+
+    plan = ppo.make_plan(_arguments(log_training_metrics=True, training_metrics_steps=10**9))
+    plan = dataclasses.replace(plan, training_log=(30 * 40, RUN["unroll_length"]))  # one log
+    report = brax_metrics.Report(plan.config, plan.agent_config, 2, plan.run_evals)
+    logs = []
+    hook = ppo.training_episodes(plan, report, lambda step, m: logs.append((step, m)))
+    unroll, n = RUN["unroll_length"], RUN["num_envs"]
+    unrolls = RUN["batch_size"] * RUN["num_minibatches"] // n
+    t = unrolls * unroll  # jaxrl's rollout: [t, n], step u x unroll + l of unroll u
+    per_update = plan.agent_config.num_epochs * plan.agent_config.num_minibatches
+    rng = np.random.default_rng(0)
+    episodes, policy_losses = [], []
+    for i in range(30):  # 30 iterations of 40 env steps, about 12 episodes each
+        done = (rng.random((t, n)) < 0.3).astype(np.float32)
+        returns = rng.normal(size=(t, n)).astype(np.float32)
+        lengths = rng.integers(1, 7, size=(t, n)).astype(np.float32)
+        for u in range(unrolls):  # Brax's rows: unroll u's env k, its steps in order
+            for k in range(n):
+                for step in range(u * unroll, (u + 1) * unroll):
+                    if done[step, k]:
+                        episodes.append((returns[step, k], 2 * lengths[step, k]))
+        metrics = {"policy_loss": np.float32(i), "value_loss": np.float32(0.5),
+                   "entropy": np.float32(1.0), "approx_kl": np.float32(0.0)}  # fmt: skip
+        policy_losses += [float(i)] * per_update
+        hook({"done": done, "return": returns, "length": lengths}, metrics)
+    ((step, log),) = logs
+    assert step == 30 * t * n
+    close = functools.partial(np.testing.assert_allclose, rtol=1e-6)
+    close(log["episode/sum_reward"], np.mean([float(r) for r, _ in episodes[-100:]]))
+    close(log["episode/length"], np.mean([float(n) for _, n in episodes[-100:]]))
+    close(log["episode/policy_loss"], np.mean(policy_losses[-100:]))

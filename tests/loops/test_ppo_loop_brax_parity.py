@@ -163,7 +163,7 @@ def brax_run():
     from brax.training.agents.ppo import losses as brax_losses
     from brax.training.agents.ppo import train as brax_train
 
-    act_keys, unrolls, loss_keys, normalizers = [], [], [], []
+    act_keys, unrolls, loss_keys, normalizers, logs = [], [], [], [], []
     actor_step, generate_unroll = acting.actor_step, acting.generate_unroll
     compute_ppo_loss, update = brax_losses.compute_ppo_loss, running_statistics.update
 
@@ -198,7 +198,13 @@ def brax_run():
         patch.setattr(acting, "generate_unroll", recording_unroll)
         patch.setattr(brax_losses, "compute_ppo_loss", recording_loss)
         patch.setattr(running_statistics, "update", recording_update)
-        _, after, _ = brax_train.train(restore_params=start, **_brax_arguments())
+        # log_training_metrics: Brax's training logs (episode/...) come to progress_fn too.
+        _, after, _ = brax_train.train(
+            restore_params=start,
+            log_training_metrics=True,
+            progress_fn=lambda step, metrics: logs.append((step, metrics)),
+            **_brax_arguments(),
+        )
         jax.effects_barrier()
     assert len(act_keys) == TRAIN_STEPS * UNROLLS * UNROLL
     assert len(unrolls) == TRAIN_STEPS * UNROLLS
@@ -225,6 +231,7 @@ def brax_run():
     return dict(
         act_keys=[np.asarray(k, np.uint32) for k in act_keys], steps=steps,
         normalizers=normalizers, start=start, after=after, **keys,
+        training_logs=[(step, m) for step, m in logs if any(k.startswith("episode/") for k in m)],
     )  # fmt: skip
 
 
@@ -234,11 +241,13 @@ def _run_jaxrl(
     eval_simulator: str = "own",
     drop_in: bool = False,
     plan=None,
+    on_iteration=None,
     **slip,
 ) -> dict:
     """jaxrl's loop (one chunk: every iteration of the run) from Brax's initial parameters and
     first env states, handed Brax's draws in the order jaxrl's loop asks for them. `plan`: a
-    drop-in plan whose configs and injected networks (`plan.injected`) run instead."""
+    drop-in plan whose configs and injected networks (`plan.injected`) run instead;
+    `on_iteration`: the loop's host callback (`onpolicy.make_train`)."""
     key_shape = jax.ShapeDtypeStruct((2,), jnp.uint32)
     zeros = np.zeros(2, np.uint32)
     acts = iter(brax["act_keys"])
@@ -285,7 +294,8 @@ def _run_jaxrl(
         return agent.update(state, batch, io_callback(given, key_shape, state.step))
 
     env = brax_peer.Drift()
-    trainer = make_train(train_config, agent._replace(explore=explore, update=update), env)
+    given = agent._replace(explore=explore, update=update)
+    trainer = make_train(train_config, given, env, on_iteration=on_iteration)
     assert onpolicy.shares_simulator(train_config, False) == (eval_simulator == "shared")
     # Brax's first env states: its per-env keys are split(key_env, N), as jaxrl's batched reset
     # splits the key `reset_as_given` takes; finished envs come back to them (autoreset "first").
@@ -368,6 +378,40 @@ def test_the_drop_in_runs_a_factory_of_the_caller_s_as_brax_does(brax_run, monke
     plan = _drop_in_plan(network_factory=_users_factory)
     assert plan.injected is not None and plan.networks.injected
     _check(brax_run, _run_jaxrl(brax_run, monkeypatch, "own", plan=plan))
+
+
+@pytest.mark.parametrize("eval_simulator", ["own", "shared"])
+def test_log_training_metrics_gives_brax_s_training_logs(brax_run, monkeypatch, eval_simulator):
+    """`log_training_metrics=True`: the drop-in's `training_episodes` over jaxrl's loop (both
+    chunks) gives progress_fn Brax's `episode/...` logs of the same run: at Brax's steps, each
+    ended episode's return and length as Brax's logger averages them, and the losses Brax's
+    gradient steps logged and the policy's Gaussian; `kl_mean` is jaxrl's estimate
+    (docs/BRAX.md)."""
+    from jaxrl.brax import metrics as brax_metrics
+    from jaxrl.brax import ppo as brax_door
+
+    plan = _drop_in_plan(log_training_metrics=True)
+    assert plan.training_log == (PER_STEP, UNROLL)  # Brax's default: every training step
+    report = brax_metrics.Report(plan.config, plan.agent_config, 1, plan.run_evals)
+    logs = []
+    hook = brax_door.training_episodes(plan, report, lambda step, m: logs.append((step, m)))
+    drop_in = eval_simulator == "own"  # the parity flags' configs give the shared chunk
+    run = _run_jaxrl(brax_run, monkeypatch, eval_simulator, drop_in, on_iteration=hook)
+    _check(brax_run, run)  # the same run as Brax's
+    want = brax_run["training_logs"]
+    assert [step for step, _ in logs] == [step for step, _ in want]
+    assert [step for step, _ in want] == [PER_STEP * (i + 1) for i in range(TRAIN_STEPS)]
+    for (step, got), (_, brax_log) in zip(logs, want, strict=True):
+        assert set(got) == set(brax_log), step
+        gaussian = [k[len("episode/") :] for k in brax_log if k.startswith("episode/policy_dist_")]
+        assert len(gaussian) == 6
+        for key in ("sum_reward", "length", "total_loss", "policy_loss", "v_loss",
+                    "entropy_loss", "learning_rate", *gaussian):  # fmt: skip
+            np.testing.assert_allclose(
+                got[f"episode/{key}"], brax_log[f"episode/{key}"], rtol=1e-4, atol=1e-6,
+                err_msg=f"{key} at {step}",
+            )  # fmt: skip
+    assert len({m["episode/sum_reward"] for _, m in want}) > 1  # episodes of several returns
 
 
 @pytest.mark.parametrize(
