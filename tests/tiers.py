@@ -226,6 +226,7 @@ NOT_UNIT = (
     "tests/test_readme.py::test_the_brax_crossq_example_runs_with_brax_s_results",
     "tests/test_readme.py::test_the_brax_examples_run_with_brax_s_results",
     "tests/test_readme.py::test_the_brax_sac_example_runs_with_brax_s_results",
+    "tests/test_readme.py::test_the_brax_training_metrics_example_gives_brax_s_training_logs",
     "tests/test_readme.py::test_the_export_example_runs_the_exported_policy_without_jax",
     "tests/test_render.py::test_frames_match_the_envs_own_render",
     "tests/test_render.py::test_renders_an_episode_to_mp4",
