@@ -75,6 +75,7 @@ NOT_UNIT = (
     "tests/brax/test_ppo_train.py::test_eval_env_is_where_evaluation_runs",
     "tests/brax/test_ppo_train.py::test_it_learns_brax_s_own_ppo_test",
     "tests/brax/test_ppo_train.py::test_playground_s_notebook_pattern_runs_end_to_end",
+    "tests/brax/test_ppo_train.py::test_training_logs_over_several_devices",
     "tests/brax/test_sac_train.py::test_a_prefill_then_chunks_trains_as_chunks_that_stored_it_first",
     "tests/brax/test_sac_train.py::test_eval_env_is_where_evaluation_runs",
     "tests/brax/test_sac_train.py::test_it_learns_brax_s_own_sac_test",

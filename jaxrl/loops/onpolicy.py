@@ -268,10 +268,14 @@ def _summed(step_metrics: dict) -> dict:
     return {**jax.tree.map(jnp.sum, rest), **kept}
 
 
-def _report_iteration(on_iteration, episodes: dict, update_metrics: dict, training=True) -> dict:
+def _report_iteration(
+    config: TrainConfig, on_iteration, episodes: dict, update_metrics: dict, training=True
+) -> dict:
     """Hands the iteration's ended episodes and update metrics to `on_iteration` (a host
-    callback, in order) and returns the episode metrics without them. `training`: False for a
-    shared chunk's evaluation phases, which the callback is not told of."""
+    callback) and returns the episode metrics without them. `training`: False for a shared
+    chunk's evaluation phases, which the callback is not told of. On one device the calls are
+    ordered effects; JAX has none over several, where they come, as Brax's do, in the order
+    the device reaches them."""
     episodes = dict(episodes)
     finished = episodes.pop(FINISHED, None)
     if on_iteration is not None:
@@ -280,7 +284,8 @@ def _report_iteration(on_iteration, episodes: dict, update_metrics: dict, traini
             if training:
                 on_iteration(finished, metrics)
 
-        jax.debug.callback(call, finished, update_metrics, training, ordered=True)
+        ordered = sharding.device_count(config.devices) <= 1  # 0: one device, no mesh
+        jax.debug.callback(call, finished, update_metrics, training, ordered=ordered)
     return episodes
 
 
@@ -297,7 +302,7 @@ def make_iteration(
         key, rollout_key, update_key = jax.random.split(state.key, 3)
         env_state, batch, stats, episodes = rollout(state, rollout_key)
         agent_state, update_metrics = agent.update(state.agent, batch, update_key)
-        episodes = _report_iteration(on_iteration, episodes, update_metrics)
+        episodes = _report_iteration(config, on_iteration, episodes, update_metrics)
         if config.reset_every:  # its own key, so runs without it keep their numbers
             key, reset_key = jax.random.split(key)
             env_state = hard_reset(env_state, state.iteration + 1, reset_key)
@@ -383,7 +388,7 @@ def make_shared_chunk(
         (agent_state, stats), update_metrics = learn_if(
             training, update, learner, state, *rollout, update_key
         )
-        per_step = _report_iteration(on_iteration, per_step, update_metrics, training)
+        per_step = _report_iteration(config, on_iteration, per_step, update_metrics, training)
         env_state = state.env_state
         if config.reset_every:
             key, reset_key = jax.random.split(key)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import json
 import math
 
 import flax.linen as nn
@@ -486,3 +487,28 @@ def test_training_logs_keep_brax_s_order_units_and_window():
     close(log["episode/sum_reward"], np.mean([float(r) for r, _ in episodes[-100:]]))
     close(log["episode/length"], np.mean([float(n) for _, n in episodes[-100:]]))
     close(log["episode/policy_loss"], np.mean(policy_losses[-100:]))
+
+
+def test_training_logs_over_several_devices():
+    """Over 4 devices (the envs sharded) JAX has no ordered effects: the training logs come
+    unordered, as Brax's do, in the order the device reaches them, at Brax's steps."""
+    from tests.devices import run_on_four_devices
+
+    code = """
+import functools, json
+from brax import envs
+from brax.training.agents.ppo import networks as ppo_networks
+from jaxrl.brax import ppo
+logs = []
+ppo.train(
+    envs.get_environment("fast"), num_timesteps=1024, num_envs=4, batch_size=4,
+    num_minibatches=2, unroll_length=8, episode_length=20, num_evals=2,
+    network_factory=functools.partial(ppo_networks.make_ppo_networks,
+        policy_hidden_layer_sizes=(8,), value_hidden_layer_sizes=(8,)),
+    log_training_metrics=True, progress_fn=lambda step, m: logs.append((step, m)))
+print(json.dumps([[s, float(m.get("episode/length", 0))] for s, m in logs if "episode/sps" in m]))
+"""
+    out = run_on_four_devices("-c", code)
+    logs = json.loads(out.strip().splitlines()[-1])
+    assert [step for step, _ in logs] == [64 * (i + 1) for i in range(16)]
+    assert logs[-1][1] == 20.0
