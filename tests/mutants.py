@@ -2141,7 +2141,7 @@ MUTANTS = [
         "        return tuple(range(first, first + count))",
         "        return tuple(range(count))",
         "--seed 3 --seeds 3 trains seeds 0, 1, 2: the --seed silently dropped",
-        "tests/run/test_runs.py",
+        "tests/run/test_runs.py::test_a_count_of_seeds_starts_at_seed_and_a_list_stays_as_given",
     ),
     m(
         "gae-associative-compose-swapped",
