@@ -428,7 +428,9 @@ def plot(name: str, records: list[dict], folder: pathlib.Path) -> list[pathlib.P
 
     written = []
     runs = [r for r in records if r.get("evals") and "error" not in r]
-    for env in sorted({r["env"] for r in runs}):
+    # Runs their timeout stopped (`load(failed=True)`): what they reached, dashed.
+    stopped = [r for r in records if "error" in r and r.get("partial_evals") and r.get("env")]
+    for env in sorted({r["env"] for r in runs + stopped}):
         fig, axes = plt.subplots(1, 2, figsize=(11, 4))
         groups = defaultdict(list)
         for r in runs:
@@ -444,7 +446,12 @@ def plot(name: str, records: list[dict], folder: pathlib.Path) -> list[pathlib.P
                 (line,) = ax.plot(x, y.mean(0), label=label)
                 if len(group) > 1:
                     ax.fill_between(x, y.min(0), y.max(0), alpha=0.2, color=line.get_color())
-        threshold = groups and next(iter(groups.values()))[0]["threshold"]
+        for r in [r for r in stopped if r["env"] == env]:
+            label = f"{system_of(r)} ({r['num_envs']} envs, stopped)"
+            for ax, key in zip(axes, ("wall_seconds", "env_steps"), strict=True):
+                xs = [e[key] for e in r["partial_evals"]]
+                ax.plot(xs, [e["eval_return"] for e in r["partial_evals"]], "--", label=label)
+        threshold = next(r["threshold"] for r in runs + stopped if r["env"] == env)
         for ax, xlabel in zip(
             axes, ("wall-clock seconds (compile included)", "env steps"), strict=True
         ):

@@ -134,3 +134,25 @@ def test_a_stopped_run_shows_what_it_reached_against_sac():
     lines = dmc_algos.section("dmc_algos-cpu", [sac, redq, finished])
     (row,) = [line for line in lines if f"| {env} | redq |" in line]
     assert "(stopped)" not in row
+
+
+def test_the_report_shows_a_stopped_run_in_its_table_and_curves(tmp_path):
+    """report.write over a records folder: a stopped run's row in the table and its curve
+    (dashed) on its task's plot, also where it is the task's only run."""
+    import json
+
+    from jaxrl.benchmarks import report
+
+    env, alone = "playground/CartpoleSwingup", "playground/CheetahRun"
+    common = {"system": "jaxrl", "num_envs": 16, "threshold": 0.0}
+    sac = {**_record("sac", env, [100, 200], [10.0, 20.0], [[1, 2], [3, 4]]), **common}
+    points = [(100, 9.0, {"eval_return": 5.0, "eval_return_std": 1.0})]
+    redq = {**_stopped("redq", env, points), **common}
+    only = {**_stopped("redq", alone, points), **common, "case": "jaxrl/redq/alone"}
+    path = tmp_path / "dmc_algos-cpu.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in (sac, redq, only)))
+    text = report.write(tmp_path).read_text()
+    assert f"| {env} | redq | 100 of 400 (stopped) |" in text
+    assert f"| {alone} | redq | 100 of 400 (stopped) |" in text
+    for task in (env, alone):
+        assert (tmp_path / f"dmc_algos-cpu-{task.replace('/', '-')}.png").stat().st_size > 1000
