@@ -2743,8 +2743,8 @@ MUTANTS = [
     m(
         "report-reads-gpu-kernels-records",
         "benchmarks/report.py",
-        '            if "case" in record and "system" in record:',
-        '            if "case" in record:',
+        '            elif "case" in record and "system" in record:',
+        '            elif "case" in record:',
         "RESULTS.md gains an empty section for each file of a stand-alone script's records",
         "tests/benchmarks/test_bench.py::test_the_report_reads_suite_records_only",
     ),
