@@ -258,7 +258,7 @@ def run_jaxrl(case: Case) -> tuple[list[dict], float, dict]:
     def chunk_done(env_steps: int, metrics: dict) -> None:  # each chunk's wall-clock
         stamps.append(time.perf_counter() - start)
         # The evaluation as a line of its own: a case killed by its timeout leaves these in its
-        # error record (`run.partial_evals`), the evidence its run had gathered.
+        # error record (`report.partial_evals`), the evidence its run had gathered.
         point = {"env_steps": env_steps, "wall_seconds": stamps[-1]}
         point |= {k: metrics[k] for k in EVALUATION_KEYS if k in metrics}
         progress(f"evaluation {json.dumps(point)}")

@@ -11,7 +11,7 @@ from collections import defaultdict
 import numpy as np
 
 from jaxrl.benchmarks.parity_report import identical_section, parity_section
-from jaxrl.benchmarks.tables import fmt, mean_or_none, system_of
+from jaxrl.benchmarks.tables import fmt, mean_or_none, stopped, system_of
 
 
 def load(path: pathlib.Path, failed: bool = False) -> list[dict]:
@@ -428,9 +428,8 @@ def plot(name: str, records: list[dict], folder: pathlib.Path) -> list[pathlib.P
 
     written = []
     runs = [r for r in records if r.get("evals") and "error" not in r]
-    # Runs their timeout stopped (`load(failed=True)`): what they reached, dashed.
-    stopped = [r for r in records if "error" in r and r.get("partial_evals") and r.get("env")]
-    for env in sorted({r["env"] for r in runs + stopped}):
+    stopped_runs = stopped(records)  # what they reached, dashed
+    for env in sorted({r["env"] for r in runs + stopped_runs}):
         fig, axes = plt.subplots(1, 2, figsize=(11, 4))
         groups = defaultdict(list)
         for r in runs:
@@ -446,12 +445,12 @@ def plot(name: str, records: list[dict], folder: pathlib.Path) -> list[pathlib.P
                 (line,) = ax.plot(x, y.mean(0), label=label)
                 if len(group) > 1:
                     ax.fill_between(x, y.min(0), y.max(0), alpha=0.2, color=line.get_color())
-        for r in [r for r in stopped if r["env"] == env]:
+        for r in [r for r in stopped_runs if r["env"] == env]:
             label = f"{system_of(r)} ({r['num_envs']} envs, stopped)"
             for ax, key in zip(axes, ("wall_seconds", "env_steps"), strict=True):
                 xs = [e[key] for e in r["partial_evals"]]
                 ax.plot(xs, [e["eval_return"] for e in r["partial_evals"]], "--", label=label)
-        threshold = next(r["threshold"] for r in runs + stopped if r["env"] == env)
+        threshold = next(r["threshold"] for r in runs + stopped_runs if r["env"] == env)
         for ax, xlabel in zip(
             axes, ("wall-clock seconds (compile included)", "env steps"), strict=True
         ):

@@ -31,3 +31,9 @@ def mean_std(values: list[float]) -> str:
 def final_returns(run: dict) -> list[float]:
     """Final returns of a record: each seed's where it trained several (Case.seeds)."""
     return run.get("final_returns") or [run["final_return"]]
+
+
+def stopped(records: list[dict]) -> list[dict]:
+    """The failed records of runs that had printed evaluations (`report.load(failed=True)`): runs a
+    timeout stopped, shown for what they reached."""
+    return [r for r in records if "error" in r and r.get("partial_evals") and r.get("env")]

@@ -168,9 +168,10 @@ def make_plan(s: dict) -> _Plan:
     training_log = None
     if s["log_training_metrics"]:  # Brax's default: a log every training step
         every = s["training_metrics_steps"]
-        if every is not None and (isinstance(every, bool) or int(every) != every or every <= 0):
-            raise ConfigError(f"training_metrics_steps must be a positive integer, not {every!r}")
-        training_log = (int(every) if every else per_step * repeat, s["unroll_length"])
+        every = (
+            per_step * repeat if every is None else arguments.positive(s, "training_metrics_steps")
+        )
+        training_log = (every, s["unroll_length"])
     try:
         config = TrainConfig(
             algo="ppo",

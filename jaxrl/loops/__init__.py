@@ -41,11 +41,11 @@ def make_train(
     (`jaxrl.loops.split`), whose `chunk` runs on the host. `on_iteration(finished, metrics)`:
     the on-policy loop's host callback after every iteration (`onpolicy.make_train`)."""
     config = resolve_config(config, agent)
-    if on_iteration is not None:
-        if not agent.on_policy:
-            raise ConfigError("on_iteration: only the on-policy loop (PPO) calls it")
+    if agent.on_policy:
         return onpolicy.make_train(config, agent, env, randomization_fn, on_iteration)
-    loop = onpolicy if agent.on_policy else split if config.split else offpolicy
+    if on_iteration is not None:
+        raise ConfigError("on_iteration: only the on-policy loop (PPO) calls it")
+    loop = split if config.split else offpolicy
     return loop.make_train(config, agent, env, randomization_fn)
 
 
