@@ -913,7 +913,9 @@ def test_a_first_run_compiles_its_chunk_beside_its_first_state_and_trains_the_sa
     monkeypatch.setattr(state_module, "_compile_once", reset_begins)
     rows = _train(tiny.off_policy(), tiny.SAC)
     assert names == ["jaxrl-chunk-compile"] and waited == [True]
-    assert alive == [True, True], "the reset compiled before the chunk's compile began"
+    # The reset begins while the chunk's thread lives; the rest of the first state may begin
+    # after that thread has finished (the chunk waits only for the reset), so only its count.
+    assert len(alive) == 2 and alive[0], "the reset compiled before the chunk's compile began"
     assert len(compiles) == 3  # the reset, the rest of the first state, the chunk: once each
     assert not runner.early_compile_running()
 
