@@ -487,10 +487,12 @@ def episode_env(
     episode_length: int | None = None,
     action_repeat: int | None = None,
     joint_limit_actions: bool = False,
+    metric_sums: bool = False,
 ):
     """One env of `wrap`'s batch: `base` with its actions bounded, each repeated
     `action_repeat` times and its episodes cut at `episode_length` control steps (the task's
-    own where None). Returns (env, episode_length, action_repeat)."""
+    own where None); `metric_sums`: its own metrics summed over each episode
+    (`EpisodeWrapper`). Returns (env, episode_length, action_repeat)."""
     episode_length = episode_length or getattr(base, "episode_length", None)
     if episode_length is None:
         raise EnvOptionError(
@@ -500,7 +502,9 @@ def episode_env(
         )
     action_repeat = action_repeat or getattr(base, "action_repeat", None) or 1
     env = EpisodeWrapper(
-        ActionRepeat(bounded_actions(base, joint_limit_actions), action_repeat), episode_length
+        ActionRepeat(bounded_actions(base, joint_limit_actions), action_repeat),
+        episode_length,
+        metric_sums,
     )
     return env, int(episode_length), int(action_repeat)
 
@@ -515,9 +519,12 @@ def wrap(
     reset_to_first: bool = False,
     randomization: tuple[Callable, Any] | None = None,
     joint_limit_actions: bool = False,
+    metric_sums: bool = False,
 ):
     """The training wrappers around an env made by `make` (one base env can serve several
-    batched envs, e.g. for training and for evaluation). `randomization`: (randomization_fn,
+    batched envs, e.g. for training and for evaluation). `metric_sums`: each finished episode's
+    sums of the env's own metrics in `info["finished_metrics"]` (`EpisodeWrapper`,
+    `AutoResetWrapper`). `randomization`: (randomization_fn,
     key) gives each of the `num_envs` envs physics of its own (`envs.randomization`).
     `joint_limit_actions`: actions bounded by the joints' limits (`envs.robots`).
     `reset_to_first`: finished envs restart from the state they started from (Brax's
@@ -527,6 +534,7 @@ def wrap(
         episode_length=episode_length,
         action_repeat=action_repeat,
         joint_limit_actions=joint_limit_actions,
+        metric_sums=metric_sums,
     )
     if randomization is None:
         env = VmapWrapper(env, num_envs)

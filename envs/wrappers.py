@@ -131,12 +131,16 @@ class EpisodeWrapper(Wrapper):
     `done` = terminated or truncated; `info["truncation"]` is 1 only when the time limit ended an
     episode that did not terminate, so a learner bootstraps through it. `info["episode_return"]`
     and `info["episode_length"]` accumulate over the running episode (length in agent steps).
+    With `metric_sums`, `info["episode_metrics"]` sums each of the env's own metrics over the
+    running episode, one value per agent step, as Brax's EpisodeWrapper sums them (a metric
+    named "reward" stays 0 there, and here).
     """
 
-    def __init__(self, env: Any, episode_length: int):
+    def __init__(self, env: Any, episode_length: int, metric_sums: bool = False):
         super().__init__(env)
         require_positive("episode_length", episode_length)
         self.episode_length = episode_length
+        self.metric_sums = metric_sums
 
     def reset(self, key: jax.Array):
         state = self.env.reset(key)
@@ -147,6 +151,8 @@ class EpisodeWrapper(Wrapper):
             episode_return=zero,
             episode_length=jnp.zeros((), jnp.int32),
         )
+        if self.metric_sums:
+            info["episode_metrics"] = {k: zero for k in state.metrics}
         return state.replace(
             obs=_float32(state.obs),
             reward=zero,
@@ -170,6 +176,12 @@ class EpisodeWrapper(Wrapper):
             episode_return=state.info["episode_return"] + reward,
             episode_length=length,
         )
+        if self.metric_sums:
+            sums = state.info["episode_metrics"]
+            info["episode_metrics"] = {
+                k: v if k == "reward" else v + jnp.asarray(stepped.metrics[k], jnp.float32)
+                for k, v in sums.items()
+            }
         return stepped.replace(
             obs=_float32(stepped.obs),
             reward=reward,
@@ -246,8 +258,9 @@ class AutoResetWrapper(Wrapper):
 
     After a step, `info["final_obs"]` holds the observation the step really reached (the one to
     bootstrap from), while `obs` is already the next episode's first observation for envs that
-    finished. `info["finished_return"]` / `info["finished_length"]` give each finished episode's
-    statistics (valid where `done` is 1).
+    finished. `info["finished_return"]` / `info["finished_length"]` (and `finished_metrics`,
+    where `EpisodeWrapper` sums metrics) give each finished episode's statistics (valid where
+    `done` is 1).
     """
 
     def __init__(self, env: Any, first: bool = False):
@@ -300,7 +313,8 @@ class AutoResetWrapper(Wrapper):
         return _with_own_keys(nxt, stepped, jnp.where(own, new_key, key))
 
 
-_OWN_KEYS = ("autoreset_key", "final_obs", "finished_return", "finished_length")
+_OWN_KEYS = ("autoreset_key", "final_obs", "finished_return", "finished_length",
+             "finished_metrics")  # fmt: skip
 
 
 def _with_own_keys(state, reached, key: jax.Array):
@@ -313,6 +327,8 @@ def _with_own_keys(state, reached, key: jax.Array):
         finished_return=reached.info["episode_return"],
         finished_length=reached.info["episode_length"],
     )
+    if "episode_metrics" in reached.info:
+        info["finished_metrics"] = reached.info["episode_metrics"]
     return state.replace(info=info)
 
 

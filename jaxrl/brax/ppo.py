@@ -356,7 +356,8 @@ def training_episodes(plan: _Plan, report: brax_metrics.Report, progress_fn: Cal
     arrays are put in the order of Brax's training data (its unrolls' envs by rows, each
     unroll's steps along them), whose last 100 episodes the logger keeps; the losses, of which
     jaxrl's update gives each the mean over its gradient steps, enter once per gradient step.
-    Not given: the env's own metrics summed over training episodes."""
+    The env's own metrics come summed over each episode, as Brax's EpisodeWrapper sums them
+    (the logger divides a `*_per_step` one by the episode's length)."""
     from brax.training import logger as metric_logger
 
     every, unroll = plan.training_log
@@ -374,6 +375,7 @@ def training_episodes(plan: _Plan, report: brax_metrics.Report, progress_fn: Cal
         episodes = {
             "sum_reward": brax_order(finished["return"]),
             "length": brax_order(finished["length"]) * plan.action_repeat,
+            **{k: brax_order(v) for k, v in finished["metrics"].items()},
         }
         losses = {
             name.removeprefix("training/"): np.full(gradient_steps, value, np.float32)

@@ -63,18 +63,20 @@ class Trainer(NamedTuple):
 
 
 def make_envs(
-    config: TrainConfig, base: Any = None, randomization_fn: Any = None
+    config: TrainConfig, base: Any = None, randomization_fn: Any = None, metric_sums: bool = False
 ) -> tuple[Any, Any]:
     """The training envs (auto-reset) and the evaluation envs, over one base env: `base` when
     given (any object with Brax's reset/step/observation_size/action_size), else the registry's
-    `config.env` (after importing `config.env_imports`, which may register it).
+    `config.env` (after importing `config.env_imports`, which may register it). `metric_sums`:
+    the training envs sum their own metrics over each episode (`envs.wrap`).
 
     Domain randomization (`randomization_fn(model, rng) -> (models, in_axes)`, else the one
     `config.randomize` names): each training env gets its own physics, drawn from the seed;
     evaluation envs other draws where `config.randomize_eval`, else the nominal physics."""
     base, eval_base, train_dr, eval_dr, sizes = _env_parts(config, base, randomization_fn)
     first = config.autoreset == "first"
-    env = envs.wrap(base, config.num_envs, randomization=train_dr, reset_to_first=first, **sizes)
+    env = envs.wrap(base, config.num_envs, randomization=train_dr, reset_to_first=first,
+                    metric_sums=metric_sums, **sizes)  # fmt: skip
     return env, _eval_envs(config, eval_base, eval_dr, sizes)
 
 

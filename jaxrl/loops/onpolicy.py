@@ -54,7 +54,8 @@ class OnPolicyState:
 
 
 # The per-env arrays [unroll_length, num_envs] an iteration hands `on_iteration`: which envs'
-# episodes ended at each step, and those episodes' returns and lengths (in env steps).
+# episodes ended at each step, and those episodes' returns, lengths (in env steps) and sums of
+# the env's own metrics.
 FINISHED = "finished"
 
 
@@ -69,9 +70,10 @@ def make_train(
     `config` resolved (`jaxrl.loops.base.resolve_config`). `on_iteration(finished, metrics)`:
     a host callback after every iteration's update, from inside the compiled chunk (Brax's
     `log_training_metrics`), with the rollout's ended episodes (`finished`: "done",
-    "return", "length", each [unroll_length, num_envs]) and the update's metrics."""
+    "return", "length", each [unroll_length, num_envs], and "metrics", the env's own metrics
+    each summed over its episode) and the update's metrics."""
     given = env
-    env, eval_env = make_envs(config, env, randomization_fn)
+    env, eval_env = make_envs(config, env, randomization_fn, metric_sums=on_iteration is not None)
     view = observation_view(config, env)
     data = sharding.data_axis(config.devices, config.num_envs)
     evaluate = make_evaluate(config, agent, eval_env, view=view, data=data)
@@ -211,6 +213,7 @@ def make_after_step(config: TrainConfig, view, data, finished: bool = False) -> 
                 "done": env_state.done,
                 "return": info["finished_return"],
                 "length": info["finished_length"],
+                "metrics": info.get("finished_metrics", {}),
             }
         return env_state, (record, extras, step_metrics)
 

@@ -453,8 +453,9 @@ def test_training_logs_keep_brax_s_order_units_and_window():
     """`training_episodes` feeds Brax's logger as Brax's training step does, past the 100
     values of each metric its logger keeps: each iteration's episodes in the order of Brax's
     training data (row u x envs + n holds unroll u of env n), lengths in physics steps, and
-    each loss once per gradient step. Independent reference: the last 100 episodes and the
-    last 100 gradient steps' losses, listed by hand from Brax's layout."""
+    each loss once per gradient step, the env's metrics as summed (a `*_per_step` one per
+    physics step). Independent reference: the last 100 episodes and the last 100 gradient
+    steps' losses, listed by hand from Brax's layout."""
     from jaxrl.brax import metrics as brax_metrics
 
     plan = ppo.make_plan(_arguments(log_training_metrics=True, training_metrics_steps=10**9))
@@ -472,20 +473,23 @@ def test_training_logs_keep_brax_s_order_units_and_window():
         done = (rng.random((t, n)) < 0.3).astype(np.float32)
         returns = rng.normal(size=(t, n)).astype(np.float32)
         lengths = rng.integers(1, 7, size=(t, n)).astype(np.float32)
+        sums = {"x0": rng.normal(size=(t, n)), "push_per_step": rng.random((t, n)) * lengths}
         for u in range(unrolls):  # Brax's rows: unroll u's env k, its steps in order
             for k in range(n):
                 for step in range(u * unroll, (u + 1) * unroll):
                     if done[step, k]:
-                        episodes.append((returns[step, k], 2 * lengths[step, k]))
+                        length = 2 * lengths[step, k]  # physics steps: action_repeat 2
+                        push = sums["push_per_step"][step, k] / length
+                        episodes.append((returns[step, k], length, sums["x0"][step, k], push))
         metrics = {"policy_loss": np.float32(i), "value_loss": np.float32(0.5),
                    "entropy": np.float32(1.0), "approx_kl": np.float32(0.0)}  # fmt: skip
         policy_losses += [float(i)] * per_update
-        hook({"done": done, "return": returns, "length": lengths}, metrics)
+        hook({"done": done, "return": returns, "length": lengths, "metrics": sums}, metrics)
     ((step, log),) = logs
     assert step == 30 * t * n
     close = functools.partial(np.testing.assert_allclose, rtol=1e-6)
-    close(log["episode/sum_reward"], np.mean([float(r) for r, _ in episodes[-100:]]))
-    close(log["episode/length"], np.mean([float(n) for _, n in episodes[-100:]]))
+    for i, name in enumerate(("sum_reward", "length", "x0", "push_per_step")):
+        close(log[f"episode/{name}"], np.mean([float(e[i]) for e in episodes[-100:]]))
     close(log["episode/policy_loss"], np.mean(policy_losses[-100:]))
 
 

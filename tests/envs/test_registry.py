@@ -246,3 +246,32 @@ def test_the_grid_program_binds_the_axis_the_envs_reduce_over():
     keys = jnp.stack([jax.random.PRNGKey(0), jax.random.PRNGKey(1)])
     state = jax.eval_shape(jax.vmap(trainer.init), keys)
     assert "psum" in str(jax.make_jaxpr(runner.chunk_program(trainer, object()))(state))
+
+
+def test_metric_sums_give_each_finished_episode_its_metrics_summed():
+    """`envs.wrap(..., metric_sums=True)` (Brax's `log_training_metrics`): each finished
+    episode's env metrics summed over its agent steps, as Brax's EpisodeWrapper sums them,
+    against the base env stepped by hand; the sums restart with each episode."""
+    from tests import brax_peer
+
+    base, n, limit = brax_peer.MeteredDrift(), 4, 3
+    env = envs.wrap(base, n, episode_length=limit, metric_sums=True)
+    state, step = env.reset(jax.random.PRNGKey(0)), jax.jit(env.step)
+    actions = jax.random.uniform(jax.random.PRNGKey(1), (3 * limit, n, 2), minval=-1.0)
+    x = np.asarray(state.obs)  # Drift's state is its observation
+    running, ended = np.zeros((n, 2)), 0
+    for a in np.asarray(actions):
+        state = step(state, jnp.asarray(a))
+        done = np.asarray(state.done) > 0
+        x = x + a @ np.array([[0.3, -0.2, 0.1], [0.1, 0.2, -0.3]])  # Drift's step, by hand
+        running += np.stack([x[:, 0], np.abs(a[:, 0])], axis=1)
+        got = state.info["finished_metrics"]
+        for i in np.flatnonzero(done):
+            np.testing.assert_allclose(got["x0"][i], running[i, 0], rtol=1e-5, atol=1e-5)
+            np.testing.assert_allclose(got["push_per_step"][i], running[i, 1], rtol=1e-5)
+        ended += done.sum()
+        running[done] = 0.0
+        x = np.where(done[:, None], np.asarray(state.obs), x)  # the next episode's start
+    assert ended >= n  # every env ended an episode (at the time limit, or out of bounds)
+    plain = envs.wrap(base, n, episode_length=limit)
+    assert "finished_metrics" not in plain.reset(jax.random.PRNGKey(0)).info  # off by default

@@ -70,7 +70,7 @@ def _brax_arguments() -> dict:
         value_hidden_layer_sizes=step_parity.CONFIG.critic_hidden,
     )
     return dict(
-        environment=brax_peer.Drift(),
+        environment=brax_peer.MeteredDrift(),
         num_timesteps=TOTAL,
         clipping_epsilon=step_parity.CLIP,
         network_factory=factory,
@@ -155,9 +155,9 @@ def _brax_keys() -> dict:
 
 @pytest.fixture(scope="module")
 def brax_run():
-    """Brax's `ppo.train` on `Drift` from known parameters, with what it did read out: each env
-    step's acting key, each unroll's data, each gradient step's loss key, every normaliser it
-    built, and the parameters it ended at."""
+    """Brax's `ppo.train` on `MeteredDrift` (Drift with metrics of its own) from known
+    parameters, with what it did read out: each env step's acting key, each unroll's data,
+    each gradient step's loss key, every normaliser it built, and the parameters it ended at."""
     from brax.training import acting
     from brax.training.acme import running_statistics, specs
     from brax.training.agents.ppo import losses as brax_losses
@@ -293,7 +293,7 @@ def _run_jaxrl(
         given = lambda s: brax["sgd"][int(s)] if int(s) < TRAIN_STEPS else zeros  # noqa: E731
         return agent.update(state, batch, io_callback(given, key_shape, state.step))
 
-    env = brax_peer.Drift()
+    env = brax_peer.MeteredDrift()
     given = agent._replace(explore=explore, update=update)
     trainer = make_train(train_config, given, env, on_iteration=on_iteration)
     assert onpolicy.shares_simulator(train_config, False) == (eval_simulator == "shared")
@@ -385,7 +385,8 @@ def test_log_training_metrics_gives_brax_s_training_logs(brax_run, monkeypatch, 
     """`log_training_metrics=True`: the drop-in's `training_episodes` over jaxrl's loop (both
     chunks) gives progress_fn Brax's `episode/...` logs of the same run: at Brax's steps, each
     ended episode's return and length as Brax's logger averages them, and the losses Brax's
-    gradient steps logged and the policy's Gaussian; `kl_mean` is jaxrl's estimate
+    gradient steps logged and the policy's Gaussian, and the env's own metrics summed over
+    each episode (MeteredDrift's, one of them per step); `kl_mean` is jaxrl's estimate
     (docs/BRAX.md)."""
     from jaxrl.brax import metrics as brax_metrics
     from jaxrl.brax import ppo as brax_door
@@ -405,8 +406,8 @@ def test_log_training_metrics_gives_brax_s_training_logs(brax_run, monkeypatch, 
         assert set(got) == set(brax_log), step
         gaussian = [k[len("episode/") :] for k in brax_log if k.startswith("episode/policy_dist_")]
         assert len(gaussian) == 6
-        for key in ("sum_reward", "length", "total_loss", "policy_loss", "v_loss",
-                    "entropy_loss", "learning_rate", *gaussian):  # fmt: skip
+        for key in ("sum_reward", "length", "x0", "push_per_step", "total_loss", "policy_loss",
+                    "v_loss", "entropy_loss", "learning_rate", *gaussian):  # fmt: skip
             np.testing.assert_allclose(
                 got[f"episode/{key}"], brax_log[f"episode/{key}"], rtol=1e-4, atol=1e-6,
                 err_msg=f"{key} at {step}",
