@@ -10,7 +10,7 @@ card (`benchmarks/notes/2026-11-28-gpu-kernels.md`), so their number is what the
 GPU time is scarce: this counts them, for jaxrl's programs and Brax's, at `suites.GPU_SPEED_PPO`'s
 settings (Playground's CartpoleBalance PPO: 2048 envs, batch 1024 x 32, unroll 30, 16 epochs), and
 `fast_td3_playground`'s chunk on CheetahRun, each chunk compiled with XLA's defaults and with
-`runner.CHUNK_OPTIONS`. Nothing runs: the counts are XLA:GPU's program, not its timings, and
+`chunks.CHUNK_OPTIONS`. Nothing runs: the counts are XLA:GPU's program, not its timings, and
 without a GPU XLA skips autotuning (its default product kernels are counted; a fusion's
 kernel count is the same). One JSON line per case:
 
@@ -189,7 +189,7 @@ def measure(name: str, sharding) -> list[dict]:
     import jax
 
     from jaxrl.benchmarks import speed, suites
-    from jaxrl.run import runner
+    from jaxrl.run import chunks
 
     ppo, settings = _ppo_settings()
     records = []
@@ -231,7 +231,7 @@ def measure(name: str, sharding) -> list[dict]:
             updates = settings["num_minibatches"]
         else:
             updates = trainer.config.updates_per_step
-        for label, options in (("xla-defaults", None), ("chunk-options", runner.CHUNK_OPTIONS)):
+        for label, options in (("xla-defaults", None), ("chunk-options", chunks.CHUNK_OPTIONS)):
             gpu = options["gpu"] if options else None
             text = compile_text(trainer.chunk, (state,), sharding, gpu, name=f"{name}-{label}")
             record(name, text, None, updates, options=label, compile_options=gpu)

@@ -224,7 +224,7 @@ class VmapWrapper(Wrapper):
 
 GRID_AXIS = "jaxrl_grid"
 """The name of the vmap axis over which a grid's members (seeds, settings) train in one program
-(`jaxrl.run.runner.compile_chunk`)."""
+(`jaxrl.run.chunks.compile_chunk`)."""
 
 
 def any_member(condition: jax.Array) -> jax.Array:

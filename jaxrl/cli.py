@@ -116,27 +116,27 @@ def _done(result) -> None:
 
 
 def cmd_train(argv: list[str]) -> int:
-    from jaxrl.config.resolve import pre_parse
+    from jaxrl.config import resolve
 
-    if pre_parse(argv).resume is not None:
+    if resolve.pre_parse(argv).resume is not None:
         return cmd_resume(argv)
-    if {"-h", "--help"} & set(argv):  # help imports no jax
-        return _train(argv)
+    parsed = resolve.parse(argv)  # --help exits here; a bad flag stops before any work
     from jaxrl.run import programs
 
-    # The chunk the last run of this command line ran starts loading now, beside the imports
-    # and the configs' checks in `_train` (a re-run with another seed: about 1 s sooner).
+    # The chunk the last run of this command line ran starts loading now, beside the
+    # simulator's imports and the rest of the start-up (a re-run with another seed: about 1 s
+    # sooner than its own `prefetch`).
     programs.prefetch_early(argv)
     try:
-        return _train(argv)
+        return _train(resolve.configs_of(parsed))
     finally:  # a later run in this process is not this command line's (its load: `_ended`'s)
         programs.command_ended()
 
 
-def _train(argv: list[str]) -> int:
-    from jaxrl.config.resolve import build_configs, default_out
+def _train(configs: tuple) -> int:
+    from jaxrl.config.resolve import default_out
 
-    train_config, agent_config, options = build_configs(argv)  # --help exits here
+    train_config, agent_config, options = configs
     from jaxrl import envs, sharding
     from jaxrl.run import driver
 
@@ -399,22 +399,20 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _ended(code: int, whole_process: bool, interrupted: bool = False) -> int:
-    """`code`; but in a `jaxrl` process of its own, the process ends here, at once, where the
-    chunk that `programs.prefetch_early` started loading is still loading for a run that never
-    took it (the command stopped first: bad input, an --out folder in use, Ctrl-C during the
-    imports), or where a chunk still compiles beside a first state that failed or was
-    interrupted (`runner.EarlyChunk`). Python would wait for that load (up to 3 s) or compile
-    (up to minutes) before exiting; and a run that never took its chunk has written nothing
-    to flush. Likewise after a Ctrl-C that main caught (`interrupted`), once the exception has
-    unwound every `with` and `finally` on its way: Python's shutdown restores SIGINT's default
-    action, so a redelivery the watchdog had already sent killed the process by the signal
-    (exit -2), and one landing in native code at exit aborted it (-6), once in 24 Ctrl-Cs
-    during start-up here."""
-    programs = sys.modules.get("jaxrl.run.programs")
-    runner = sys.modules.get("jaxrl.run.runner")
-    loading = programs is not None and programs.early_load_running()
-    compiling = runner is not None and runner.early_compile_running()
-    if whole_process and (loading or compiling or interrupted):
+    """`code`; but in a `jaxrl` process of its own, the process ends here, at once, where a
+    thread a run started beside its work (`jaxrl.run.background`) still runs: a stored chunk
+    still loading for a run that never took it (the command stopped first: bad input, an --out
+    folder in use, Ctrl-C during the imports), or a chunk still compiling beside a first state
+    that failed or was interrupted (`chunks.EarlyChunk`). Python would wait for that load (up
+    to 3 s) or compile (up to minutes) before exiting; and a run that never took its chunk has
+    written nothing to flush. Likewise after a Ctrl-C that main caught (`interrupted`), once
+    the exception has unwound every `with` and `finally` on its way: Python's shutdown
+    restores SIGINT's default action, so a redelivery the watchdog had already sent killed the
+    process by the signal (exit -2), and one landing in native code at exit aborted it (-6),
+    once in 24 Ctrl-Cs during start-up here."""
+    from jaxrl.run import background  # imports no JAX
+
+    if whole_process and (interrupted or background.left_running()):
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)

@@ -4,7 +4,7 @@ one (tests/conftest.py), for the tests that require two programs to agree bit fo
 Two programs that compute the same, compiled by the faster generator (XLA:CPU's fusion
 emitters off), can round differently where XLA's own generator does not: the shared and the
 own evaluation's chunks differed by one float32 step in one parameter of a tiny SAC, and a
-chunk compiled with and without `runner.CHUNK_OPTIONS` (the same optimised HLO but for its
+chunk compiled with and without `chunks.CHUNK_OPTIONS` (the same optimised HLO but for its
 copies and their order) in 39 leaves, 1 to 7 steps apart. Their LLVM IR differed in the
 aliasing metadata that follows XLA's buffer assignment. A user's run compiles with XLA's own
 generator, so these tests compare what users get:

@@ -834,7 +834,7 @@ MUTANTS = [
     ),
     m(
         "grid-axis-unnamed",
-        "jaxrl/run/runner.py",
+        "jaxrl/run/chunks.py",
         "jax.vmap(trainer.chunk, axis_name=GRID_AXIS)",
         "jax.vmap(trainer.chunk)",
         "the grid's chunk binds no axis name, so envs cannot reduce their conditions over it",
@@ -1350,7 +1350,7 @@ MUTANTS = [
     m(
         "progress-says-compiling-a-loaded-program",
         "jaxrl/run/runner.py",
-        "            if _chunk_stored(plan):\n",
+        "            if plan.chunks.stored(plan.state):\n",
         "            if False:\n",
         "a re-run that loads its stored program says it is compiling",
         STORE,
@@ -2130,8 +2130,8 @@ MUTANTS = [
     m(
         "ctrl-c-exit-through-python-shutdown",
         "jaxrl/cli.py",
-        "    if whole_process and (loading or compiling or interrupted):",
-        "    if whole_process and (loading or compiling):",
+        "    if whole_process and (interrupted or background.left_running()):",
+        "    if whole_process and background.left_running():",
         "a caught Ctrl-C exits through Python's shutdown, where a redelivered SIGINT kills it",
         "tests/test_startup.py",
     ),
@@ -2375,7 +2375,7 @@ MUTANTS = [
     ),
     m(
         "store-prefetch-never-started",
-        "jaxrl/run/runner.py",
+        "jaxrl/run/chunks.py",
         "        store.prefetch(kind)",
         "        pass",
         "no run prefetches: a re-run loads its chunk only after its first state",
@@ -2384,8 +2384,8 @@ MUTANTS = [
     m(
         "store-prefetch-synchronous",
         "jaxrl/run/programs.py",
-        'threading.Thread(target=self._load, args=(entry,), name="jaxrl-prefetch")',
-        'threading.Thread(target=self._load(entry), name="jaxrl-prefetch")',
+        'background.start("jaxrl-prefetch", self._load, entry)',
+        'background.start("jaxrl-prefetch", lambda: None, self._load(entry))',
         "the prefetch loads the chunk on the calling thread, before the first state, so nothing "
         "runs beside it",
         STORE,
@@ -2393,8 +2393,8 @@ MUTANTS = [
     m(
         "store-prefetch-resume-skips",
         "jaxrl/run/driver.py",
-        "    with _readying(trainer, run_grid, dataset, store) as early:\n        like = ",
-        "    early = None\n    if True:\n        like = ",
+        "    with readying(trainer, run_grid, dataset, store) as chunks:\n        like = ",
+        "    chunks = Chunks(trainer, run_grid, store)\n    if True:\n        like = ",
         "resume does not prefetch its chunk",
         STORE,
     ),
@@ -2448,17 +2448,37 @@ MUTANTS = [
         STORE,
     ),
     m(
-        "store-early-exit-waits",
+        "store-early-load-after-configs",
         "jaxrl/cli.py",
-        "    loading = programs is not None and programs.early_load_running()",
-        "    loading = False",
-        "a command that stops on bad input waits for the chunk it started loading early "
-        "(seconds) before it exits",
+        "    programs.prefetch_early(argv)\n    try:\n"
+        "        return _train(resolve.configs_of(parsed))",
+        "    try:\n        configs = resolve.configs_of(parsed)\n"
+        "        programs.prefetch_early(argv)\n        return _train(configs)",
+        "jaxrl train starts its early load only once the env's name is checked (the simulator "
+        "imported), so the load no longer runs beside those imports",
+        STORE,
+    ),
+    m(
+        "store-exit-waits",
+        "jaxrl/cli.py",
+        "    if whole_process and (interrupted or background.left_running()):",
+        "    if whole_process and interrupted:",
+        "a command that stopped waits for the chunk still loading or compiling for it (seconds "
+        "to minutes) before it exits",
+        STORE,
+    ),
+    m(
+        "background-thread-unregistered",
+        "jaxrl/run/background.py",
+        "        _THREADS[:] = [*(t for t in _THREADS if t.is_alive()), thread]",
+        "        _THREADS[:] = [t for t in _THREADS if t.is_alive()]",
+        "a load or compile started beside the run is not known to be running, so the process "
+        "waits for it at exit",
         STORE,
     ),
     m(
         "store-early-chunk-never-made",
-        "jaxrl/run/runner.py",
+        "jaxrl/run/chunks.py",
         "            early = EarlyChunk(trainer, run_grid, store)",
         "            early = None",
         "a first run compiles its chunk only after its first state's programs",
@@ -2466,7 +2486,7 @@ MUTANTS = [
     ),
     m(
         "store-early-chunk-unplaced",
-        "jaxrl/run/runner.py",
+        "jaxrl/run/chunks.py",
         "                x.shape, x.dtype, weak_type=x.weak_type, sharding=device\n",
         "                x.shape, x.dtype, weak_type=x.weak_type\n",
         "the chunk compiled beside the first state is keyed and placed otherwise than the state, "
@@ -2475,7 +2495,7 @@ MUTANTS = [
     ),
     m(
         "store-early-chunk-error-lost",
-        "jaxrl/run/runner.py",
+        "jaxrl/run/chunks.py",
         "        if self._error is not None:\n            raise self._error\n",
         "        if False:\n            raise self._error\n",
         "a chunk that failed to compile on its thread is compiled again, its error lost",
@@ -2493,23 +2513,6 @@ MUTANTS = [
         "    if early is not None:\n"
         "        early.start(traced.out_info)\n",
         "the chunk starts compiling only after the reset's compile, which it no longer overlaps",
-        STORE,
-    ),
-    m(
-        "store-early-chunk-exit-waits",
-        "jaxrl/cli.py",
-        "    compiling = runner is not None and runner.early_compile_running()",
-        "    compiling = False",
-        "a command whose first state failed waits for the chunk still compiling (minutes)",
-        STORE,
-    ),
-    m(
-        "store-early-chunk-left-forgotten",
-        "jaxrl/run/runner.py",
-        "            _LEFT[:] = [*(left for left in _LEFT if left.running()), early]",
-        "            pass",
-        "a chunk left compiling by a failed run is not known to be running, so the process "
-        "waits for it at exit",
         STORE,
     ),
     m(
@@ -2533,7 +2536,7 @@ MUTANTS = [
     ),
     m(
         "store-early-split-keeps-load",
-        "jaxrl/run/runner.py",
+        "jaxrl/run/chunks.py",
         "    else:  # its programs are its own: a load `prefetch_early` started is not for it\n"
         "        programs.drop_early()",
         "    else:  # its programs are its own: a load `prefetch_early` started is not for it\n"
@@ -2561,7 +2564,7 @@ MUTANTS = [
     ),
     m(
         "chunk-cpu-copies-kept",
-        "jaxrl/run/runner.py",
+        "jaxrl/run/chunks.py",
         "    return compile_with_options(lowered, CHUNK_OPTIONS)",
         "    return lowered.compile()",
         "the CPU chunk is compiled with XLA's default copy insertion: every cond that passes a "
@@ -2570,7 +2573,7 @@ MUTANTS = [
     ),
     m(
         "chunk-gpu-copies-kept",
-        "jaxrl/run/runner.py",
+        "jaxrl/run/chunks.py",
         '    "gpu": {"xla_gpu_copy_insertion_use_region_analysis": True},',
         "",
         "the GPU chunk is compiled with XLA's default copy insertion: the auto-reset's "
@@ -3368,6 +3371,33 @@ MUTANTS = [
         "            config, total_steps=chunks * per_chunk, eval_every=per_chunk",
         "--steps on resume pins the chunk's length but leaves num_evals set beside it",
         "tests/run/test_runs.py::test_a_run_with_num_evals_extended_keeps_its_chunks",
+    ),
+    m(
+        "metric-sums-of-the-next-episode",
+        "envs/wrappers.py",
+        '        info["finished_metrics"] = reached.info["episode_metrics"]',
+        '        info["finished_metrics"] = state.info["episode_metrics"]',
+        "a finished episode's metric sums read after the auto-reset (the next episode's zeros)",
+        "tests/envs/test_registry.py::"
+        "test_metric_sums_give_each_finished_episode_its_metrics_summed",
+    ),
+    m(
+        "metric-sums-lag-a-step",
+        "envs/wrappers.py",
+        "v + jnp.asarray(stepped.metrics[k], jnp.float32)",
+        "v + jnp.asarray(state.metrics[k], jnp.float32)",
+        "each step adds the metrics of the state it left, not the one it reached",
+        "tests/envs/test_registry.py::"
+        "test_metric_sums_give_each_finished_episode_its_metrics_summed",
+    ),
+    m(
+        "training-log-metrics-in-jaxrl-order",
+        "jaxrl/brax/ppo.py",
+        '            **{k: brax_order(v) for k, v in finished["metrics"].items()},',
+        "            **{k: np.asarray(v).T.reshape(-1, 1)"
+        ' for k, v in finished["metrics"].items()},',
+        "the training episodes' metric sums fed to Brax's logger out of Brax's row order",
+        "tests/brax/test_ppo_train.py::test_training_logs_keep_brax_s_order_units_and_window",
     ),
 ]
 

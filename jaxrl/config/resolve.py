@@ -441,6 +441,23 @@ _PLAYGROUND_HELP = (
 def build_configs(argv: list[str]) -> tuple[TrainConfig, Any, TrainOptions]:
     """Resolves defaults < preset (or saved config) < flags into (TrainConfig, agent config,
     train options). Bad input raises ConfigError (or exits 2 from tyro for bad flags)."""
+    return configs_of(parse(argv))
+
+
+@dataclasses.dataclass(frozen=True)
+class Parsed:
+    """A `jaxrl train` command line parsed (`parse`): every flag known and of its type, its
+    values not yet checked against one another nor the env's name against the registry."""
+
+    algo: str
+    command: Any  # the tyro command class's instance
+    agent_type: type
+
+
+def parse(argv: list[str]) -> Parsed:
+    """`argv` parsed against the defaults < preset (or saved config) < flags, importing no
+    JAX and no simulator (a tenth of a second): what `jaxrl train` does before anything
+    else, so that a bad flag stops it before any work starts. `configs_of` finishes it."""
     known = pre_parse(argv)
     train, agent, run_options = _starting_configs(known)
     check_flags(argv, train.algo)
@@ -462,14 +479,22 @@ def build_configs(argv: list[str]) -> tuple[TrainConfig, Any, TrainOptions]:
         )
     except ValueError as error:  # a config's own check, raised while tyro builds it
         raise ConfigError(str(error)) from None
+    return Parsed(train.algo, command, type(agent))
+
+
+def configs_of(parsed: Parsed) -> tuple[TrainConfig, Any, TrainOptions]:
+    """(TrainConfig, agent config, train options) of a parsed command line, every value
+    checked (ConfigError where one is bad); the env's name is checked against the registry,
+    which imports its family (Brax, Playground: about a second)."""
+    algo, command = parsed.algo, parsed.command
     # Back to the real classes, whose own checks (__post_init__) run here. The env's name
     # first: a typo in it is the likelier slip, and sizes checked against the run's length
     # (learning_starts, batch sizes) would otherwise be reported instead.
-    options = _from_command(train.algo, command, TrainOptions)
-    _check_env_first(train.algo, command)
+    options = _from_command(algo, command, TrainOptions)
+    _check_env_first(algo, command)
     try:
-        train = _from_command(train.algo, command, TrainConfig)
-        agent = _from_command(train.algo, command, type(agent))
+        train = _from_command(algo, command, TrainConfig)
+        agent = _from_command(algo, command, parsed.agent_type)
     except ValueError as error:
         raise ConfigError(str(error)) from None
     if train.algo != agent_algo(agent):

@@ -6,5 +6,6 @@ read back: its configs, `load_policy`, `evaluate_run`), `plan` (RunOptions, RunR
 Plan), `folder` (the run folder: its checks, config.json, summary.json, checkpoints' meta),
 `health` (non-finite checks and rollback), `resources` (memory and devices), `state` (the run's
 first state), `rows` (metric rows and seed/grid summaries), and the store of compiled programs
-(`programs`, `program_key`, `executables`). Importing this package imports none of them (nor
+(`programs`, `program_key`, `executables`), with `background` (the threads a run starts beside
+its work, for the command line to leave at exit). Importing this package imports none of them (nor
 JAX)."""

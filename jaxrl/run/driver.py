@@ -8,7 +8,6 @@ define is imported from them (`jaxrl.run.plan.RunOptions`, `jaxrl.run.rows.learn
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import os
 import pathlib
@@ -25,6 +24,7 @@ from jaxrl.errors import JaxrlError
 from jaxrl.loops import Trainer, make_train
 from jaxrl.loops.base import registry_env
 from jaxrl.run import programs
+from jaxrl.run.chunks import Chunks, readying
 from jaxrl.run.folder import (
     check_run_dir,
     newest_readable,
@@ -33,7 +33,7 @@ from jaxrl.run.folder import (
     write_summary,
 )
 from jaxrl.run.plan import Plan, RunResult
-from jaxrl.run.runner import execute, prefetching_chunk
+from jaxrl.run.runner import execute
 from jaxrl.run.state import check_init_from, initial_state, initialized_from, member_settings
 
 __all__ = [
@@ -243,22 +243,14 @@ def train(
 
     start = time.perf_counter()
     # The stored chunk loads beside the first state's work (dropped if never asked for).
-    with _readying(trainer, run_grid, dataset, store) as early:
-        state = initial_state(trainer, run_grid, members, early, store)
+    with readying(trainer, run_grid, dataset, store) as chunks:
+        state = initial_state(trainer, run_grid, members, chunks, store)
         state = initialized_from(source, state, run_grid)
         state = start_fn(state) if start_fn is not None else state
         return _execute(trainer, run_grid, members, state, [], out_path=out_path,
                         options=options, progress=progress, progress_fn=progress_fn,
-                        start=start, saved=saved, early=early, dataset=dataset,
+                        start=start, saved=saved, chunks=chunks, dataset=dataset,
                         state_fn=state_fn, start_fn=start_fn, store=store)  # fmt: skip
-
-
-def _readying(trainer: Trainer, run_grid, dataset, store: programs.Store):
-    """`prefetching_chunk`'s context, but for a run whose first chunks are offline ones (a
-    `dataset`): its online chunk, if it has one, compiles when its turn comes."""
-    if dataset is not None:
-        return contextlib.nullcontext()
-    return prefetching_chunk(trainer, run_grid, store)
 
 
 def _dataset(trainer: Trainer, saved: dict | None = None) -> tuple[Any, dict]:
@@ -288,11 +280,13 @@ def _dataset(trainer: Trainer, saved: dict | None = None) -> tuple[Any, dict]:
 
 
 def _execute(
-    trainer, run_grid, members, state, history, store, start_fn=None, **fields
+    trainer, run_grid, members, state, history, store, start_fn=None, chunks=None, **fields
 ) -> RunResult:
     """`execute`s the plan of a run (`train`'s or `resume`'s) from `state` after `history`,
-    compiling through `store`; `start_fn`: `train`'s; `fields`: the Plan's others."""
+    compiling through `store` (`chunks`: the run's `Chunks`, else made here); `start_fn`:
+    `train`'s; `fields`: the Plan's others."""
     source = check_init_from(trainer.config)
+    chunks = chunks if chunks is not None else Chunks(trainer, run_grid, store)
 
     def initial():  # the run's first state, as a rollback without a checkpoint restarts it
         fresh = initial_state(trainer, run_grid, members, store=store)
@@ -300,7 +294,7 @@ def _execute(
         return start_fn(first) if start_fn is not None else first
 
     plan = Plan(trainer=trainer, state=state, history=history, run_grid=run_grid,
-                initial=initial, store=store, **fields)  # fmt: skip
+                initial=initial, chunks=chunks, **fields)  # fmt: skip
     return execute(plan)
 
 
@@ -436,8 +430,8 @@ def resume(
         say(f"{out_path}: --steps {total_steps:,} rounded up to {total:,}, whole chunks of "
             f"{per_chunk:,} env steps")  # fmt: skip
     start = time.perf_counter()
-    with _readying(trainer, run_grid, dataset, store) as early:
-        like = initial_state(trainer, run_grid, members, early, store)
+    with readying(trainer, run_grid, dataset, store) as chunks:
+        like = initial_state(trainer, run_grid, members, chunks, store)
         step, history, state = _restored(out_path, like, run_meta(trainer, run_grid), say)
         target = options.stop_at_return
         reached = target is not None and bool(history) and history[-1]["eval_return"] >= target
@@ -456,7 +450,7 @@ def resume(
         saved["run"] = dataclasses.asdict(options)
         return _execute(trainer, run_grid, members, state, history, store, out_path=out_path,
                         options=options, progress=progress, progress_fn=progress_fn,
-                        start=start, saved=saved, early=early, dataset=dataset)  # fmt: skip
+                        start=start, saved=saved, chunks=chunks, dataset=dataset)  # fmt: skip
 
 
 def _saved_settings(saved, out_path, total_steps, devices, wandb, env, randomization_fn):

@@ -96,7 +96,7 @@ _PATCHING = threading.Lock()
 BACKEND_COMPILE = "/jax/core/compile/backend_compile_duration"  # XLA compiled, or the cache gave
 
 # What `compile_watching_cache` sees, per thread: two programs may compile at once (the chunk
-# on a thread of its own beside the initial state's programs: `runner.EarlyChunk`), and each
+# on a thread of its own beside the initial state's programs: `chunks.EarlyChunk`), and each
 # must see only its own compile's events and cache bytes. So the listeners and the wrapper of
 # the cache's unpacking are installed once per process (`_watch`), and record only into the
 # calling thread's `_WATCHED.seen`, set while that thread compiles.
@@ -174,7 +174,7 @@ def serialize(compiled: Any, cached: bytes | None) -> tuple:
     class is swapped for one that writes those bytes, the rest of `serialize` kept; a jax
     without that class raises, and the program is not stored. The swap is process-wide, so
     every serialization (with bytes or without) holds the lock: two threads store programs
-    at once (`runner.EarlyChunk`'s and the first state's), and one must neither write the
+    at once (`chunks.EarlyChunk`'s and the first state's), and one must neither write the
     other's bytes nor restore the other's class."""
     with _PATCHING:
         if cached is None:

@@ -48,8 +48,7 @@ class Plan:
     saved: dict[str, Any] | None
     run_grid: Any  # jaxrl.grid.Grid, or None for a run of one seed
     initial: Callable[[], Any]
-    store: Any = None  # programs.Store: the store of compiled programs as the run sees it
-    early: Any = None  # runner.EarlyChunk: the chunk compiling beside the initial state's work
+    chunks: Any = None  # chunks.Chunks: the run's chunk programs, compiled or loaded
     dataset: Any = None  # an offline run's dataset on the device (`jaxrl.loops.offline`)
     # state_fn(step, state): the state the run starts from (before its first chunk) and the one
     # after every chunk, on the process that reports (`driver.train`'s `state_fn`).

@@ -48,14 +48,13 @@ import pathlib
 import pickle
 import re
 import socket
-import threading
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
 
 from jaxrl.files import write_atomically
-from jaxrl.run import executables, program_key
+from jaxrl.run import background, executables, program_key
 
 STORE_VERSION = 2  # 2: the executable's bytes and its trees apart (`executables.read`)
 FOLDER = "jaxrl-programs"
@@ -288,8 +287,7 @@ class _Prefetch:
 
     def __init__(self, path: pathlib.Path, entry: dict):
         self.path, self._entry, self._executable = path, entry, None
-        self._thread = threading.Thread(target=self._load, args=(entry,), name="jaxrl-prefetch")
-        self._thread.start()
+        self._thread = background.start("jaxrl-prefetch", self._load, entry)
 
     def _load(self, entry: dict) -> None:
         self._executable = executables.rebuild(entry)
@@ -448,12 +446,6 @@ def command_ended() -> None:
     """Forgets the command line's id once its command ended, so that a later run in the same
     process (`cli.main` called in-process) is not taken for one of it."""
     _EARLY["id"] = None
-
-
-def early_load_running() -> bool:
-    """Whether the load `prefetch_early` started still runs, for a run that never took it."""
-    load = _EARLY["load"]
-    return load is not None and load._thread.is_alive()
 
 
 def _died_running(path: pathlib.Path) -> bool:

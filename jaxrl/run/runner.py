@@ -1,7 +1,8 @@
-"""The chunk loop of a run, from the `Plan` that `train` and `resume` build: compiles the chunk
-program once, runs the chunks after the plan's history, and between chunks only logs, checks for
-non-finite values (rolling back or stopping), checkpoints and answers Ctrl-C. Nothing here runs
-per environment step."""
+"""The chunk loop of a run, from the `Plan` that `train` and `resume` build: takes its chunk
+program from the plan's `chunks` (`jaxrl.run.chunks`: compiled or loaded, it need not know),
+runs the chunks after the plan's history, and between chunks only logs, checks for non-finite
+values (rolling back or stopping), checkpoints and answers Ctrl-C. Nothing here runs per
+environment step."""
 
 from __future__ import annotations
 
@@ -12,19 +13,15 @@ import signal
 import sys
 import threading
 import time
-from typing import Any
 
 import jax
 
 from jaxrl import checkpoint, logs, sharding
-from jaxrl.envs.wrappers import GRID_AXIS
 from jaxrl.errors import Interrupted
 from jaxrl.files import write_atomically
-from jaxrl.run import program_key, programs
 from jaxrl.run.folder import run_meta, write_summary
 from jaxrl.run.health import NonFiniteError, chunk_problem, roll_back, stop_message
 from jaxrl.run.plan import Plan, RunResult
-from jaxrl.run.resources import run_shardings
 from jaxrl.run.rows import (
     chunk_row,
     evaluation_note,
@@ -34,228 +31,14 @@ from jaxrl.run.rows import (
     where,
     without_seeds,
 )
-from jaxrl.run.state import compile_with_options
 
 
 def execute(plan: Plan) -> RunResult:
-    """Compiles the chunk program and runs the chunks after `plan.history`'s last one.
+    """Takes the chunk program and runs the chunks after `plan.history`'s last one.
     `plan.run_grid`: `plan.state` holds its members stacked, trained together by the vmapped
     chunk; each gets its own metrics (under seed_<seed>/, or SETTING/seed_<seed>/) and the run's
     rows summarise them (`_seeds_row`, `grid_row`)."""
     return Runner(plan).run()
-
-
-def chunk_program(trainer, run_grid) -> Any:
-    """The chunk, vmapped over a grid's members under a named axis, so that envs can take a
-    condition over all members (`envs.wrappers.any_member`) and keep a cond a cond."""
-    return trainer.chunk if run_grid is None else jax.vmap(trainer.chunk, axis_name=GRID_AXIS)
-
-
-def compile_chunk(trainer, state, run_grid, store: programs.Store = programs.NONE) -> Any:
-    """The chunk program, compiled for `state` (vmapped over a grid's members), through
-    `store` (loaded where it holds it)."""
-    if trainer.compile_chunk is not None:  # several programs (jaxrl.loops.split)
-        return trainer.compile_chunk(state)
-    placed = {}
-    if trainer.data.mesh is not None:  # the state keeps its shardings; metrics replicated
-        placed["out_shardings"] = (
-            run_shardings(trainer, state, run_grid),
-            trainer.data.sharding(),
-        )
-    return store.load_or_compile(
-        _chunk_kind(run_grid),
-        (state,),
-        lambda: _lower_chunk(trainer, run_grid, state, **placed),
-        compile_chunk_lowered,
-    )
-
-
-def _lower_chunk(trainer, run_grid, state, **placed) -> Any:
-    """The chunk program lowered for `state` (its buffers donated to the next state)."""
-    return jax.jit(chunk_program(trainer, run_grid), donate_argnums=0, **placed).lower(state)
-
-
-# XLA's copy insertion by region analysis, on CPU and on GPU: without it, a conditional whose
-# branch passes an operand through unchanged copies it every time (the auto-reset's `cond`
-# copied the env states on every env step, `learn_if`'s skipping branch the agent's state).
-# With it chunks run faster on CPU, and on a GPU, where each copy is a kernel of its own,
-# launch fewer kernels (benchmarks/notes/2026-12-06-code-figures.md); the computation and its
-# numbers are the same (tests/run/test_program_store.py). Off by default in XLA.
-CHUNK_OPTIONS = {
-    "cpu": {"xla_cpu_copy_insertion_use_region_analysis": True},
-    "gpu": {"xla_gpu_copy_insertion_use_region_analysis": True},
-}
-
-
-def compile_chunk_lowered(lowered) -> Any:
-    """`lowered` (a chunk) compiled with `CHUNK_OPTIONS` for its backend, where XLA knows them."""
-    return compile_with_options(lowered, CHUNK_OPTIONS)
-
-
-def _chunk_stored(plan: Plan) -> bool:
-    """Whether the run's chunk will be loaded from the store of compiled programs (being
-    loaded by `prefetch`, or held for its state), not compiled."""
-    trainer, store, kind = plan.trainer, plan.store, _chunk_kind(plan.run_grid)
-    if trainer.compile_chunk is not None or not store.keeps:
-        return False
-    if plan.early is not None and plan.early.started:  # compiling on its thread, not loaded
-        return False
-    if store.prefetching(kind):
-        return True
-    return store.stored(kind, (plan.state,))
-
-
-def _chunk_kind(run_grid) -> str:
-    return "chunk" if run_grid is None else "chunk-vmapped"
-
-
-def compile_offline_chunk(trainer, state, dataset, run_grid, store=programs.NONE) -> Any:
-    """The offline chunk (`jaxrl.loops.offline`), compiled for `state` and `dataset`."""
-    return _compile_with_dataset(trainer.offline_chunk, "offline-chunk", state, dataset,
-                                 run_grid, store)  # fmt: skip
-
-
-def compile_online_chunk(trainer, state, dataset, run_grid, store=programs.NONE) -> Any:
-    """The online chunk: `compile_chunk`'s, or, in a run that mixes a dataset into its batches
-    (`TrainConfig.mixes_dataset`), the chunk of `(state, dataset)`."""
-    if not trainer.config.mixes_dataset:
-        return compile_chunk(trainer, state, run_grid, store)
-    return _compile_with_dataset(trainer.chunk, "mixed-chunk", state, dataset, run_grid, store)
-
-
-def _compile_with_dataset(program, kind, state, dataset, run_grid, store) -> Any:
-    """`program(state, dataset)` compiled (vmapped over a grid's members, who share the one
-    dataset) through `store`; only the state is donated."""
-    if run_grid is not None:
-        program = jax.vmap(program, in_axes=(0, None), axis_name=GRID_AXIS)
-        kind += "-vmapped"
-    return store.load_or_compile(
-        kind,
-        (state, dataset),
-        lambda: jax.jit(program, donate_argnums=0).lower(state, dataset),
-        compile_chunk_lowered,
-    )
-
-
-class EarlyChunk:
-    """The chunk compiled on a thread of its own, beside the initial state's programs.
-
-    A run's first chunk waits for two compiles: the initial state's programs (the envs' reset,
-    the agent's and buffer's init) and the chunk's. Only the state's shapes are needed to
-    compile the chunk, and `initial_state` has them before it compiles anything of its own, so
-    it hands them to `start`: the chunk is traced and lowered there, on the calling thread (jax
-    traces on one thread at a time here), then compiled by XLA on a thread of its own, which
-    holds no lock of Python's while it compiles, while the calling thread compiles and runs the
-    initial state's programs. `Runner` then `take`s it.
-
-    Used for one device and no actor/learner split (`prefetching_chunk`), and only where the
-    chunk will compile: not where the store of compiled programs holds it or `prefetch` is
-    loading it (a load takes seconds, not worth a second thread; `wanted`)."""
-
-    def __init__(self, trainer, run_grid, store: programs.Store):
-        self.trainer, self.run_grid, self.kind = trainer, run_grid, _chunk_kind(run_grid)
-        self.store = store
-        self._thread: threading.Thread | None = None
-        self._args: tuple | None = None
-        self._key: str | None = None  # the store's key of `_args`, less the run's id
-        self._result: Any = None
-        self._error: BaseException | None = None
-        self.taken = False
-
-    @property
-    def wanted(self) -> bool:
-        """Whether the state's shapes are worth finding before its programs compile: not where
-        `prefetch` is loading a stored chunk for this run."""
-        return not self.store.prefetching(self.kind)
-
-    def start(self, shapes) -> None:
-        """Lowers the chunk for a state of `shapes` (placed on the default device, as the
-        initial state will be) and starts its compile on a thread of its own, unless it is not
-        `wanted` or the store holds it."""
-        if not self.wanted or self._thread is not None:
-            return
-        if jax.config.jax_default_device is not None or jax.process_count() > 1:
-            return  # where the state will be placed is not known here: compiled after it
-        device = jax.sharding.SingleDeviceSharding(jax.devices()[0])
-        like = jax.tree.map(
-            lambda x: jax.ShapeDtypeStruct(
-                x.shape, x.dtype, weak_type=x.weak_type, sharding=device
-            ),
-            shapes,
-        )
-        args = (like,)
-        if self.store.stored(self.kind, args):
-            return
-        lowered = _lower_chunk(self.trainer, self.run_grid, like)
-        self._args, self._key = args, program_key.key("", self.kind, args)
-        self._thread = threading.Thread(
-            target=self._compile, args=(lowered,), name="jaxrl-chunk-compile"
-        )
-        self._thread.start()
-
-    def _compile(self, lowered) -> None:
-        try:
-            self._result = self.store.load_or_compile(
-                self.kind, self._args, lambda: lowered, compile_chunk_lowered
-            )
-        except BaseException as error:  # noqa: BLE001 - raised again on the thread that takes it
-            self._error = error
-
-    def take(self, state) -> Any:
-        """The chunk compiled for a state like `state`, once its compile is done (its error
-        raised here); None where none was started, or `state` is placed or shaped otherwise
-        (then compiled as usual)."""
-        if self._thread is None or self.taken:
-            return None
-        self._thread.join()  # interrupted here (Ctrl-C), it is left running: `_LEFT`
-        self.taken = True
-        if program_key.key("", self.kind, (state,)) != self._key:
-            return None
-        if self._error is not None:
-            raise self._error
-        return self._result
-
-    @property
-    def started(self) -> bool:
-        """Whether it started a compile (the store did not hold the chunk)."""
-        return self._thread is not None
-
-    def running(self) -> bool:
-        """Whether its compile still runs for a run that never took it."""
-        return self._thread is not None and not self.taken and self._thread.is_alive()
-
-
-# The compiles `prefetching_chunk` started for runs that left it without taking them (they
-# raised before): `cli._ended` ends a `jaxrl` process at once rather than wait for them.
-_LEFT: list[EarlyChunk] = []
-
-
-def early_compile_running() -> bool:
-    """Whether a chunk's compile (`EarlyChunk`) still runs for a run that never took it."""
-    return any(early.running() for early in _LEFT)
-
-
-@contextlib.contextmanager
-def prefetching_chunk(trainer, run_grid, store: programs.Store):
-    """Readies the chunk program beside the initial state's work. Where `store` has the chunk
-    that the last run of `trainer`'s settings used, starts loading it
-    (`programs.prefetch`); on leaving, drops it if the run never asked for it (it raised
-    before, or a resume found nothing left to train). Yields an `EarlyChunk` (one device, no
-    actor/learner split) for `initial_state` to start and the runner to take, else None."""
-    kind = _chunk_kind(run_grid)
-    early = None
-    if trainer.compile_chunk is None:
-        store.prefetch(kind)
-        if trainer.data.mesh is None:
-            early = EarlyChunk(trainer, run_grid, store)
-    else:  # its programs are its own: a load `prefetch_early` started is not for it
-        programs.drop_early()
-    try:
-        yield early
-    finally:
-        store.drop_prefetched(kind)
-        if early is not None and early.running():
-            _LEFT[:] = [*(left for left in _LEFT if left.running()), early]  # none kept once done
 
 
 class Runner:
@@ -356,28 +139,23 @@ class Runner:
             costly = evaluation_note(config, plan.trainer.env.episode_length)
             if costly and not history:
                 self.reporter.message(f"[{self.name}] {costly}")
-            if _chunk_stored(plan):
+            if plan.chunks.stored(plan.state):
                 self.reporter.message(f"[{self.name}] loading the program an earlier run stored")
                 self.reporter.status("loading")
             else:
-                stored = plan.store.keeps  # the store keeps what compiles
+                stored = plan.chunks.keeps  # the store keeps what compiles
                 again = " (a re-run of these settings loads the stored program)" if stored else ""
                 self.reporter.message(f"[{self.name}] compiling{again}")
                 self.reporter.status("compiling")
-        self.chunk = plan.early.take(plan.state) if plan.early is not None else None
         self.offline = None
         if len(history) < config.offline_chunks:  # the online chunk compiles when it is due
-            self.offline = compile_offline_chunk(
-                plan.trainer, plan.state, plan.dataset, plan.run_grid, plan.store
-            )
+            self.offline = plan.chunks.offline(plan.state, plan.dataset)
             self.chunk = self.offline
-        elif self.chunk is None:
-            self.chunk = compile_online_chunk(
-                plan.trainer, plan.state, plan.dataset, plan.run_grid, plan.store
-            )
+        else:
+            self.chunk = plan.chunks.online(plan.state, plan.dataset)
         self.compile_seconds = time.perf_counter() - plan.start
         if self.reporter:
-            done_how = "loaded" if programs.loaded(self.chunk) else "compiled"
+            done_how = "loaded" if plan.chunks.loaded(self.chunk) else "compiled"
             self.reporter.message(f"[{self.name}] {done_how} in {self.compile_seconds:.1f}s")
             self.reporter.status("training")
         if out_path is not None and primary:
@@ -436,9 +214,7 @@ class Runner:
             self.state, metrics = self.offline(self.state, self.plan.dataset)
         else:
             if self.chunk is self.offline:
-                self.chunk = compile_online_chunk(
-                    self.plan.trainer, self.state, self.plan.dataset, run_grid, self.plan.store
-                )
+                self.chunk = self.plan.chunks.online(self.state, self.plan.dataset)
             if config.mixes_dataset:
                 self.state, metrics = self.chunk(self.state, self.plan.dataset)
             else:

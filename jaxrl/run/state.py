@@ -56,7 +56,7 @@ def initial_state(
 ):
     """The run's first state: of `config.seed`, or of every member stacked (vmapped init of
     each setting's seeds, setting-major), placed on the run's devices (`run_shardings`).
-    `early` (`runner.EarlyChunk`): handed the state's shapes as soon as they are known, before
+    `early` (`chunks.Chunks`): handed the state's shapes as soon as they are known, before
     its programs compile, so that the chunk can compile beside them. `store`: the store of
     compiled programs, which keeps the envs' reset where it keeps the run's programs."""
     if run_grid is None:

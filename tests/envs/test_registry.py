@@ -238,14 +238,14 @@ def test_a_grid_restarts_envs_in_a_cond_and_each_member_steps_as_alone():
 
 def test_the_grid_program_binds_the_axis_the_envs_reduce_over():
     from jaxrl import agents, make_train
-    from jaxrl.run import runner
+    from jaxrl.run import chunks
     from tests import tiny
 
     config = tiny.on_policy(episode_length=8)
     trainer = make_train(config, agents.get("ppo").make(tiny.PPO))
     keys = jnp.stack([jax.random.PRNGKey(0), jax.random.PRNGKey(1)])
     state = jax.eval_shape(jax.vmap(trainer.init), keys)
-    assert "psum" in str(jax.make_jaxpr(runner.chunk_program(trainer, object()))(state))
+    assert "psum" in str(jax.make_jaxpr(chunks.chunk_program(trainer, object()))(state))
 
 
 def test_metric_sums_give_each_finished_episode_its_metrics_summed():

@@ -248,7 +248,7 @@ def test_the_loop_of_updates_sits_in_no_conditional_and_copies_no_state():
     from jaxrl.benchmarks import speed
     from jaxrl.loops import offpolicy
     from jaxrl.loops.base import learn_if
-    from jaxrl.run.runner import CHUNK_OPTIONS
+    from jaxrl.run.chunks import CHUNK_OPTIONS
     from tests import jaxprs
 
     agent_config = tiny.agent("td3")

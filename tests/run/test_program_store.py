@@ -27,10 +27,10 @@ from jaxrl import agents, envs
 from jaxrl.config import TrainConfig
 from jaxrl.errors import ConfigError
 from jaxrl.loops import make_train
-from jaxrl.run import driver, executables, program_key, programs, runner
+from jaxrl.run import background, chunks, driver, executables, program_key, programs
 from jaxrl.run import state as state_module
+from jaxrl.run.chunks import compile_chunk
 from jaxrl.run.rows import learning_metrics
-from jaxrl.run.runner import compile_chunk
 from jaxrl.run.state import initial_state
 from tests import codegen, tiny
 
@@ -313,8 +313,8 @@ def test_an_early_load_of_another_runs_chunk_is_dropped_and_the_hint_follows_the
     programs.prefetch_early(COMMAND)
     assert _train(wide, tiny.SAC) != rows  # a program of its own, compiled
     (hint,) = folder.glob("last-early-*")
-    chunks = {path.name for path in folder.glob("chunk-*")}
-    assert len(chunks) == 2
+    stored = {path.name for path in folder.glob("chunk-*")}
+    assert len(stored) == 2
     given, events = _watch_loads(monkeypatch)
     programs.prefetch_early(COMMAND)
     early = programs._EARLY["load"].path.name
@@ -322,24 +322,43 @@ def test_an_early_load_of_another_runs_chunk_is_dropped_and_the_hint_follows_the
     assert _train(tiny.off_policy(), tiny.SAC) == rows
     assert given == [("reset", False), ("chunk", True)]  # its own, by its own prefetch
     assert _on_prefetch_thread(events) == 2  # the early load too, dropped
-    assert hint.read_text() != early and hint.read_text() in chunks
+    assert hint.read_text() != early and hint.read_text() in stored
 
 
-def test_jaxrl_train_starts_the_early_load_before_it_parses_its_command_line(monkeypatch):
+def test_jaxrl_train_parses_its_command_line_before_it_starts_the_early_load(monkeypatch):
+    """`jaxrl train` parses its command line first (no JAX, no simulator imported), so a bad
+    flag stops it before any load starts; the early load then starts before the env's name is
+    checked (which imports the simulator) and the configs are built."""
+    import subprocess
+    import sys
+
     from jaxrl import cli
     from jaxrl.config import resolve
 
+    bare = "from jaxrl.config import resolve; import sys; resolve.parse(['--preset', 'sac_dmc'])"
+    bare += "; print(sorted({'jax', 'brax', 'mujoco'} & set(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", bare], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"  # the parse imports no JAX and no simulator
     calls = []
     monkeypatch.setattr(programs, "prefetch_early", lambda argv: calls.append(("early", argv)))
+    parse = resolve.parse
 
     def parsing(argv):
         calls.append(("parse", argv))
+        return parse(argv)
+
+    def configs_of(parsed):
+        calls.append(("configs", None))
         raise ConfigError("stopped here")
 
-    monkeypatch.setattr(resolve, "build_configs", parsing)
+    monkeypatch.setattr(resolve, "parse", parsing)
+    monkeypatch.setattr(resolve, "configs_of", configs_of)
     argv = ["--preset", "sac_pendulum", "--seed", "2"]
     assert cli.main(["train", *argv]) == 2
-    assert calls == [("early", argv), ("parse", argv)]
+    assert calls == [("parse", argv), ("early", argv), ("configs", None)]
+    calls.clear()
+    assert cli.main(["train", *argv, "--no-such-flag", "1"]) == 2  # tyro's exit: no load
+    assert calls == [("parse", [*argv, "--no-such-flag", "1"])]
 
 
 def test_a_command_that_stops_before_taking_its_early_load_exits_without_waiting(monkeypatch):
@@ -349,9 +368,7 @@ def test_a_command_that_stops_before_taking_its_early_load_exits_without_waiting
     from jaxrl import cli
 
     release = threading.Event()
-    load = types.SimpleNamespace(_thread=threading.Thread(target=release.wait))
-    load._thread.start()
-    monkeypatch.setattr(programs, "_EARLY", {"id": None, "load": load})
+    load = background.start("jaxrl-prefetch", release.wait)  # as `programs._Prefetch` starts it
     exits = []
     monkeypatch.setattr(os, "_exit", exits.append)
     try:
@@ -360,7 +377,7 @@ def test_a_command_that_stops_before_taking_its_early_load_exits_without_waiting
         assert exits == [2]
     finally:
         release.set()
-        load._thread.join()
+        load.join()
     assert cli._ended(2, whole_process=True) == 2 and exits == [2]
 
 
@@ -397,17 +414,17 @@ def test_an_early_load_is_dropped_by_a_split_run_and_a_failed_command_forgets_it
     monkeypatch, tmp_path
 ):
     """An actor/learner split compiles its own programs: it drops what `prefetch_early`
-    started. A `jaxrl train` that fails (on a value tyro rejects, on an unknown flag)
-    forgets its command line's id, so a later run in the process is not written under it,
-    and passes its exit code through `cli._ended` (which ends a process of its own at once
-    while a load runs)."""
+    started. A `jaxrl train` that fails on its flags (a value tyro rejects, an unknown flag)
+    starts no load; one that fails after (an unknown env) forgets its command line's id, so a
+    later run in the process is not written under it. Each passes its exit code through
+    `cli._ended` (which ends a process of its own at once while a load runs)."""
     from jaxrl import cli
-    from jaxrl.run.runner import prefetching_chunk
+    from jaxrl.run.chunks import readying
 
     load = types.SimpleNamespace(path=tmp_path / "chunk-x")
     monkeypatch.setattr(programs, "_EARLY", {"id": "command", "load": load})
     split = types.SimpleNamespace(compile_chunk=object())
-    with prefetching_chunk(split, None, programs.NONE):
+    with readying(split, None, None, programs.NONE):
         assert programs._EARLY == {"id": None, "load": None}
 
     monkeypatch.setenv("JAXRL_PROGRAM_STORE", "1")
@@ -419,10 +436,17 @@ def test_an_early_load_is_dropped_by_a_split_run_and_a_failed_command_forgets_it
         cli.main(["train", *COMMAND, "--num-envs", "many"])
     assert stop.value.code == 2 and ended == [2]
     assert programs._EARLY["id"] is None
-    # An unknown flag is jaxrl's own error, before tyro: exit code 2, and the id forgotten too.
-    programs._EARLY["id"] = "command"
+    # An unknown flag is jaxrl's own error, before tyro and before any load: exit code 2.
     assert cli.main(["train", *COMMAND, "--no-such-flag"]) == 2 and ended == [2, 2]
-    assert programs._EARLY["id"] is None
+    assert programs._EARLY == {"id": None, "load": None}
+    # A command that fails once its load has started (an unknown env, checked after the
+    # parse) forgets its command line's id too.
+    started = []
+    monkeypatch.setattr(programs, "_EARLY_IDS", {})
+    real = programs.prefetch_early
+    monkeypatch.setattr(programs, "prefetch_early", lambda argv: started.append(real(argv)))
+    assert cli.main(["train", *COMMAND, "--env", "playground/NoSuchTask"]) == 2
+    assert started == [None] and ended == [2, 2, 2] and programs._EARLY["id"] is None
 
 
 def test_no_program_is_stored_for_an_env_object_or_with_the_store_off(store, monkeypatch):
@@ -657,10 +681,10 @@ def test_the_stored_chunk_computes_what_the_traced_one_does(store):
     kept = programs.Store(programs.identity(trainer, tiny.SAC))
     compile_chunk(trainer, initial_state(trainer, None), None, kept)  # stored
     loaded = compile_chunk(trainer, initial_state(trainer, None), None, kept)
-    # Compiled with the same options as the stored one (`runner.CHUNK_OPTIONS`); the next test
+    # Compiled with the same options as the stored one (`chunks.CHUNK_OPTIONS`); the next test
     # compares the chunk with and without them.
     state = initial_state(trainer, None)
-    fresh = runner.compile_chunk_lowered(jax.jit(trainer.chunk, donate_argnums=0).lower(state))
+    fresh = chunks.compile_chunk_lowered(jax.jit(trainer.chunk, donate_argnums=0).lower(state))
     a, _ = loaded(initial_state(trainer, None))
     b, _ = fresh(initial_state(trainer, None))
     for x, y in zip(jax.tree.leaves(a.agent), jax.tree.leaves(b.agent), strict=True):
@@ -668,7 +692,7 @@ def test_the_stored_chunk_computes_what_the_traced_one_does(store):
 
 
 def test_a_cpu_chunk_copies_nothing_its_conds_pass_through_and_computes_the_same():
-    """`runner.CHUNK_OPTIONS`: the chunk compiled by `compile_chunk` (XLA's copy insertion by
+    """`chunks.CHUNK_OPTIONS`: the chunk compiled by `compile_chunk` (XLA's copy insertion by
     region analysis) holds fewer copies than XLA's default compile of it (a `cond` passing the
     env states or the agent's state through copied them every step), and returns the same
     state and metrics, bit for bit. On this CPU in the suite; on a GPU too where the suite runs
@@ -677,9 +701,9 @@ def test_a_cpu_chunk_copies_nothing_its_conds_pass_through_and_computes_the_same
     Both compiled by XLA's own code generator, as a user's run compiles the chunk, not the
     suite's faster one, under which the two rounded differently (tests/codegen.py)."""
     backend = jax.default_backend()
-    assert backend in runner.CHUNK_OPTIONS
+    assert backend in chunks.CHUNK_OPTIONS
     generator = codegen.users()
-    options = {**runner.CHUNK_OPTIONS[backend], **generator}
+    options = {**chunks.CHUNK_OPTIONS[backend], **generator}
     trainer = make_train(tiny.off_policy(), agents.get("sac").make(tiny.SAC))
     state = initial_state(trainer, None)
     lowered = jax.jit(trainer.chunk, donate_argnums=0).lower(state)
@@ -687,7 +711,7 @@ def test_a_cpu_chunk_copies_nothing_its_conds_pass_through_and_computes_the_same
     # A context, not the fixture: benchmarks/gpu/run.sh's `checks` calls this test as a plain
     # function on a GPU machine, where pytest does not run.
     with pytest.MonkeyPatch.context() as patch:
-        patch.setitem(runner.CHUNK_OPTIONS, backend, options)
+        patch.setitem(chunks.CHUNK_OPTIONS, backend, options)
         chunk = compile_chunk(trainer, state, None)
 
     def copies(compiled) -> int:
@@ -718,14 +742,14 @@ def test_a_gpu_chunk_compiles_with_copy_insertion_by_region_analysis(monkeypatch
             return "compiled"
 
     monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
-    assert runner.compile_chunk_lowered(Lowered(True)) == "compiled"
+    assert chunks.compile_chunk_lowered(Lowered(True)) == "compiled"
     assert seen == [{"xla_gpu_copy_insertion_use_region_analysis": True}]
     seen.clear()
-    assert runner.compile_chunk_lowered(Lowered(False)) == "compiled"
+    assert chunks.compile_chunk_lowered(Lowered(False)) == "compiled"
     assert seen == [{"xla_gpu_copy_insertion_use_region_analysis": True}, None]
     monkeypatch.setattr(jax, "default_backend", lambda: "tpu")  # none named: XLA's defaults
     seen.clear()
-    assert runner.compile_chunk_lowered(Lowered(True)) == "compiled"
+    assert chunks.compile_chunk_lowered(Lowered(True)) == "compiled"
     assert seen == [None]
 
 
@@ -876,29 +900,29 @@ def test_with_domain_randomization_the_seed_stays_in_the_key():
 
 
 def _chunk_compiles(monkeypatch) -> list[str]:
-    """From now on: the thread that compiles each chunk (`runner.compile_chunk_lowered`)."""
+    """From now on: the thread that compiles each chunk (`chunks.compile_chunk_lowered`)."""
     names = []
-    real = runner.compile_chunk_lowered
+    real = chunks.compile_chunk_lowered
 
     def recording(lowered):
         names.append(threading.current_thread().name)
         return real(lowered)
 
-    monkeypatch.setattr(runner, "compile_chunk_lowered", recording)
+    monkeypatch.setattr(chunks, "compile_chunk_lowered", recording)
     return names
 
 
 def test_a_first_run_compiles_its_chunk_beside_its_first_state_and_trains_the_same(
     store, monkeypatch
 ):
-    """`runner.EarlyChunk`: where the chunk is not stored, it compiles on a thread of its own
+    """`chunks.EarlyChunk`: where the chunk is not stored, it compiles on a thread of its own
     while the first state's programs compile on the calling thread; the run trains as one that
     compiles the chunk after the first state, or without the store; its stored chunk is the one
     a re-run then loads (`test_a_rerun_with_other_data_seed...`: keyed as the state is)."""
     folder, compiles = store
     begun, waited, alive = threading.Event(), [], []
     names = _chunk_compiles(monkeypatch)
-    chunk = runner.compile_chunk_lowered
+    chunk = chunks.compile_chunk_lowered
 
     def after_the_reset_began(lowered):  # a chunk compiled before the reset waits in vain
         waited.append(begun.wait(timeout=60))
@@ -909,7 +933,7 @@ def test_a_first_run_compiles_its_chunk_beside_its_first_state_and_trains_the_sa
         begun.set()
         return state_module.compile_with_options(lowered, state_module.RUN_ONCE_OPTIONS)
 
-    monkeypatch.setattr(runner, "compile_chunk_lowered", after_the_reset_began)
+    monkeypatch.setattr(chunks, "compile_chunk_lowered", after_the_reset_began)
     monkeypatch.setattr(state_module, "_compile_once", reset_begins)
     rows = _train(tiny.off_policy(), tiny.SAC)
     assert names == ["jaxrl-chunk-compile"] and waited == [True]
@@ -917,10 +941,10 @@ def test_a_first_run_compiles_its_chunk_beside_its_first_state_and_trains_the_sa
     # after that thread has finished (the chunk waits only for the reset), so only its count.
     assert len(alive) == 2 and alive[0], "the reset compiled before the chunk's compile began"
     assert len(compiles) == 3  # the reset, the rest of the first state, the chunk: once each
-    assert not runner.early_compile_running()
+    assert not background.left_running()
 
-    monkeypatch.setattr(runner, "compile_chunk_lowered", chunk)
-    monkeypatch.setattr(runner.EarlyChunk, "wanted", property(lambda self: False))
+    monkeypatch.setattr(chunks, "compile_chunk_lowered", chunk)
+    monkeypatch.setattr(chunks.EarlyChunk, "wanted", property(lambda self: False))
     for entry in folder.iterdir():
         entry.unlink()
     assert _train(tiny.off_policy(), tiny.SAC) == rows
@@ -933,14 +957,14 @@ def test_a_chunk_that_fails_to_compile_on_its_thread_fails_the_run(store, monkey
     """The error of the chunk's compile on its own thread is raised by the run, not lost to
     a second compile on the calling thread; nothing is stored for the chunk."""
     folder, _ = store
-    real = runner.compile_chunk_lowered
+    real = chunks.compile_chunk_lowered
 
     def failing(lowered):
         if threading.current_thread().name == "jaxrl-chunk-compile":
             raise RuntimeError("RESOURCE_EXHAUSTED: out of memory while compiling the chunk")
         return real(lowered)
 
-    monkeypatch.setattr(runner, "compile_chunk_lowered", failing)
+    monkeypatch.setattr(chunks, "compile_chunk_lowered", failing)
     with pytest.raises(RuntimeError, match="out of memory while compiling the chunk"):
         _train(tiny.off_policy(), tiny.SAC)
     assert not [p for p in folder.iterdir() if p.name.startswith("chunk")]
@@ -973,13 +997,12 @@ def test_a_command_whose_first_state_fails_while_its_chunk_compiles_exits_withou
     store, monkeypatch
 ):
     """A run that raised before taking the chunk compiling on its thread leaves it running
-    (`runner.early_compile_running`); `cli._ended` then ends a `jaxrl` process at once with its
+    (`background.left_running`); `cli._ended` then ends a `jaxrl` process at once with its
     code, instead of waiting minutes for that compile."""
     from jaxrl import cli
 
-    monkeypatch.setattr(runner, "_LEFT", [])
     release = threading.Event()
-    real = runner.compile_chunk_lowered
+    real = chunks.compile_chunk_lowered
 
     def slow(lowered):
         release.wait(timeout=60)
@@ -988,22 +1011,22 @@ def test_a_command_whose_first_state_fails_while_its_chunk_compiles_exits_withou
     def broken(lowered):
         raise RuntimeError("the reset failed")
 
-    monkeypatch.setattr(runner, "compile_chunk_lowered", slow)
+    monkeypatch.setattr(chunks, "compile_chunk_lowered", slow)
     monkeypatch.setattr(state_module, "_compile_once", broken)
     exits = []
     monkeypatch.setattr(os, "_exit", exits.append)
     try:
         with pytest.raises(RuntimeError, match="the reset failed"):
             _train(tiny.off_policy(), tiny.SAC)
-        assert runner.early_compile_running()
+        (left,) = [t for t in threading.enumerate() if t.name == "jaxrl-chunk-compile"]
+        assert background.left_running()
         assert cli._ended(1, whole_process=False) == 1 and exits == []
         cli._ended(1, whole_process=True)
         assert exits == [1]
     finally:
         release.set()
-        for early in runner._LEFT:
-            early._thread.join()
-    assert not runner.early_compile_running()
+    left.join()
+    assert not background.left_running()
 
 
 def test_every_serialization_waits_while_another_thread_swaps_the_pickler(monkeypatch):
