@@ -30,8 +30,8 @@ Playground envs, which they read off a trace of their reset (`remember_observati
 per run key and kind a hint naming the entry last stored or loaded (`last-KIND-...`), from
 which a run starts loading its chunk on a thread of its own before it asks for it (`prefetch`),
 and per `jaxrl train` command line (less its seed and folder) one naming its last chunk
-(`last-early-...`), from which that command starts the load before it even parses its
-arguments (`prefetch_early`). An entry keeps the executable's bytes apart from the trees of its
+(`last-early-...`), from which that command starts the load as soon as it has parsed its
+flags (`prefetch_early`). An entry keeps the executable's bytes apart from the trees of its
 arguments and outputs, so a thread can load the one while the main thread imports the modules
 the other names. Entries are made and read by `jaxrl.run.executables`, the part that reaches
 into jax's private modules.
@@ -415,11 +415,11 @@ def _early_hint(early: str) -> pathlib.Path:
 
 
 def prefetch_early(argv: list[str]) -> None:
-    """Called by `jaxrl train` before it parses its command line: starts loading the chunk
+    """Called by `jaxrl train` once it has parsed its command line: starts loading the chunk
     program that the last process of the same command line (`early_id`: another seed or
     folder counts as the same) ran, on a thread of its own, while the main thread imports
-    Playground and builds the configs and the trainer (about 1 s on this CPU, ahead of the
-    run's own `prefetch`). A guess only: the run's `prefetch` keeps the load where its own
+    the simulator, checks the configs and builds the trainer (about 1 s on this CPU, ahead of
+    the run's own `prefetch`). A guess only: the run's `prefetch` keeps the load where its own
     hint names the same entry, and drops it where not. Either way the loaded program is
     still `load_or_compile`'s to check against the run's key."""
     early = early_id(argv)
