@@ -3373,6 +3373,15 @@ MUTANTS = [
         "tests/run/test_runs.py::test_a_run_with_num_evals_extended_keeps_its_chunks",
     ),
     m(
+        "sac-rnd-actor-through-fixed-net",
+        "jaxrl/agents/sac_rnd.py",
+        "        fixed = jax.lax.stop_gradient(target_net.apply(rnd.target_params, s, a))",
+        "        fixed = target_net.apply(rnd.target_params, s, a)",
+        "the actor's gradient of the anti-exploration bonus also passes through the RND's fixed "
+        "network (the reference stops it there)",
+        "tests/agents/test_sac_rnd.py",
+    ),
+    m(
         "metric-sums-of-the-next-episode",
         "envs/wrappers.py",
         '        info["finished_metrics"] = reached.info["episode_metrics"]',

@@ -67,14 +67,15 @@ def make(config: SACRNDConfig = SACRNDConfig()) -> Agent:
     critic_net, head = sac_family.critic_network(config), config.head()
 
     def errors(params, rnd: RNDState, obs, action) -> jax.Array:
-        """|f(s, a) - g(s, a)|^2 [B], summed over the embedding."""
+        """|f(s, a) - g(s, a)|^2 [B], summed over the embedding. The fixed network's output
+        is a constant to every gradient (the reference's stop_gradient): the actor's gradient
+        of the bonus passes through the predictor alone."""
         # sqrt(var + 1e-8) where the reference has std + 1e-8: a dimension the data holds
         # constant stays finite instead of dividing rounding error by 1e-8.
         s = normalization.normalize(rnd.obs_moments, obs, clip=0.0)
         a = normalization.normalize(rnd.action_moments, action, clip=0.0)
-        return (
-            (predictor.apply(params, s, a) - target_net.apply(rnd.target_params, s, a)) ** 2
-        ).sum(-1)
+        fixed = jax.lax.stop_gradient(target_net.apply(rnd.target_params, s, a))
+        return ((predictor.apply(params, s, a) - fixed) ** 2).sum(-1)
 
     def bonus(rnd: RNDState, obs, action) -> jax.Array:
         """b(s, a) [B]: the error over the running std of the training errors."""

@@ -49,10 +49,18 @@ def numpy_target(params, s, a):
     return dense(4, ref.relu(gamma * dense(3, x) + beta))
 
 
-def numpy_errors(rnd, predictor_params, obs, action):
+def numpy_errors(rnd, predictor_params, obs, action, fixed_action=None):
+    """The RND's errors; `fixed_action`: the action the fixed network reads, held constant
+    where a gradient is taken (the reference's stop_gradient on that network's output)."""
     s = (obs - rnd.obs_moments.mean) / np.sqrt(rnd.obs_moments.var + 1e-8)
-    a = (action - rnd.action_moments.mean) / np.sqrt(rnd.action_moments.var + 1e-8)
-    diff = numpy_predictor(predictor_params, s, a) - numpy_target(rnd.target_params, s, a)
+
+    def scaled(action):
+        return (action - rnd.action_moments.mean) / np.sqrt(rnd.action_moments.var + 1e-8)
+
+    fixed = scaled(action if fixed_action is None else fixed_action)
+    diff = numpy_predictor(predictor_params, s, scaled(action)) - numpy_target(
+        rnd.target_params, s, fixed
+    )
     return (diff**2).sum(-1)
 
 
@@ -120,8 +128,8 @@ def test_the_sac_phase_matches_numpy_with_the_rnd_frozen(beta_scale):
     actor_beta, critic_beta = CONFIG.actor_beta * beta_scale, CONFIG.critic_beta * beta_scale
     std = np.sqrt(p.rnd.error_moments.var)
 
-    def bonus(obs, action):
-        return numpy_errors(p.rnd, p.rnd.predictor.params, obs, action) / std
+    def bonus(obs, action, fixed_action=None):
+        return numpy_errors(p.rnd, p.rnd.predictor.params, obs, action, fixed_action) / std
 
     def policy(params, obs, key):
         mean, log_std = ref.gaussian_actor(params, obs, log_std_clip=True)
@@ -133,10 +141,13 @@ def test_the_sac_phase_matches_numpy_with_the_rnd_frozen(beta_scale):
 
     alpha = np.exp(p.log_alpha.params)  # the temperature the update started from
 
-    # 1. The actor, penalised at its own actions, against the critics it started from.
+    # 1. The actor, penalised at its own actions, against the critics it started from; the
+    # bonus's gradient through the predictor alone (the fixed network's output a constant).
+    start_action = policy(p.actor.params, b.obs, keys.policy_action)[0]
+
     def actor_loss(params):
         action, log_prob = policy(params, b.obs, keys.policy_action)
-        penalty = actor_beta * bonus(b.obs, action)
+        penalty = actor_beta * bonus(b.obs, action, start_action)
         return (alpha * log_prob + penalty - q(p.critic.params, b.obs, action).min(0)).mean()
 
     np.testing.assert_allclose(metrics["actor_loss"], actor_loss(p.actor.params), rtol=1e-4)
