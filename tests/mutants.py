@@ -3382,6 +3382,14 @@ MUTANTS = [
         "tests/agents/test_sac_rnd.py",
     ),
     m(
+        "brax-eval-sps-in-control-steps",
+        "jaxrl/brax/metrics.py",
+        "        steps = config.eval_envs * config.episode_length * self.repeat",
+        "        steps = config.eval_envs * config.episode_length",
+        "the door's eval/sps counts control steps where Brax counts physics steps",
+        "tests/brax/test_ppo_train.py::test_progress_comes_at_brax_s_steps_with_brax_s_keys",
+    ),
+    m(
         "metric-sums-of-the-next-episode",
         "envs/wrappers.py",
         '        info["finished_metrics"] = reached.info["episode_metrics"]',

@@ -9,9 +9,11 @@ Brax's loss writes them (`v_loss` is vf_loss_coefficient x jaxrl's 0.5-scaled sq
 `entropy_loss` is -entropy_cost x the entropy). `training/kl_mean` is Schulman's estimate of
 KL(old || new) over the minibatches, where Brax computes the two Gaussians' KL in closed form.
 The env's own metrics are `eval/episode_<name>` and `_std`, summed over each episode as Brax's
-evaluator sums them (`TrainConfig.eval_env_metrics`). Not given yet: `eval/walltime`,
-`eval/epoch_eval_time`, `eval/sps` (jaxrl evaluates inside the training program, untimed
-apart).
+evaluator sums them (`TrainConfig.eval_env_metrics`). Evaluation time: jaxrl evaluates inside
+its training program after step 0, so only the step-0 evaluation, a program of its own, is
+timed apart (its compile included, as Brax's first evaluation includes it): `eval/walltime` is
+that time at every step, `eval/epoch_eval_time` and `eval/sps` come at step 0 only; the later
+evaluations' time is in `training/walltime`.
 """
 
 from __future__ import annotations
@@ -27,9 +29,11 @@ class Report:
     def __init__(self, config: Any, agent_config: Any, action_repeat: int, run_evals: bool):
         self.config, self.agent = config, agent_config
         self.repeat, self.run_evals = action_repeat, run_evals
+        self.eval_seconds = 0.0  # the evaluations timed apart: the step-0 one
 
     def _eval(self, result: dict) -> dict:
         out = {
+            "eval/walltime": self.eval_seconds,
             "eval/episode_reward": float(result["eval_return"]),
             "eval/episode_reward_std": float(result["eval_return_std"]),
             "eval/avg_episode_length": float(result["eval_length"]) * self.repeat,
@@ -40,9 +44,18 @@ class Report:
                 out["eval/episode_" + key[len(ENV_METRIC) :]] = float(value)
         return out
 
-    def initial(self, result: dict) -> dict:
-        """Brax's metrics of the evaluation at step 0 (`result`: jaxrl's evaluate's)."""
-        return self._eval(result)
+    def initial(self, result: dict, seconds: float) -> dict:
+        """Brax's metrics of the evaluation at step 0 (`result`: jaxrl's evaluate's, which
+        took `seconds`, its compile included), with its time and physics steps per second
+        (Brax's `episode_length x num_eval_envs` over that time)."""
+        self.eval_seconds += seconds
+        config = self.config
+        steps = config.eval_envs * config.episode_length * self.repeat
+        return {
+            **self._eval(result),
+            "eval/epoch_eval_time": seconds,
+            "eval/sps": steps / max(seconds, 1e-9),
+        }
 
     def row(self, row: dict) -> dict:
         """Brax's metrics after an evaluation interval, from jaxrl's row of it."""

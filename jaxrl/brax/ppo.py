@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -310,8 +311,9 @@ def run_plan(plan: _Plan, progress_fn: Callable, policy_params_fn: Callable):
     def state_fn(step: int, state) -> None:
         if step == 0 and evaluate is not None:
             key = jax.random.fold_in(jax.random.PRNGKey(config.seed), 0x5EED)
+            tick = time.perf_counter()
             result = jax.device_get(evaluate(state.agent, state.obs_stats, key))
-            progress_fn(0, report.initial(result))
+            progress_fn(0, report.initial(result, time.perf_counter() - tick))
         params = brax_params_of(state)
         policy_params_fn(step * repeat, make_policy, params)
         if step and save is not None:

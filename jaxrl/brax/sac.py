@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import time
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -337,9 +338,9 @@ def run_plan(plan: _Plan, progress_fn: Callable):
         state = _start_from(state, plan.restored, plan.injected is not None)
         if evaluate is not None and not reported:
             key = jax.random.fold_in(jax.random.PRNGKey(config.seed), 0x5EED)
-            progress_fn(
-                0, report.initial(jax.device_get(evaluate(state.agent, state.obs_stats, key)))
-            )
+            tick = time.perf_counter()
+            result = jax.device_get(evaluate(state.agent, state.obs_stats, key))
+            progress_fn(0, report.initial(result, time.perf_counter() - tick))
             reported.append(0)
         return prefill(state, plan.prefill) if plan.prefill else state
 

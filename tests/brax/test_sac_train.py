@@ -52,9 +52,11 @@ RUN = dict(
 )
 EVAL_KEYS = {
     "eval/episode_reward", "eval/episode_reward_std", "eval/avg_episode_length",
-    "eval/std_episode_length", "eval/episode_x0", "eval/episode_x0_std",
+    "eval/std_episode_length", "eval/walltime", "eval/episode_x0", "eval/episode_x0_std",
     "eval/episode_push_per_step", "eval/episode_push_per_step_std",
 }  # fmt: skip
+# The step-0 evaluation, timed apart (jaxrl's later ones run inside its training program)
+FIRST_EVAL_KEYS = {"eval/epoch_eval_time", "eval/sps"}
 TRAIN_KEYS = {
     "training/sps", "training/walltime", "training/critic_loss", "training/actor_loss",
     "training/alpha_loss", "training/alpha", "training/buffer_current_size",
@@ -322,9 +324,15 @@ def test_progress_comes_at_brax_s_steps_with_brax_s_keys(runs):
     brax, ours = runs["brax"]["progress"], runs["jaxrl"]["progress"]
     assert [s for s, _ in ours] == [s for s, _ in brax] == [0, 40, 64]
     for (_, theirs), (step, mine) in zip(brax, ours, strict=True):
-        want = EVAL_KEYS | (TRAIN_KEYS if step else set())
+        want = EVAL_KEYS | (TRAIN_KEYS if step else FIRST_EVAL_KEYS)
         assert set(mine) == want, step
         assert want <= set(theirs), step  # every key jaxrl gives is one Brax gives
+    # The step-0 evaluation's time, at every step; its rate, at step 0 alone
+    first = ours[0][1]
+    assert first["eval/walltime"] == first["eval/epoch_eval_time"] > 0
+    assert all(m["eval/walltime"] == first["eval/walltime"] for _, m in ours)
+    steps = RUN["num_eval_envs"] * 14  # 7 control steps of 2 physics steps each at most
+    assert first["eval/sps"] * first["eval/epoch_eval_time"] == pytest.approx(steps)
     assert set(runs["jaxrl"]["metrics"]) == EVAL_KEYS | TRAIN_KEYS
     for (_, theirs), (_, mine) in zip(brax[1:], ours[1:], strict=True):  # the same replay
         assert mine["training/buffer_current_size"] == theirs["training/buffer_current_size"]
