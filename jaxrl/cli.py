@@ -412,7 +412,10 @@ def _ended(code: int, whole_process: bool, interrupted: bool = False) -> int:
     once in 24 Ctrl-Cs during start-up here."""
     from jaxrl.run import background  # imports no JAX
 
-    if whole_process and (interrupted or background.left_running()):
+    # A command that succeeded took what it needed; a load it dropped unfinished (a resume
+    # with nothing left to train) is waited for, as Python's shutdown is not skipped then.
+    left = code != 0 and background.left_running()
+    if whole_process and (interrupted or left):
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)

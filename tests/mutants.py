@@ -2130,8 +2130,8 @@ MUTANTS = [
     m(
         "ctrl-c-exit-through-python-shutdown",
         "jaxrl/cli.py",
-        "    if whole_process and (interrupted or background.left_running()):",
-        "    if whole_process and background.left_running():",
+        "    if whole_process and (interrupted or left):",
+        "    if whole_process and left:",
         "a caught Ctrl-C exits through Python's shutdown, where a redelivered SIGINT kills it",
         "tests/test_startup.py",
     ),
@@ -2461,11 +2461,21 @@ MUTANTS = [
     m(
         "store-exit-waits",
         "jaxrl/cli.py",
-        "    if whole_process and (interrupted or background.left_running()):",
-        "    if whole_process and interrupted:",
+        "    left = code != 0 and background.left_running()",
+        "    left = False",
         "a command that stopped waits for the chunk still loading or compiling for it (seconds "
         "to minutes) before it exits",
         STORE,
+    ),
+    m(
+        "store-success-skips-shutdown",
+        "jaxrl/cli.py",
+        "    left = code != 0 and background.left_running()",
+        "    left = background.left_running()",
+        "a command that succeeded but dropped a load unfinished ends through os._exit, skipping "
+        "Python's exit hooks",
+        "tests/run/test_program_store.py::"
+        "test_a_command_that_stops_before_taking_its_early_load_exits_without_waiting",
     ),
     m(
         "background-thread-unregistered",

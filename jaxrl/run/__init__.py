@@ -1,7 +1,8 @@
 """A run, hosted: trained, kept and read back (host only; the compiled loops are `jaxrl.loops`).
 
 `driver` (`train`, `resume`, `check_setting`: every check of the input, the trainer and the
-first or restored state, handed on as a `Plan`), `runner` (the chunk loop), `runs` (a run folder
+first or restored state, handed on as a `Plan`), `runner` (the chunk loop), `chunks` (the chunk
+programs the runner is handed, compiled or loaded), `runs` (a run folder
 read back: its configs, `load_policy`, `evaluate_run`), `plan` (RunOptions, RunResult and the
 Plan), `folder` (the run folder: its checks, config.json, summary.json, checkpoints' meta),
 `health` (non-finite checks and rollback), `resources` (memory and devices), `state` (the run's

@@ -100,8 +100,8 @@ def identity(trainer: Any, agent_config: Any) -> str | None:
 
 
 class Store(NamedTuple):
-    """The store of compiled programs as one run sees it: the one seam through which the run
-    layer compiles (`runner`, `state`) and the driver hands over (`Plan.store`). `program_id`:
+    """The store of compiled programs as one run sees it: what the run layer compiles through
+    (`chunks`, `state`; the runner sees it only inside the Plan's `chunks.Chunks`). `program_id`:
     the run's part of its programs' keys (`identity`), or None (`NONE`): nothing is stored or
     loaded, every program compiles. The module's functions of the same names, bound to it."""
 

@@ -364,7 +364,9 @@ def test_jaxrl_train_parses_its_command_line_before_it_starts_the_early_load(mon
 def test_a_command_that_stops_before_taking_its_early_load_exits_without_waiting(monkeypatch):
     """`cli._ended`: a `jaxrl` process whose command stopped (bad input, Ctrl-C) while the
     chunk `prefetch_early` started is still loading ends at once, with its code, instead of
-    waiting for that load; a finished load, or `cli.main` called in-process, never."""
+    waiting for that load; a finished load, or `cli.main` called in-process, never; nor a
+    command that succeeded (a resume with nothing left to train drops its own load unfinished:
+    Python's shutdown waits for it, and runs its exit hooks)."""
     from jaxrl import cli
 
     release = threading.Event()
@@ -373,6 +375,7 @@ def test_a_command_that_stops_before_taking_its_early_load_exits_without_waiting
     monkeypatch.setattr(os, "_exit", exits.append)
     try:
         assert cli._ended(2, whole_process=False) == 2 and exits == []
+        assert cli._ended(0, whole_process=True) == 0 and exits == []
         cli._ended(2, whole_process=True)
         assert exits == [2]
     finally:
