@@ -128,16 +128,14 @@ def cmd_train(argv: list[str]) -> int:
     # sooner than its own `prefetch`).
     programs.prefetch_early(argv)
     try:
-        return _train(resolve.configs_of(parsed))
+        return _train(*resolve.configs_of(parsed))
     finally:  # a later run in this process is not this command line's (its load: `_ended`'s)
         programs.command_ended()
 
 
-def _train(configs: tuple) -> int:
-    from jaxrl.config.resolve import default_out
-
-    train_config, agent_config, options = configs
+def _train(train_config, agent_config, options) -> int:
     from jaxrl import envs, sharding
+    from jaxrl.config.resolve import default_out
     from jaxrl.run import driver
 
     envs.import_modules(train_config.env_imports)

@@ -2451,9 +2451,9 @@ MUTANTS = [
         "store-early-load-after-configs",
         "jaxrl/cli.py",
         "    programs.prefetch_early(argv)\n    try:\n"
-        "        return _train(resolve.configs_of(parsed))",
+        "        return _train(*resolve.configs_of(parsed))",
         "    try:\n        configs = resolve.configs_of(parsed)\n"
-        "        programs.prefetch_early(argv)\n        return _train(configs)",
+        "        programs.prefetch_early(argv)\n        return _train(*configs)",
         "jaxrl train starts its early load only once the env's name is checked (the simulator "
         "imported), so the load no longer runs beside those imports",
         STORE,

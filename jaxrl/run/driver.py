@@ -24,7 +24,7 @@ from jaxrl.errors import JaxrlError
 from jaxrl.loops import Trainer, make_train
 from jaxrl.loops.base import registry_env
 from jaxrl.run import programs
-from jaxrl.run.chunks import Chunks, readying
+from jaxrl.run.chunks import readying
 from jaxrl.run.folder import (
     check_run_dir,
     newest_readable,
@@ -247,10 +247,10 @@ def train(
         state = initial_state(trainer, run_grid, members, chunks, store)
         state = initialized_from(source, state, run_grid)
         state = start_fn(state) if start_fn is not None else state
-        return _execute(trainer, run_grid, members, state, [], out_path=out_path,
+        return _execute(trainer, run_grid, members, state, [], chunks, out_path=out_path,
                         options=options, progress=progress, progress_fn=progress_fn,
-                        start=start, saved=saved, chunks=chunks, dataset=dataset,
-                        state_fn=state_fn, start_fn=start_fn, store=store)  # fmt: skip
+                        start=start, saved=saved, dataset=dataset,
+                        state_fn=state_fn, start_fn=start_fn)  # fmt: skip
 
 
 def _dataset(trainer: Trainer, saved: dict | None = None) -> tuple[Any, dict]:
@@ -280,13 +280,13 @@ def _dataset(trainer: Trainer, saved: dict | None = None) -> tuple[Any, dict]:
 
 
 def _execute(
-    trainer, run_grid, members, state, history, store, start_fn=None, chunks=None, **fields
+    trainer, run_grid, members, state, history, chunks, start_fn=None, **fields
 ) -> RunResult:
     """`execute`s the plan of a run (`train`'s or `resume`'s) from `state` after `history`,
-    compiling through `store` (`chunks`: the run's `Chunks`, else made here); `start_fn`:
-    `train`'s; `fields`: the Plan's others."""
+    its chunk programs from `chunks` (`readying`'s); `start_fn`: `train`'s; `fields`: the
+    Plan's others."""
     source = check_init_from(trainer.config)
-    chunks = chunks if chunks is not None else Chunks(trainer, run_grid, store)
+    store = chunks.store  # a rollback to the start builds the first state through it
 
     def initial():  # the run's first state, as a rollback without a checkpoint restarts it
         fresh = initial_state(trainer, run_grid, members, store=store)
@@ -448,9 +448,9 @@ def resume(
             saved["train"] = dataclasses.asdict(trainer.config)
             saved["env_info"]["num_chunks"] = trainer.config.num_chunks
         saved["run"] = dataclasses.asdict(options)
-        return _execute(trainer, run_grid, members, state, history, store, out_path=out_path,
+        return _execute(trainer, run_grid, members, state, history, chunks, out_path=out_path,
                         options=options, progress=progress, progress_fn=progress_fn,
-                        start=start, saved=saved, chunks=chunks, dataset=dataset)  # fmt: skip
+                        start=start, saved=saved, dataset=dataset)  # fmt: skip
 
 
 def _saved_settings(saved, out_path, total_steps, devices, wandb, env, randomization_fn):
