@@ -47,6 +47,8 @@ class Task:
     offline_evals: int = 4
     online_evals: int = 5
     expert_steps: int | None = None  # None: the preset's
+    expert_args: tuple[str, ...] = ()  # more of the expert's flags (its env, its evaluations)
+    collect_envs: int | None = None  # envs a played dataset is collected in (None: the run's)
 
 
 TASKS = {
@@ -65,6 +67,27 @@ TASKS = {
         offline_evals=2,
         online_evals=2,
         expert_steps=6_000,
+    ),
+    # Two action dimensions, where EDAC's diversity term has a gradient. SAC's DM Control
+    # preset (128 envs) evaluated 8 times for the medium checkpoint; the played datasets in 16
+    # envs, so that 50,000 rows hold whole 1,000-step episodes.
+    "reacher": Task(
+        "playground/ReacherEasy",
+        "sac_dmc",
+        50_000,
+        8_000,
+        20_480,
+        (64, 64),
+        expert_steps=100_352,
+        expert_args=(
+            "--env",
+            "playground/ReacherEasy",
+            "--eval-every",
+            "12544",
+            "--eval-envs",
+            "16",
+        ),
+        collect_envs=16,
     ),
 }
 
@@ -127,7 +150,7 @@ def train_expert(task: Task, work: pathlib.Path, log) -> dict:
     out = work / "expert"
     from jaxrl.config.options import RunOptions
 
-    argv = ["--preset", task.expert_preset]
+    argv = ["--preset", task.expert_preset, *task.expert_args]
     argv += ["--steps", str(task.expert_steps)] if task.expert_steps else []
     train, agent, _ = resolve.build_configs(argv)
     tick = time.perf_counter()
@@ -146,9 +169,15 @@ def make_datasets(task: Task, name: str, expert: dict, work: pathlib.Path, log) 
     medium_step = pick_medium(expert["curve"])
     plans = {
         "medium": dict(
-            steps=task.dataset_steps, noise=0.1, checkpoint=medium_step, expert_score=final
+            steps=task.dataset_steps,
+            noise=0.1,
+            checkpoint=medium_step,
+            expert_score=final,
+            envs=task.collect_envs,
         ),
-        "expert-noisy": dict(steps=task.dataset_steps, noise=0.3, expert_score=final),
+        "expert-noisy": dict(
+            steps=task.dataset_steps, noise=0.3, expert_score=final, envs=task.collect_envs
+        ),
         "replay": dict(replay=True, checkpoint=medium_step, expert_score=final),
     }  # fmt: skip  (one expert score for all three, as D4RL's ref_max_score is per task)
     made = {}
@@ -157,7 +186,8 @@ def make_datasets(task: Task, name: str, expert: dict, work: pathlib.Path, log) 
         settings = collect.CollectSettings(expert["run"], dataset_id, **fields)
         report = collect.collect(settings, log=lambda line: None)
         made[quality] = {"id": dataset_id, "medium_step": medium_step, **fields, **report}
-        log(f"{quality}: {report['episodes']} episodes, behaviour {report['behaviour_return']:.1f}")
+        behaviour = fmt(report["behaviour_return"], ".1f", "- (no episode ended)")
+        log(f"{quality}: {report['episodes']} episodes, behaviour {behaviour}")
     return made
 
 
@@ -191,9 +221,9 @@ def offline_run(task: Task, algo: str, dataset: dict, seeds: int) -> dict:
         "seeds": seeds,
         "final_return": _interval(final),
         "score": _interval(data.normalized_score(final)),
-        "of_behaviour": _interval(
-            [100 * (r - random_return) / (behaviour - random_return) for r in final]
-        ),
+        "of_behaviour": None  # a dataset in which no episode ended has no behaviour return
+        if behaviour is None
+        else _interval([100 * (r - random_return) / (behaviour - random_return) for r in final]),
         "curve": curve,
         "seconds": round(seconds, 1),
     }
@@ -205,7 +235,7 @@ def online_runs(task: Task, dataset: dict, seeds: int) -> list[dict]:
     from jaxrl.config import resolve
     from jaxrl.run import driver
 
-    base, _, _ = resolve.build_configs(["--preset", task.expert_preset])
+    base, _, _ = resolve.build_configs(["--preset", task.expert_preset, *task.expert_args])
     online = dict(total_steps=task.online_steps, eval_envs=task.eval_envs,
                   eval_every=task.online_steps // task.online_evals)  # fmt: skip
     e2o = dataclasses.replace(
@@ -276,7 +306,8 @@ def section(records: list[dict]) -> list[str]:
         for quality, d in data.items():
             lines.append(
                 f"| {quality} | {d['episodes']} | {d['random_return']:,.0f} "
-                f"| {d['behaviour_return']:,.0f} | {d['ref_max_score']:,.0f} |"
+                f"| {fmt(d['behaviour_return'], ',.0f', '- (no episode ended)')} "
+                f"| {d['ref_max_score']:,.0f} |"
             )
         qualities = [q for q in QUALITIES if q in data]
         lines += ["", "| algorithm | " + " | ".join(qualities) + " |",
@@ -287,9 +318,10 @@ def section(records: list[dict]) -> list[str]:
                 run = next(
                     (r for r in offline if (r["algo"], r["quality"]) == (algo, quality)), None
                 )
-                below = data[quality]["behaviour_return"] <= data[quality]["random_return"]
+                behaviour = data[quality]["behaviour_return"]
+                below = behaviour is not None and behaviour <= data[quality]["random_return"]
                 share = " (data below random)" if below else ""
-                if run is not None and not below:
+                if run is not None and run["of_behaviour"] is not None and not below:
                     share = f" ({run['of_behaviour']['mean']:,.0f}% of data)"
                 cells.append("-" if run is None else _ci(run["score"]) + share)
             lines.append(f"| {algo} | " + " | ".join(cells) + " |")
@@ -337,8 +369,9 @@ def plot(records: list[dict], folder: pathlib.Path, name: str) -> list[pathlib.P
                     x = np.arange(1, len(y) + 1) * r["offline_updates"] / len(y)
                     (line,) = ax.plot(x, y.mean(1), label=r["algo"])
                     ax.fill_between(x, y.min(1), y.max(1), alpha=0.2, color=line.get_color())
-                ax.axhline(data[panel]["behaviour_return"], color="grey", linestyle="--",
-                           linewidth=1, label="behaviour")  # fmt: skip
+                if data[panel]["behaviour_return"] is not None:
+                    ax.axhline(data[panel]["behaviour_return"], color="grey", linestyle="--",
+                               linewidth=1, label="behaviour")  # fmt: skip
                 ax.set_xlabel(f"offline updates ({panel})")
             expert = next(iter(data.values()))["ref_max_score"] if data else None
             if expert is not None:

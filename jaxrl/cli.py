@@ -223,6 +223,11 @@ def cmd_render(argv: list[str]) -> int:
     return 0
 
 
+def _behaviour(value: float | None) -> str:
+    """The dataset's whole episodes' mean return, or why there is none."""
+    return "- (no episode ended in the data)" if value is None else f"{value:.2f}"
+
+
 def cmd_collect(argv: list[str]) -> int:
     from jaxrl.cli_args import CollectArgs
     from jaxrl.data import collect
@@ -242,7 +247,8 @@ def cmd_collect(argv: list[str]) -> int:
         print(
             f"wrote {report['dataset_id']} ({report['path']}): {report['steps']:,} steps, "
             f"{report['episodes']} episodes ({report['cut_episodes']} cut at the end); returns: "
-            f"behaviour {report['behaviour_return']:.2f}, policy {report['policy_return']:.2f}, "
+            f"behaviour {_behaviour(report['behaviour_return'])}, "
+            f"policy {report['policy_return']:.2f}, "
             f"random {report['random_return']:.2f}"
         )
     return 0

@@ -257,7 +257,7 @@ def collect(settings: CollectSettings, log=print) -> dict:
     random_return, policy_return = score(True), score(False)
     episodes, whole = minari_format.episodes_from_steps(steps)
     ended = [float(e["rewards"].sum()) for e, w in zip(episodes, whole, strict=True) if w]
-    behaviour = float(np.mean(ended)) if ended else float("nan")
+    behaviour = float(np.mean(ended)) if ended else None  # None: no episode ended in it
     cut = whole.count(False)
     expert = policy_return if settings.expert_score is None else settings.expert_score
     info = {

@@ -94,6 +94,19 @@ def test_the_same_seed_collects_the_same_data_and_another_seed_other_data(run):
     assert not np.allclose(first.obs, other.obs)
 
 
+def test_a_dataset_in_which_no_episode_ended_has_no_behaviour_return(run, capsys):
+    """25 steps of 4 envs, episodes of 50: every episode cut, so no whole episode's return to
+    average; the report says so (null in --json, strict JSON), not NaN."""
+    argv = ["collect", str(run), "--dataset-id", "jaxrl/short-v0", "--steps", "100", "--envs"]
+    assert cli.main([*argv, "4", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out, parse_constant=pytest.fail)
+    assert report["behaviour_return"] is None and report["cut_episodes"] == report["episodes"] == 4
+    assert minari_format.load("jaxrl/short-v0").metadata["jaxrl"]["behaviour_return"] is None
+    assert cli.main(["collect", str(run), "--dataset-id", "jaxrl/short-v1", "--steps", "100",
+                     "--envs", "4"]) == 0  # fmt: skip
+    assert "behaviour - (no episode ended in the data)" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize(
     "flags,message",
     [
