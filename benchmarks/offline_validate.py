@@ -394,6 +394,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work", required=True, help="folder for the expert run and datasets")
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--only", default="", help="offline algorithms, comma-separated")
+    parser.add_argument(
+        "--qualities", default="", help="datasets to train on, comma-separated (all made)"
+    )
     parser.add_argument("--out", help="JSON-lines file to append to")
     parser.add_argument(
         "--online",
@@ -405,6 +408,9 @@ def main(argv: list[str] | None = None) -> int:
     algos = [a for a in args.only.split(",") if a] or list(OFFLINE)
     if set(algos) - set(OFFLINE):
         parser.error(f"--only: choose from {', '.join(OFFLINE)}")
+    qualities = [q for q in args.qualities.split(",") if q] or list(QUALITIES)
+    if set(qualities) - set(QUALITIES):
+        parser.error(f"--qualities: choose from {', '.join(QUALITIES)}")
     work = pathlib.Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     os.environ["MINARI_DATASETS_PATH"] = str(work / "datasets")
@@ -425,7 +431,7 @@ def main(argv: list[str] | None = None) -> int:
     datasets = make_datasets(task, args.task, expert, work, log)
     for quality, dataset in datasets.items():
         emit({"kind": "dataset", "quality": quality, "expert": expert["curve"], **dataset})
-    for quality in QUALITIES:
+    for quality in qualities:
         for algo in algos:
             emit({"quality": quality, **offline_run(task, algo, datasets[quality], args.seeds)})
     for record in online_runs(task, datasets["medium"], args.seeds) if args.online else ():

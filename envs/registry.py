@@ -390,15 +390,20 @@ class WithEvalEnv:
 
     env: Any
     eval_env: Any
+    # Set once the sizes agreed: a Playground env's `observation_size` traces its reset at
+    # every read, and the door, the driver and the loops each split the pair before compiling.
+    _sizes_agree: list = dataclasses.field(default_factory=list, compare=False, repr=False)
 
 
 def split_eval_env(env: Any) -> tuple[Any, Any]:
     """(training env, evaluation env or None) of an env object or a `WithEvalEnv`, each
-    checked (`adapt`), their sizes compared."""
+    checked (`adapt`), their sizes compared (once per `WithEvalEnv`)."""
     if not isinstance(env, WithEvalEnv):
         return check_env_object(env), None
     train = check_env_object(env.env, "the env")
     evaluate = check_env_object(env.eval_env, "eval_env")
+    if env._sizes_agree:
+        return train, evaluate
     for name in ("observation_size", "action_size"):
         mine, theirs = getattr(train, name), getattr(evaluate, name)
         if mine != theirs:
@@ -406,6 +411,7 @@ def split_eval_env(env: Any) -> tuple[Any, Any]:
                 f"eval_env ({type(evaluate).__name__}) has {name} {theirs}, the env it "
                 f"evaluates ({type(train).__name__}) {mine}: they must agree"
             )
+    env._sizes_agree.append(True)
     return train, evaluate
 
 

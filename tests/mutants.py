@@ -3400,6 +3400,22 @@ MUTANTS = [
         "tests/brax/test_ppo_train.py::test_progress_comes_at_brax_s_steps_with_brax_s_keys",
     ),
     m(
+        "env-pair-sizes-read-every-split",
+        "envs/registry.py",
+        "    if env._sizes_agree:\n        return train, evaluate\n",
+        "",
+        "a WithEvalEnv's sizes read at every split (Playground's trace a reset each time)",
+        "tests/envs/test_registry.py::test_an_env_pair_s_sizes_are_compared_once_and_a_misfit_named",
+    ),
+    m(
+        "door-env-pair-rebuilt-after-its-check",
+        "jaxrl/brax/arguments.py",
+        "    return both\n",
+        "    return envs.WithEvalEnv(env, eval_env)\n",
+        "the door checks one env pair and hands the driver another, compared again",
+        "tests/brax/test_ppo_train.py::test_eval_env_is_where_evaluation_runs",
+    ),
+    m(
         "metric-sums-of-the-next-episode",
         "envs/wrappers.py",
         '        info["finished_metrics"] = reached.info["episode_metrics"]',

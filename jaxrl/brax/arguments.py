@@ -91,11 +91,12 @@ def checked_envs(env: Any, eval_env: Any) -> Any:
     env = checked_env(env)
     if eval_env is None:
         return env
+    both = envs.WithEvalEnv(env, eval_env)
     try:
-        envs.split_eval_env(envs.WithEvalEnv(env, eval_env))
+        envs.split_eval_env(both)  # compared here, and not again by the driver and loops
     except (TypeError, ValueError) as error:
         raise ConfigError(f"eval_env: {error}") from None
-    return envs.WithEvalEnv(env, eval_env)
+    return both
 
 
 def load_checkpoint(path: Any, checkpoint_module: Any) -> Any:

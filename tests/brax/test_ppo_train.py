@@ -141,6 +141,9 @@ def test_eval_env_is_where_evaluation_runs():
         assert reported["eval/episode_reward_std"] == 0
     plan = ppo.make_plan(_arguments(eval_env=brax_peer.WideDrift(), run_evals=False))
     assert isinstance(plan.trainer_env, brax_peer.MeteredDrift)
+    # The pair the door checked goes on as it is: the driver and loops read no size again.
+    plan = ppo.make_plan(_arguments(eval_env=brax_peer.PaidDrift()))
+    assert plan.trainer_env._sizes_agree
 
 
 def test_brax_s_units_become_jaxrl_s():

@@ -128,6 +128,41 @@ def test_brax_observation_size_is_read_without_running_a_reset():
     assert env.unwrapped.backend == env.backend == "generalized" and env.sys is env.unwrapped.sys
 
 
+class _Counted:
+    """A Brax-like env whose size reads are counted (Playground's trace a reset each)."""
+
+    reads = 0
+    action_size = 1
+
+    def reset(self, key):
+        raise AssertionError("not run")
+
+    def step(self, state, action):
+        raise AssertionError("not run")
+
+    @property
+    def observation_size(self):
+        _Counted.reads += 1
+        return 3
+
+
+def test_an_env_pair_s_sizes_are_compared_once_and_a_misfit_named():
+    """The door, the driver and the loops each split a `WithEvalEnv` before compiling; its
+    sizes are read for the first alone."""
+    pair = envs.WithEvalEnv(_Counted(), _Counted())
+    _Counted.reads = 0
+    for _ in range(3):
+        train, evaluate = envs.split_eval_env(pair)
+    assert (train, evaluate) == (pair.env, pair.eval_env) and _Counted.reads == 2
+    assert pair == envs.WithEvalEnv(pair.env, pair.eval_env)  # the mark is not compared
+
+    class Wide(_Counted):
+        observation_size = 4
+
+    with pytest.raises(envs.EnvOptionError, match="eval_env .Wide. has observation_size 4"):
+        envs.split_eval_env(envs.WithEvalEnv(_Counted(), Wide()))
+
+
 def test_list_covers_every_family():
     names = envs.list_envs()
     for name in (
