@@ -3394,10 +3394,18 @@ MUTANTS = [
     m(
         "brax-eval-sps-in-control-steps",
         "jaxrl/brax/metrics.py",
-        "        steps = config.eval_envs * config.episode_length * self.repeat",
+        "        steps = config.eval_envs * self.episode_length",
         "        steps = config.eval_envs * config.episode_length",
         "the door's eval/sps counts control steps where Brax counts physics steps",
         "tests/brax/test_ppo_train.py::test_progress_comes_at_brax_s_steps_with_brax_s_keys",
+    ),
+    m(
+        "brax-eval-sps-of-jaxrl-s-episodes",
+        "jaxrl/brax/metrics.py",
+        "        self.episode_length = episode_length or config.episode_length * action_repeat",
+        "        self.episode_length = config.episode_length * action_repeat",
+        "eval/sps counts jaxrl's episodes (time limit x action_repeat), not Brax's episode_length",
+        "tests/brax/test_sac_train.py::test_progress_comes_at_brax_s_steps_with_brax_s_keys",
     ),
     m(
         "env-pair-sizes-read-every-split",

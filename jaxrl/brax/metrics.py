@@ -26,9 +26,19 @@ ENV_METRIC = "eval_episode/"  # jaxrl's evaluation's prefix of the env's own met
 class Report:
     """Brax's metrics of jaxrl's rows for one run (`config`, `agent_config`)."""
 
-    def __init__(self, config: Any, agent_config: Any, action_repeat: int, run_evals: bool):
+    def __init__(
+        self,
+        config: Any,
+        agent_config: Any,
+        action_repeat: int,
+        run_evals: bool,
+        episode_length: int | None = None,
+    ):
+        """`episode_length`: Brax's argument, in physics steps (None: the env's own, of
+        control steps, was used), which Brax's `eval/sps` counts per evaluation env."""
         self.config, self.agent = config, agent_config
         self.repeat, self.run_evals = action_repeat, run_evals
+        self.episode_length = episode_length or config.episode_length * action_repeat
         self.eval_seconds = 0.0  # the evaluations timed apart: the step-0 one
 
     def _eval(self, result: dict) -> dict:
@@ -50,7 +60,7 @@ class Report:
         (Brax's `episode_length x num_eval_envs` over that time)."""
         self.eval_seconds += seconds
         config = self.config
-        steps = config.eval_envs * config.episode_length * self.repeat
+        steps = config.eval_envs * self.episode_length
         return {
             **self._eval(result),
             "eval/epoch_eval_time": seconds,

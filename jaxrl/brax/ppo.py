@@ -129,6 +129,7 @@ class _Plan:
     networks: Any  # factories.NetworkSettings of the caller's factory (make_policy, checkpoints)
     injected: Any  # the factory's own networks as jaxrl's PPO runs them, or None (translated)
     action_repeat: int
+    brax_episode_length: int | None  # Brax's argument, physics steps (None: the env's)
     num_evals: int
     run_evals: bool
     std_eps: float
@@ -231,6 +232,7 @@ def make_plan(s: dict) -> _Plan:
             else None
         ),
         action_repeat=repeat,
+        brax_episode_length=s["episode_length"],
         num_evals=s["num_evals"],
         run_evals=bool(s["run_evals"]),
         std_eps=s["normalize_observations_std_eps"],
@@ -286,7 +288,9 @@ def run_plan(plan: _Plan, progress_fn: Callable, policy_params_fn: Callable):
     make_policy = factories.make_inference_fn(
         plan.networks, plan.env, config.normalize_observations
     )
-    report = brax_metrics.Report(config, plan.agent_config, repeat, plan.run_evals)
+    report = brax_metrics.Report(
+        config, plan.agent_config, repeat, plan.run_evals, plan.brax_episode_length
+    )
     evaluate = None
     if plan.num_evals > 1 and plan.run_evals:  # Brax evaluates the untrained policy first
         trainer = driver.check_setting(

@@ -102,6 +102,7 @@ class _Plan:
     networks: Any  # factories.NetworkSettings of the caller's factory, for make_policy
     injected: Any  # SAC: the factory's own networks as jaxrl's SAC runs them, or None
     action_repeat: int
+    brax_episode_length: int | None  # Brax's argument, physics steps (None: the env's)
     prefill: int  # Brax's prefill: loop iterations (env steps of every env) before learning
     steps_per_interval: int  # training steps (iterations) per evaluation interval
     num_evals: int
@@ -206,6 +207,7 @@ def make_plan(s: dict, algo: str = "sac", options: dict | None = None) -> _Plan:
             else None
         ),
         action_repeat=repeat,
+        brax_episode_length=s["episode_length"],
         prefill=prefill,
         steps_per_interval=per_interval,
         num_evals=s["num_evals"],
@@ -326,7 +328,7 @@ def run_plan(plan: _Plan, progress_fn: Callable):
         )
     else:
         make_policy = _jaxrl_make_policy(plan)
-    report = brax_metrics.Report(config, plan.agent_config, repeat, True)
+    report = brax_metrics.Report(config, plan.agent_config, repeat, True, plan.brax_episode_length)
     trainer = driver.check_setting(
         config, plan.agent_config, plan.trainer_env, plan.randomization_fn, plan.injected
     )

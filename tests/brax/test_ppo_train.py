@@ -326,8 +326,12 @@ def test_progress_comes_at_brax_s_steps_with_brax_s_keys(runs):
     first = ours[0][1]
     assert first["eval/walltime"] == first["eval/epoch_eval_time"] > 0
     assert all(m["eval/walltime"] == first["eval/walltime"] for _, m in ours)
-    steps = RUN["num_eval_envs"] * 14  # 7 control steps of 2 physics steps each at most
+    # Brax's count: episode_length x num_eval_envs, 13 physics steps where jaxrl's episodes,
+    # 7 control steps of 2, run 14; Brax's own rate counts the same.
+    steps = RUN["num_eval_envs"] * RUN["episode_length"]
     assert first["eval/sps"] * first["eval/epoch_eval_time"] == pytest.approx(steps)
+    theirs = brax[0][1]
+    assert theirs["eval/sps"] * theirs["eval/epoch_eval_time"] == pytest.approx(steps)
     # An episode is 7 control steps of 2 physics steps, unless Drift terminates it sooner.
     assert all(0 < m["eval/avg_episode_length"] <= 14 for _, m in ours)
     assert set(runs["jaxrl"]["metrics"]) == EVAL_KEYS | TRAIN_KEYS
