@@ -305,19 +305,26 @@ def run_plan(plan: _Plan, progress_fn: Callable, policy_params_fn: Callable):
             return stats, params["policy"], params["value"]
         return brax_params.ppo_to_brax(state.agent.params, state.obs_stats, plan.std_eps)
 
-    def start_fn(state):  # Brax's restore: the policy and normaliser (and value, if asked)
-        return _start_from(state, plan.restored, plan.restore_value_fn, plan.injected is not None)
+    reported = []  # the step-0 evaluation, reported once (a rollback restarts from start_fn)
+
+    def start_fn(state):
+        """Brax's restore (the policy and normaliser, and value if asked), then its step-0
+        evaluation: here, where the driver compiles the first chunk on a thread of its own
+        meanwhile, the evaluation's compile runs beside it."""
+        state = _start_from(state, plan.restored, plan.restore_value_fn, plan.injected is not None)
+        if evaluate is not None and not reported:
+            key = jax.random.fold_in(jax.random.PRNGKey(config.seed), 0x5EED)
+            tick = time.perf_counter()
+            result = jax.device_get(evaluate(state.agent, state.obs_stats, key))
+            progress_fn(0, report.initial(result, time.perf_counter() - tick))
+            reported.append(0)
+        return state
 
     save = _saver(plan)
 
     pending: list[dict] = []  # the interval's metrics, reported after policy_params_fn
 
     def state_fn(step: int, state) -> None:
-        if step == 0 and evaluate is not None:
-            key = jax.random.fold_in(jax.random.PRNGKey(config.seed), 0x5EED)
-            tick = time.perf_counter()
-            result = jax.device_get(evaluate(state.agent, state.obs_stats, key))
-            progress_fn(0, report.initial(result, time.perf_counter() - tick))
         params = brax_params_of(state)
         policy_params_fn(step * repeat, make_policy, params)
         if step and save is not None:
@@ -335,7 +342,8 @@ def run_plan(plan: _Plan, progress_fn: Callable, policy_params_fn: Callable):
     if plan.untrained:  # num_timesteps=0: Brax returns the first parameters, untrained
         trainer = driver.check_setting(config, plan.agent_config, plan.env, None, plan.injected)
         state = jax.jit(trainer.init)(jax.random.PRNGKey(config.seed))
-        return make_policy, brax_params_of(start_fn(state)), {}
+        start = _start_from(state, plan.restored, plan.restore_value_fn, plan.injected is not None)
+        return make_policy, brax_params_of(start), {}  # Brax returns before evaluating
     result = driver.train(
         config,
         plan.agent_config,
@@ -343,7 +351,7 @@ def run_plan(plan: _Plan, progress_fn: Callable, policy_params_fn: Callable):
         progress=None,
         progress_fn=on_row,
         state_fn=state_fn,
-        start_fn=start_fn if plan.restored is not None else None,
+        start_fn=start_fn,
         compile_cache=True,
         env=plan.trainer_env,
         randomization_fn=plan.randomization_fn,

@@ -320,6 +320,24 @@ def runs(tmp_path_factory):
     }
 
 
+def test_the_step_0_evaluation_compiles_while_the_first_chunk_does(monkeypatch):
+    """Brax evaluates the untrained policy first; the door does it where the driver has
+    started the first chunk's compile on a thread of its own and not yet waited for it, so
+    the evaluation's compile runs beside the chunk's."""
+    from jaxrl.run import chunks
+
+    events = []
+    start, take = chunks.EarlyChunk.start, chunks.EarlyChunk.take
+    monkeypatch.setattr(
+        chunks.EarlyChunk, "start", lambda self, s: (events.append("start"), start(self, s))[1]
+    )
+    monkeypatch.setattr(
+        chunks.EarlyChunk, "take", lambda self, s: (events.append("take"), take(self, s))[1]
+    )
+    sac.train(**_arguments(progress_fn=lambda step, metrics: events.append(step)))
+    assert events[:3] == ["start", 0, "take"]
+
+
 def test_progress_comes_at_brax_s_steps_with_brax_s_keys(runs):
     brax, ours = runs["brax"]["progress"], runs["jaxrl"]["progress"]
     assert [s for s, _ in ours] == [s for s, _ in brax] == [0, 40, 64]
