@@ -49,6 +49,7 @@ class Task:
     expert_steps: int | None = None  # None: the preset's
     expert_args: tuple[str, ...] = ()  # more of the expert's flags (its env, its evaluations)
     collect_envs: int | None = None  # envs a played dataset is collected in (None: the run's)
+    actor_hidden: tuple[int, ...] | None = None  # None: `hidden`
 
 
 TASKS = {
@@ -70,14 +71,18 @@ TASKS = {
     ),
     # Two action dimensions, where EDAC's diversity term has a gradient. SAC's DM Control
     # preset (128 envs) evaluated 8 times for the medium checkpoint; the played datasets in 16
-    # envs, so that 50,000 rows hold whole 1,000-step episodes.
+    # envs, so that 50,000 rows hold whole 1,000-step episodes. A 64-wide actor cloned the
+    # noisy expert's data to about 300 where a 256-wide one reached 650-900 in 16,000 updates
+    # (benchmarks/notes/2026-12-07-offline-reacher.md); the critics stay 64 wide, for the
+    # 10-critic ensembles' cost here.
     "reacher": Task(
         "playground/ReacherEasy",
         "sac_dmc",
         50_000,
-        8_000,
+        16_000,
         20_480,
         (64, 64),
+        actor_hidden=(256, 256),
         expert_steps=100_352,
         expert_args=(
             "--env",
@@ -103,10 +108,11 @@ OFFLINE = {
 QUALITIES = ("medium", "expert-noisy", "replay")
 
 
-def _agent(algo: str, hidden: tuple[int, ...], **fields):
+def _agent(task: Task, algo: str, **fields):
     from jaxrl import agents
 
-    return agents.get(algo).config_cls(actor_hidden=hidden, critic_hidden=hidden, **fields)
+    actor = task.actor_hidden or task.hidden
+    return agents.get(algo).config_cls(actor_hidden=actor, critic_hidden=task.hidden, **fields)
 
 
 def _interval(values) -> dict:
@@ -204,7 +210,7 @@ def offline_run(task: Task, algo: str, dataset: dict, seeds: int) -> dict:
         batch_size=256, updates_per_step=8, normalize_observations=normalize, algo=algo,
     )  # fmt: skip
     tick = time.perf_counter()
-    result = driver.train(config, _agent(algo, task.hidden, **fields), None, progress=None,
+    result = driver.train(config, _agent(task, algo, **fields), None, progress=None,
                           seeds=seeds)  # fmt: skip
     seconds = time.perf_counter() - tick
     curve = _returns(result.history)
@@ -216,6 +222,8 @@ def offline_run(task: Task, algo: str, dataset: dict, seeds: int) -> dict:
         "algo": algo,
         "dataset": dataset["id"],
         "agent": fields,
+        "actor_hidden": list(task.actor_hidden or task.hidden),
+        "critic_hidden": list(task.hidden),
         "normalize_observations": normalize,
         "offline_updates": task.offline_updates,
         "seeds": seeds,
@@ -245,8 +253,8 @@ def online_runs(task: Task, dataset: dict, seeds: int) -> list[dict]:
     sac = dataclasses.replace(base, **online)
     rows = []
     for label, config, agent in (
-        ("e2o", e2o, _agent("e2o", task.hidden)),
-        ("sac_scratch", sac, _agent("sac", task.hidden)),
+        ("e2o", e2o, _agent(task, "e2o")),
+        ("sac_scratch", sac, _agent(task, "sac")),
     ):
         tick = time.perf_counter()
         result = driver.train(config, agent, None, progress=None, seeds=seeds)
