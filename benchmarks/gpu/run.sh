@@ -27,6 +27,9 @@
 #       loss; about 2 minutes)
 #   bash benchmarks/gpu/run.sh gpu-door 1 510        (issue 74 item 4: gpu-parity's PPO cases
 #       with each Brax call also made through jaxrl.brax.ppo; --only /CartpoleBalance/ first)
+#   bash benchmarks/gpu/run.sh offline-speed 1 300   (issue 70 item 5: offline updates/s at
+#       SAC-N's, EDAC's, LB-SAC's, TD3+BC's and ReBRAC's published sizes, the critics vmapped
+#       and looped, 5 seeds in one program: benchmarks/offline_speed.py on the device)
 #   bash benchmarks/gpu/run.sh xla-flags 1 120       (PPO's update alone, `speed/ppo` of
 #       gpu-split, once per XLA_FLAGS setting below: XLA's defaults, command buffers (CUDA
 #       graphs) for while loops, no autotuning; about 45 s each; records carry xla_flags)
@@ -75,6 +78,9 @@ for test, args in (
             XLA_FLAGS="$flags" python3 -m jaxrl.cli bench --suite "${XLA_SUITE:-gpu-split}" \
                 --jobs "$jobs" --timeout "$timeout" --out "$out/xla-flags-$i.jsonl" "$@"
         done
+    elif [ "$suite" = offline-speed ]; then  # issue 70: the offline updates' GPU figure
+        timeout "$timeout" python3 -m jaxrl.benchmarks.offline_speed \
+            --out "$out/offline-speed-gpu.jsonl" "$@"
     elif [ "$suite" = scale ]; then  # issue 40: a grid at Playground's SAC scale (128 envs,
         # batch 512), stopped at the timeout; the fit then takes the runs there are
         timeout "$timeout" python3 -m jaxrl.cli scale --algo sac --env playground/ReacherEasy \
