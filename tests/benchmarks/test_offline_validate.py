@@ -66,6 +66,12 @@ def _records():
         {**base, "kind": "offline", "quality": "medium", "algo": "td3_bc", "seeds": 2,
          "score": interval, "of_behaviour": {"mean": 88.4}, "offline_updates": 100,
          "curve": [[-900.0, -800.0], [-700.0, -600.0]]},
+        # a replay buffer cut before any episode ended: no behaviour return
+        {**base, "kind": "dataset", "quality": "replay", "episodes": 8,
+         "random_return": -1200.0, "behaviour_return": None, "ref_max_score": -150.0},
+        {**base, "kind": "offline", "quality": "replay", "algo": "td3_bc", "seeds": 2,
+         "score": interval, "of_behaviour": None, "offline_updates": 100,
+         "curve": [[-900.0, -800.0], [-700.0, -600.0]]},
         {**base, "kind": "online", "quality": "medium", "algo": "e2o", "seeds": 2,
          "phases": ["offline", "online"], "env_steps": [0, 500],
          "curve": [[-700.0] * 2, [-200.0] * 2],
@@ -80,15 +86,16 @@ def test_the_results_tables_show_the_latest_run_of_each_algorithm_and_dataset(tm
     path = tmp_path / "offline-validate-cpu.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in _records()))
     records = offline_validate.latest(path)
-    assert len(records) == 3
+    assert len(records) == 5
     lines = offline_validate.section(records)
     assert "| medium | 12 | -1,200 | -700 | -150 |" in lines
-    assert "| td3_bc | 40 [30, 50] (88% of data) |" in lines
+    assert "| replay | 8 | -1,200 | - (no episode ended) | -150 |" in lines
+    assert "| td3_bc | 40 [30, 50] (88% of data) | 40 [30, 50] |" in lines
     assert "| e2o | -200 [-210, -190] | -700 | 0 | 61 |" in lines
     (png,) = offline_validate.plot(records, tmp_path, path.stem)
     assert png.name == "offline-validate-cpu-t.png" and png.stat().st_size > 0
     from jaxrl.benchmarks import report
 
     summary = report.write(tmp_path).read_text()  # RESULTS.md takes the section and its plot
-    assert "| td3_bc | 40 [30, 50] (88% of data) |" in summary
+    assert "| td3_bc | 40 [30, 50] (88% of data) | 40 [30, 50] |" in summary
     assert "![offline-validate-cpu-t](offline-validate-cpu-t.png)" in summary
