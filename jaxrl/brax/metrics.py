@@ -18,6 +18,7 @@ evaluations' time is in `training/walltime`.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 ENV_METRIC = "eval_episode/"  # jaxrl's evaluation's prefix of the env's own metrics
@@ -40,6 +41,7 @@ class Report:
         self.repeat, self.run_evals = action_repeat, run_evals
         self.episode_length = episode_length or config.episode_length * action_repeat
         self.eval_seconds = 0.0  # the evaluations timed apart: the step-0 one
+        self.reported_first = False
 
     def _eval(self, result: dict) -> dict:
         out = {
@@ -66,6 +68,20 @@ class Report:
             "eval/epoch_eval_time": seconds,
             "eval/sps": steps / max(seconds, 1e-9),
         }
+
+    def first(self, evaluate: Any, state: Any, progress_fn: Any) -> None:
+        """Brax's evaluation of the untrained `state` at step 0 (`evaluate`: the trainer's,
+        jitted; None: Brax does not evaluate), timed with its compile and reported to
+        `progress_fn` once: a rollback that restarts from the first state does not repeat it."""
+        if evaluate is None or self.reported_first:
+            return
+        import jax
+
+        key = jax.random.fold_in(jax.random.PRNGKey(self.config.seed), 0x5EED)
+        tick = time.perf_counter()
+        result = jax.device_get(evaluate(state.agent, state.obs_stats, key))
+        progress_fn(0, self.initial(result, time.perf_counter() - tick))
+        self.reported_first = True
 
     def row(self, row: dict) -> dict:
         """Brax's metrics after an evaluation interval, from jaxrl's row of it."""

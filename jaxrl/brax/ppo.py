@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -305,19 +304,12 @@ def run_plan(plan: _Plan, progress_fn: Callable, policy_params_fn: Callable):
             return stats, params["policy"], params["value"]
         return brax_params.ppo_to_brax(state.agent.params, state.obs_stats, plan.std_eps)
 
-    reported = []  # the step-0 evaluation, reported once (a rollback restarts from start_fn)
-
     def start_fn(state):
         """Brax's restore (the policy and normaliser, and value if asked), then its step-0
         evaluation: here, where the driver compiles the first chunk on a thread of its own
         meanwhile, the evaluation's compile runs beside it."""
         state = _start_from(state, plan.restored, plan.restore_value_fn, plan.injected is not None)
-        if evaluate is not None and not reported:
-            key = jax.random.fold_in(jax.random.PRNGKey(config.seed), 0x5EED)
-            tick = time.perf_counter()
-            result = jax.device_get(evaluate(state.agent, state.obs_stats, key))
-            progress_fn(0, report.initial(result, time.perf_counter() - tick))
-            reported.append(0)
+        report.first(evaluate, state, progress_fn)
         return state
 
     save = _saver(plan)

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-import time
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -334,16 +333,10 @@ def run_plan(plan: _Plan, progress_fn: Callable):
     )
     prefill = jax.jit(trainer.prefill, static_argnums=1)
     evaluate = jax.jit(trainer.evaluate) if plan.num_evals > 1 else None
-    reported = []  # the step-0 evaluation, reported once (a rollback restarts from start_fn)
 
     def start_fn(state):  # Brax: restore, evaluate at step 0, prefill the replay
         state = _start_from(state, plan.restored, plan.injected is not None)
-        if evaluate is not None and not reported:
-            key = jax.random.fold_in(jax.random.PRNGKey(config.seed), 0x5EED)
-            tick = time.perf_counter()
-            result = jax.device_get(evaluate(state.agent, state.obs_stats, key))
-            progress_fn(0, report.initial(result, time.perf_counter() - tick))
-            reported.append(0)
+        report.first(evaluate, state, progress_fn)
         return prefill(state, plan.prefill) if plan.prefill else state
 
     save = _saver(plan)
