@@ -22,6 +22,7 @@ from jaxrl.envs.registry import (
     make_vec,
     register,
     split_eval_env,
+    traced_size,
     unregister,
     wrap,
 )
@@ -54,6 +55,7 @@ __all__ = [
     "make_vec",
     "register",
     "split_eval_env",
+    "traced_size",
     "unregister",
     "wrap",
 ]

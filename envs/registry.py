@@ -315,11 +315,12 @@ def _make_brax(task: str, options: dict):
     return env
 
 
-class _BraxEnv(Wrapper):
-    """A Brax env whose observation size is read from the shapes of a traced reset, as
-    Playground's envs do: Brax's own property runs the reset eagerly, op by op, which compiled
-    hundreds of little programs (about 4 s on inverted_pendulum, before any training program).
-    Everything else is the Brax env's (`backend`, `sys`, `dt`, ...)."""
+class TracedSize(Wrapper):
+    """An env whose observation size is read once, from the shapes of a traced reset, as
+    Playground's envs read theirs: Brax's own property runs the reset eagerly, op by op, which
+    compiled hundreds of little programs (about 4 s on inverted_pendulum, before any training
+    program), and Playground's traces the reset at every read. Everything else is the env's
+    (`backend`, `sys`, `dt`, `_config`, ...)."""
 
     @functools.cached_property
     def observation_size(self) -> Any:
@@ -332,6 +333,25 @@ class _BraxEnv(Wrapper):
         if name.startswith("__") or name == "env":
             raise AttributeError(name)
         return getattr(self.env, name)
+
+
+_BraxEnv = TracedSize  # the registry's Brax envs
+
+
+def traced_size(env: Any) -> Any:
+    """`env` read through `TracedSize` where its `observation_size` is a property computed
+    at each read (Brax's eager reset, Playground's trace), else `env` itself (a number kept
+    on it, or a `TracedSize` already); a `WithEvalEnv`'s two envs each so. For env objects
+    handed in whole (the Brax door's `environment`), whose size the loops and checks read
+    several times."""
+    if isinstance(env, WithEvalEnv):
+        pair = WithEvalEnv(traced_size(env.env), traced_size(env.eval_env))
+        pair._sizes_agree.extend(env._sizes_agree)
+        return pair
+    member = inspect.getattr_static(type(env), "observation_size", None)
+    if isinstance(env, TracedSize) or not isinstance(member, property):
+        return env
+    return TracedSize(env)
 
 
 class _PlaygroundEnv(Wrapper):

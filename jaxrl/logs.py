@@ -106,6 +106,7 @@ class RunLogger:
         self._jsonl = open(out_path / "metrics.jsonl", "w")  # noqa: SIM115
         self._csv_file = open(out_path / "metrics.csv", "w", newline="")  # noqa: SIM115
         self._csv = None
+        self._rows: list[dict] = []  # what metrics.csv holds, to rewrite it with new columns
         for row in history:
             self._write_files(row)
         self._tb = None
@@ -132,10 +133,19 @@ class RunLogger:
     def _write_files(self, row: dict) -> None:
         self._jsonl.write(json.dumps(row) + "\n")
         self._jsonl.flush()
-        if self._csv is None:
-            self._csv = csv.DictWriter(self._csv_file, columns(row), extrasaction="ignore")
+        self._rows.append(row)
+        if self._csv is None or not set(row) <= set(self._csv.fieldnames):
+            # The header takes every column of every row so far: a row with columns the ones
+            # before lacked (the first chunk's losses after the step-0 evaluation's row)
+            # rewrites the file once with them.
+            every = {name: None for kept in self._rows for name in kept}
+            self._csv_file.seek(0)
+            self._csv_file.truncate()
+            self._csv = csv.DictWriter(self._csv_file, columns(every))
             self._csv.writeheader()
-        self._csv.writerow(row)
+            self._csv.writerows(self._rows)
+        else:
+            self._csv.writerow(row)
         self._csv_file.flush()
 
     def write(self, row: dict) -> None:
@@ -230,7 +240,13 @@ def _advance(row: dict) -> tuple[int, float, str]:
 def progress_line(row: dict, name: str, total_steps: int, warming_up: bool = False) -> str:
     """One chunk as a line: env steps, the last chunk's rate, ETA at that rate, returns.
     `warming_up`: the chunk ran (some of) an off-policy run's warm-up, random actions and no
-    updates, so its rate says nothing of the rest: no ETA ("?")."""
+    updates, so its rate says nothing of the rest: no ETA ("?"). The evaluation before the
+    first chunk (`chunk` None) as its own line."""
+    if row.get("chunk", 0) is None:
+        return (
+            f"[{name}] step 0, untrained | eval {row['eval_return']:9.2f} ± "
+            f"{row['eval_return_std']:.1f} | evaluated in {row['eval_seconds']:.1f}s"
+        )
     done, rate, unit = _advance(row)
     remaining = _remaining(total_steps, done, rate, warming_up)
     parts = [

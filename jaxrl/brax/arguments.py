@@ -70,16 +70,18 @@ def devices(max_devices_per_host: int | None) -> int | str:
     return 0 if count == 1 else count
 
 
-def checked_env(env: Any) -> Any:
+def checked_env(env: Any, what: str = "environment") -> Any:
     """The unwrapped env, which jaxrl wraps itself (`factories.autoreset_of` reads the
-    caller's `wrap_env_fn`)."""
+    caller's `wrap_env_fn`), its observation size read once (`envs.traced_size`): the door,
+    its checks and the loops read it several times, and Brax's property runs an eager reset
+    at each read (6 s the first time on inverted_pendulum), Playground's a trace."""
     from jaxrl import envs
 
     try:
         envs.check_env_object(env)
     except (TypeError, ValueError) as error:
-        raise ConfigError(f"environment: {error}") from None
-    return env
+        raise ConfigError(f"{what}: {error}") from None
+    return envs.traced_size(env)
 
 
 def checked_envs(env: Any, eval_env: Any) -> Any:
@@ -91,7 +93,7 @@ def checked_envs(env: Any, eval_env: Any) -> Any:
     env = checked_env(env)
     if eval_env is None:
         return env
-    both = envs.WithEvalEnv(env, eval_env)
+    both = envs.WithEvalEnv(env, envs.traced_size(eval_env))
     try:
         envs.split_eval_env(both)  # compared here, and not again by the driver and loops
     except (TypeError, ValueError) as error:

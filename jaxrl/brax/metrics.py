@@ -70,18 +70,29 @@ class Report:
         }
 
     def first(self, evaluate: Any, state: Any, progress_fn: Any) -> None:
-        """Brax's evaluation of the untrained `state` at step 0 (`evaluate`: the trainer's,
-        jitted; None: Brax does not evaluate), timed with its compile and reported to
-        `progress_fn` once: a rollback that restarts from the first state does not repeat it."""
+        """Brax's evaluation of the untrained `state` at step 0 (`evaluate`: `start_program`'s;
+        None: Brax does not evaluate), timed with its compile and reported to `progress_fn`
+        once: a rollback that restarts from the first state does not repeat it."""
         if evaluate is None or self.reported_first:
             return
         import jax
 
-        key = jax.random.fold_in(jax.random.PRNGKey(self.config.seed), 0x5EED)
         tick = time.perf_counter()
-        result = jax.device_get(evaluate(state.agent, state.obs_stats, key))
+        result = jax.device_get(evaluate(state))
         progress_fn(0, self.initial(result, time.perf_counter() - tick))
         self.reported_first = True
+
+    @staticmethod
+    def start_program(trainer: Any) -> Any:
+        """The step-0 evaluation `first` runs: the run layer's (`loops.base.evaluate_start`),
+        jitted. The doors run it themselves, in the driver's `start_fn` (where the first chunk
+        compiles beside it), so that it comes in Brax's order: after a restore, before SAC's
+        replay prefill, whose observations move the normaliser."""
+        import jax
+
+        from jaxrl.loops.base import evaluate_start
+
+        return jax.jit(evaluate_start(trainer.evaluate))
 
     def row(self, row: dict) -> dict:
         """Brax's metrics after an evaluation interval, from jaxrl's row of it."""

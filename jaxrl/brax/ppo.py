@@ -146,7 +146,7 @@ def make_plan(s: dict) -> _Plan:
     from jaxrl.config import TrainConfig
 
     _refuse(s)
-    env = s["environment"]
+    env = arguments.checked_env(s["environment"])
     repeat = arguments.positive(s, "action_repeat")
     s = dict(s)  # its sizes as ints (Brax takes numpy integers too)
     for name in ("num_envs", "batch_size", "num_minibatches", "unroll_length",
@@ -221,7 +221,7 @@ def make_plan(s: dict) -> _Plan:
     return _Plan(
         config=config,
         agent_config=agent_config,
-        env=arguments.checked_env(env),
+        env=env,
         trainer_env=arguments.checked_envs(env, s["eval_env"] if s["run_evals"] else None),
         randomization_fn=s["randomization_fn"],
         networks=net,
@@ -281,6 +281,7 @@ def run_plan(plan: _Plan, progress_fn: Callable, policy_params_fn: Callable):
     import jax
 
     from jaxrl.brax import params as brax_params
+    from jaxrl.config.options import RunOptions
     from jaxrl.run import driver
 
     config, repeat = plan.config, plan.action_repeat
@@ -295,7 +296,7 @@ def run_plan(plan: _Plan, progress_fn: Callable, policy_params_fn: Callable):
         trainer = driver.check_setting(
             config, plan.agent_config, plan.trainer_env, plan.randomization_fn, plan.injected
         )
-        evaluate = jax.jit(trainer.evaluate)
+        evaluate = report.start_program(trainer)
 
     def brax_params_of(state):
         if plan.injected is not None:  # the factory's own trees already
@@ -345,6 +346,7 @@ def run_plan(plan: _Plan, progress_fn: Callable, policy_params_fn: Callable):
         state_fn=state_fn,
         start_fn=start_fn,
         compile_cache=True,
+        options=RunOptions(eval_at_start=False),  # evaluated in start_fn, as Brax orders it
         env=plan.trainer_env,
         randomization_fn=plan.randomization_fn,
         networks=plan.injected,

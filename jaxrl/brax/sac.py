@@ -130,7 +130,7 @@ def make_plan(s: dict, algo: str = "sac", options: dict | None = None) -> _Plan:
                     f"{name} cannot be honoured by {door}: Brax has no checkpoint format for "
                     f"{algo}'s networks (jaxrl.train's run folders keep {algo}'s checkpoints)"
                 )
-    env = s["environment"]
+    env = arguments.checked_env(s["environment"])
     repeat = arguments.positive(s, "action_repeat")
     envs = arguments.positive(s, "num_envs")
     s = dict(s)
@@ -194,7 +194,7 @@ def make_plan(s: dict, algo: str = "sac", options: dict | None = None) -> _Plan:
     return _Plan(
         config=config,
         agent_config=agent_config,
-        env=arguments.checked_env(env),
+        env=env,
         trainer_env=arguments.checked_envs(env, s["eval_env"]),
         randomization_fn=s["randomization_fn"],
         networks=net,
@@ -318,6 +318,7 @@ def run_plan(plan: _Plan, progress_fn: Callable):
     import jax
 
     from jaxrl.brax import params as brax_params
+    from jaxrl.config.options import RunOptions
     from jaxrl.run import driver
 
     config, repeat = plan.config, plan.action_repeat
@@ -332,7 +333,7 @@ def run_plan(plan: _Plan, progress_fn: Callable):
         config, plan.agent_config, plan.trainer_env, plan.randomization_fn, plan.injected
     )
     prefill = jax.jit(trainer.prefill, static_argnums=1)
-    evaluate = jax.jit(trainer.evaluate) if plan.num_evals > 1 else None
+    evaluate = report.start_program(trainer) if plan.num_evals > 1 else None
 
     def start_fn(state):  # Brax: restore, evaluate at step 0, prefill the replay
         state = _start_from(state, plan.restored, plan.injected is not None)
@@ -367,6 +368,7 @@ def run_plan(plan: _Plan, progress_fn: Callable):
         state_fn=state_fn,
         start_fn=start_fn,
         compile_cache=True,
+        options=RunOptions(eval_at_start=False),  # evaluated in start_fn, as Brax orders it
         env=plan.trainer_env,
         randomization_fn=plan.randomization_fn,
         networks=plan.injected,

@@ -39,6 +39,10 @@ class RunOptions:
     on with a fresh key."""
     max_rollbacks: int = 3
     """With --on-nan rollback: stop after this many rollbacks in one process."""
+    eval_at_start: bool = True
+    """Evaluate the untrained policy before the first chunk, as Brax's trainers do: a row at
+    step 0 in the metrics, so curves start where training does. Its own program, compiled
+    beside the first chunk's; it draws nothing from the run's keys, so training is the same."""
 
     def __post_init__(self):
         if self.on_nan not in ON_NAN:

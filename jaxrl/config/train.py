@@ -143,6 +143,7 @@ SECTIONS: dict[str, Section] = {
             "eval_every",
             "num_evals",
             "eval_envs",
+            "eval_at_start",
             "eval_actions",
             "eval_env_metrics",
             "eval_simulator",

@@ -261,6 +261,24 @@ def make_evaluate(
     return evaluate
 
 
+# The step-0 evaluation's key: the state's own folded with this, so that it draws nothing from
+# the key training goes on with, and a run trains the same with or without it.
+START_EVALUATION = 0x5EED
+
+
+def evaluate_start(evaluate: Callable) -> Callable:
+    """`at_start(state) -> evaluate's metrics`: the evaluation of a loop's state (its agent and
+    observation statistics) before its first chunk, as Brax's trainers evaluate at step 0,
+    with a key of its own (`START_EVALUATION`). The run layer's (`RunOptions.eval_at_start`)
+    and the Brax door's."""
+
+    def at_start(state) -> dict:
+        key = jax.random.fold_in(state.key, START_EVALUATION)
+        return evaluate(state.agent, state.obs_stats, key)
+
+    return at_start
+
+
 def shares_simulator(
     config: TrainConfig, randomized: bool, supported: bool = True, env: Any = None
 ) -> bool:

@@ -12,6 +12,7 @@ from typing import Any
 import jax
 
 from jaxrl.envs.wrappers import GRID_AXIS
+from jaxrl.loops.base import evaluate_start
 from jaxrl.run import background, program_key, programs
 from jaxrl.run.resources import run_shardings
 from jaxrl.run.state import compile_with_options
@@ -57,6 +58,17 @@ CHUNK_OPTIONS = {
     "cpu": {"xla_cpu_copy_insertion_use_region_analysis": True},
     "gpu": {"xla_gpu_copy_insertion_use_region_analysis": True},
 }
+
+
+def compile_start_evaluation(trainer, state, run_grid, store=programs.NONE) -> Any:
+    """The evaluation of the run's first state (`loops.base.evaluate_start`, vmapped over a
+    grid's members as the chunk is), compiled for `state` through `store`; nothing donated."""
+    program = evaluate_start(trainer.evaluate)
+    if run_grid is not None:
+        program = jax.vmap(program, axis_name=GRID_AXIS)
+    kind = "start-evaluation" + ("" if run_grid is None else "-vmapped")
+    lower = lambda: jax.jit(program).lower(state)  # noqa: E731
+    return store.load_or_compile(kind, (state,), lower, lambda lowered: lowered.compile())
 
 
 def compile_chunk_lowered(lowered) -> Any:
@@ -220,6 +232,10 @@ class Chunks:
         if early is not None:
             return early
         return compile_online_chunk(self.trainer, state, dataset, self.run_grid, self.store)
+
+    def start_evaluation(self, state) -> Any:
+        """The evaluation of the run's first state (`compile_start_evaluation`)."""
+        return compile_start_evaluation(self.trainer, state, self.run_grid, self.store)
 
     def offline(self, state, dataset) -> Any:
         """The offline chunk for `state` and `dataset` (`compile_offline_chunk`)."""

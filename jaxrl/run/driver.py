@@ -433,6 +433,7 @@ def resume(
     with readying(trainer, run_grid, dataset, store) as chunks:
         like = initial_state(trainer, run_grid, members, chunks, store)
         step, history, state = _restored(out_path, like, run_meta(trainer, run_grid), say)
+        start_row = _start_row(out_path, step)
         target = options.stop_at_return
         reached = target is not None and bool(history) and history[-1]["eval_return"] >= target
         finished = step >= total or (reached and total_steps is None)
@@ -450,7 +451,17 @@ def resume(
         saved["run"] = dataclasses.asdict(options)
         return _execute(trainer, run_grid, members, state, history, chunks, out_path=out_path,
                         options=options, progress=progress, progress_fn=progress_fn,
-                        start=start, saved=saved, dataset=dataset)  # fmt: skip
+                        start=start, saved=saved, dataset=dataset,
+                        start_row=start_row)  # fmt: skip
+
+
+def _start_row(out_path: pathlib.Path, step: int) -> dict | None:
+    """The evaluation before the first chunk that checkpoint `step` keeps (None: it has none,
+    or there is no checkpoint: the run starts over and evaluates again)."""
+    if not step:
+        return None
+    meta, _ = checkpoint.read_meta(out_path / "checkpoints", step)
+    return meta.get("start_row")
 
 
 def _saved_settings(saved, out_path, total_steps, devices, wandb, env, randomization_fn):

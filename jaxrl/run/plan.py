@@ -22,6 +22,9 @@ class RunResult:
     # Ctrl-C came during the last chunk: the run finished all the same, and a caller running
     # several (a sweep) stops after it.
     interrupted: bool = False
+    # The row of the evaluation before the first chunk (`RunOptions.eval_at_start`; at step
+    # 0, `chunk` None, kept in the metrics files ahead of `history`'s chunks); None without.
+    start_row: dict[str, Any] | None = None
 
     @property
     def final_eval_return(self) -> float:
@@ -53,3 +56,6 @@ class Plan:
     # state_fn(step, state): the state the run starts from (before its first chunk) and the one
     # after every chunk, on the process that reports (`driver.train`'s `state_fn`).
     state_fn: Callable[[int, Any], Any] | None = None
+    # The evaluation before the first chunk, where an earlier process of the run made it (a
+    # resume's, from its checkpoint); the runner makes it where this is None and no chunk ran.
+    start_row: dict[str, Any] | None = None

@@ -169,6 +169,37 @@ def chunk_row(
     return row
 
 
+def start_row(metrics: dict, config: TrainConfig, eval_seconds: float, wall_seconds: float) -> dict:
+    """The row of the evaluation before the first chunk (`RunOptions.eval_at_start`): step 0,
+    no chunk (`chunk` None), nothing trained, the evaluation's metrics (`metrics`, one member's)
+    and its time, compile included (`eval_seconds`)."""
+    evaluated = {
+        k: np.asarray(v).item()
+        for k, v in metrics.items()
+        if np.ndim(v) == 0 and not k.startswith(NONFINITE)
+    }
+    row = {
+        "chunk": None,
+        "env_steps": 0,
+        "train_seconds": 0.0,
+        "wall_seconds": round(wall_seconds, 4),
+        "chunk_seconds": 0.0,
+        "env_steps_per_second": 0.0,
+        "chunk_env_steps_per_second": 0.0,
+    }
+    if config.offline_updates:
+        phase = "offline" if config.offline_chunks else "online"
+        row.update(phase=phase, offline_updates=0, step=0, offline_updates_per_second=0.0)
+    row.update(train_episodes=0, train_episode_return=None, train_episode_length=None)
+    row.update(evaluated, eval_seconds=round(eval_seconds, 4))
+    return row
+
+
+def is_start(row: dict) -> bool:
+    """Whether `row` is the evaluation before the first chunk (`start_row`)."""
+    return row.get("chunk", 0) is None
+
+
 TIMING_KEYS = (
     "train_seconds",
     "wall_seconds",
@@ -177,6 +208,7 @@ TIMING_KEYS = (
     "chunk_env_steps_per_second",
     "all_seeds_env_steps_per_second",
     "offline_updates_per_second",
+    "eval_seconds",
 )
 
 

@@ -26,7 +26,9 @@ from jaxrl.run.rows import (
     chunk_row,
     evaluation_note,
     grid_row,
+    member_metrics,
     rounding_note,
+    start_row,
     step_of,
     where,
     without_seeds,
@@ -55,6 +57,10 @@ class Runner:
         self.state = plan.state
         self.history = list(plan.history)
         self.row = self.history[-1] if self.history else None
+        # The evaluation before the first chunk, and whether the metrics files hold it (an
+        # earlier process of the run logged it: a resume's, from its checkpoint).
+        self.start_row = plan.start_row
+        self.start_logged = plan.start_row is not None
         self.train_seconds = 0.0
         self.reached = False  # the run ended at its stop_at_return target
         self.rollbacks = 0
@@ -147,6 +153,10 @@ class Runner:
                 again = " (a re-run of these settings loads the stored program)" if stored else ""
                 self.reporter.message(f"[{self.name}] compiling{again}")
                 self.reporter.status("compiling")
+        if self.options.eval_at_start and not history and self.start_row is None:
+            # Here, where the first chunk compiles on a thread of its own (`EarlyChunk`), so
+            # that the two compile side by side.
+            self._evaluate_start()
         self.offline = None
         if len(history) < config.offline_chunks:  # the online chunk compiles when it is due
             self.offline = plan.chunks.offline(plan.state, plan.dataset)
@@ -170,6 +180,9 @@ class Runner:
         self.train_before = history[-1]["train_seconds"] if history else 0.0
         self.wall_before = history[-1]["wall_seconds"] if history else 0.0
         self.loggers = self._open_loggers(self.history)
+        if self.start_row is not None and not self.start_logged:
+            self._write(self.start_row)
+            self.start_logged = True
         if self.loggers:  # TensorBoard's perf/compile_seconds, at the env steps it starts from
             self.loggers[0].add_scalar("compile_seconds", self.compile_seconds, done)
         if out_path is not None:
@@ -179,11 +192,33 @@ class Runner:
         self.meta = run_meta(plan.trainer, plan.run_grid)
         self.stop = _StopRequest(enabled=out_path is not None)
 
+    def _evaluate_start(self) -> None:
+        """The evaluation of the run's first state before its first chunk (`start_row`),
+        reported at once; the files get it once they are opened."""
+        plan, config, run_grid = self.plan, self.config, self.plan.run_grid
+        tick = time.perf_counter()
+        program = plan.chunks.start_evaluation(self.state)
+        metrics = jax.device_get(program(self.state))
+        now = time.perf_counter()
+        times = (now - tick, now - plan.start)
+        if run_grid is None:
+            self.start_row = start_row(metrics, config, *times)
+        else:
+            rows = [start_row(member_metrics(metrics, i), config, *times)
+                    for i in range(len(run_grid))]  # fmt: skip
+            row = {**grid_row(rows, run_grid), "eval_seconds": rows[0]["eval_seconds"]}
+            self.start_row = {**row, "per_seed": rows}
+        if self.reporter:
+            self.reporter.chunk(self.start_row)
+
     def _open_loggers(self, history: list[dict]) -> list:
-        """Loggers whose files hold exactly `history`'s rows (rewritten, as on a resume)."""
+        """Loggers whose files hold exactly `history`'s rows (rewritten, as on a resume), after
+        the evaluation before the first chunk where they held it."""
         out_path, run_grid, options = self.plan.out_path, self.plan.run_grid, self.options
         if out_path is None or not self.primary:
             return []
+        if self.start_logged:
+            history = [self.start_row, *history]
         opened = [
             logs.RunLogger(
                 out_path,
@@ -267,24 +302,32 @@ class Runner:
     def _log(self, row: dict, rows: list[dict]) -> None:
         """Writes a chunk's row to the run's metrics (and each member's row to its own), and
         shows it."""
+        self._write(row, rows)
+        if self.reporter:
+            self.reporter.chunk(row)
+
+    def _write(self, row: dict, rows: list[dict] | None = None) -> None:
+        """`row` to the run's metrics, and each member's (`rows`, else `row`'s own) to its."""
         loggers = self.loggers
         if loggers:
             loggers[0].write(without_seeds(row))
-            for seed_logger, one in zip(loggers[1:], rows, strict=len(loggers) > 1):
+            members = row.get("per_seed", []) if rows is None else rows
+            for seed_logger, one in zip(loggers[1:], members, strict=len(loggers) > 1):
                 seed_logger.write(one)
-        if self.reporter:
-            self.reporter.chunk(row)
 
     def _save(self, row: dict) -> None:
         """A checkpoint of the whole run at `row`'s step (its env steps, plus its offline
         updates where it has some; where the run has a folder)."""
         if self.checkpoints is not None:
+            meta = self.meta  # with the evaluation before the first chunk, for a resume's files
+            if self.start_row is not None:
+                meta = {**meta, "start_row": self.start_row}
             checkpoint.save(
                 self.checkpoints,
                 self.state,
                 step_of(row),
                 self.history,
-                self.meta,
+                meta,
                 include_buffer=self.options.checkpoint_buffer,
             )
 
@@ -311,6 +354,7 @@ class Runner:
             self.train_seconds,
             self.plan.out_path,
             interrupted=bool(stop and stop.requested),
+            start_row=self.start_row,
         )
 
     def _close(self) -> None:

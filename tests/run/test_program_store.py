@@ -72,6 +72,10 @@ def store(tmp_path, monkeypatch, jax_cache):
     compilation_cache.reset_cache()
 
 
+# The step-0 evaluation (`RunOptions.eval_at_start`), loaded on the main thread where stored.
+EVAL = ("start-evaluation", False)
+
+
 def _train(config, agent_config):
     return learning_metrics(driver.train(config, agent_config, progress=None).history)
 
@@ -83,10 +87,12 @@ def test_a_rerun_with_other_data_seed_and_steps_loads_its_programs_and_trains_th
     lines = []
     driver.train(tiny.off_policy(), tiny.SAC, progress=lines.append)
     assert lines[0].endswith("compiling (a re-run of these settings loads the stored program)")
-    assert len(compiles) == 3  # the reset, the rest of the first state, the chunk
+    # The reset, the rest of the first state, the step-0 evaluation, the chunk.
+    assert len(compiles) == 4
     assert sorted(p.name.split("-")[0] for p in folder.iterdir() if not _hint(p)) == [
         "chunk",
         "reset",
+        "start",
     ]
 
     changed = tiny.off_policy(seed=3, gamma=0.95, total_steps=384)
@@ -100,7 +106,8 @@ def test_a_rerun_with_other_data_seed_and_steps_loads_its_programs_and_trains_th
     # Its progress says so: loading, then loaded (not "compiling", "compiled").
     name = "[sac classic/pendulum]"
     assert lines[0] == f"{name} loading the program an earlier run stored"
-    assert lines[1].startswith(f"{name} loaded in ")
+    assert lines[1].startswith(f"{name} step 0, untrained | eval ")
+    assert lines[2].startswith(f"{name} loaded in ")
 
     monkeypatch.setattr(programs, "folder", lambda: None)  # the same run, nothing stored
     assert rows == _train(changed, changed_agent)
@@ -134,7 +141,7 @@ def test_an_unreadable_entry_is_compiled_again_and_replaced(store):
         entry.write_bytes(b"not a program")
     compiles.clear()
     assert _train(tiny.off_policy(), tiny.SAC) == rows
-    assert len(compiles) == 3
+    assert len(compiles) == 4
     assert all(entry.stat().st_size > 1000 for entry in folder.iterdir() if not _hint(entry))
 
 
@@ -183,11 +190,17 @@ def test_a_rerun_loads_the_chunk_it_last_used_beside_building_its_first_state(st
     rows = _train(tiny.off_policy(), tiny.SAC)
     given, events = _watch_loads(monkeypatch)
     assert _train(tiny.off_policy(), tiny.SAC) == rows
-    assert given == [("reset", False), ("chunk", True)]
+    # The step-0 evaluation loads on the main thread while the chunk loads on its own.
+    assert given == [("reset", False), ("start-evaluation", False), ("chunk", True)]
     asks = [e for e in events if e[0] in ("prefetch", "ask")]
-    assert asks == [("prefetch", "chunk"), ("ask", "reset"), ("ask", "chunk")]
-    assert _on_prefetch_thread(events) == 1  # the chunk; the reset on the main thread
-    assert events.count(("deserialize", "MainThread")) == 1
+    assert asks == [
+        ("prefetch", "chunk"),
+        ("ask", "reset"),
+        ("ask", "start-evaluation"),
+        ("ask", "chunk"),
+    ]
+    assert _on_prefetch_thread(events) == 1  # the chunk; the reset and evaluation on the main
+    assert events.count(("deserialize", "MainThread")) == 2
     assert not programs._PREFETCHED
 
 
@@ -206,10 +219,11 @@ def test_a_prefetched_chunk_of_other_shapes_is_dropped_and_the_hint_follows_the_
     grid(3)
     given, _ = _watch_loads(monkeypatch)
     assert grid(2) == two  # the prefetched program was of 3 seeds' shapes
-    assert given == [("reset-vmapped", False), ("chunk-vmapped", False)]
+    evaluation = ("start-evaluation-vmapped", False)  # loaded on the main thread
+    assert given == [("reset-vmapped", False), evaluation, ("chunk-vmapped", False)]
     given.clear()
     assert grid(2) == two
-    assert given == [("reset-vmapped", False), ("chunk-vmapped", True)]
+    assert given == [("reset-vmapped", False), evaluation, ("chunk-vmapped", True)]
 
 
 def test_nothing_is_prefetched_from_a_bad_hint_or_a_failed_entry_nor_kept_unasked(
@@ -227,12 +241,16 @@ def test_nothing_is_prefetched_from_a_bad_hint_or_a_failed_entry_nor_kept_unaske
         hint.write_bytes(text)
         given.clear(), events.clear()
         assert _train(tiny.off_policy(), tiny.SAC) == rows
-        assert given == [("reset", False), ("chunk", False)] and not _on_prefetch_thread(events)
+        assert given == [("reset", False), EVAL, ("chunk", False)] and not _on_prefetch_thread(
+            events
+        )
     (chunk,) = folder.glob("chunk-*")
     chunk.with_suffix(".failed").touch()
     given.clear(), events.clear()
     assert _train(tiny.off_policy(), tiny.SAC) == rows
-    assert given == [("reset", False), ("chunk", None)] and not _on_prefetch_thread(events)
+    # The chunk compiles on a thread of its own (`EarlyChunk`), beside the evaluation's load.
+    assert sorted(given) == sorted([("reset", False), EVAL, ("chunk", None)])
+    assert not _on_prefetch_thread(events)
 
     chunk.with_suffix(".failed").unlink()
     out = tmp_path / "run"
@@ -292,7 +310,7 @@ def test_a_rerun_of_the_command_line_with_another_seed_loads_its_chunk_before_pa
     programs.prefetch_early([*COMMAND, "--seed", "3", "--out", "runs/3", "--quiet"])
     assert programs._EARLY["load"].path == chunk
     assert _train(tiny.off_policy(), tiny.SAC) == rows
-    assert given == [("reset", False), ("chunk", True)]
+    assert given == [("reset", False), ("start-evaluation", False), ("chunk", True)]
     assert _on_prefetch_thread(events) == 1 and not programs._PREFETCHED
     assert programs._EARLY == {"id": None, "load": None}
     programs.prefetch_early([*COMMAND, "--num-envs", "8"])  # another command line
@@ -320,7 +338,7 @@ def test_an_early_load_of_another_runs_chunk_is_dropped_and_the_hint_follows_the
     early = programs._EARLY["load"].path.name
     assert early == hint.read_text()
     assert _train(tiny.off_policy(), tiny.SAC) == rows
-    assert given == [("reset", False), ("chunk", True)]  # its own, by its own prefetch
+    assert given == [("reset", False), EVAL, ("chunk", True)]  # its own, by its own prefetch
     assert _on_prefetch_thread(events) == 2  # the early load too, dropped
     assert hint.read_text() != early and hint.read_text() in stored
 
@@ -409,8 +427,8 @@ def test_where_jaxs_private_loading_differs_the_program_loads_the_public_way(
     monkeypatch.setattr(executables.serialize_executable, "deserialize_and_load", loading)
     monkeypatch.setattr(executables, half, differs)
     assert _train(tiny.off_policy(), tiny.SAC) == rows
-    assert given == [("reset", False), ("chunk", True)]
-    assert public == ["MainThread", "MainThread"]  # the reset's and the chunk's
+    assert given == [("reset", False), EVAL, ("chunk", True)]
+    assert public == ["MainThread"] * 3  # the reset's, the step-0 evaluation's, the chunk's
 
 
 def test_an_early_load_is_dropped_by_a_split_run_and_a_failed_command_forgets_its_id(
@@ -841,7 +859,7 @@ def test_a_run_of_more_seeds_compiles_its_own(store):
     for seeds in (2, 3):
         compiles.clear()
         driver.train(tiny.off_policy(), tiny.SAC, progress=None, seeds=seeds)
-        assert len(compiles) == 3
+        assert len(compiles) == 4  # the reset, the first state, the step-0 evaluation, the chunk
     assert len(list(folder.glob("chunk-*"))) == 2
 
 
@@ -856,7 +874,8 @@ def test_a_resumed_run_loads_its_programs_and_ends_as_one_that_never_stopped(
     given, _ = _watch_loads(monkeypatch)
     resumed = driver.resume(out, total_steps=384, progress=None)
     assert len(compiles) == 1  # the rest of the first state (restored over)
-    assert given == [("reset", False), ("chunk", True)]  # its chunk prefetched too
+    # Its chunk prefetched too; no step-0 evaluation (the checkpoint kept the first one's).
+    assert given == [("reset", False), ("chunk", True)]
     assert learning_metrics(resumed.history) == whole
 
 
@@ -943,7 +962,8 @@ def test_a_first_run_compiles_its_chunk_beside_its_first_state_and_trains_the_sa
     # The reset begins while the chunk's thread lives; the rest of the first state may begin
     # after that thread has finished (the chunk waits only for the reset), so only its count.
     assert len(alive) == 2 and alive[0], "the reset compiled before the chunk's compile began"
-    assert len(compiles) == 3  # the reset, the rest of the first state, the chunk: once each
+    # The reset, the rest of the first state, the step-0 evaluation, the chunk: once each.
+    assert len(compiles) == 4
     assert not background.left_running()
 
     monkeypatch.setattr(chunks, "compile_chunk_lowered", chunk)

@@ -57,11 +57,14 @@ def test_off_policy_resume_is_bit_identical(tmp_path):
         _stop_after(stopped, stopped_at)
         resumed = driver.resume(stopped, **QUIET)
         _assert_same_run(resumed, full)
-        # The metric files hold each chunk once, as the uninterrupted run's do.
+        # The metric files hold the step-0 evaluation (kept by the checkpoint) and each chunk
+        # once, as the uninterrupted run's do.
         rows = [json.loads(line) for line in (stopped / "metrics.jsonl").open()]
-        assert learning_metrics(rows) == learning_metrics(full.history)
+        assert resumed.start_row == full.start_row
+        assert learning_metrics(rows) == learning_metrics([full.start_row, *full.history])
         with open(stopped / "metrics.csv") as f:
-            assert [int(r["env_steps"]) for r in csv.DictReader(f)] == [128, 256, 384, 512]
+            steps = [int(r["env_steps"]) for r in csv.DictReader(f)]
+            assert steps == [0, 128, 256, 384, 512]
 
 
 def test_a_resumed_run_s_progress_starts_where_it_stopped(tmp_path, monkeypatch):
@@ -130,7 +133,9 @@ def test_resume_without_a_checkpoint_starts_over_and_refuses_a_folder_without_a_
     strip = learning_metrics
     assert strip(again.history) == strip(first.history)
     rows = (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()
-    assert [json.loads(r)["env_steps"] for r in rows] == [128, 256]  # not the first take's too
+    # Evaluated at step 0 again, and nothing of the first take kept.
+    assert [json.loads(r)["env_steps"] for r in rows] == [0, 128, 256]
+    assert again.start_row["eval_return"] == first.start_row["eval_return"]
     with pytest.raises(runs.RunError, match="no config.json"):
         driver.resume(tmp_path, **QUIET)
 
@@ -171,23 +176,34 @@ def test_log_files_and_tensorboard(tmp_path):
     result = driver.train(_sac(total_steps=256), tiny.SAC, tmp_path / "run", **QUIET)
     with open(tmp_path / "run" / "metrics.csv") as f:
         rows = list(csv.DictReader(f))
-    assert [float(r["eval_return"]) for r in rows] == [r["eval_return"] for r in result.history]
+    # The evaluation before the first chunk leads: step 0, no chunk, no losses (their columns
+    # empty: the header has every row's columns).
+    start = result.start_row
+    assert start["env_steps"] == 0 and start["chunk"] is None and "critic_loss" not in start
+    kept = [start, *result.history]
+    assert [float(r["eval_return"]) for r in rows] == [r["eval_return"] for r in kept]
+    assert rows[0]["chunk"] == "" and rows[0]["critic_loss"] == "" and rows[0]["env_steps"] == "0"
     # The metric files keep the rows' own names; TensorBoard's tags are grouped.
     jsonl = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").open()]
-    assert {"eval_return", "critic_loss", "env_steps_per_second"} <= set(rows[0]) & set(jsonl[0])
+    assert jsonl[0] == start
+    assert {"eval_return", "critic_loss", "env_steps_per_second"} <= set(rows[1]) & set(jsonl[1])
     (events,) = (tmp_path / "run" / "tensorboard").glob("events.out.tfevents.*")
     scalars = _read_scalars(events)
-    assert scalars["eval/return"] == [(r["env_steps"], r["eval_return"]) for r in result.history]
+    assert scalars["eval/return"] == [(r["env_steps"], r["eval_return"]) for r in kept]
     assert [step for step, _ in scalars["losses/critic_loss"]] == [128, 256]
-    history = result.history
     assert scalars["perf/env_steps_per_second"] == [
-        (r["env_steps"], r["env_steps_per_second"]) for r in history
+        (r["env_steps"], r["env_steps_per_second"]) for r in kept
     ]
-    assert scalars["episode/count"] == [(r["env_steps"], r["train_episodes"]) for r in history]
+    assert scalars["episode/count"] == [(r["env_steps"], r["train_episodes"]) for r in kept]
     assert [step for step, _ in scalars["train/alpha"]] == [128, 256]
     # Every tag is in a group, and each column of the rows has exactly one.
     assert all(tag.count("/") == 1 for tag in scalars), sorted(scalars)
-    numeric = {k for k, v in history[0].items() if isinstance(v, int | float) and k != "chunk"}
+    numeric = {
+        k
+        for r in kept[:2]
+        for k, v in r.items()
+        if isinstance(v, int | float) and not isinstance(v, bool) and k != "chunk"
+    }
     assert sorted(scalars) == sorted([*map(logs.tensorboard_tag, numeric), "perf/compile_seconds"])
     assert scalars["perf/compile_seconds"] == [(0, result.compile_seconds)]
 
@@ -334,7 +350,8 @@ def test_first_progress_line_says_how_the_run_was_rounded_up():
         "loop iterations, each 16 env steps (16 envs)"
     )
     assert lines[1] == "[sac classic/pendulum] compiling"  # the store off: nothing is kept
-    assert "compiled in" in lines[2]
+    assert lines[2].startswith("[sac classic/pendulum] step 0, untrained | eval ")
+    assert "compiled in" in lines[3]
     one = _sac(total_steps=10, num_envs=16, eval_every=10)
     assert rounding_note(one) == (
         "10 env steps rounded up to 16: 1 evaluation chunk of 1 loop iteration, each 16 env "
@@ -345,7 +362,7 @@ def test_first_progress_line_says_how_the_run_was_rounded_up():
     )
     lines.clear()
     driver.train(_sac(total_steps=512), tiny.SAC, progress=lines.append)  # 4 x 128: exact
-    assert "compiled in" in lines[1] and not any("rounded" in line for line in lines)
+    assert "compiled in" in lines[2] and not any("rounded" in line for line in lines)
     # An on-policy run whose evaluations (4 x 2 episodes of up to 200 steps) may step the envs
     # more than its training does says so first.
     lines.clear()
@@ -354,7 +371,7 @@ def test_first_progress_line_says_how_the_run_was_rounded_up():
         "[ppo classic/pendulum] 4 evaluations of 2 episodes, up to 1,600 env steps, 1.6x the "
         "1,024 of training; --num-evals or --eval-every evaluates less often"
     )
-    assert "compiled in" in lines[2]
+    assert "compiled in" in lines[3]  # after "compiling" and the step-0 evaluation's line
 
 
 def test_the_evaluation_cadence_defaults_to_a_count_per_run():
@@ -403,10 +420,12 @@ def test_progress_fn_gets_each_chunk_s_row_as_numbers(tmp_path):
     result = driver.train(
         _sac(), tiny.SAC, tmp_path / "run", progress=None, progress_fn=lambda *a: calls.append(a)
     )
-    assert [step for step, _ in calls] == [128, 256, 384, 512]
-    for (_, metrics), row in zip(calls, result.history, strict=True):
+    assert [step for step, _ in calls] == [0, 128, 256, 384, 512]  # step 0: untrained
+    assert "critic_loss" not in calls[0][1]
+    for (_, metrics), row in zip(calls, [result.start_row, *result.history], strict=True):
         assert all(type(v) is float for v in metrics.values())
-        assert metrics["eval_return"] == row["eval_return"] and "critic_loss" in metrics
+        assert metrics["eval_return"] == row["eval_return"]
+        assert "critic_loss" in metrics or row is result.start_row
         assert metrics["env_steps"] == row["env_steps"]
     resumed = []
     driver.resume(
@@ -556,7 +575,8 @@ def test_wandb_logs_every_row_under_the_run_s_own_id(tmp_path, monkeypatch):
     run_id = json.loads((tmp_path / "run" / "config.json").read_text())["run_id"]
     assert [init["id"] for init in fake.inits] == [run_id]
     assert fake.inits[0]["project"] == "proj" and fake.inits[0]["resume"] is None
-    assert fake.logged == [(r["env_steps"], r["eval_return"]) for r in full.history]
+    kept = [full.start_row, *full.history]
+    assert fake.logged == [(r["env_steps"], r["eval_return"]) for r in kept]
     # Another run in a folder of the same name gets another id; a resume keeps its own.
     driver.train(_sac(total_steps=128), tiny.SAC, tmp_path / "b" / "run", options=options, **QUIET)
     assert fake.inits[1]["id"] != run_id
@@ -668,8 +688,10 @@ def test_seeds_train_together_as_each_trains_alone_and_resume(tmp_path):
     alone = driver.train(_sac(seed=3), tiny.SAC, tmp_path / "alone", **QUIET)
     # Seed 3 of the vmapped program is the run of seed 3 alone (to float tolerance: the
     # batched matmuls may round differently), chunk by chunk.
-    rows = _jsonl(tmp_path / "seeds" / "seed_3" / "metrics.jsonl")
+    start, *rows = _jsonl(tmp_path / "seeds" / "seed_3" / "metrics.jsonl")
     assert len(rows) == len(alone.history) == 4
+    assert start["env_steps"] == 0  # its step-0 evaluation is the one of seed 3 alone
+    np.testing.assert_allclose(start["eval_return"], alone.start_row["eval_return"], rtol=2e-3)
     for mine, theirs in zip(rows, alone.history, strict=True):
         for key in ("eval_return", "critic_loss", "actor_loss", "q_mean"):
             np.testing.assert_allclose(mine[key], theirs[key], rtol=2e-3, atol=1e-3)
@@ -688,7 +710,7 @@ def test_seeds_train_together_as_each_trains_alone_and_resume(tmp_path):
     _stop_after(tmp_path / "seeds", 256)
     resumed = driver.resume(tmp_path / "seeds", **QUIET)
     _assert_same_run(resumed, together)
-    assert len(_jsonl(tmp_path / "seeds" / "seed_0" / "metrics.jsonl")) == 4
+    assert len(_jsonl(tmp_path / "seeds" / "seed_0" / "metrics.jsonl")) == 5  # step 0, 4 chunks
 
 
 def test_seed_summary_matches_numpy():
@@ -775,8 +797,9 @@ def test_a_vmapped_grid_trains_each_setting_as_alone_and_resumes(tmp_path):
         **QUIET,
     )
     member = tmp_path / "grid" / "actor_lr=0.003,gamma=0.9" / "seed_1"
-    rows = _jsonl(member / "metrics.jsonl")
+    start, *rows = _jsonl(member / "metrics.jsonl")
     assert len(rows) == len(alone.history) == 4
+    np.testing.assert_allclose(start["eval_return"], alone.start_row["eval_return"], rtol=2e-3)
     for mine, theirs in zip(rows, alone.history, strict=True):
         for key in ("eval_return", "critic_loss", "actor_loss", "q_mean", "alpha"):
             np.testing.assert_allclose(mine[key], theirs[key], rtol=2e-3, atol=1e-3)
