@@ -283,7 +283,9 @@ def run_jaxrl(case: Case) -> tuple[list[dict], float, dict]:
             # Several seeds (Case.seeds): each one's return; eval_return is their mean.
             **({"eval_returns": row["eval_returns"]} if "eval_returns" in row else {}),
         }
-        for row, t in zip(result.history, stamps, strict=True)
+        # The step-0 evaluation first (at env step 0, as Brax's first point; `summarize`
+        # starts from the first chunk's).
+        for row, t in zip([*filter(None, [result.start_row]), *result.history], stamps, strict=True)
     ]
     updates = sum(row["updates"] for row in result.history)
     extra = {"xla_compile_seconds": result.compile_seconds, "config": argv, "started": start}

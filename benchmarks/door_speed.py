@@ -19,8 +19,9 @@ TASKS = {
     "sac": ("playground/CartpoleBalance",),
 }
 SYSTEMS = ("brax", "door", "jaxrl")
-# The door's wall-clock against `jaxrl train`'s: the same program, so at most this much more
-# (the door's own step-0 evaluation and argument translation; run-to-run noise here is ~5%).
+# The door's wall-clock against `jaxrl train`'s: the same programs (both evaluate at step 0),
+# so at most this much more (the door's argument translation, SAC's replay prefill, Brax's
+# networks where injected; run-to-run noise here is ~5%).
 DOOR_OVER_JAXRL = 1.05
 
 

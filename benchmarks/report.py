@@ -478,6 +478,10 @@ def writer_for(stem: str):
         from jaxrl.benchmarks import door_speed
 
         return door_speed.section
+    if stem.startswith("ppo_choices"):
+        from jaxrl.benchmarks import ppo_choices
+
+        return ppo_choices.section
     if stem.startswith("dmc_algos"):
         from jaxrl.benchmarks import dmc_algos
 
@@ -527,8 +531,8 @@ def write(results: pathlib.Path, summary: pathlib.Path | None = None) -> pathlib
         if not records:
             continue
         lines += writer(path.stem, records)
-        if writer is identical_section or path.stem.startswith("door"):  # speed tables only
-            continue
+        if writer is identical_section or path.stem.startswith(("door", "ppo_choices")):
+            continue  # tables only: speed, or final returns of one update
         for png in plot(path.stem, records, results):
             link = pathlib.Path(os.path.relpath(png, summary.parent)).as_posix()
             lines += [f"![{png.stem}]({link})", ""]

@@ -532,6 +532,12 @@ def _door() -> list[Case]:
     return door_speed.cases(_identical())
 
 
+def _ppo_choices() -> list[Case]:
+    from jaxrl.benchmarks import ppo_choices  # its own module: its cases and its report
+
+    return ppo_choices.cases(Case)
+
+
 def _gpu_door() -> list[Case]:
     from jaxrl.benchmarks import door_speed
 
@@ -556,5 +562,6 @@ SUITES = {
     "gpu-unroll": _gpu_unroll,
     "dmc_algos": _dmc_algos,
     "door": _door,
+    "ppo_choices": _ppo_choices,
     "gpu-door": _gpu_door,
 }

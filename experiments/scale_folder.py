@@ -89,7 +89,9 @@ def _curves(member_dirs: list[pathlib.Path]):
             rows = read_metrics(member)
         except NotLoggedYet:  # killed while compiling, say (a garbled file is an error)
             rows = []
-        per_seed.append({int(r["env_steps"]): r for r in rows})
+        # The untrained policy's evaluation (step 0, no chunk) is not data the run trained on:
+        # a target it already meets would take no data at all.
+        per_seed.append({int(r["env_steps"]): r for r in rows if r.get("chunk", 0) is not None})
     steps = sorted(set().union(*per_seed))
     returns = np.full((len(member_dirs), len(steps)), np.nan)
     updates = np.zeros(len(steps))

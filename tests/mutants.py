@@ -3450,6 +3450,47 @@ MUTANTS = [
         "the training episodes' metric sums fed to Brax's logger out of Brax's row order",
         "tests/brax/test_ppo_train.py::test_training_logs_keep_brax_s_order_units_and_window",
     ),
+    m(
+        "start-evaluation-takes-the-training-key",
+        "jaxrl/loops/base.py",
+        "        key = jax.random.fold_in(state.key, START_EVALUATION)",
+        "        key = state.key",
+        "the step-0 evaluation draws with the key training goes on with, not one of its own",
+        "tests/run/test_runs.py::"
+        "test_the_step_0_evaluation_is_the_untrained_policy_s_and_leaves_training_alone",
+    ),
+    m(
+        "start-row-not-in-the-files",
+        "jaxrl/run/runner.py",
+        "            self._write(self.start_row)\n",
+        "",
+        "the step-0 evaluation reported but never written to metrics.jsonl, .csv, TensorBoard",
+        "tests/run/test_runs.py::test_log_files_and_tensorboard",
+    ),
+    m(
+        "start-row-lost-on-resume",
+        "jaxrl/run/runner.py",
+        '                meta = {**meta, "start_row": self.start_row}',
+        "                pass",
+        "checkpoints do not keep the step-0 row: a resumed run's files lose it",
+        "tests/run/test_runs.py::test_off_policy_resume_is_bit_identical",
+    ),
+    m(
+        "csv-header-of-the-first-row",
+        "jaxrl/logs.py",
+        "        if self._csv is None or not set(row) <= set(self._csv.fieldnames):",
+        "        if self._csv is None:",
+        "metrics.csv keeps the step-0 row's columns: the chunks' losses are dropped",
+        "tests/run/test_runs.py::test_log_files_and_tensorboard",
+    ),
+    m(
+        "door-env-size-read-eagerly",
+        "jaxrl/brax/arguments.py",
+        "    return envs.traced_size(env)",
+        "    return env",
+        "the door reads a Brax env's observation size through Brax's eager reset at each read",
+        "tests/envs/test_registry.py::test_an_env_object_s_observation_size_is_traced_once",
+    ),
 ]
 
 

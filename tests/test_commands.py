@@ -70,7 +70,7 @@ def test_ctrl_c_saves_a_checkpoint_and_resume_finishes_the_run(tmp_path):
     )
     assert done.returncode == 0, done.stderr
     rows = [json.loads(line) for line in (out / "metrics.jsonl").open()]
-    assert [r["env_steps"] for r in rows] == list(range(2048, saved + 4096 + 1, 2048))
+    assert [r["env_steps"] for r in rows] == [0, *range(2048, saved + 4096 + 1, 2048)]
     assert json.loads((out / "summary.json").read_text())["env_steps"] == saved + 4096
 
 
@@ -157,8 +157,8 @@ def test_a_sweep_stopped_part_way_goes_on_with_resume_to_the_numbers_of_one_neve
 
     def train(config, agent_config, run_dir, **kwargs):
         runs.append(run_dir)
-        if len(runs) == 2:  # Ctrl-C as the first chunk's row is logged
-            kwargs["progress_fn"] = lambda *_: os.kill(os.getpid(), signal.SIGINT)
+        if len(runs) == 2:  # Ctrl-C as the first chunk's row is logged (not step 0's)
+            kwargs["progress_fn"] = lambda step, _: step and os.kill(os.getpid(), signal.SIGINT)
         return real(config, agent_config, run_dir, **kwargs)
 
     monkeypatch.setattr(driver, "train", train)
@@ -192,7 +192,7 @@ def test_a_sweep_stopped_part_way_goes_on_with_resume_to_the_numbers_of_one_neve
         learning_metrics([json.loads(line) for line in (run / "metrics.jsonl").open()])
         for run in (stopped, whole)
     ]
-    assert metrics[0] == metrics[1] and len(metrics[0]) == 3
+    assert metrics[0] == metrics[1] and len(metrics[0]) == 4  # step 0 and three chunks
     final = json.loads((whole / "summary.json").read_text())["final_eval_return"]
     assert summary["actor_lr=0.001"]["returns"][1] == final
     # Resumed again once finished: every run read, the same summary written and shown.

@@ -108,7 +108,7 @@ def test_two_processes_train_one_run_and_end_with_the_same_parameters(tmp_path):
     lines = [out.strip().splitlines()[-1].split(" ", 2)[2] for out, _ in outputs]
     assert lines[0] == lines[1], lines  # the same digest of parameters, the same rows
     rows = (run / "metrics.jsonl").read_text().splitlines()
-    assert len(rows) == 2  # written once, by process 0
+    assert len(rows) == 3  # the step-0 evaluation and two chunks, written once, by process 0
     assert (run / "checkpoints" / "1024").is_dir()
 
 

@@ -206,6 +206,7 @@ NOT_UNIT = (
     "tests/run/test_runs.py::test_resume_without_a_checkpoint_starts_over_and_refuses_a_folder_without_a_run",
     "tests/run/test_runs.py::test_seeds_train_together_as_each_trains_alone_and_resume",
     "tests/run/test_runs.py::test_stop_at_return_ends_the_run_with_a_checkpoint",
+    "tests/run/test_runs.py::test_the_step_0_evaluation_is_the_untrained_policy_s_and_leaves_training_alone",
     "tests/run/test_runs.py::test_wandb_logs_every_row_under_the_run_s_own_id",
     "tests/test_commands.py::test_a_sweep_stopped_part_way_goes_on_with_resume_to_the_numbers_of_one_never_stopped",
     "tests/test_commands.py::test_ctrl_c_in_a_sweep_run_s_last_chunk_stops_the_sweep_after_that_run",

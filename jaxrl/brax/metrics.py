@@ -77,8 +77,10 @@ class Report:
             return
         import jax
 
+        from jaxrl.loops.base import start_arguments
+
         tick = time.perf_counter()
-        result = jax.device_get(evaluate(state))
+        result = jax.device_get(evaluate(*start_arguments(state)))
         progress_fn(0, self.initial(result, time.perf_counter() - tick))
         self.reported_first = True
 

@@ -267,16 +267,20 @@ START_EVALUATION = 0x5EED
 
 
 def evaluate_start(evaluate: Callable) -> Callable:
-    """`at_start(state) -> evaluate's metrics`: the evaluation of a loop's state (its agent and
-    observation statistics) before its first chunk, as Brax's trainers evaluate at step 0,
-    with a key of its own (`START_EVALUATION`). The run layer's (`RunOptions.eval_at_start`)
-    and the Brax door's."""
+    """`at_start(agent_state, obs_stats, key) -> evaluate's metrics`: the evaluation of a loop
+    state's policy (`start_arguments`) before its first chunk, as Brax's trainers evaluate at
+    step 0, with a key of its own (the state's, folded with `START_EVALUATION`). The run
+    layer's (`RunOptions.eval_at_start`) and the Brax door's."""
 
-    def at_start(state) -> dict:
-        key = jax.random.fold_in(state.key, START_EVALUATION)
-        return evaluate(state.agent, state.obs_stats, key)
+    def at_start(agent_state, obs_stats, key: jax.Array) -> dict:
+        return evaluate(agent_state, obs_stats, jax.random.fold_in(key, START_EVALUATION))
 
     return at_start
+
+
+def start_arguments(state) -> tuple:
+    """What `evaluate_start`'s evaluation reads of a loop's state: not its envs or buffer."""
+    return state.agent, state.obs_stats, state.key
 
 
 def shares_simulator(

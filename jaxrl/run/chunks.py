@@ -12,7 +12,7 @@ from typing import Any
 import jax
 
 from jaxrl.envs.wrappers import GRID_AXIS
-from jaxrl.loops.base import evaluate_start
+from jaxrl.loops.base import evaluate_start, start_arguments
 from jaxrl.run import background, program_key, programs
 from jaxrl.run.resources import run_shardings
 from jaxrl.run.state import compile_with_options
@@ -61,14 +61,23 @@ CHUNK_OPTIONS = {
 
 
 def compile_start_evaluation(trainer, state, run_grid, store=programs.NONE) -> Any:
-    """The evaluation of the run's first state (`loops.base.evaluate_start`, vmapped over a
-    grid's members as the chunk is), compiled for `state` through `store`; nothing donated."""
+    """`evaluate(state) -> metrics`: the evaluation of the run's first state before its first
+    chunk (`loops.base.evaluate_start`, vmapped over a grid's members as the chunk is),
+    compiled for `state` through `store`. An actor/learner split's state lies on several
+    devices: what the evaluation reads of it goes to the first."""
     program = evaluate_start(trainer.evaluate)
     if run_grid is not None:
         program = jax.vmap(program, axis_name=GRID_AXIS)
+
+    def arguments(state) -> tuple:
+        args = start_arguments(state)
+        return args if trainer.compile_chunk is None else jax.device_put(args, jax.devices()[0])
+
+    args = arguments(state)
     kind = "start-evaluation" + ("" if run_grid is None else "-vmapped")
-    lower = lambda: jax.jit(program).lower(state)  # noqa: E731
-    return store.load_or_compile(kind, (state,), lower, lambda lowered: lowered.compile())
+    lower = lambda: jax.jit(program).lower(*args)  # noqa: E731
+    compiled = store.load_or_compile(kind, args, lower, lambda lowered: lowered.compile())
+    return lambda state: compiled(*arguments(state))
 
 
 def compile_chunk_lowered(lowered) -> Any:

@@ -181,7 +181,9 @@ def train(
     "auto" / "bar" / "lines" (rich's progress bar on a terminal). `progress_fn(env_steps,
     metrics)` (as Brax's trainers call theirs): after every chunk, with that chunk's row of
     metrics.jsonl as a dict of floats (`eval_return`, `env_steps_per_second`, the losses, ...;
-    entries that are not numbers left out), e.g. for a live plot in a notebook.
+    entries that are not numbers left out), e.g. for a live plot in a notebook; first at step
+    0, with the untrained policy's evaluation (`RunOptions.eval_at_start`; the result's
+    `start_row`).
     `state_fn(env_steps, state)`: with the loop's state (`RunResult.state`'s kind) the run
     starts from, before its first chunk, and after every chunk (as Brax's `policy_params_fn`),
     e.g. to save or evaluate the policy. `start_fn(state) -> state`: the run's first state

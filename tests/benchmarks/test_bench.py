@@ -27,9 +27,10 @@ def test_tiny_suite_writes_records_summary_and_plots(tmp_path):
         assert record["machine"]["cores"] >= 1 and record["machine"]["jax"]
         assert record["peak_rss_mb"] > 100  # jax alone takes more
     assert limit["system"] == "limit" and limit["env_steps_per_second"] > 0
-    # 800 steps of 4 envs split into 2 chunks of 400 steps: an evaluation after each.
-    assert [e["env_steps"] for e in sac["evals"]] == [400, 800]
-    walls = [e["wall_seconds"] for e in sac["evals"]]
+    # 800 steps of 4 envs split into 2 chunks of 400 steps: an evaluation after each, and one
+    # at step 0 (the untrained policy), before either.
+    assert [e["env_steps"] for e in sac["evals"]] == [0, 400, 800]
+    walls = [e["wall_seconds"] for e in sac["evals"]][1:]
     assert 0 < sac["xla_compile_seconds"] < sac["compile_seconds"] == walls[0] < walls[1]
     assert sac["env_steps_per_second"] == (800 - 400) / (walls[1] - walls[0])
     assert sac["final_return"] == sac["evals"][-1]["eval_return"]
@@ -503,7 +504,7 @@ def test_rerun_script_records_a_first_run_and_re_runs_over_one_store(tmp_path, m
     for name in names:
         assert record[f"{name}_compile_seconds"] > 0 and f"{name}_error" not in record
         assert record[f"{name}_wall_seconds"] > record[f"{name}_compile_seconds"]
-        assert record[f"{name}_stored"] == ["chunk", "reset"]
+        assert record[f"{name}_stored"] == ["chunk", "reset", "start"]  # start: step 0's evaluation
     assert "rerun_2_compile_seconds" not in record  # --reruns 1: one re-run of each kind
 
     # Each run's log says what the store did with each program: the first run and the run
@@ -512,13 +513,22 @@ def test_rerun_script_records_a_first_run_and_re_runs_over_one_store(tmp_path, m
     def outcomes(name):
         return {(n["kind"], n["outcome"], n.get("source")) for n in record[f"{name}_store_log"]}
 
+    start = ("start-evaluation", "stored", "xla")  # under JAX's 1 s minimum too
     for name in ("first", "fresh_libraries"):
-        assert outcomes(name) == {("chunk", "stored", "xla"), ("reset", "stored", "xla")}
-    assert outcomes("from_cache") == {("chunk", "stored", "cache"), ("reset", "stored", "xla")}
+        assert outcomes(name) == {("chunk", "stored", "xla"), ("reset", "stored", "xla"), start}
+    assert outcomes("from_cache") == {
+        ("chunk", "stored", "cache"),
+        ("reset", "stored", "xla"),
+        start,
+    }
     loading = ("rerun", "unprefetched", "rerun_libraries", "rerun_libraries_2",
                "fresh_libraries_2", "from_store")  # fmt: skip
     for name in loading:
-        assert outcomes(name) == {("chunk", "loaded", None), ("reset", "loaded", None)}
+        assert outcomes(name) == {
+            ("chunk", "loaded", None),
+            ("reset", "loaded", None),
+            ("start-evaluation", "loaded", None),
+        }
     assert record["train_args"] == "--num-envs 4"
     bad = rerun.measure("no_such_preset", "classic/pendulum", 512, "", 60)
     assert bad["first_compile_seconds"] is None and "no_such_preset" in bad["first_error"]
@@ -584,7 +594,7 @@ def test_a_run_prints_each_evaluation_as_its_record_keeps_it(capsys):
     two = Case(**{**sac.__dict__, "seeds": 2})
     evals, _, _ = case_module.run_jaxrl(two)
     points = report.partial_evals(capsys.readouterr().err)
-    assert [p["env_steps"] for p in points] == [e["env_steps"] for e in evals] == [400, 800]
+    assert [p["env_steps"] for p in points] == [e["env_steps"] for e in evals] == [0, 400, 800]
     for point, full in zip(points, evals, strict=True):
         summary = seed_summary(full["eval_returns"])
         assert point["eval_return"] == pytest.approx(full["eval_return"])

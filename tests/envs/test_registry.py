@@ -128,6 +128,34 @@ def test_brax_observation_size_is_read_without_running_a_reset():
     assert env.unwrapped.backend == env.backend == "generalized" and env.sys is env.unwrapped.sys
 
 
+def test_an_env_object_s_observation_size_is_traced_once():
+    """`envs.traced_size`: an env handed in whole (the Brax door's `environment`) whose size is a
+    property (Brax's runs an eager reset, 6 s the first time on inverted_pendulum; Playground's
+    traces one per read) is read through one trace of its reset; one that keeps a number, or is
+    viewed already, is left as it is."""
+    from brax import envs as brax_envs
+
+    from jaxrl.brax import arguments
+
+    env = brax_envs.get_environment("inverted_pendulum")
+    brax_reset, keys = env.reset, []
+
+    def reset(key):
+        keys.append(key)
+        return brax_reset(key)
+
+    env.reset = reset
+    viewed = arguments.checked_env(env)  # the door's
+    sizes = [viewed.observation_size for _ in range(3)]
+    assert sizes == [4, 4, 4] and len(keys) == 1 and isinstance(keys[0], jax.core.Tracer)
+    assert viewed.sys is env.sys and viewed.action_size == env.action_size == 1
+    assert envs.traced_size(viewed) is viewed
+    plain = type("Plain", (_Counted,), {"observation_size": 3})()  # a number: nothing to trace
+    assert envs.traced_size(plain) is plain
+    pair = envs.traced_size(envs.WithEvalEnv(env, _Counted()))
+    assert isinstance(pair.env, envs.TracedSize) and isinstance(pair.eval_env, envs.TracedSize)
+
+
 class _Counted:
     """A Brax-like env whose size reads are counted (Playground's trace a reset each)."""
 

@@ -38,8 +38,9 @@ def test_pql_learns_with_actor_and_learners_on_two_devices(tmp_path):
     assert rows[-1]["eval_return"] >= -250 > rows[0]["eval_return"], rows
     saved = json.loads((run / "config.json").read_text())["train"]
     assert (saved["devices"], saved["split_every"]) == (2, 8)
-    # Chunks of whole exchanges: 2,000 env steps of 16 envs is 125 iterations, made 128.
-    assert rows[0]["env_steps"] == 128 * 16
+    # Chunks of whole exchanges: 2,000 env steps of 16 envs is 125 iterations, made 128 (after
+    # the untrained policy's evaluation at step 0).
+    assert rows[0]["env_steps"] == 0 and rows[1]["env_steps"] == 128 * 16
 
 
 def test_split_every_is_checked():

@@ -128,7 +128,7 @@ def test_a_nan_after_good_chunks_stops_the_run_naming_step_and_quantity(tmp_path
     assert "checkpoints and metrics before it were kept" in message
     # What the good chunks wrote is all there, and nothing of the bad one.
     rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
-    assert [r["env_steps"] for r in rows] == [128, 256]
+    assert [r["env_steps"] for r in rows] == [0, 128, 256]  # the step-0 evaluation first
     assert checkpoint.steps(run / "checkpoints") == [128, 256]
     assert not (run / "summary.json").exists()
     if (algo, quantity) == ("sac", "reward"):  # (each resume compiles the chunk again)
@@ -150,7 +150,8 @@ def test_rollback_goes_on_from_the_last_checkpoint_with_a_fresh_key(tmp_path):
     steps = [r["env_steps"] for r in result.history]
     assert steps == [128, 256, 384, 512, 640]
     rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
-    assert [r["env_steps"] for r in rows] == steps  # rewritten: chunk 2's first take is gone
+    # Rewritten: chunk 2's first take is gone, the step-0 evaluation kept.
+    assert [r["env_steps"] for r in rows] == [0, *steps]
     summary = json.loads((run / "summary.json").read_text())
     assert summary["rollbacks"] == 1 and summary["env_steps"] == 640
     assert all(np.isfinite(r["critic_loss"]) for r in result.history)
@@ -225,12 +226,12 @@ def test_sac_killed_at_each_point_of_a_checkpoint_resumes_to_the_unkilled_number
     buffer in it), and the finished run equals one never killed, bit for bit."""
     run = tmp_path / "run"
     reference = _reference(tmp_path, KILL_SAC)
-    assert [r["env_steps"] for r in reference] == list(range(128, 1537, 128))
+    assert [r["env_steps"] for r in reference] == [0, *range(128, 1537, 128)]
     resume = ["train", "--resume", str(run), "--quiet"]
     # As the third save begins: chunk 2's rows are written, its checkpoint is not.
     assert _killed_at("save:3", "train", *KILL_SAC, "--out", str(run)) == -signal.SIGKILL
     assert checkpoint.steps(run / "checkpoints") == [128, 256]
-    assert len(_rows(run)) == 3
+    assert len(_rows(run)) == 4  # the step-0 evaluation's and three chunks'
     # Everything of checkpoint 384 written under orbax's temporary name, not yet committed.
     assert _killed_at("commit:1", *resume) == -signal.SIGKILL
     assert checkpoint.steps(run / "checkpoints") == [128, 256]
@@ -252,7 +253,7 @@ def test_ppo_killed_before_its_first_checkpoint_and_after_its_last_resumes_to_th
     resume = ["train", "--resume", str(run), "--quiet"]
     # As the first save begins: a row written, no checkpoint; the resume starts over.
     assert _killed_at("save:1", "train", *KILL_PPO, "--out", str(run)) == -signal.SIGKILL
-    assert checkpoint.steps(run / "checkpoints") == [] and len(_rows(run)) == 1
+    assert checkpoint.steps(run / "checkpoints") == [] and len(_rows(run)) == 2  # step 0, one
     assert _killed_at("commit:2", *resume) == -signal.SIGKILL
     assert checkpoint.steps(run / "checkpoints") == [128]
     # After the final checkpoint, before summary.json: the resume only writes the summary.

@@ -172,6 +172,32 @@ def test_checkpoint_of_an_older_state_layout_is_refused(tmp_path):
         driver.resume(tmp_path / "run", total_steps=512, **QUIET)
 
 
+def test_the_step_0_evaluation_is_the_untrained_policy_s_and_leaves_training_alone(tmp_path):
+    """`RunOptions.eval_at_start`: the first state's policy evaluated before the first chunk,
+    with a key of its own (the state's folded), so the run trains exactly as without it."""
+    config = _sac(total_steps=256)
+    result = driver.train(config, tiny.SAC, tmp_path / "run", **QUIET)
+    off = RunOptions(eval_at_start=False)
+    without = driver.train(config, tiny.SAC, tmp_path / "off", options=off, **QUIET)
+    assert without.start_row is None
+    assert learning_metrics(result.history) == learning_metrics(without.history)
+    chex.assert_trees_all_equal(result.state.agent, without.state.agent)
+    steps = [json.loads(line)["env_steps"] for line in (tmp_path / "off" / "metrics.jsonl").open()]
+    assert steps == [128, 256]
+    # The untrained policy's: the evaluation of the run's first state, by its own key.
+    from jaxrl.loops.base import START_EVALUATION
+
+    trainer = driver.check_setting(config, tiny.SAC)
+    first = jax.jit(trainer.init)(jax.random.PRNGKey(config.seed))
+    key = jax.random.fold_in(first.key, START_EVALUATION)
+    expected = jax.jit(trainer.evaluate)(first.agent, first.obs_stats, key)
+    start = result.start_row
+    assert start["eval_return"] == pytest.approx(float(expected["eval_return"]), rel=1e-6)
+    assert start["eval_return_std"] == pytest.approx(float(expected["eval_return_std"]), rel=1e-6)
+    assert start["eval_return"] != result.history[0]["eval_return"]
+    assert start["env_steps"] == 0 and start["eval_seconds"] > 0 and start["train_seconds"] == 0
+
+
 def test_log_files_and_tensorboard(tmp_path):
     result = driver.train(_sac(total_steps=256), tiny.SAC, tmp_path / "run", **QUIET)
     with open(tmp_path / "run" / "metrics.csv") as f:
