@@ -3453,8 +3453,8 @@ MUTANTS = [
     m(
         "start-evaluation-takes-the-training-key",
         "jaxrl/loops/base.py",
-        "        return evaluate(agent_state, obs_stats, jax.random.fold_in(key, START_EVALUATION))",
-        "        return evaluate(agent_state, obs_stats, key)",
+        "jax.random.fold_in(key, START_EVALUATION))",
+        "key)",
         "the step-0 evaluation draws with the key training goes on with, not one of its own",
         "tests/run/test_runs.py::"
         "test_the_step_0_evaluation_is_the_untrained_policy_s_and_leaves_training_alone",

@@ -319,7 +319,7 @@ def run_plan(plan: _Plan, progress_fn: Callable):
 
     from jaxrl.brax import params as brax_params
     from jaxrl.config.options import RunOptions
-    from jaxrl.run import driver
+    from jaxrl.run import background, driver
 
     config, repeat = plan.config, plan.action_repeat
     if config.algo == "sac":
@@ -335,10 +335,17 @@ def run_plan(plan: _Plan, progress_fn: Callable):
     prefill = jax.jit(trainer.prefill, static_argnums=1)
     evaluate = report.start_program(trainer) if plan.num_evals > 1 else None
 
-    def start_fn(state):  # Brax: restore, evaluate at step 0, prefill the replay
+    def start_fn(state):
+        """Brax's order: restore, evaluate at step 0, prefill the replay. The prefill's program
+        compiles on a thread of its own while the evaluation's compiles and runs (and the
+        first chunk's, on the driver's thread)."""
         state = _start_from(state, plan.restored, plan.injected is not None)
+        if not plan.prefill:
+            report.first(evaluate, state, progress_fn)
+            return state
+        filling = background.Compiling("jaxrl-prefill-compile", prefill, state, plan.prefill)
         report.first(evaluate, state, progress_fn)
-        return prefill(state, plan.prefill) if plan.prefill else state
+        return filling.take()(state)
 
     save = _saver(plan)
     pending: list[dict] = []  # the interval's metrics, reported after its checkpoint

@@ -1,7 +1,7 @@
 """Threads a run starts beside its main work: a stored program's load (`programs.prefetch`,
-`prefetch_early`) and a chunk's compile (`chunks.EarlyChunk`). One registry knows them, so that
-the command line can end a `jaxrl` process at once where a run left one running
-(`cli._ended`) without knowing which module started it. Imports no JAX."""
+`prefetch_early`), a chunk's compile (`chunks.EarlyChunk`) and other programs' (`Compiling`).
+One registry knows them, so that the command line can end a `jaxrl` process at once where a
+run left one running (`cli._ended`) without knowing which module started it. Imports no JAX."""
 
 from __future__ import annotations
 
@@ -27,3 +27,27 @@ def left_running() -> bool:
     run has taken (joined) every one it needed: any still alive is work no one will take."""
     with _LOCK:
         return any(thread.is_alive() for thread in _THREADS)
+
+
+class Compiling:
+    """`jitted.lower(*args)` on the calling thread (JAX traces on one thread at a time here),
+    then compiled by XLA on a thread of its own called `name`, which holds no lock of Python's
+    meanwhile; `take()` waits for it and gives the compiled program (called with the arguments
+    that are not static), or raises its error."""
+
+    def __init__(self, name: str, jitted: Any, *args: Any):
+        self._result: Any = None
+        self._error: BaseException | None = None
+        self._thread = start(name, self._compile, jitted.lower(*args))
+
+    def _compile(self, lowered: Any) -> None:
+        try:
+            self._result = lowered.compile()
+        except BaseException as error:  # noqa: BLE001 - raised again on the thread that takes it
+            self._error = error
+
+    def take(self) -> Any:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._result
