@@ -192,8 +192,9 @@ def test_the_step_0_evaluation_is_the_untrained_policy_s_and_leaves_training_alo
     key = jax.random.fold_in(first.key, START_EVALUATION)
     expected = jax.jit(trainer.evaluate)(first.agent, first.obs_stats, key)
     start = result.start_row
-    assert start["eval_return"] == pytest.approx(float(expected["eval_return"]), rel=1e-6)
-    assert start["eval_return_std"] == pytest.approx(float(expected["eval_return_std"]), rel=1e-6)
+    # To float32 rounding: here a program of its own, compiled apart from the run's.
+    assert start["eval_return"] == pytest.approx(float(expected["eval_return"]), rel=1e-5)
+    assert start["eval_return_std"] == pytest.approx(float(expected["eval_return_std"]), rel=1e-5)
     assert start["eval_return"] != result.history[0]["eval_return"]
     assert start["env_steps"] == 0 and start["eval_seconds"] > 0 and start["train_seconds"] == 0
 
