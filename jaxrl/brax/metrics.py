@@ -78,16 +78,18 @@ class Report:
         import jax
 
         from jaxrl.loops.base import start_arguments
+        from jaxrl.run.state import run_once
 
         tick = time.perf_counter()
-        result = jax.device_get(evaluate(*start_arguments(state)))
+        result = jax.device_get(run_once(evaluate, *start_arguments(state)))
         progress_fn(0, self.initial(result, time.perf_counter() - tick))
         self.reported_first = True
 
     @staticmethod
     def start_program(trainer: Any) -> Any:
         """The step-0 evaluation `first` runs: the run layer's (`loops.base.evaluate_start`),
-        jitted. The doors run it themselves, in the driver's `start_fn` (where the first chunk
+        jitted, compiled as a program that runs once (`run.state.run_once`). The doors run it
+        themselves, in the driver's `start_fn` (where the first chunk
         compiles beside it), so that it comes in Brax's order: after a restore, before SAC's
         replay prefill, whose observations move the normaliser."""
         import jax

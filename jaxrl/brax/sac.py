@@ -27,6 +27,7 @@ it never applies).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import warnings
 from collections.abc import Callable
@@ -320,6 +321,7 @@ def run_plan(plan: _Plan, progress_fn: Callable):
     from jaxrl.brax import params as brax_params
     from jaxrl.config.options import RunOptions
     from jaxrl.run import background, driver
+    from jaxrl.run.state import RUN_ONCE_OPTIONS, compile_with_options
 
     config, repeat = plan.config, plan.action_repeat
     if config.algo == "sac":
@@ -338,12 +340,16 @@ def run_plan(plan: _Plan, progress_fn: Callable):
     def start_fn(state):
         """Brax's order: restore, evaluate at step 0, prefill the replay. The prefill's program
         compiles on a thread of its own while the evaluation's compiles and runs (and the
-        first chunk's, on the driver's thread)."""
+        first chunk's, on the driver's thread), as a program that runs once (less compile, as
+        fast to run: benchmarks/notes/2026-12-07-door-speed-step-0.md)."""
         state = _start_from(state, plan.restored, plan.injected is not None)
         if not plan.prefill:
             report.first(evaluate, state, progress_fn)
             return state
-        filling = background.Compiling("jaxrl-prefill-compile", prefill, state, plan.prefill)
+        once = functools.partial(compile_with_options, by_backend=RUN_ONCE_OPTIONS)
+        filling = background.Compiling(
+            "jaxrl-prefill-compile", prefill, state, plan.prefill, compile=once
+        )
         report.first(evaluate, state, progress_fn)
         return filling.take()(state)
 

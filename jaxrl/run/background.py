@@ -35,14 +35,16 @@ class Compiling:
     meanwhile; `take()` waits for it and gives the compiled program (called with the arguments
     that are not static), or raises its error."""
 
-    def __init__(self, name: str, jitted: Any, *args: Any):
+    def __init__(self, name: str, jitted: Any, *args: Any, compile: Callable | None = None):
+        """`compile(lowered)`: how it compiles (default: XLA's defaults)."""
         self._result: Any = None
         self._error: BaseException | None = None
+        self._how = compile or (lambda lowered: lowered.compile())
         self._thread = start(name, self._compile, jitted.lower(*args))
 
     def _compile(self, lowered: Any) -> None:
         try:
-            self._result = lowered.compile()
+            self._result = self._how(lowered)
         except BaseException as error:  # noqa: BLE001 - raised again on the thread that takes it
             self._error = error
 

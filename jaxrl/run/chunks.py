@@ -15,7 +15,7 @@ from jaxrl.envs.wrappers import GRID_AXIS
 from jaxrl.loops.base import evaluate_start, start_arguments
 from jaxrl.run import background, program_key, programs
 from jaxrl.run.resources import run_shardings
-from jaxrl.run.state import compile_with_options
+from jaxrl.run.state import RUN_ONCE_OPTIONS, compile_with_options
 
 
 def chunk_program(trainer, run_grid) -> Any:
@@ -63,8 +63,10 @@ CHUNK_OPTIONS = {
 def compile_start_evaluation(trainer, state, run_grid, store=programs.NONE) -> Any:
     """`evaluate(state) -> metrics`: the evaluation of the run's first state before its first
     chunk (`loops.base.evaluate_start`, vmapped over a grid's members as the chunk is),
-    compiled for `state` through `store`. An actor/learner split's state lies on several
-    devices: what the evaluation reads of it goes to the first."""
+    compiled for `state` through `store` as a program that runs once (`state.RUN_ONCE_OPTIONS`:
+    less compile for a slower run, benchmarks/notes/2026-12-07-door-speed-step-0.md). An
+    actor/learner split's state lies on several devices: what the evaluation reads goes to the
+    first."""
     program = evaluate_start(trainer.evaluate)
     if run_grid is not None:
         program = jax.vmap(program, axis_name=GRID_AXIS)
@@ -76,7 +78,8 @@ def compile_start_evaluation(trainer, state, run_grid, store=programs.NONE) -> A
     args = arguments(state)
     kind = "start-evaluation" + ("" if run_grid is None else "-vmapped")
     lower = lambda: jax.jit(program).lower(*args)  # noqa: E731
-    compiled = store.load_or_compile(kind, args, lower, lambda lowered: lowered.compile())
+    once = lambda lowered: compile_with_options(lowered, RUN_ONCE_OPTIONS)  # noqa: E731
+    compiled = store.load_or_compile(kind, args, lower, once)
     return lambda state: compiled(*arguments(state))
 
 
