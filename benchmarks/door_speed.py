@@ -60,7 +60,7 @@ def _mean(runs: list[dict], key: str) -> float | None:
 def section(name: str, records: list[dict]) -> list[str]:
     """Per algorithm and task, each system's wall-clock (start to the last evaluation, compile
     included), compile and steady env-steps/s, and the door's wall-clock against the others."""
-    from jaxrl.benchmarks.tables import fmt
+    from jaxrl.benchmarks.tables import failures, fmt
 
     lines = [
         f"## {name}: the Brax door's cost (`jaxrl.brax.ppo` / `.sac` against Brax and jaxrl)",
@@ -102,7 +102,5 @@ def section(name: str, records: list[dict]) -> list[str]:
                     f"| {fmt(_mean(runs[system], 'env_steps_per_second'), ',.0f')} "
                     f"| {fmt(_mean(runs[system], 'final_return'), ',.1f')} | {ratio} | {target} |"
                 )
-    for r in records:
-        if "error" in r:
-            lines.append(f"\n- {r['case']} failed: {r['error'].strip().splitlines()[-1]}")
+    lines += failures(records)
     return [*lines, ""]

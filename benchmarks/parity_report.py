@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from jaxrl.benchmarks.tables import final_returns, fmt, mean_or_none, mean_std, system_of
+from jaxrl.benchmarks.tables import failures, final_returns, fmt, mean_or_none, mean_std, system_of
 
 
 def _eval_envs(record: dict) -> int:
@@ -196,7 +196,5 @@ def identical_section(name: str, records: list[dict]) -> list[str]:
                 f"| {fmt(ratios.get('total_seconds'), '.2f')}x | {', '.join(verdict)} |"
             )
     lines += ["", "Ratios:", "", *ratio_lines]
-    for r in records:
-        if "error" in r:
-            lines.append(f"\n- {r['case']} failed: {r['error'].strip().splitlines()[-1]}")
+    lines += failures(records)
     return lines + [""]

@@ -84,6 +84,7 @@ def cases(case: Callable) -> list:
 
 def section(name: str, records: list[dict]) -> list[str]:
     """Per task, each variant's final return over its seeds against "own"'s."""
+    from jaxrl.benchmarks.tables import failures
     from jaxrl.run.rows import seed_summary
 
     lines = [
@@ -116,7 +117,5 @@ def section(name: str, records: list[dict]) -> list[str]:
                 f"| {summary['eval_return_iqm']:,.0f} | {', '.join(f'{x:,.0f}' for x in returns)} "
                 f"| {change} |"
             )
-    for r in records:
-        if "error" in r:
-            lines.append(f"\n- {r['case']} failed: {r['error'].strip().splitlines()[-1]}")
+    lines += failures(records)
     return [*lines, ""]

@@ -37,3 +37,12 @@ def stopped(records: list[dict]) -> list[dict]:
     """The failed records of runs that had printed evaluations (`report.load(failed=True)`): runs a
     timeout stopped, shown for what they reached."""
     return [r for r in records if "error" in r and r.get("partial_evals") and r.get("env")]
+
+
+def failures(records: list[dict]) -> list[str]:
+    """A line per failed case of `records` (those with an "error"), naming its last line."""
+    return [
+        f"\n- {r['case']} failed: {r['error'].strip().splitlines()[-1]}"
+        for r in records
+        if "error" in r
+    ]

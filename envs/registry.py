@@ -309,7 +309,7 @@ def _make_brax(task: str, options: dict):
         # Brax's every env load warns that its envs are unmaintained; jaxrl keeps them for
         # comparison with Brax's trainers, and the README says so once.
         warnings.filterwarnings("ignore", message=_BRAX_UNMAINTAINED, category=UserWarning)
-        env = _BraxEnv(env_cls(**{**options, "backend": backend}))
+        env = TracedSize(env_cls(**{**options, "backend": backend}))
     env.episode_length = 1000
     env.action_repeat = 1
     return env
@@ -333,9 +333,6 @@ class TracedSize(Wrapper):
         if name.startswith("__") or name == "env":
             raise AttributeError(name)
         return getattr(self.env, name)
-
-
-_BraxEnv = TracedSize  # the registry's Brax envs
 
 
 def traced_size(env: Any) -> Any:

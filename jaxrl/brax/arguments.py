@@ -70,17 +70,17 @@ def devices(max_devices_per_host: int | None) -> int | str:
     return 0 if count == 1 else count
 
 
-def checked_env(env: Any, what: str = "environment") -> Any:
+def checked_env(env: Any) -> Any:
     """The unwrapped env, which jaxrl wraps itself (`factories.autoreset_of` reads the
     caller's `wrap_env_fn`), its observation size read once (`envs.traced_size`): the door,
     its checks and the loops read it several times, and Brax's property runs an eager reset
-    at each read (6 s the first time on inverted_pendulum), Playground's a trace."""
+    at each read (benchmarks/notes/2026-12-07-door-speed-step-0.md), Playground's a trace."""
     from jaxrl import envs
 
     try:
         envs.check_env_object(env)
     except (TypeError, ValueError) as error:
-        raise ConfigError(f"{what}: {error}") from None
+        raise ConfigError(f"environment: {error}") from None
     return envs.traced_size(env)
 
 

@@ -195,11 +195,6 @@ def start_row(metrics: dict, config: TrainConfig, eval_seconds: float, wall_seco
     return row
 
 
-def is_start(row: dict) -> bool:
-    """Whether `row` is the evaluation before the first chunk (`start_row`)."""
-    return row.get("chunk", 0) is None
-
-
 TIMING_KEYS = (
     "train_seconds",
     "wall_seconds",

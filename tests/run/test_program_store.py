@@ -673,14 +673,14 @@ def test_a_registry_envs_observation_size_is_read_once_per_env_options_and_sourc
     from jaxrl.envs import registry
 
     traces = []
-    real = registry._BraxEnv.observation_size.func
+    real = registry.TracedSize.observation_size.func
 
     def traced(self):
         traces.append(self)
         return real(self)
 
-    monkeypatch.setattr(registry._BraxEnv, "observation_size", functools.cached_property(traced))
-    monkeypatch.setattr(registry._BraxEnv.observation_size, "attrname", "observation_size")
+    monkeypatch.setattr(registry.TracedSize, "observation_size", functools.cached_property(traced))
+    monkeypatch.setattr(registry.TracedSize.observation_size, "attrname", "observation_size")
     config = tiny.off_policy(env="brax/inverted_pendulum")
     sizes = []
     for _ in range(2):
