@@ -538,6 +538,12 @@ def _ppo_choices() -> list[Case]:
     return ppo_choices.cases(Case)
 
 
+def _ppo_choices_16() -> list[Case]:
+    from jaxrl.benchmarks import ppo_choices
+
+    return ppo_choices.cases(Case, "ppo_choices_16")
+
+
 def _gpu_door() -> list[Case]:
     from jaxrl.benchmarks import door_speed
 
@@ -563,5 +569,6 @@ SUITES = {
     "dmc_algos": _dmc_algos,
     "door": _door,
     "ppo_choices": _ppo_choices,
+    "ppo_choices_16": _ppo_choices_16,
     "gpu-door": _gpu_door,
 }

@@ -50,6 +50,21 @@ _REFUSED = {
     "use_distributional_critic": (False, "no distributional PPO critic"),
 }
 
+# Brax's PPO choices that jaxrl makes otherwise (docs/PARITY.md), at jaxrl's own values, which
+# `jaxrl_choices=True` trains with: TrainConfig's ("train") and PPOConfig's ("agent") fields.
+# The weight initialiser is the network factory's, so it stays Brax's lecun_uniform (or the
+# factory's own). `jaxrl bench --suite ppo_choices_16` measures each choice; docs/BRAX.md
+# gives what they gain.
+JAXRL_CHOICES = {
+    "train": {"autoreset": "random"},
+    "agent": {
+        "advantage_in_loss": False,
+        "gae_horizon": 0,
+        "advantage_estimator": "gae",
+        "truncation": "bootstrap",
+    },
+}
+
 
 def train(
     environment: Any,
@@ -104,10 +119,14 @@ def train(
     restore_params: Any = None,
     restore_value_fn: bool = True,
     run_evals: bool = True,
+    *,
+    jaxrl_choices: bool = False,
 ):
     """Brax's `ppo.train` (brax/training/agents/ppo/train.py, 0.14.2): the same arguments, by
     name and default, the same `(make_policy, params, metrics)`; docs/BRAX.md lists what each
-    argument means here. Not used here, as they change nothing in jaxrl's program:
+    argument means here. One more, keyword only: `jaxrl_choices=True` trains with jaxrl's own
+    choices where Brax's differ (`JAXRL_CHOICES`), the rest (arguments, returns, checkpoints,
+    metrics) Brax's as ever. Not used here, as they change nothing in jaxrl's program:
     `use_pmap_on_reset` (jaxrl resets in one program), `desired_kl` and the schedule's
     `_min_lr`/`_max_lr` without Brax's adaptive-KL schedule, `restore_value_fn` without
     parameters to restore."""
@@ -216,6 +235,9 @@ def make_plan(s: dict) -> _Plan:
             softplus_std=True,
             **net.agent,
         )
+        if _jaxrl_choices(s):
+            config = dataclasses.replace(config, **JAXRL_CHOICES["train"])
+            agent_config = dataclasses.replace(agent_config, **JAXRL_CHOICES["agent"])
     except ValueError as error:  # a field's own check: its message names the field
         raise ConfigError(str(error)) from None
     return _Plan(
@@ -241,6 +263,14 @@ def make_plan(s: dict) -> _Plan:
         save_checkpoint_path=s["save_checkpoint_path"],
         training_log=training_log,
     )
+
+
+def _jaxrl_choices(s: dict) -> bool:
+    """`jaxrl_choices`, a bool (True or False, numpy's included), else a ConfigError."""
+    value = s.get("jaxrl_choices", False)
+    if not isinstance(value, (bool, np.bool_)):
+        raise ConfigError(f"jaxrl_choices must be True or False, got {value!r}")
+    return bool(value)
 
 
 def _restored(s: dict) -> Any:

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from jaxrl.benchmarks import ppo_choices
+import pytest
+
+from jaxrl.benchmarks import ppo_choices, suites
 from jaxrl.benchmarks.brax_parity import playground_ppo, ppo_parity_flags
 from jaxrl.benchmarks.case import jaxrl_argv
 from jaxrl.benchmarks.suites import Case
@@ -28,13 +30,17 @@ def _settings(case) -> dict:
     return {**dataclasses.asdict(train), **dataclasses.asdict(agent)}
 
 
-def test_each_variant_is_own_but_for_its_one_brax_choice():
-    cases = [c for c in ppo_choices.cases(Case) if c.env == "playground/CartpoleSwingup"]
+@pytest.mark.parametrize(
+    "suite, envs, steps, evals, eval_envs",
+    [("ppo_choices", 256, 983_040, 1, 128), ("ppo_choices_16", 64, 491_520, 4, 32)],
+)
+def test_each_variant_is_own_but_for_its_one_brax_choice(suite, envs, steps, evals, eval_envs):
+    cases = [c for c in ppo_choices.cases(Case, suite) if c.env == "playground/CartpoleSwingup"]
     by_label = {c.label: c for c in cases}
     assert set(by_label) == {"brax", "own", *(f"own-{name}" for name in FIELDS)}
-    assert all(c.seeds == 5 and c.num_envs == 256 and c.total_steps == 983_040 for c in cases)
-    settings = {**playground_ppo("CartpoleSwingup"), **ppo_choices.SCALE}
-    assert by_label["brax"].options == ppo_parity_flags(settings, 983_040, 1, True, 128)
+    assert all(c.seeds == 5 and c.num_envs == envs and c.total_steps == steps for c in cases)
+    settings = {**playground_ppo("CartpoleSwingup"), **ppo_choices.SCALES[suite].settings}
+    assert by_label["brax"].options == ppo_parity_flags(settings, steps, evals, True, eval_envs)
     own, brax = _settings(by_label["own"]), _settings(by_label["brax"])
     every = set().union(*FIELDS.values())
     assert {k for k in own if own[k] != brax[k]} == every  # the six, and nothing else
@@ -49,10 +55,34 @@ def test_the_report_gives_each_variant_against_own():
         return {"case": label, "env": "playground/CartpoleSwingup", "label": label,
                 "final_returns": returns}  # fmt: skip
 
-    records = [record("own", [200.0, 220.0]), record("brax", [150.0, 170.0]),
-               record("own-vtrace", [100.0, 140.0])]  # fmt: skip
+    records = [
+        record("own", [200.0, 220.0, 240.0]),
+        record("brax", [150.0, 170.0, 190.0]),
+        record("own-vtrace", [100.0, 140.0, 300.0]),
+        record("own-gae-horizon", [1.0]),
+    ]
     lines = ppo_choices.section("ppo_choices-cpu", records)
     rows = [line for line in lines if line.startswith("| playground/")]
-    assert [row.split(" | ")[1] for row in rows] == ["brax", "own", "own-vtrace"]
-    assert rows[0].endswith("| -50 |") and rows[1].endswith("|  |")
-    assert rows[2].endswith("| -90 |") and "| 120 [100, 140] |" in rows[2]
+    labels = [row.split(" | ")[1] for row in rows]
+    assert labels == ["brax", "own", "own-gae-horizon", "own-vtrace"]
+    # Seed by seed: brax is own less 50 on every seed, so its interval is that point.
+    assert rows[0].endswith("| -50 [-50, -50] |") and rows[1].endswith("|  |")
+    # own-vtrace's differences -100, -80, +60: mean -40, its bootstrap interval within them.
+    change = rows[3].split(" | ")[-1].removesuffix(" |")
+    mean, interval = change.split(" [")
+    low, high = (float(x) for x in interval.rstrip("]").split(", "))
+    assert mean == "-40" and -100 <= low < -40 < high <= 60
+    assert rows[3].split(" | ")[2].startswith("180 [")
+    assert rows[2].endswith("| -219 |")  # one seed against three: the means' difference
+
+
+def test_the_16_update_scale_is_parity_dmc_s():
+    """ppo_choices_16 keeps parity_dmc's PPO as numbers (no import cycle): the same numbers, so
+    that its "brax" variant is the run parity_dmc set beside Brax's own."""
+    scale = ppo_choices.SCALES["ppo_choices_16"]
+    assert scale.settings == suites.PARITY_DMC_SCALE
+    assert (scale.updates, scale.evals) == suites.PARITY_DMC_PPO
+    assert (ppo_choices.SEEDS, scale.eval_envs) == (
+        suites.PARITY_DMC_SEEDS,
+        suites.PARITY_DMC_EVAL_ENVS,
+    )

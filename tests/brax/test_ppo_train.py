@@ -72,9 +72,12 @@ def _arguments(**changes) -> dict:
 
 
 def test_the_signature_is_brax_s():
+    """Brax's, in its order and with its defaults, and one keyword-only argument after them."""
     ours = inspect.signature(ppo.train).parameters
     theirs = inspect.signature(brax_ppo.train).parameters
-    assert list(ours) == list(theirs)
+    assert list(ours) == [*theirs, "jaxrl_choices"]
+    assert ours["jaxrl_choices"].kind is inspect.Parameter.KEYWORD_ONLY
+    assert ours["jaxrl_choices"].default is False
     for name, p in theirs.items():
         if name in ("progress_fn", "policy_params_fn"):  # lambdas: equal only in behaviour
             continue
@@ -162,6 +165,27 @@ def test_brax_s_units_become_jaxrl_s():
     assert plan.agent_config.gae_horizon == 5
     assert plan.config.eval_actions == "sampled"  # Brax's default deterministic_eval=False
     assert ppo.make_plan(_arguments(deterministic_eval=True)).config.eval_actions == "greedy"
+
+
+def test_jaxrl_choices_changes_the_choices_and_nothing_else():
+    """`jaxrl_choices=True`: the configs differ from Brax's-choice ones in exactly the fields of
+    `JAXRL_CHOICES`, at jaxrl's own values (its configs' defaults); a value that is not a bool
+    is refused by name."""
+    from jaxrl.agents.ppo import PPOConfig
+    from jaxrl.config import TrainConfig
+
+    brax, own = ppo.make_plan(_arguments()), ppo.make_plan(_arguments(jaxrl_choices=True))
+    for part, config, default in (
+        ("train", "config", TrainConfig), ("agent", "agent_config", PPOConfig)
+    ):  # fmt: skip
+        theirs = dataclasses.asdict(getattr(brax, config))
+        ours = dataclasses.asdict(getattr(own, config))
+        assert {k for k in ours if ours[k] != theirs[k]} == set(ppo.JAXRL_CHOICES[part])
+        fields = {f.name: f.default for f in dataclasses.fields(default)}
+        assert all(ours[k] == fields[k] for k in ppo.JAXRL_CHOICES[part])
+    assert ppo.make_plan(_arguments(jaxrl_choices=np.bool_(True))).agent_config == own.agent_config
+    with pytest.raises(ConfigError, match="jaxrl_choices must be True or False, got 'yes'"):
+        ppo.make_plan(_arguments(jaxrl_choices="yes"))
 
 
 def test_numpy_integers_are_taken_as_brax_takes_them():
