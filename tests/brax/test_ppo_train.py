@@ -62,11 +62,12 @@ TRAIN_KEYS = {
 
 
 def _arguments(**changes) -> dict:
-    """Every argument of `ppo.train` at its default, with RUN's and `changes`."""
+    """Every argument of Brax's `ppo.train` at its default (as `ppo.train` gives it), with
+    RUN's and `changes`."""
     defaults = {
         name: p.default
         for name, p in inspect.signature(ppo.train).parameters.items()
-        if p.default is not inspect.Parameter.empty
+        if p.default is not inspect.Parameter.empty and p.kind is not p.KEYWORD_ONLY
     }
     return {**defaults, **RUN, "environment": brax_peer.MeteredDrift(), **changes}
 
@@ -317,6 +318,30 @@ def test_checkpoints_are_brax_s_both_ways(runs):
         brax_peer.assert_trees_equal(params[:2], theirs["params"][:2])
         brax_peer.assert_trees_equal(params[0].count, theirs["params"][0].count)
         brax_peer.assert_trees_equal(params[2], theirs["params"][2])
+
+
+def test_jaxrl_choices_trains_otherwise_and_returns_brax_s(runs, tmp_path):
+    """`jaxrl_choices=True` runs a program of its own choices (other parameters from the same
+    seed) and gives back what the Brax-choice door gives: Brax's progress steps and keys,
+    parameter trees, and checkpoints Brax's own loader reads."""
+    from brax.training.agents.ppo import checkpoint
+
+    progress = []
+    _, params, metrics = ppo.train(
+        **_arguments(
+            jaxrl_choices=True,
+            save_checkpoint_path=str(tmp_path),
+            progress_fn=lambda step, m: progress.append((step, set(m))),
+        )
+    )
+    theirs = runs["jaxrl"]
+    assert progress == [(step, set(m)) for step, m in theirs["progress"]]
+    assert set(metrics) == set(theirs["metrics"])
+    shapes = functools.partial(jax.tree.map, lambda x: (np.shape(x), np.asarray(x).dtype))
+    assert shapes(params) == shapes(theirs["params"])
+    assert not np.allclose(params[1]["params"]["hidden_0"]["kernel"],
+                           theirs["params"][1]["params"]["hidden_0"]["kernel"])  # fmt: skip
+    brax_peer.assert_trees_equal(checkpoint.load(tmp_path / "000000000160"), params)
 
 
 def test_restore_params_and_restore_value_fn(runs):
