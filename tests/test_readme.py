@@ -56,7 +56,7 @@ def _python_blocks(page: str = "docs/API.md") -> list[str]:
     # SCALE.md's: tests/experiments/test_scale.py; OFFLINE.md's:
     # test_readme_run_folder_commands_work_as_written
     assert counts == {
-        "README.md": 1, "docs/API.md": 4, "docs/BRAX.md": 5, "docs/SCALE.md": 1,
+        "README.md": 1, "docs/API.md": 4, "docs/BRAX.md": 6, "docs/SCALE.md": 1,
         "docs/OFFLINE.md": 1, "docs/EXPORT.md": 1,
     }  # fmt: skip
     return found[page]
@@ -160,6 +160,20 @@ def test_the_brax_crossq_example_runs_with_brax_s_results():
     normalizer, policy_params = namespace["params"]
     assert int(normalizer.count) == 2048 and ".actor_stats" in "".join(policy_params)
     assert namespace["action"].shape == (3, 1) and np.all(np.abs(namespace["action"]) <= 1.0)
+
+
+def test_the_brax_jaxrl_choices_example_returns_brax_s():
+    """docs/BRAX.md's `jaxrl_choices=True` example: Brax's triple, its evaluations at 0 and at
+    the end, Brax's trees."""
+    from jaxrl.benchmarks import peers
+
+    peers.install_jax_shims()
+    namespace: dict = {}
+    exec(compile(_python_blocks("docs/BRAX.md")[5], "docs/BRAX.md", "exec"), namespace)
+    assert {"eval/episode_reward", "training/total_loss"} <= set(namespace["metrics"])
+    assert set(namespace["params"][1]["params"]) == {f"hidden_{i}" for i in range(5)}
+    action, _ = namespace["policy"](np.zeros((3, 2), np.float32), None)
+    assert action.shape == (3, 1) and np.all(np.abs(action) <= 1.0)
 
 
 def test_readme_own_env_example_trains_by_object_and_by_name():
