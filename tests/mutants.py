@@ -3491,6 +3491,30 @@ MUTANTS = [
         "the door reads a Brax env's observation size through Brax's eager reset at each read",
         "tests/envs/test_registry.py::test_an_env_object_s_observation_size_is_traced_once",
     ),
+    m(
+        "door-jaxrl-choices-agent-part-dropped",
+        "jaxrl/brax/ppo.py",
+        '            agent_config = dataclasses.replace(agent_config, **JAXRL_CHOICES["agent"])\n',
+        "",
+        "jaxrl_choices=True changes the env's autoreset but trains with Brax's loss choices",
+        "tests/brax/test_ppo_train.py::test_jaxrl_choices_changes_the_choices_and_nothing_else",
+    ),
+    m(
+        "door-jaxrl-choices-keeps-brax-truncation",
+        "jaxrl/brax/ppo.py",
+        '        "truncation": "bootstrap",\n',
+        '        "truncation": "mask",\n',
+        "jaxrl_choices=True keeps Brax's masked truncation while claiming jaxrl's",
+        "tests/brax/test_ppo_train.py::test_jaxrl_choices_changes_the_choices_and_nothing_else",
+    ),
+    m(
+        "door-jaxrl-choices-positional",
+        "jaxrl/brax/ppo.py",
+        "    run_evals: bool = True,\n    *,\n    jaxrl_choices",
+        "    run_evals: bool = True,\n    jaxrl_choices",
+        "jaxrl_choices takes a position after Brax's arguments (a positional call could reach it)",
+        "tests/brax/test_ppo_train.py::test_the_signature_is_brax_s",
+    ),
 ]
 
 
