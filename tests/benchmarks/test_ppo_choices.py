@@ -86,3 +86,42 @@ def test_the_16_update_scale_is_parity_dmc_s():
         suites.PARITY_DMC_SEEDS,
         suites.PARITY_DMC_EVAL_ENVS,
     )
+
+
+@pytest.mark.parametrize("jaxrl_choices, label", [(False, "brax"), (True, "own-lecun-uniform")])
+def test_the_door_trains_as_the_variant_its_figures_come_from(jaxrl_choices, label):
+    """docs/BRAX.md's figures for `jaxrl.brax.ppo.train(..., jaxrl_choices=True)` are the
+    ablation's own-lecun-uniform variant (jaxrl's choices, the factory's Brax initialiser), and
+    without it the door is the brax variant: the same six choices, from the same Playground
+    settings through the door's translation and through the CLI's flags."""
+    from mujoco_playground import registry
+    from mujoco_playground.config import dm_control_suite_params
+
+    from jaxrl.brax import ppo
+
+    scale = ppo_choices.SCALES["ppo_choices_16"]
+    case = next(
+        c
+        for c in ppo_choices.cases(Case, "ppo_choices_16")
+        if c.env == "playground/CartpoleSwingup" and c.label == label
+    )
+    config = dm_control_suite_params.brax_ppo_config("CartpoleSwingup").to_dict()
+    config.update(scale.settings, num_timesteps=case.total_steps, num_evals=scale.evals + 1)
+    env = registry.load("CartpoleSwingup", config_overrides={"impl": "jax"})
+    plan = ppo.make_plan(
+        {**_door_defaults(ppo), **config, "environment": env, "jaxrl_choices": jaxrl_choices}
+    )
+    door = {**dataclasses.asdict(plan.config), **dataclasses.asdict(plan.agent_config)}
+    cli = _settings(case)
+    every = set().union(*FIELDS.values())
+    assert {k: door[k] for k in every} == {k: cli[k] for k in every}
+
+
+def _door_defaults(ppo) -> dict:
+    import inspect
+
+    return {
+        name: p.default
+        for name, p in inspect.signature(ppo.train).parameters.items()
+        if p.default is not inspect.Parameter.empty
+    }
