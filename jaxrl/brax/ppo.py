@@ -7,7 +7,8 @@ Every Brax argument is honoured or refused by name (`ConfigError`) before anythi
 jaxrl's PPO runs with every implementation choice of Brax's (`benchmarks.brax_parity
 .ppo_parity_flags`, docs/PARITY.md): advantages inside the loss per unroll, V-trace-style
 advantages, truncation masked, finished envs back at their first state, the normaliser fed
-the rollout before the update, lecun_uniform weights. Brax's units are kept: `num_timesteps`,
+the rollout before the update, lecun_uniform weights (`jaxrl_choices=True`: jaxrl's own
+instead, `JAXRL_CHOICES`). Brax's units are kept: `num_timesteps`,
 `episode_length` and the steps given to `progress_fn` count physics steps (`action_repeat`
 in them); `num_evals` counts the evaluation at step 0. What is returned is Brax's:
 `params = (normalizer_params, policy_params, value_params)` in the trees Brax's
