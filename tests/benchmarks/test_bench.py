@@ -508,19 +508,21 @@ def test_rerun_script_records_a_first_run_and_re_runs_over_one_store(tmp_path, m
     assert "rerun_2_compile_seconds" not in record  # --reruns 1: one re-run of each kind
 
     # Each run's log says what the store did with each program: the first run and the run
-    # over JAX's cache stored them (the chunk from the cache's bytes there; the reset compiles
-    # in under JAX's 1 s minimum, so its cache does not keep it), the others loaded.
+    # over JAX's cache stored them (the chunk from the cache's bytes there), the others loaded.
     def outcomes(name):
         return {(n["kind"], n["outcome"], n.get("source")) for n in record[f"{name}_store_log"]}
 
-    start = ("start-evaluation", "stored", "xla")  # under JAX's 1 s minimum too
+    start = ("start-evaluation", "stored", "xla")
     for name in ("first", "fresh_libraries"):
         assert outcomes(name) == {("chunk", "stored", "xla"), ("reset", "stored", "xla"), start}
-    assert outcomes("from_cache") == {
-        ("chunk", "stored", "cache"),
-        ("reset", "stored", "xla"),
-        start,
-    }
+    # The reset and step 0's evaluation compile in about JAX's 1 s cache minimum, so whether
+    # JAX's cache kept them depends on the machine's speed (CI's slower one keeps the
+    # evaluation): either source is right for them; the chunk, far above it, must be the cache's.
+    from_cache = {kind: (outcome, source) for kind, outcome, source in outcomes("from_cache")}
+    assert from_cache["chunk"] == ("stored", "cache")
+    for kind in ("reset", "start-evaluation"):
+        assert from_cache[kind] in {("stored", "xla"), ("stored", "cache")}, kind
+    assert len(outcomes("from_cache")) == 3
     loading = ("rerun", "unprefetched", "rerun_libraries", "rerun_libraries_2",
                "fresh_libraries_2", "from_store")  # fmt: skip
     for name in loading:
