@@ -504,6 +504,14 @@ def make_vec(
     )
 
 
+def config_value(env: Any, name: str) -> int | None:
+    """`name` (episode_length, action_repeat) from a MuJoCo Playground env's task config, or
+    None: an env the caller built with `registry.load` keeps its config in `_config` only."""
+    config = getattr(env, "_config", None)
+    value = config.get(name, None) if hasattr(config, "get") else None
+    return None if value is None else int(value)
+
+
 def episode_env(
     base,
     *,
@@ -513,17 +521,26 @@ def episode_env(
     metric_sums: bool = False,
 ):
     """One env of `wrap`'s batch: `base` with its actions bounded, each repeated
-    `action_repeat` times and its episodes cut at `episode_length` control steps (the task's
-    own where None); `metric_sums`: its own metrics summed over each episode
+    `action_repeat` times and its episodes cut at `episode_length` control steps (where None,
+    the env's own, or its Playground config's); `metric_sums`: its own metrics summed over each episode
     (`EpisodeWrapper`). Returns (env, episode_length, action_repeat)."""
-    episode_length = episode_length or getattr(base, "episode_length", None)
+    episode_length = (
+        episode_length
+        or getattr(base, "episode_length", None)
+        or config_value(base, "episode_length")
+    )
     if episode_length is None:
         raise EnvOptionError(
             f"the env ({type(base).__name__}) has no episode_length attribute: give the time "
             "limit as episode_length (--episode-length N, TrainConfig(episode_length=N), or "
             "register(..., episode_length=N))"
         )
-    action_repeat = action_repeat or getattr(base, "action_repeat", None) or 1
+    action_repeat = (
+        action_repeat
+        or getattr(base, "action_repeat", None)
+        or config_value(base, "action_repeat")
+        or 1
+    )
     env = EpisodeWrapper(
         ActionRepeat(bounded_actions(base, joint_limit_actions), action_repeat),
         episode_length,

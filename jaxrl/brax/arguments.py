@@ -21,21 +21,21 @@ def refuse(s: dict, refused: dict, door: str) -> None:
         raise ConfigError(f"{name}={value!r} cannot be honoured by {door}: {why}")
 
 
-def _is_integer(value: Any) -> bool:
+def is_integer(value: Any) -> bool:
     """An int or a numpy integer (Brax takes either), not a bool."""
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
 def integer(s: dict, name: str) -> int:
     """`s[name]` as an int, else a ConfigError."""
-    if not _is_integer(s[name]):
+    if not is_integer(s[name]):
         raise ConfigError(f"{name} must be an integer, got {s[name]!r}")
     return int(s[name])
 
 
 def positive(s: dict, name: str) -> int:
     """`s[name]` as an int >= 1, else a ConfigError."""
-    if not _is_integer(s[name]) or s[name] < 1:
+    if not is_integer(s[name]) or s[name] < 1:
         raise ConfigError(f"{name} must be an integer >= 1, got {s[name]!r}")
     return int(s[name])
 
@@ -44,12 +44,11 @@ def episode_length(s: dict, env: Any, repeat: int) -> int:
     """jaxrl's time limit in control steps from Brax's in physics steps (its EpisodeWrapper
     ends an episode once steps x action_repeat reach episode_length); where None, the env's
     own `episode_length` or its Playground config's."""
+    from jaxrl import envs
+
     length = s["episode_length"]
     if length is None:
-        length = getattr(env, "episode_length", None)
-        cfg = getattr(env, "_config", None)
-        if length is None and cfg is not None and "episode_length" in cfg:
-            length = int(cfg.episode_length)
+        length = getattr(env, "episode_length", None) or envs.config_value(env, "episode_length")
         if length is None:
             raise ConfigError(
                 f"episode_length=None and the env ({type(env).__name__}) has none of its own: "

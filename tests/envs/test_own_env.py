@@ -191,6 +191,28 @@ def test_train_on_an_env_object_learns_and_needs_it_again(tmp_path):
     np.testing.assert_allclose(metrics["eval_return"], returns, rtol=1e-5, atol=1e-5)
 
 
+def test_a_playground_env_object_brings_its_config_s_time_limit_and_action_repeat():
+    """`registry.load(task)` as Playground's users build it (`jaxrl.train(..., env=env)`): the
+    time limit and action repeat are read from its task config where the run gives none, as
+    `envs.make("playground/...")` reads them; the run's own values win."""
+    from mujoco_playground import registry
+
+    overrides = {"impl": "jax", "episode_length": 6, "action_repeat": 2}
+    env = registry.load("CartpoleBalance", config_overrides=overrides)
+    assert not hasattr(env, "episode_length")  # Playground keeps both in its config only
+    assert envs.episode_env(env)[1:] == (6, 2)
+    assert envs.episode_env(env, episode_length=3, action_repeat=1)[1:] == (3, 1)
+    batch = envs.wrap(env, 2)
+    state, step = batch.reset(jax.random.PRNGKey(0)), jax.jit(batch.step)
+    dones = []
+    for _ in range(7):
+        state = step(state, jnp.zeros((2, 1)))
+        dones.append(bool(state.done[0]))
+    assert dones == [False] * 5 + [True, False]  # the config's 6 steps, then a new episode
+    # Each step repeated the action twice: 2 x ctrl_dt of simulated time per step.
+    np.testing.assert_allclose(state.data.time[0], 2 * env.dt, rtol=1e-5)
+
+
 def test_env_object_refuses_env_options_and_non_envs(tmp_path):
     with pytest.raises(jaxrl.ConfigError, match="env_options"):
         jaxrl.train(_config(env_options={"target": 1.0}), AGENT, None, env=Reach())
