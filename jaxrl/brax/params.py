@@ -39,7 +39,9 @@ def _renamed(layers: dict, pattern: re.Pattern, name: str, what: str) -> dict:
     return out
 
 
-def ppo_to_brax(agent_params: dict, stats: RunningStats, std_eps: float = 0.0) -> tuple:
+def ppo_to_brax(
+    agent_params: dict, stats: RunningStats, std_eps: float = 0.0, mode: str = "welford"
+) -> tuple:
     """(normalizer_params, policy_params, value_params) as Brax's `ppo.train` returns them,
     from one member's PPO parameters and observation statistics."""
     policy = agent_params["policy"]["params"]
@@ -48,7 +50,7 @@ def ppo_to_brax(agent_params: dict, stats: RunningStats, std_eps: float = 0.0) -
     hidden = "hidden_{}"
     policy = _renamed(policy["MLP_0"], _DENSE, hidden, "the policy network")
     value = _renamed(agent_params["value"]["params"], _DENSE, hidden, "the value network")
-    return normalizer_to_brax(stats, std_eps), {"params": policy}, {"params": value}
+    return normalizer_to_brax(stats, std_eps, mode), {"params": policy}, {"params": value}
 
 
 def ppo_from_brax(params: tuple) -> tuple[dict, RunningStats]:
@@ -64,8 +66,10 @@ def ppo_from_brax(params: tuple) -> tuple[dict, RunningStats]:
     )
 
 
-def normalizer_to_brax(stats: RunningStats, std_eps: float = 0.0):
-    """A Brax `RunningStatisticsState` (Welford mode) holding `stats`' moments."""
+def normalizer_to_brax(stats: RunningStats, std_eps: float = 0.0, mode: str = "welford"):
+    """A Brax `RunningStatisticsState` holding `stats`' moments in Brax's `mode`: "welford"
+    keeps the summed squared deviations in `summed_variance`, "ema" the variance itself; the
+    std is Brax's, sqrt(var + std_eps) clipped."""
     from brax.training import types
     from brax.training.acme import running_statistics
 
@@ -73,20 +77,28 @@ def normalizer_to_brax(stats: RunningStats, std_eps: float = 0.0):
         raise ConfigError("dict observations' statistics have no Brax PPO counterpart yet")
     count = int(round(float(np.asarray(stats.count))))
     var = jnp.asarray(stats.var, jnp.float32)
+    ema = mode == "ema"
     return running_statistics.RunningStatisticsState(
         count=types.UInt64(hi=count >> 32, lo=count & 0xFFFFFFFF),
         mean=jnp.asarray(stats.mean, jnp.float32),
-        summed_variance=var * count,
-        std=jnp.clip(jnp.sqrt(var), STD_MIN, STD_MAX),
+        summed_variance=var if ema else var * count,
+        std=jnp.clip(jnp.sqrt(var + std_eps), STD_MIN, STD_MAX),
         std_eps=std_eps,
+        mode=running_statistics._mode_from_string(mode),  # Brax's own names for its modes
     )
 
 
 def normalizer_from_brax(state: Any) -> RunningStats:
-    """jaxrl's statistics of a Brax `RunningStatisticsState` (the variance 1 at count 0, as
-    jaxrl's fresh statistics)."""
+    """jaxrl's statistics of a Brax `RunningStatisticsState` of either mode (the variance 1
+    at count 0, as jaxrl's fresh statistics)."""
+    from brax.training.acme import running_statistics
+
     count = int(state.count) if hasattr(state.count, "hi") else int(np.asarray(state.count))
-    var = state.summed_variance / count if count else jnp.ones_like(state.mean)
+    ema = getattr(state, "mode", 0) == running_statistics.NormalizationMode.EMA
+    if not count:
+        var = jnp.ones_like(state.mean)
+    else:
+        var = state.summed_variance if ema else state.summed_variance / count
     return RunningStats(jnp.asarray(state.mean), jnp.asarray(var), jnp.asarray(count, jnp.float32))
 
 

@@ -7,8 +7,9 @@ Every Brax argument is honoured or refused by name (`ConfigError`) before anythi
 jaxrl's PPO runs with every implementation choice of Brax's (`benchmarks.brax_parity
 .ppo_parity_flags`, docs/PARITY.md): advantages inside the loss per unroll, V-trace-style
 advantages, truncation masked, finished envs back at their first state, the normaliser fed
-the rollout before the update, lecun_uniform weights (`jaxrl_choices=True`: jaxrl's own
-instead, `JAXRL_CHOICES`). Brax's units are kept: `num_timesteps`,
+the rollout before the update, the factory's weights. `jaxrl_choices=True` (`JAXRL_CHOICES`)
+puts jaxrl's own in place of the first four (the advantages over the whole rollout, GAE,
+truncation bootstrapped, fresh random restarts). Brax's units are kept: `num_timesteps`,
 `episode_length` and the steps given to `progress_fn` count physics steps (`action_repeat`
 in them); `num_evals` counts the evaluation at step 0. What is returned is Brax's:
 `params = (normalizer_params, policy_params, value_params)` in the trees Brax's
@@ -40,9 +41,6 @@ _REFUSED = {
         "jaxrl wraps the env itself (time limit, action repeat, batch, auto-reset); pass the "
         "unwrapped env",
     ),
-    "normalize_observations_std_eps": (0.0, "only Brax's default std_eps 0.0 is supported"),
-    "normalize_observations_mode": ("welford", "only Brax's default 'welford' is supported"),
-    "normalize_until_count": (None, "the normaliser always learns (no until_count)"),
     "clipping_epsilon_value": (None, "the value loss is not clipped by a separate epsilon"),
     "bootstrap_on_timeout": (
         False,
@@ -152,6 +150,7 @@ class _Plan:
     num_evals: int
     run_evals: bool
     std_eps: float
+    normalizer_mode: str  # Brax's "welford" or "ema": how its checkpoints hold the statistics
     untrained: bool
     restored: Any  # Brax's (normalizer, policy, value) to start from, or None
     restore_value_fn: bool
@@ -186,6 +185,7 @@ def make_plan(s: dict) -> _Plan:
     per_step = s["batch_size"] * s["num_minibatches"] * s["unroll_length"]  # control steps
     epochs, steps_per_epoch = _epochs(s, per_step * repeat)
     total = epochs * steps_per_epoch * per_step
+    mode, until = _normalizer(s)
     training_log = None
     if s["log_training_metrics"]:  # Brax's default: a log every training step
         every = s["training_metrics_steps"]
@@ -211,6 +211,8 @@ def make_plan(s: dict) -> _Plan:
             randomize_eval=s["randomization_fn"] is not None,  # Brax randomizes its evaluator's
             normalize_observations=bool(s["normalize_observations"]),
             obs_clip=0.0,
+            obs_std_eps=float(s["normalize_observations_std_eps"]),
+            obs_stats_until=until,
             gamma=s["discounting"],
             renormalize_rollout=True,
             autoreset=autoreset,
@@ -257,13 +259,29 @@ def make_plan(s: dict) -> _Plan:
         brax_episode_length=s["episode_length"],
         num_evals=s["num_evals"],
         run_evals=bool(s["run_evals"]),
-        std_eps=s["normalize_observations_std_eps"],
+        std_eps=float(s["normalize_observations_std_eps"]),
+        normalizer_mode=mode,
         untrained=s["num_timesteps"] == 0,
         restored=_restored(s),
         restore_value_fn=bool(s["restore_value_fn"]),
         save_checkpoint_path=s["save_checkpoint_path"],
         training_log=training_log,
     )
+
+
+def _normalizer(s: dict) -> tuple[str, int]:
+    """(Brax's normaliser mode, jaxrl's `obs_stats_until`). Both modes learn the same moments
+    (`normalization.update`); the mode says how Brax's checkpoints hold them. Brax applies
+    `normalize_until_count` in its "ema" mode only, and so does the door."""
+    mode, until = s["normalize_observations_mode"], s["normalize_until_count"]
+    if mode not in ("welford", "ema"):
+        raise ConfigError(f"normalize_observations_mode must be 'welford' or 'ema', got {mode!r}")
+    if until is not None and (not arguments.is_integer(until) or until < 1):
+        raise ConfigError(f"normalize_until_count must be None or an integer >= 1, got {until!r}")
+    std_eps = s["normalize_observations_std_eps"]
+    if not isinstance(std_eps, (int, float, np.floating, np.integer)) or not std_eps >= 0:
+        raise ConfigError(f"normalize_observations_std_eps must be a number >= 0, got {std_eps!r}")
+    return mode, int(until) if mode == "ema" and until is not None else 0
 
 
 def _jaxrl_choices(s: dict) -> bool:
@@ -332,9 +350,11 @@ def run_plan(plan: _Plan, progress_fn: Callable, policy_params_fn: Callable):
     def brax_params_of(state):
         if plan.injected is not None:  # the factory's own trees already
             params = state.agent.params
-            stats = brax_params.normalizer_to_brax(state.obs_stats, plan.std_eps)
+            stats = brax_params.normalizer_to_brax(state.obs_stats, plan.std_eps, plan.normalizer_mode)
             return stats, params["policy"], params["value"]
-        return brax_params.ppo_to_brax(state.agent.params, state.obs_stats, plan.std_eps)
+        return brax_params.ppo_to_brax(
+            state.agent.params, state.obs_stats, plan.std_eps, plan.normalizer_mode
+        )
 
     def start_fn(state):
         """Brax's restore (the policy and normaliser, and value if asked), then its step-0

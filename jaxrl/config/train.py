@@ -152,7 +152,13 @@ SECTIONS: dict[str, Section] = {
     ),
     "normalisation": Section(
         "Observation normalisation: whether, the clipping, the order its statistics update in.",
-        ("normalize_observations", "obs_clip", "renormalize_rollout"),
+        (
+            "normalize_observations",
+            "obs_clip",
+            "obs_std_eps",
+            "obs_stats_until",
+            "renormalize_rollout",
+        ),
     ),
     "devices": Section(
         "Devices and hosts: the run split over several devices, or several processes.",
@@ -298,6 +304,12 @@ class TrainConfig(OfflineSchedule):
     FastTD3 and PQL normalise observations and explore with per-env noise scales."""
     obs_clip: float = 10.0
     """Normalised observations are clipped to +-obs_clip; 0: not clipped (as in Brax's trainers)."""
+    obs_std_eps: float = 0.0
+    """Added to the variance under the square root when observations are normalised (Brax's
+    `normalize_observations_std_eps`)."""
+    obs_stats_until: int = 0
+    """The observation statistics stop learning once they have counted more than this many
+    observations; 0: never (Brax's `normalize_until_count` in its "ema" mode)."""
     gamma: float = 0.99
     """Discount factor, for 1-step and n-step bootstrapped targets (and PPO's advantages) alike."""
     n_step: int | None = None
@@ -474,6 +486,13 @@ class TrainConfig(OfflineSchedule):
     def _check_normalisation(self) -> None:
         if not self.obs_clip >= 0:
             raise ConfigError(f"obs_clip must be >= 0 (0: no clipping), got {self.obs_clip}")
+        if not self.obs_std_eps >= 0:
+            raise ConfigError(f"obs_std_eps must be >= 0, got {self.obs_std_eps}")
+        if not self.obs_stats_until >= 0:
+            raise ConfigError(
+                f"obs_stats_until must be >= 0 (0: the statistics never stop learning), "
+                f"got {self.obs_stats_until}"
+            )
 
     def _check_devices(self) -> None:
         """The counts only: whether num_envs and batch_size divide over the devices is known

@@ -168,7 +168,7 @@ def make_observe(config: TrainConfig) -> Callable:
     def observe(stats, obs):
         if not config.normalize_observations:
             return obs
-        return normalization.normalize(stats, obs, config.obs_clip)
+        return normalization.normalize(stats, obs, config.obs_clip, config.obs_std_eps)
 
     return observe
 

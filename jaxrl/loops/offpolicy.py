@@ -303,7 +303,8 @@ def make_after_step(config: TrainConfig, view, data) -> Callable:
         next_obs = view(info["final_obs"])
         transition = Transition(obs, action, env_state.reward, next_obs, terminated, env_state.done)
         if config.normalize_observations:  # Brax's SAC: the observations acted on
-            stats = normalization.update(stats, obs if config.renormalize_rollout else next_obs)
+            seen = obs if config.renormalize_rollout else next_obs
+            stats = normalization.update(stats, seen, config.obs_stats_until)
         if config.exploration == "uniform":  # redrawn for envs whose episode just ended
             fresh = noise_scales(config, noise_key, hp)
             noise_scale = jnp.where(env_state.done > 0, fresh, noise_scale)

@@ -235,7 +235,7 @@ def make_finish(config: TrainConfig) -> Callable:
             # Brax's order takes in the observations acted on; else those the steps reached.
             seen_obs = raw_obs if config.renormalize_rollout else final_obs
             flat = jax.tree.map(lambda x: x.reshape(-1, x.shape[-1]), seen_obs)
-            stats = normalization.update(stats, flat)
+            stats = normalization.update(stats, flat, config.obs_stats_until)
         seen = stats if config.renormalize_rollout else state.obs_stats
         batch = Rollout(
             obs=observe(seen, raw_obs),

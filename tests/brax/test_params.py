@@ -86,3 +86,47 @@ def test_a_network_without_a_brax_counterpart_is_refused_by_its_layer():
     odd["value"]["params"]["LayerNorm_0"] = {"scale": jnp.ones(3)}
     with pytest.raises(ConfigError, match="'LayerNorm_0'"):
         brax_params.ppo_to_brax(odd, stats)
+
+
+@pytest.mark.parametrize("mode,until", [("welford", None), ("ema", None), ("ema", 150)])
+def test_the_statistics_learn_as_brax_s_in_either_mode(mode, until):
+    """Brax's `running_statistics.update` in its "welford" and "ema" modes (with
+    `until_count`, which only "ema" applies) against jaxrl's `normalization.update` over the
+    same batches: the same moments and the same normalised observations with `std_eps`; and
+    Brax's update goes on from the state jaxrl's checkpoint holds (`normalizer_to_brax` in
+    that mode) as from its own."""
+    std_eps = 0.01
+    batches = [
+        2.0 * jax.random.normal(jax.random.PRNGKey(i), (n, OBS)) + jnp.arange(OBS) * (i + 1)
+        for i, n in enumerate((64, 40, 100, 64))
+    ]
+    theirs = running_statistics.init_state(jnp.zeros(OBS), std_eps=std_eps, mode=mode)
+    ours = normalization.init(OBS)
+    applied = until if mode == "ema" else None  # Brax ignores until_count when Welford's
+    for batch in batches:
+        theirs = running_statistics.update(theirs, batch, until_count=until)
+        ours = normalization.update(ours, batch, applied or 0)
+        assert int(theirs.count) == int(ours.count)
+        mirrored = brax_params.normalizer_to_brax(ours, std_eps, mode)
+        np.testing.assert_allclose(mirrored.mean, theirs.mean, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(mirrored.summed_variance, theirs.summed_variance, rtol=1e-4)
+        np.testing.assert_allclose(mirrored.std, theirs.std, rtol=1e-5)
+        obs = batches[0][:8]
+        np.testing.assert_allclose(
+            normalization.normalize(ours, obs, clip=0.0, std_eps=std_eps),
+            running_statistics.normalize(obs, theirs),
+            rtol=1e-4,
+            atol=1e-5,
+        )
+    if until is not None and mode == "ema":  # frozen after the first two batches' 104
+        seen = jnp.concatenate(batches[:2])
+        np.testing.assert_allclose(ours.mean, seen.mean(0), rtol=1e-5, atol=1e-5)
+    # A Brax run resuming from jaxrl's checkpoint learns on as from its own state.
+    more = jax.random.normal(jax.random.PRNGKey(9), (32, OBS))
+    resumed = running_statistics.update(mirrored, more, until_count=until)
+    own = running_statistics.update(theirs, more, until_count=until)
+    np.testing.assert_allclose(resumed.mean, own.mean, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(resumed.std, own.std, rtol=1e-4)
+    back = brax_params.normalizer_from_brax(mirrored)
+    np.testing.assert_allclose(back.var, ours.var, rtol=1e-5)
+    assert float(back.count) == float(ours.count)

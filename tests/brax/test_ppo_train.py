@@ -88,8 +88,6 @@ def test_the_signature_is_brax_s():
 @pytest.mark.parametrize("name", sorted(ppo._REFUSED))
 def test_an_argument_jaxrl_cannot_honour_is_refused_by_name(name):
     value = {None: "x", False: True, True: False}.get(ppo._REFUSED[name][0], 0.5)
-    if name == "normalize_observations_mode":
-        value = "ema"
     with pytest.raises(ConfigError, match=name):
         ppo.make_plan(_arguments(**{name: value}))
 
@@ -122,6 +120,9 @@ def test_an_argument_jaxrl_cannot_honour_is_refused_by_name(name):
         (dict(num_envs=0), "num_envs"),
         (dict(learning_rate=-1.0), "learning_rate"),
         (dict(eval_env=brax_peer.WideDrift()), "eval_env.*observation_size 4"),
+        (dict(normalize_observations_mode="rms"), "normalize_observations_mode.*'rms'"),
+        (dict(normalize_until_count=0), "normalize_until_count"),
+        (dict(normalize_observations_std_eps=-1e-3), "normalize_observations_std_eps"),
     ],
 )
 def test_bad_or_unsupported_settings_fail_before_compiling(change, named, monkeypatch):
@@ -166,6 +167,57 @@ def test_brax_s_units_become_jaxrl_s():
     assert plan.agent_config.gae_horizon == 5
     assert plan.config.eval_actions == "sampled"  # Brax's default deterministic_eval=False
     assert ppo.make_plan(_arguments(deterministic_eval=True)).config.eval_actions == "greedy"
+
+
+# Brax's argument, a value other than its default and RUN's, and the jaxrl field it sets.
+HYPERPARAMETERS = [
+    ("learning_rate", 7e-4, "agent_config", "learning_rate", 7e-4),
+    ("num_updates_per_batch", 3, "agent_config", "num_epochs", 3),
+    ("clipping_epsilon", 0.25, "agent_config", "clip_epsilon", 0.25),
+    ("vf_loss_coefficient", 0.8, "agent_config", "value_coef", 0.8),
+    ("entropy_cost", 0.02, "agent_config", "entropy_coef", 0.02),
+    ("max_grad_norm", 2.5, "agent_config", "max_grad_norm", 2.5),
+    ("gae_lambda", 0.9, "agent_config", "gae_lambda", 0.9),
+    ("normalize_advantage", False, "agent_config", "normalize_advantages", False),
+    ("reward_scaling", 5.0, "agent_config", "reward_scale", 5.0),
+    ("discounting", 0.95, "config", "gamma", 0.95),
+    ("seed", 11, "config", "seed", 11),
+    ("num_eval_envs", 6, "config", "eval_envs", 6),
+    ("normalize_observations", False, "config", "normalize_observations", False),
+]
+
+
+@pytest.mark.parametrize("name,value,part,field,expected", HYPERPARAMETERS)
+def test_each_hyperparameter_reaches_its_jaxrl_field(name, value, part, field, expected):
+    """A value of Brax's argument other than its default reaches jaxrl's field, and changes
+    nothing else of the configs (so a dropped or crossed mapping fails here, where the defaults
+    of both sides agree)."""
+    base, changed = ppo.make_plan(_arguments()), ppo.make_plan(_arguments(**{name: value}))
+    assert getattr(getattr(changed, part), field) == expected
+    assert getattr(getattr(base, part), field) != expected
+    for config in ("config", "agent_config"):
+        before = dataclasses.asdict(getattr(base, config))
+        after = dataclasses.asdict(getattr(changed, config))
+        assert {k for k in after if after[k] != before[k]} == ({field} if config == part else set())
+
+
+def test_brax_s_normaliser_modes_and_options_reach_the_run():
+    """`normalize_observations_std_eps` is the normalisation's eps; `normalize_until_count`
+    stops the statistics in Brax's "ema" mode and, as in Brax, does nothing in "welford"; the
+    mode is how the returned and checkpointed statistics are held (tests/brax/test_params.py
+    checks both modes' statistics against Brax's own update)."""
+    from brax.training.acme import running_statistics
+
+    plan = ppo.make_plan(_arguments(normalize_observations_std_eps=0.01))
+    assert plan.config.obs_std_eps == 0.01 and plan.config.obs_stats_until == 0
+    ema = dict(normalize_observations_mode="ema", normalize_until_count=np.int64(500))
+    assert ppo.make_plan(_arguments(**ema)).config.obs_stats_until == 500
+    welford = dict(normalize_observations_mode="welford", normalize_until_count=500)
+    assert ppo.make_plan(_arguments(**welford)).config.obs_stats_until == 0
+    _, params, _ = ppo.train(**_arguments(**ema, normalize_observations_std_eps=0.01))
+    assert params[0].mode == running_statistics.NormalizationMode.EMA
+    assert params[0].std_eps == 0.01
+    np.testing.assert_allclose(params[0].std, np.sqrt(params[0].summed_variance + 0.01), rtol=1e-5)
 
 
 def test_jaxrl_choices_changes_the_choices_and_nothing_else():
