@@ -201,6 +201,25 @@ def test_each_hyperparameter_reaches_its_jaxrl_field(name, value, part, field, e
         assert {k for k in after if after[k] != before[k]} == ({field} if config == part else set())
 
 
+def test_wrappers_and_devices_are_taken_as_brax_takes_them():
+    """`wrap_env_fn`: Brax's and Playground's training wrappers restart a finished env at its
+    first state, Playground's with `full_reset=True` at a fresh one; `max_devices_per_host`
+    caps the devices (1: one, unsharded) and must be >= 1."""
+    import brax.envs
+    from mujoco_playground import wrapper
+
+    def autoreset(**changes):
+        return ppo.make_plan(_arguments(**changes)).config.autoreset
+
+    assert autoreset() == autoreset(wrap_env_fn=brax.envs.training.wrap) == "first"
+    assert autoreset(wrap_env_fn=wrapper.wrap_for_brax_training) == "first"
+    full = functools.partial(wrapper.wrap_for_brax_training, full_reset=True)
+    assert autoreset(wrap_env_fn=full) == "random"
+    assert ppo.make_plan(_arguments(max_devices_per_host=1)).config.devices == 0
+    with pytest.raises(ConfigError, match="max_devices_per_host"):
+        ppo.make_plan(_arguments(max_devices_per_host=0))
+
+
 def test_brax_s_normaliser_modes_and_options_reach_the_run():
     """`normalize_observations_std_eps` is the normalisation's eps; `normalize_until_count`
     stops the statistics in Brax's "ema" mode and, as in Brax, does nothing in "welford"; the
@@ -572,9 +591,18 @@ def test_playground_s_notebook_pattern_runs_end_to_end():
         network_factory=factory,
         progress_fn=lambda step, metrics: steps.append((step, metrics)),
     )
+    randomized = []  # the batch sizes the randomization_fn was given (training, evaluation)
+
+    def heavy_carts(model, rng):  # Playground's pattern: (batched model, its in_axes)
+        randomized.append(rng.shape[0])
+        masses = jax.vmap(lambda k: model.body_mass * (2.0 + jax.random.uniform(k)))(rng)
+        in_axes = jax.tree.map(lambda _: None, model).tree_replace({"body_mass": 0})
+        return model.tree_replace({"body_mass": masses}), in_axes
+
     make_inference_fn, params, metrics = train_fn(
-        environment=env, wrap_env_fn=wrapper.wrap_for_brax_training
+        environment=env, wrap_env_fn=wrapper.wrap_for_brax_training, randomization_fn=heavy_carts
     )
+    assert set(randomized) == {small["num_envs"], small["num_eval_envs"]}  # one model per env
     assert [step for step, _ in steps][0] == 0 and steps[-1][0] >= small["num_timesteps"]
     assert {"eval/episode_reward", "training/total_loss"} <= set(metrics)
     assert np.isfinite(metrics["eval/episode_reward"])
