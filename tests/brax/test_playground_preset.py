@@ -115,3 +115,40 @@ def test_env_options_reach_the_env_the_config_is_planned_on(monkeypatch):
     train, _ = _configs("ppo", "--env-option", "episode_length=500")
     assert made == [{"episode_length": 500}]
     assert train.env_options == {"episode_length": 500}
+
+
+def test_every_config_playground_has_is_taken_as_it_is():
+    """Every task of Playground's DM Control, locomotion and manipulation registries, with
+    each training config Playground has for it: every key is an argument of the door, none is
+    refused, and the network factory's options are ones the door runs (on the observations
+    its keys say: a dict where it names entries). Building every env (robot assets included)
+    is left to the tasks tested above; a refusal here names the argument."""
+    import inspect
+
+    from mujoco_playground import registry
+
+    from jaxrl.brax import arguments, factories, ppo, sac
+
+    taken = []
+    for family, (_, algos) in playground._FAMILIES.items():
+        for task in getattr(registry, family).ALL_ENVS:
+            for algo in algos:
+                values = playground.playground_config(algo, task)
+                door = {"ppo": ppo, "sac": sac}[algo]
+                parameters = inspect.signature(door.train).parameters
+                assert set(values) <= set(parameters), (task, algo)
+                settings = {name: p.default for name, p in parameters.items()}
+                settings.update(values)
+                if algo == "ppo":
+                    ppo._refuse(settings)
+                    factory = settings["network_factory"]
+                    keys = getattr(factory, "keywords", {})
+                    dict_obs = "policy_obs_key" in keys or "value_obs_key" in keys
+                    factories.ppo_settings(factory, dict_obs)
+                else:
+                    arguments.refuse(settings, sac._REFUSED, "jaxrl.brax.sac")
+                taken.append((family, algo))
+    assert {("dm_control_suite", "sac"), ("locomotion", "ppo"), ("manipulation", "ppo")} <= set(
+        taken
+    )
+    assert len(taken) > 60  # Playground 0.2: 79 configs
