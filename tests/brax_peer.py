@@ -62,6 +62,25 @@ class WideDrift(Drift):
         return state.replace(obs=jnp.concatenate([state.obs, jnp.zeros(1)]))
 
 
+class DictDrift(Drift):
+    """Drift observed as a Playground robot task is: a dict of entries, the actor's "state",
+    the critic's "privileged_state" (x and x^2) and an "extra" entry no network reads."""
+
+    observation_size = {"state": (3,), "privileged_state": (6,), "extra": (2,)}
+
+    @staticmethod
+    def _obs(x):
+        return {"state": x, "privileged_state": jnp.concatenate([x, x**2]), "extra": x[:2] * 2}
+
+    def reset(self, rng):
+        state = super().reset(rng)
+        return state.replace(obs=self._obs(state.pipeline_state))
+
+    def step(self, state, action):
+        state = super().step(state, action)
+        return state.replace(obs=self._obs(state.pipeline_state))
+
+
 def install_shims():
     """Brax 0.14.2's trainers call jax.device_put_replicated, which jax removed."""
     from jaxrl.benchmarks import peers

@@ -3588,6 +3588,22 @@ MUTANTS = [
         "tests/brax/test_ppo_train.py::test_wrappers_and_devices_are_taken_as_brax_takes_them",
     ),
     m(
+        "brax-dict-stats-unread-entries-dropped",
+        "jaxrl/brax/params.py",
+        "        out[key] = kept[key] if key in kept else RunningStats(\n",
+        "        if key not in kept:\n            continue\n        out[key] = kept[key] if key in kept else RunningStats(\n",
+        "the returned normaliser lacks the entries no network reads (Brax cannot resume from it)",
+        "tests/brax/test_ppo_train.py::test_dict_observations_give_brax_s_params_and_checkpoints_both_ways",
+    ),
+    m(
+        "brax-dict-stats-critic-as-actor",
+        "jaxrl/brax/params.py",
+        "    kept = {actor: stats[ACTOR], critic: stats[CRITIC]} if isinstance(stats, dict) else {\n",
+        "    kept = {actor: stats[ACTOR], critic: stats[ACTOR]} if isinstance(stats, dict) else {\n",
+        "the critic's entry is returned with the actor's statistics",
+        "tests/brax/test_ppo_train.py::test_dict_observations_give_brax_s_params_and_checkpoints_both_ways",
+    ),
+    m(
         "playground-object-action-repeat-dropped",
         "envs/registry.py",
         '        or config_value(base, "action_repeat")\n',

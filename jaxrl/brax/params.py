@@ -66,40 +66,99 @@ def ppo_from_brax(params: tuple) -> tuple[dict, RunningStats]:
     )
 
 
-def normalizer_to_brax(stats: RunningStats, std_eps: float = 0.0, mode: str = "welford"):
+def normalizer_to_brax(stats: Any, std_eps: float = 0.0, mode: str = "welford"):
     """A Brax `RunningStatisticsState` holding `stats`' moments in Brax's `mode`: "welford"
     keeps the summed squared deviations in `summed_variance`, "ema" the variance itself; the
-    std is Brax's, sqrt(var + std_eps) clipped."""
+    std is Brax's, sqrt(var + std_eps) clipped. Dict observations' statistics (one entry per
+    observation key) become Brax's of the same keys, under one count, as Brax keeps them."""
     from brax.training import types
     from brax.training.acme import running_statistics
 
-    if isinstance(stats, dict):
-        raise ConfigError("dict observations' statistics have no Brax PPO counterpart yet")
-    count = int(round(float(np.asarray(stats.count))))
-    var = jnp.asarray(stats.var, jnp.float32)
     ema = mode == "ema"
+    entries = stats if isinstance(stats, dict) else {None: stats}
+    counts = {int(round(float(np.asarray(entry.count)))) for entry in entries.values()}
+    if len(counts) != 1:  # updated together, so never apart; Brax keeps one count
+        raise ConfigError(f"the observation entries' statistics hold different counts {counts}")
+    (count,) = counts
+
+    def moments(entry: RunningStats) -> tuple:
+        var = jnp.asarray(entry.var, jnp.float32)
+        summed = var if ema else var * count
+        return jnp.asarray(entry.mean, jnp.float32), summed, jnp.clip(
+            jnp.sqrt(var + std_eps), STD_MIN, STD_MAX
+        )
+
+    parts = {key: moments(entry) for key, entry in entries.items()}
+
+    def tree(i: int) -> Any:
+        if not isinstance(stats, dict):
+            return parts[None][i]
+        return {key: part[i] for key, part in parts.items()}
+
     return running_statistics.RunningStatisticsState(
         count=types.UInt64(hi=count >> 32, lo=count & 0xFFFFFFFF),
-        mean=jnp.asarray(stats.mean, jnp.float32),
-        summed_variance=var if ema else var * count,
-        std=jnp.clip(jnp.sqrt(var + std_eps), STD_MIN, STD_MAX),
+        mean=tree(0),
+        summed_variance=tree(1),
+        std=tree(2),
         std_eps=std_eps,
         mode=running_statistics._mode_from_string(mode),  # Brax's own names for its modes
     )
 
 
-def normalizer_from_brax(state: Any) -> RunningStats:
+def normalizer_from_brax(state: Any) -> Any:
     """jaxrl's statistics of a Brax `RunningStatisticsState` of either mode (the variance 1
-    at count 0, as jaxrl's fresh statistics)."""
+    at count 0, as jaxrl's fresh statistics); a dict of them where Brax's are per key."""
     from brax.training.acme import running_statistics
 
     count = int(state.count) if hasattr(state.count, "hi") else int(np.asarray(state.count))
     ema = getattr(state, "mode", 0) == running_statistics.NormalizationMode.EMA
-    if not count:
-        var = jnp.ones_like(state.mean)
-    else:
-        var = state.summed_variance if ema else state.summed_variance / count
-    return RunningStats(jnp.asarray(state.mean), jnp.asarray(var), jnp.asarray(count, jnp.float32))
+
+    def entry(mean: Any, summed: Any) -> RunningStats:
+        if not count:
+            var = jnp.ones_like(mean)
+        else:
+            var = summed if ema else summed / count
+        return RunningStats(jnp.asarray(mean), jnp.asarray(var), jnp.asarray(count, jnp.float32))
+
+    if isinstance(state.mean, dict):
+        return {key: entry(state.mean[key], state.summed_variance[key]) for key in state.mean}
+    return entry(state.mean, state.summed_variance)
+
+
+def stats_by_key(stats: Any, keys: tuple[str, str], observation_size: Any) -> Any:
+    """jaxrl's observation statistics as Brax keeps them for the env's observations: an
+    array's as they are; a dict's per entry of the env's dict, `keys` = (the actor's entry,
+    the critic's). jaxrl keeps statistics of the entries its networks read (one, or
+    {"actor", "critic"}: `jaxrl.observations`); an entry neither reads gets fresh ones (mean 0,
+    variance 1) at the same count, so that Brax's tree holds every entry, as its own does."""
+    if not isinstance(observation_size, dict):
+        return stats
+    from jaxrl.observations import ACTOR, CRITIC
+
+    actor, critic = keys
+    kept = {actor: stats[ACTOR], critic: stats[CRITIC]} if isinstance(stats, dict) else {
+        actor: stats
+    }
+    count = next(iter(kept.values())).count
+    out = {}
+    for key, shape in observation_size.items():
+        if key.startswith("pixels/"):  # Brax's normaliser leaves pixels out
+            continue
+        shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+        out[key] = kept[key] if key in kept else RunningStats(
+            jnp.zeros(shape), jnp.ones(shape), count
+        )
+    return out
+
+
+def stats_of_view(stats: Any, keys: tuple[str, str]) -> Any:
+    """`stats_by_key`'s inverse: Brax's per-entry statistics as jaxrl's networks read them."""
+    if not isinstance(stats, dict):
+        return stats
+    from jaxrl.observations import ACTOR, CRITIC
+
+    actor, critic = keys
+    return stats[actor] if actor == critic else {ACTOR: stats[actor], CRITIC: stats[critic]}
 
 
 def sac_to_brax(actor_params: dict, stats: RunningStats) -> tuple:

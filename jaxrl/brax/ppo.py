@@ -348,19 +348,22 @@ def run_plan(plan: _Plan, progress_fn: Callable, policy_params_fn: Callable):
         evaluate = report.start_program(trainer)
 
     def brax_params_of(state):
+        stats = brax_params.stats_by_key(state.obs_stats, _keys(plan), plan.env.observation_size)
         if plan.injected is not None:  # the factory's own trees already
             params = state.agent.params
-            stats = brax_params.normalizer_to_brax(state.obs_stats, plan.std_eps, plan.normalizer_mode)
+            stats = brax_params.normalizer_to_brax(stats, plan.std_eps, plan.normalizer_mode)
             return stats, params["policy"], params["value"]
         return brax_params.ppo_to_brax(
-            state.agent.params, state.obs_stats, plan.std_eps, plan.normalizer_mode
+            state.agent.params, stats, plan.std_eps, plan.normalizer_mode
         )
 
     def start_fn(state):
         """Brax's restore (the policy and normaliser, and value if asked), then its step-0
         evaluation: here, where the driver compiles the first chunk on a thread of its own
         meanwhile, the evaluation's compile runs beside it."""
-        state = _start_from(state, plan.restored, plan.restore_value_fn, plan.injected is not None)
+        state = _start_from(
+            state, plan.restored, plan.restore_value_fn, plan.injected is not None, _keys(plan)
+        )
         report.first(evaluate, state, progress_fn)
         return state
 
@@ -386,7 +389,9 @@ def run_plan(plan: _Plan, progress_fn: Callable, policy_params_fn: Callable):
     if plan.untrained:  # num_timesteps=0: Brax returns the first parameters, untrained
         trainer = driver.check_setting(config, plan.agent_config, plan.env, None, plan.injected)
         state = jax.jit(trainer.init)(jax.random.PRNGKey(config.seed))
-        start = _start_from(state, plan.restored, plan.restore_value_fn, plan.injected is not None)
+        start = _start_from(
+            state, plan.restored, plan.restore_value_fn, plan.injected is not None, _keys(plan)
+        )
         return make_policy, brax_params_of(start), {}  # Brax returns before evaluating
     result = driver.train(
         config,
@@ -445,11 +450,20 @@ def training_episodes(plan: _Plan, report: brax_metrics.Report, progress_fn: Cal
     return on_iteration
 
 
-def _start_from(state, restored, restore_value_fn: bool, injected: bool = False):
+def _keys(plan: _Plan) -> tuple[str, str]:
+    """The env's observation entries the actor and the critic read (dict observations)."""
+    actor = plan.config.actor_obs or "state"
+    return actor, plan.config.critic_obs or actor
+
+
+def _start_from(
+    state, restored, restore_value_fn: bool, injected: bool = False, keys=("state", "state")
+):
     """`state` with Brax's parameters `restored` (None: as it is); the value network's own
     fresh ones kept where `restore_value_fn` is False. Fresh optimiser state either way, as
     Brax's restore leaves it. `injected`: the agent runs the factory's own networks, whose
-    trees are Brax's as they are."""
+    trees are Brax's as they are; `keys`: the entries actor and critic read, where Brax's
+    statistics are per entry of dict observations."""
     if restored is None:
         return state
     from jaxrl.brax import params as brax_params
@@ -460,6 +474,7 @@ def _start_from(state, restored, restore_value_fn: bool, injected: bool = False)
         stats = brax_params.normalizer_from_brax(normalizer)
     else:
         agent_params, stats = brax_params.ppo_from_brax(tuple(restored))
+    stats = brax_params.stats_of_view(stats, keys)
     if not restore_value_fn:
         agent_params = {**agent_params, "value": state.agent.params["value"]}
     what = "restore_params / restore_checkpoint_path"
@@ -479,10 +494,13 @@ def _saver(plan: _Plan):
     from brax.training.agents.ppo import checkpoint
 
     size = plan.env.observation_size
-    if not isinstance(size, int):
-        raise ConfigError("save_checkpoint_path: dict observations' checkpoints are not written")
+    def spec(shape):  # as Brax's ppo.train writes it: each entry's shape and dtype
+        shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+        return specs.Array(shape, jnp.dtype("float32"))
+
+    shapes = {k: spec(v) for k, v in size.items()} if isinstance(size, dict) else spec(size)
     config = checkpoint.network_config(
-        observation_size=specs.Array((size,), jnp.dtype("float32")),
+        observation_size=shapes,
         action_size=plan.env.action_size,
         normalize_observations=plan.config.normalize_observations,
         network_factory=plan.networks.factory,

@@ -391,6 +391,48 @@ def test_checkpoints_are_brax_s_both_ways(runs):
         brax_peer.assert_trees_equal(params[2], theirs["params"][2])
 
 
+def test_dict_observations_give_brax_s_params_and_checkpoints_both_ways(tmp_path):
+    """A Playground robot task's dict observations, the factory naming the actor's and the
+    critic's entries: the params are Brax's (its normaliser per entry, every entry of the
+    env's, one count), Brax's inference function acts on the dict, the checkpoints' network
+    config is what Brax's own `ppo.train` writes, and each trainer restores the other's."""
+    import json
+
+    from brax.training.agents.ppo import checkpoint
+
+    brax_peer.install_shims()
+    factory = functools.partial(
+        ppo_networks.make_ppo_networks, policy_obs_key="state", value_obs_key="privileged_state",
+        policy_hidden_layer_sizes=(8, 8), value_hidden_layer_sizes=(8, 8),
+    )  # fmt: skip
+    args = _arguments(environment=brax_peer.DictDrift(), network_factory=factory)
+    done = {}
+    for name, train in (("brax", brax_ppo.train), ("jaxrl", ppo.train)):
+        done[name] = (*train(**{**args, "save_checkpoint_path": str(tmp_path / name)}),)
+    (_, theirs, _), (make_policy, ours, _) = done["brax"], done["jaxrl"]
+    shapes = functools.partial(jax.tree.map, jnp.shape)
+    assert shapes(ours) == shapes(theirs)
+    assert set(ours[0].mean) == {"state", "privileged_state", "extra"}
+    assert int(ours[0].count) == int(theirs[0].count)
+    obs = brax_peer.DictDrift._obs(jnp.array([0.5, -0.2, 0.1]))
+    action, _ = make_policy(ours, deterministic=True)(obs, jax.random.PRNGKey(0))
+    assert action.shape == (2,) and jnp.isfinite(action).all()
+    last = sorted(p.name for p in (tmp_path / "jaxrl").iterdir())[-1]
+    config = "ppo_network_config.json"
+    assert json.loads((tmp_path / "jaxrl" / last / config).read_text()) == json.loads(
+        (tmp_path / "brax" / last / config).read_text()
+    )
+    brax_peer.assert_trees_equal(checkpoint.load(tmp_path / "jaxrl" / last), ours)
+    for train, source in ((ppo.train, "brax"), (brax_ppo.train, "jaxrl")):
+        path = str(tmp_path / source / last)
+        _, params, _ = train(**{**args, "num_timesteps": 0, "restore_checkpoint_path": path})
+        kept = done[source][1]
+        for key in ("state", "privileged_state"):  # the entries the networks read
+            brax_peer.assert_trees_equal(params[0].mean[key], kept[0].mean[key])
+            brax_peer.assert_trees_equal(params[0].std[key], kept[0].std[key])
+        brax_peer.assert_trees_equal(params[1:], kept[1:])
+
+
 def test_jaxrl_choices_trains_otherwise_and_returns_brax_s(runs, tmp_path):
     """`jaxrl_choices=True` runs a program of its own choices (other parameters from the same
     seed) and gives back what the Brax-choice door gives: Brax's progress steps and keys,
