@@ -522,8 +522,8 @@ def episode_env(
 ):
     """One env of `wrap`'s batch: `base` with its actions bounded, each repeated
     `action_repeat` times and its episodes cut at `episode_length` control steps (where None,
-    the env's own, or its Playground config's); `metric_sums`: its own metrics summed over each episode
-    (`EpisodeWrapper`). Returns (env, episode_length, action_repeat)."""
+    the env's own, or its Playground config's); `metric_sums`: its own metrics summed over
+    each episode (`EpisodeWrapper`). Returns (env, episode_length, action_repeat)."""
     episode_length = (
         episode_length
         or getattr(base, "episode_length", None)

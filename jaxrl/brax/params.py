@@ -84,8 +84,10 @@ def normalizer_to_brax(stats: Any, std_eps: float = 0.0, mode: str = "welford"):
     def moments(entry: RunningStats) -> tuple:
         var = jnp.asarray(entry.var, jnp.float32)
         summed = var if ema else var * count
-        return jnp.asarray(entry.mean, jnp.float32), summed, jnp.clip(
-            jnp.sqrt(var + std_eps), STD_MIN, STD_MAX
+        return (
+            jnp.asarray(entry.mean, jnp.float32),
+            summed,
+            jnp.clip(jnp.sqrt(var + std_eps), STD_MIN, STD_MAX),
         )
 
     parts = {key: moments(entry) for key, entry in entries.items()}
@@ -136,17 +138,17 @@ def stats_by_key(stats: Any, keys: tuple[str, str], observation_size: Any) -> An
     from jaxrl.observations import ACTOR, CRITIC
 
     actor, critic = keys
-    kept = {actor: stats[ACTOR], critic: stats[CRITIC]} if isinstance(stats, dict) else {
-        actor: stats
-    }
+    kept = (
+        {actor: stats[ACTOR], critic: stats[CRITIC]} if isinstance(stats, dict) else {actor: stats}
+    )
     count = next(iter(kept.values())).count
     out = {}
     for key, shape in observation_size.items():
         if key.startswith("pixels/"):  # Brax's normaliser leaves pixels out
             continue
         shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
-        out[key] = kept[key] if key in kept else RunningStats(
-            jnp.zeros(shape), jnp.ones(shape), count
+        out[key] = (
+            kept[key] if key in kept else RunningStats(jnp.zeros(shape), jnp.ones(shape), count)
         )
     return out
 

@@ -494,6 +494,7 @@ def _saver(plan: _Plan):
     from brax.training.agents.ppo import checkpoint
 
     size = plan.env.observation_size
+
     def spec(shape):  # as Brax's ppo.train writes it: each entry's shape and dtype
         shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
         return specs.Array(shape, jnp.dtype("float32"))
