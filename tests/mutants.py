@@ -512,8 +512,8 @@ MUTANTS = [
     m(
         "loop-stats-from-reset-obs",
         "jaxrl/loops/offpolicy.py",
-        "stats = normalization.update(stats, obs if config.renormalize_rollout else next_obs)",
-        "stats = normalization.update(stats, obs)",
+        "seen = obs if config.renormalize_rollout else next_obs",
+        "seen = obs",
         "observation statistics absorb post-reset observations instead of reached ones",
         WIRING,
     ),
@@ -1033,8 +1033,8 @@ MUTANTS = [
     m(
         "normalize-by-variance",
         "jaxrl/normalization.py",
-        "normalized = (obs - stats.mean) / jnp.sqrt(stats.var + 1e-8)",
-        "normalized = (obs - stats.mean) / (stats.var + 1e-8)",
+        "normalized = (obs - stats.mean) / jnp.sqrt(stats.var + (1e-8 + std_eps))",
+        "normalized = (obs - stats.mean) / (stats.var + (1e-8 + std_eps))",
         "observations divided by the variance instead of the standard deviation",
         "tests/test_normalization.py",
     ),
@@ -1082,8 +1082,8 @@ MUTANTS = [
     m(
         "loop-ignores-obs-clip",
         "jaxrl/loops/base.py",
-        "return normalization.normalize(stats, obs, config.obs_clip)",
-        "return normalization.normalize(stats, obs)",
+        "return normalization.normalize(stats, obs, config.obs_clip, config.obs_std_eps)",
+        "return normalization.normalize(stats, obs, std_eps=config.obs_std_eps)",
         "the loop clips normalised observations to +-10 whatever obs_clip says",
         WIRING,
     ),
@@ -2935,8 +2935,8 @@ MUTANTS = [
     m(
         "brax-normalizer-variance-not-summed",
         "jaxrl/brax/params.py",
-        "        summed_variance=var * count,",
-        "        summed_variance=var,",
+        "        summed = var if ema else var * count\n",
+        "        summed = var\n",
         "Brax's statistics get the variance where they keep the summed squared deviations",
         "tests/brax/test_params.py",
     ),
