@@ -3572,14 +3572,6 @@ MUTANTS = [
         "tests/brax/test_ppo_train.py::test_brax_s_normaliser_modes_and_options_reach_the_run",
     ),
     m(
-        "brax-ppo-randomization-dropped",
-        "jaxrl/brax/ppo.py",
-        "        randomization_fn=plan.randomization_fn,\n",
-        "        randomization_fn=None,\n",
-        "the door trains on the nominal physics whatever randomization_fn it is given",
-        "tests/brax/test_ppo_train.py::test_playground_s_notebook_pattern_runs_end_to_end",
-    ),
-    m(
         "brax-full-reset-ignored",
         "jaxrl/brax/factories.py",
         '    return "random" if options.get("full_reset") else "first"\n',
